@@ -1,1 +1,18 @@
-pub fn hello() {}
+//! Holdfast: order and stock reservation on AWS serverless.
+//!
+//! Layers: [`domain`] (pure) → [`ports`] (traits) → [`adapters`] (DynamoDB, SQS, EventBridge,
+//! memory) → [`service`] (use cases) → [`handlers`] (one per Lambda). Each `functions/<name>`
+//! binary is a thin `main` over [`lambda`].
+
+pub mod adapters;
+pub mod app;
+pub mod clock;
+pub mod config;
+pub mod domain;
+pub mod faults;
+pub mod handlers;
+pub mod http;
+pub mod lambda;
+pub mod ports;
+pub mod service;
+pub mod telemetry;

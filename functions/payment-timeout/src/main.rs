@@ -1,1 +1,6 @@
-fn main() {}
+//! The `payment-timeout` Lambda: a thin main over the library.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    holdfast::lambda::run("payment-timeout").await
+}

@@ -1,1 +1,6 @@
-fn main() {}
+//! The `stock-api` Lambda: a thin main over the library.
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    holdfast::lambda::run("stock-api").await
+}

@@ -1,0 +1,279 @@
+//! The order table over DynamoDB (DESIGN §4.1). Partition key `pk` = `ORD#<id>`; the item is the
+//! outbox (its stream announces every change). KEYS_ONLY indexes: `by-user` (newest first) and
+//! the sparse, bucketed `pending-by-deadline` (present only while PENDING_PAYMENT).
+
+use super::item::{get_n, get_s, key, n, opt_s, s, values, Item};
+use super::{bucket_of, consumed};
+use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus, PaymentRecord};
+use crate::domain::{Currency, OrderId, UserId};
+use crate::ports::{OrderCursor, OrderStore};
+use anyhow::{anyhow, Context};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
+use aws_sdk_dynamodb::Client;
+use std::collections::HashMap;
+
+pub const USER_INDEX: &str = "by-user";
+pub const PENDING_INDEX: &str = "pending-by-deadline";
+/// How long a VOID tombstone is kept (DynamoDB TTL attribute `ttl`): far longer than any
+/// retry of the checkout it fences.
+pub const VOID_RETENTION_S: i64 = 7 * 24 * 3600;
+
+#[derive(Clone)]
+pub struct DynamoOrders {
+    client: Client,
+    table: String,
+}
+
+fn order_pk(id: &OrderId) -> String {
+    format!("ORD#{id}")
+}
+
+pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
+    let mut it = values([
+        ("pk", s(order_pk(&o.id))),
+        ("uid", s(o.user.as_str())),
+        ("st", s(o.status.as_str())),
+        ("it", s(serde_json::to_string(&o.lines)?)),
+        ("amt", n(o.amount)),
+        ("cur", s(o.currency.as_str())),
+        ("exp", n(o.pay_expire_at)),
+        ("ca", n(o.created_at_ms)),
+        ("ua", n(o.updated_at_ms)),
+        ("v", n(o.version)),
+        ("rh", s(o.request_hash.clone())),
+    ]);
+    if let Some(p) = &o.payment_id {
+        it.insert("pid".into(), s(p.clone()));
+    }
+    if !o.payments.is_empty() {
+        it.insert("pays".into(), s(serde_json::to_string(&o.payments)?));
+    }
+    if let Some(r) = &o.cancel_reason {
+        it.insert("cr".into(), s(r.clone()));
+    }
+    if o.status == OrderStatus::PendingPayment {
+        it.insert("pb".into(), s(format!("P#{}", bucket_of(o.id.as_str()))));
+        it.insert("pd".into(), n(o.pay_expire_at));
+    }
+    Ok(it)
+}
+
+/// Decodes an order item (also a stream image). `Ok(None)` for a VOID tombstone.
+pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
+    let st = get_s(it, "st")?;
+    if st == "VOID" {
+        return Ok(OrderRecord::Void);
+    }
+    let pk = get_s(it, "pk")?;
+    let id = pk.strip_prefix("ORD#").ok_or_else(|| anyhow!("not an order: {pk}"))?;
+    Ok(OrderRecord::Order(Box::new(Order {
+        id: OrderId::parse(id)?,
+        user: UserId::parse(get_s(it, "uid")?)?,
+        status: OrderStatus::parse(st).ok_or_else(|| anyhow!("unknown order status {st}"))?,
+        lines: serde_json::from_str::<Vec<OrderLine>>(get_s(it, "it")?).context("order lines")?,
+        amount: get_n(it, "amt")?,
+        currency: Currency::parse(get_s(it, "cur")?)?,
+        pay_expire_at: get_n(it, "exp")?,
+        created_at_ms: get_n(it, "ca")?,
+        updated_at_ms: get_n(it, "ua")?,
+        version: get_n(it, "v")?,
+        payment_id: opt_s(it, "pid").map(str::to_owned),
+        payments: match opt_s(it, "pays") {
+            Some(p) => serde_json::from_str::<Vec<PaymentRecord>>(p).context("order payments")?,
+            None => Vec::new(),
+        },
+        request_hash: get_s(it, "rh")?.to_owned(),
+        cancel_reason: opt_s(it, "cr").map(str::to_owned),
+    })))
+}
+
+fn is_ccf<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(e: &aws_sdk_dynamodb::error::SdkError<E>) -> bool {
+    e.as_service_error()
+        .and_then(|se| se.code())
+        .is_some_and(|c| c == "ConditionalCheckFailedException")
+}
+
+impl DynamoOrders {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self { client, table: table.into() }
+    }
+
+    async fn conditional_put(&self, item: Item, cond: &str, vals: Option<Item>) -> anyhow::Result<bool> {
+        let r = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression(cond)
+            .set_expression_attribute_values(vals)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match r {
+            Ok(out) => {
+                consumed("dynamodb:PutItem", out.consumed_capacity());
+                Ok(true)
+            }
+            Err(e) if is_ccf(&e) => {
+                super::super::usage::call("dynamodb:PutItem");
+                Ok(false)
+            }
+            Err(e) => Err(anyhow::Error::new(e).context("PutItem on the order table")),
+        }
+    }
+}
+
+#[async_trait]
+impl OrderStore for DynamoOrders {
+    async fn get(&self, id: &OrderId) -> anyhow::Result<Option<OrderRecord>> {
+        let r = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(order_pk(id))))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .context("GetItem order")?;
+        consumed("dynamodb:GetItem", r.consumed_capacity());
+        r.item().map(decode_record).transpose()
+    }
+
+    async fn put_new(&self, o: &Order) -> anyhow::Result<bool> {
+        self.conditional_put(encode_order(o)?, "attribute_not_exists(pk)", None).await
+    }
+
+    async fn put_void(&self, id: &OrderId) -> anyhow::Result<bool> {
+        let ttl = crate::clock::now_s() + VOID_RETENTION_S;
+        let item = values([("pk", s(order_pk(id))), ("st", s("VOID")), ("ttl", n(ttl))]);
+        self.conditional_put(item, "attribute_not_exists(pk)", None).await
+    }
+
+    async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
+        self.conditional_put(encode_order(next)?, "v = :v", Some(values([(":v", n(prev.version))])))
+            .await
+    }
+
+    async fn list_for_user(
+        &self,
+        user: &UserId,
+        after: Option<&OrderCursor>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)> {
+        let start = after.map(|c| {
+            values([
+                ("uid", s(user.as_str())),
+                ("ca", n(c.created_at_ms)),
+                ("pk", s(order_pk(&c.order_id))),
+            ])
+        });
+        let r = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(USER_INDEX)
+            .key_condition_expression("uid = :u")
+            .expression_attribute_values(":u", s(user.as_str()))
+            .scan_index_forward(false)
+            .limit(limit as i32)
+            .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .context("Query by-user")?;
+        consumed("dynamodb:Query", r.consumed_capacity());
+        let keys: Vec<Item> = r.items().iter().filter_map(|it| Some(key(opt_s(it, "pk")?.to_owned()))).collect();
+        let next = r.last_evaluated_key().and_then(|k| {
+            let ca = get_n::<i64>(k, "ca").ok()?;
+            let id = get_s(k, "pk").ok()?.strip_prefix("ORD#")?;
+            Some(OrderCursor { created_at_ms: ca, order_id: OrderId::parse(id).ok()? })
+        });
+        if keys.is_empty() {
+            return Ok((Vec::new(), next));
+        }
+        let mut by_pk: HashMap<String, Order> = HashMap::new();
+        let mut pending = keys.clone();
+        while !pending.is_empty() {
+            let ka = KeysAndAttributes::builder().set_keys(Some(pending)).build()?;
+            let b = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, ka)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .context("BatchGetItem orders")?;
+            consumed("dynamodb:BatchGetItem", b.consumed_capacity());
+            for it in b.responses().and_then(|m| m.get(&self.table)).into_iter().flatten() {
+                if let OrderRecord::Order(o) = decode_record(it)? {
+                    by_pk.insert(order_pk(&o.id), *o);
+                }
+            }
+            pending = b
+                .unprocessed_keys()
+                .and_then(|m| m.get(&self.table))
+                .map(|k| k.keys().to_vec())
+                .unwrap_or_default();
+        }
+        let orders = keys
+            .iter()
+            .filter_map(|k| opt_s(k, "pk").and_then(|pk| by_pk.remove(pk)))
+            .collect();
+        Ok((orders, next))
+    }
+
+    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>> {
+        let mut out = Vec::new();
+        for b in 0..super::INDEX_BUCKETS {
+            let mut start: Option<Item> = None;
+            loop {
+                let r = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(PENDING_INDEX)
+                    .key_condition_expression("pb = :b AND pd < :d")
+                    .expression_attribute_values(":b", s(format!("P#{b}")))
+                    .expression_attribute_values(":d", n(before_s))
+                    .set_exclusive_start_key(start)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await
+                    .context("Query pending-by-deadline")?;
+                consumed("dynamodb:Query", r.consumed_capacity());
+                for it in r.items() {
+                    if let Some(id) = get_s(it, "pk")?.strip_prefix("ORD#") {
+                        out.push(OrderId::parse(id)?);
+                    }
+                }
+                match r.last_evaluated_key() {
+                    Some(k) if !k.is_empty() => start = Some(k.clone()),
+                    _ => break,
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Every order record, for invariant checks at quiescence (tests, demo). A Scan: never on a
+/// request path.
+pub async fn dump(client: &Client, table: &str) -> anyhow::Result<Vec<(OrderId, OrderRecord)>> {
+    let mut out = Vec::new();
+    let mut start = None;
+    loop {
+        let r = client.scan().table_name(table).consistent_read(true).set_exclusive_start_key(start).send().await?;
+        for it in r.items() {
+            let pk = get_s(it, "pk")?;
+            if let Some(id) = pk.strip_prefix("ORD#") {
+                out.push((OrderId::parse(id)?, decode_record(it)?));
+            }
+        }
+        match r.last_evaluated_key() {
+            Some(k) if !k.is_empty() => start = Some(k.clone()),
+            _ => return Ok(out),
+        }
+    }
+}

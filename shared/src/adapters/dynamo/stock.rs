@@ -1,0 +1,615 @@
+//! The stock table over DynamoDB (DESIGN §3.1). One partition key `pk`; item kinds:
+//! `SKU#<sku>` metadata, `SKU#<sku>#<n>` shard counters, `RES#<id>` reservations (the lock
+//! record of one order), `LIM#<sku>#<user>` per-user counters, `ADJ#<sku>#<id>` adjustments.
+//! Sparse KEYS_ONLY indexes: `frozen-by-age` (bucketed; only FROZEN reservations) and `skus`.
+
+use super::item::{get_n, get_s, key, n, opt_n, opt_s, s, values, Item};
+use super::{bucket_of, consumed};
+use crate::domain::invariants::ShardCounts;
+use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
+use crate::domain::{Currency, ReservationId, Sku, UserId};
+use crate::ports::{AdjustRejection, Adjustment, FreezeRejection, MoveRejection, SkuMeta, StockStore};
+use anyhow::{anyhow, Context};
+use async_trait::async_trait;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, KeysAndAttributes, Put, ReturnConsumedCapacity, TransactWriteItem, Update,
+};
+use aws_sdk_dynamodb::Client;
+use std::collections::HashMap;
+
+pub const FROZEN_INDEX: &str = "frozen-by-age";
+pub const SKU_INDEX: &str = "skus";
+
+#[derive(Clone)]
+pub struct DynamoStock {
+    client: Client,
+    table: String,
+}
+
+fn meta_pk(sku: &Sku) -> String {
+    format!("SKU#{sku}")
+}
+fn shard_pk(sku: &Sku, shard: u16) -> String {
+    format!("SKU#{sku}#{shard}")
+}
+fn res_pk(id: &ReservationId) -> String {
+    format!("RES#{id}")
+}
+fn limit_pk(sku: &Sku, user: &UserId) -> String {
+    format!("LIM#{sku}#{user}")
+}
+
+/// What each action of a transaction stands for, to read cancellation reasons item by item.
+#[derive(Debug, Clone)]
+enum Role {
+    Reservation,
+    Shard(Sku),
+    Limit(Sku),
+    Meta,
+    Adjustment,
+}
+
+/// The per-item codes of a cancelled transaction, or `None` if the call failed otherwise.
+fn cancellation_codes(e: &SdkError<TransactWriteItemsError>) -> Option<Vec<String>> {
+    match e {
+        SdkError::ServiceError(se) => match se.err() {
+            TransactWriteItemsError::TransactionCanceledException(c) => Some(
+                c.cancellation_reasons()
+                    .iter()
+                    .map(|r| r.code().unwrap_or("None").to_owned())
+                    .collect(),
+            ),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn is_conflict(e: &SdkError<TransactWriteItemsError>) -> bool {
+    match e {
+        SdkError::ServiceError(se) => {
+            use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+            matches!(se.err().code(), Some("TransactionConflictException" | "TransactionInProgressException"))
+        }
+        _ => false,
+    }
+}
+
+/// How a cancelled transaction failed, in the order that decides the answer.
+enum Cancel {
+    Conflict,
+    Failed(Vec<Role>),
+    Unexplained,
+}
+
+fn classify(codes: &[String], roles: &[Role]) -> Cancel {
+    if codes.iter().any(|c| c == "TransactionConflict") {
+        return Cancel::Conflict;
+    }
+    let failed: Vec<Role> = codes
+        .iter()
+        .zip(roles)
+        .filter(|(c, _)| c.as_str() == "ConditionalCheckFailed")
+        .map(|(_, r)| r.clone())
+        .collect();
+    if failed.is_empty() {
+        Cancel::Unexplained
+    } else {
+        Cancel::Failed(failed)
+    }
+}
+
+fn encode_meta(m: &SkuMeta) -> Item {
+    let mut it = values([
+        ("pk", s(meta_pk(&m.sku))),
+        ("sku", s(m.sku.as_str())),
+        ("skl", s("SKU")),
+        ("name", s(m.name.clone())),
+        ("price", n(m.price)),
+        ("cur", s(m.currency.as_str())),
+        ("shards", n(m.shards)),
+        ("slots", n(m.slots)),
+        ("stocked", n(m.stocked)),
+        ("v", n(m.version)),
+    ]);
+    if let Some(l) = m.per_user_limit {
+        it.insert("lim".into(), n(l));
+    }
+    it
+}
+
+fn decode_meta(it: &Item) -> anyhow::Result<SkuMeta> {
+    Ok(SkuMeta {
+        sku: Sku::parse(get_s(it, "sku")?)?,
+        name: get_s(it, "name")?.to_owned(),
+        price: get_n(it, "price")?,
+        currency: Currency::parse(get_s(it, "cur")?)?,
+        shards: get_n(it, "shards")?,
+        slots: get_n(it, "slots")?,
+        per_user_limit: opt_n(it, "lim"),
+        stocked: get_n(it, "stocked")?,
+        version: get_n(it, "v")?,
+    })
+}
+
+fn encode_reservation(r: &Reservation) -> anyhow::Result<Item> {
+    let mut it = values([
+        ("pk", s(res_pk(&r.id))),
+        ("st", s(r.status.as_str())),
+        ("kind", s(r.kind.as_str())),
+        ("rh", s(r.request_hash.clone())),
+        ("ca", n(r.created_at_ms)),
+        ("ex", n(r.expires_at)),
+        ("ln", s(serde_json::to_string(&r.lines)?)),
+    ]);
+    if let Some(u) = &r.user {
+        it.insert("uid".into(), s(u.as_str()));
+    }
+    if r.status == LockStatus::Frozen {
+        it.insert("fzb".into(), s(format!("F#{}", bucket_of(r.id.as_str()))));
+        it.insert("fza".into(), n(r.created_at_ms));
+    }
+    Ok(it)
+}
+
+fn decode_reservation(it: &Item) -> anyhow::Result<Reservation> {
+    let pk = get_s(it, "pk")?;
+    let id = pk.strip_prefix("RES#").ok_or_else(|| anyhow!("not a reservation: {pk}"))?;
+    let kind = match get_s(it, "kind")? {
+        "order" => ReservationKind::Order,
+        "external" => ReservationKind::External,
+        k => return Err(anyhow!("unknown reservation kind {k}")),
+    };
+    Ok(Reservation {
+        id: ReservationId::from_stored(id)?,
+        kind,
+        status: LockStatus::parse(get_s(it, "st")?).ok_or_else(|| anyhow!("bad lock status"))?,
+        user: opt_s(it, "uid").map(UserId::parse).transpose()?,
+        request_hash: get_s(it, "rh")?.to_owned(),
+        created_at_ms: get_n(it, "ca")?,
+        expires_at: get_n(it, "ex")?,
+        lines: serde_json::from_str::<Vec<ReservedLine>>(get_s(it, "ln")?).context("reservation lines")?,
+        oversold: it.contains_key("ov"),
+    })
+}
+
+fn update(table: &str, pk: String, expr: &str, cond: Option<&str>, vals: Item) -> anyhow::Result<TransactWriteItem> {
+    let u = Update::builder()
+        .table_name(table)
+        .set_key(Some(key(pk)))
+        .update_expression(expr)
+        .set_condition_expression(cond.map(str::to_owned))
+        .set_expression_attribute_values((!vals.is_empty()).then_some(vals))
+        .build()?;
+    Ok(TransactWriteItem::builder().update(u).build())
+}
+
+fn put(table: &str, item: Item, cond: &str) -> anyhow::Result<TransactWriteItem> {
+    let p = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .condition_expression(cond)
+        .build()?;
+    Ok(TransactWriteItem::builder().put(p).build())
+}
+
+impl DynamoStock {
+    pub fn new(client: Client, table: impl Into<String>) -> Self {
+        Self { client, table: table.into() }
+    }
+
+    /// Runs one transaction; `Ok(Err(codes))` when DynamoDB cancelled it.
+    async fn transact(&self, items: Vec<TransactWriteItem>) -> anyhow::Result<Result<(), Option<Vec<String>>>> {
+        let r = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match r {
+            Ok(out) => {
+                consumed("dynamodb:TransactWriteItems", out.consumed_capacity());
+                Ok(Ok(()))
+            }
+            Err(e) => {
+                super::super::usage::call("dynamodb:TransactWriteItems");
+                if let Some(codes) = cancellation_codes(&e) {
+                    Ok(Err(Some(codes)))
+                } else if is_conflict(&e) {
+                    Ok(Err(None))
+                } else {
+                    Err(anyhow::Error::new(e).context("TransactWriteItems on the stock table"))
+                }
+            }
+        }
+    }
+
+    async fn batch_get(&self, pks: Vec<String>, consistent: bool) -> anyhow::Result<Vec<Item>> {
+        let mut out = Vec::new();
+        for chunk in pks.chunks(100) {
+            let mut keys: Vec<Item> = chunk.iter().cloned().map(key).collect();
+            let mut tries = 0;
+            while !keys.is_empty() {
+                let ka = KeysAndAttributes::builder()
+                    .set_keys(Some(keys))
+                    .consistent_read(consistent)
+                    .build()?;
+                let r = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, ka)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await
+                    .context("BatchGetItem on the stock table")?;
+                consumed("dynamodb:BatchGetItem", r.consumed_capacity());
+                if let Some(items) = r.responses().and_then(|m| m.get(&self.table)) {
+                    out.extend(items.iter().cloned());
+                }
+                keys = r
+                    .unprocessed_keys()
+                    .and_then(|m| m.get(&self.table))
+                    .map(|k| k.keys().to_vec())
+                    .unwrap_or_default();
+                tries += 1;
+                if !keys.is_empty() {
+                    if tries > 8 {
+                        return Err(anyhow!("BatchGetItem kept returning unprocessed keys"));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(20 * tries)).await;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn query_keys(&self, index: &str, cond: &str, vals: Item) -> anyhow::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let r = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(index)
+                .key_condition_expression(cond)
+                .set_expression_attribute_values(Some(vals.clone()))
+                .set_exclusive_start_key(start)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .with_context(|| format!("Query {index}"))?;
+            consumed("dynamodb:Query", r.consumed_capacity());
+            for it in r.items() {
+                out.push(get_s(it, "pk")?.to_owned());
+            }
+            match r.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    fn lock_move_items(&self, r: &Reservation, from: LockStatus, to: LockStatus) -> anyhow::Result<Vec<TransactWriteItem>> {
+        let t = &self.table;
+        let mut items = vec![update(
+            t,
+            res_pk(&r.id),
+            "SET st = :to REMOVE fzb, fza",
+            Some("st = :from"),
+            values([(":to", s(to.as_str())), (":from", s(from.as_str()))]),
+        )?];
+        for l in &r.lines {
+            for p in &l.pieces {
+                let (expr, cond) = match (from, to) {
+                    (LockStatus::Frozen, LockStatus::Sold) => ("SET lk = lk - :q, sd = sd + :q", Some("lk >= :q")),
+                    (LockStatus::Frozen, LockStatus::Released) => ("SET lk = lk - :q, av = av + :q", Some("lk >= :q")),
+                    (LockStatus::Released, LockStatus::Sold) => ("SET av = av - :q, sd = sd + :q", Some("av >= :q")),
+                    _ => return Err(anyhow!("no lock move {from:?} -> {to:?}")),
+                };
+                items.push(update(t, shard_pk(&l.sku, p.shard), expr, cond, values([(":q", n(p.quantity))]))?);
+            }
+            if let (true, Some(u)) = (l.limited, &r.user) {
+                let delta = if to == LockStatus::Released { -i64::from(l.quantity) } else if from == LockStatus::Released { i64::from(l.quantity) } else { 0 };
+                if delta != 0 {
+                    items.push(update(t, limit_pk(&l.sku, u), "ADD n :d", None, values([(":d", n(delta))]))?);
+                }
+            }
+        }
+        Ok(items)
+    }
+}
+
+#[async_trait]
+impl StockStore for DynamoStock {
+    async fn get_skus(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
+        let items = self.batch_get(skus.iter().map(meta_pk).collect(), true).await?;
+        items.iter().map(|it| decode_meta(it).map(|m| (m.sku.clone(), m))).collect()
+    }
+
+    async fn put_sku(&self, meta: &SkuMeta, expected_version: Option<u64>) -> anyhow::Result<bool> {
+        let t = &self.table;
+        let mut items = vec![match expected_version {
+            None => put(t, encode_meta(meta), "attribute_not_exists(pk)")?,
+            Some(v) => {
+                let p = Put::builder()
+                    .table_name(t)
+                    .set_item(Some(encode_meta(meta)))
+                    .condition_expression("v = :v")
+                    .expression_attribute_values(":v", n(v))
+                    .build()?;
+                TransactWriteItem::builder().put(p).build()
+            }
+        }];
+        let existing = if expected_version.is_some() {
+            self.batch_get((0..meta.slots).map(|i| shard_pk(&meta.sku, i)).collect(), true).await?.len() as u16
+        } else {
+            0
+        };
+        for i in existing..meta.slots {
+            let shard = values([("pk", s(shard_pk(&meta.sku, i))), ("av", n(0)), ("lk", n(0)), ("sd", n(0))]);
+            items.push(put(t, shard, "attribute_not_exists(pk)")?);
+        }
+        Ok(self.transact(items).await?.is_ok())
+    }
+
+    async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
+        let items = self.batch_get((0..slots).map(|i| shard_pk(sku, i)).collect(), true).await?;
+        let by_pk: HashMap<&str, &Item> = items.iter().filter_map(|it| Some((opt_s(it, "pk")?, it))).collect();
+        (0..slots)
+            .map(|i| match by_pk.get(shard_pk(sku, i).as_str()) {
+                Some(it) => Ok(ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? }),
+                None => Ok(ShardCounts::default()),
+            })
+            .collect()
+    }
+
+    async fn rebalance(&self, meta: &SkuMeta, expected_version: u64, old: &[ShardCounts], new_available: &[i64]) -> anyhow::Result<bool> {
+        let t = &self.table;
+        let p = Put::builder()
+            .table_name(t)
+            .set_item(Some(encode_meta(meta)))
+            .condition_expression("v = :v")
+            .expression_attribute_values(":v", n(expected_version))
+            .build()?;
+        let mut items = vec![TransactWriteItem::builder().put(p).build()];
+        for (i, &av) in new_available.iter().enumerate() {
+            let pk = shard_pk(&meta.sku, i as u16);
+            match old.get(i) {
+                Some(o) if o.available == av => {}
+                Some(o) => items.push(update(t, pk, "SET av = :new", Some("av = :old"), values([(":new", n(av)), (":old", n(o.available))]))?),
+                None => items.push(put(t, values([("pk", s(pk)), ("av", n(av)), ("lk", n(0)), ("sd", n(0))]), "attribute_not_exists(pk)")?),
+            }
+        }
+        Ok(self.transact(items).await?.is_ok())
+    }
+
+    async fn adjust(&self, adj: &Adjustment, _meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
+        let t = &self.table;
+        let rec = values([
+            ("pk", s(format!("ADJ#{}#{}", adj.sku, adj.adjustment_id))),
+            ("delta", n(adj.delta)),
+            ("reason", s(adj.reason.clone())),
+            ("at", n(adj.at_ms)),
+        ]);
+        let mut items = vec![put(t, rec, "attribute_not_exists(pk)")?];
+        let mut roles = vec![Role::Adjustment];
+        items.push(update(t, meta_pk(&adj.sku), "ADD stocked :d", Some("attribute_exists(pk)"), values([(":d", n(adj.delta))]))?);
+        roles.push(Role::Meta);
+        for &(shard, d) in &adj.pieces {
+            let cond = (d < 0).then_some("av >= :m");
+            let mut v = values([(":d", n(d))]);
+            if d < 0 {
+                v.insert(":m".into(), n(-d));
+            }
+            items.push(update(t, shard_pk(&adj.sku, shard), "ADD av :d", cond.or(Some("attribute_exists(pk)")), v)?);
+            roles.push(Role::Shard(adj.sku.clone()));
+        }
+        match self.transact(items).await? {
+            Ok(()) => Ok(Ok(())),
+            Err(None) => Ok(Err(AdjustRejection::Conflict)),
+            Err(Some(codes)) => match classify(&codes, &roles) {
+                Cancel::Conflict | Cancel::Unexplained => Ok(Err(AdjustRejection::Conflict)),
+                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => {
+                    let it = self.batch_get(vec![format!("ADJ#{}#{}", adj.sku, adj.adjustment_id)], true).await?;
+                    let delta = it.first().map(|i| get_n(i, "delta")).transpose()?.unwrap_or(0);
+                    Ok(Err(AdjustRejection::Duplicate { delta }))
+                }
+                Cancel::Failed(_) => Ok(Err(AdjustRejection::ShardShort)),
+            },
+        }
+    }
+
+    async fn put_frozen(&self, r: &Reservation, limits: &HashMap<Sku, u32>) -> anyhow::Result<Result<(), FreezeRejection>> {
+        let t = &self.table;
+        // The reservation goes first so a replay is the first reason reported.
+        let mut items = vec![put(t, encode_reservation(r)?, "attribute_not_exists(pk)")?];
+        let mut roles = vec![Role::Reservation];
+        for l in &r.lines {
+            for p in &l.pieces {
+                items.push(update(
+                    t,
+                    shard_pk(&l.sku, p.shard),
+                    "SET av = av - :q, lk = lk + :q",
+                    Some("av >= :q"),
+                    values([(":q", n(p.quantity))]),
+                )?);
+                roles.push(Role::Shard(l.sku.clone()));
+            }
+            if let (true, Some(u), Some(limit)) = (l.limited, &r.user, limits.get(&l.sku)) {
+                let max = i64::from(*limit) - i64::from(l.quantity);
+                items.push(update(
+                    t,
+                    limit_pk(&l.sku, u),
+                    "ADD n :q",
+                    Some("attribute_not_exists(n) OR n <= :max"),
+                    values([(":q", n(l.quantity)), (":max", n(max))]),
+                )?);
+                roles.push(Role::Limit(l.sku.clone()));
+            }
+        }
+        match self.transact(items).await? {
+            Ok(()) => Ok(Ok(())),
+            Err(None) => Ok(Err(FreezeRejection::Conflict)),
+            Err(Some(codes)) => Ok(Err(match classify(&codes, &roles) {
+                Cancel::Conflict => FreezeRejection::Conflict,
+                Cancel::Unexplained => FreezeRejection::Conflict,
+                Cancel::Failed(f) => {
+                    if f.iter().any(|r| matches!(r, Role::Reservation)) {
+                        FreezeRejection::AlreadyExists
+                    } else if let Some(Role::Limit(sku)) = f.iter().find(|r| matches!(r, Role::Limit(_))) {
+                        FreezeRejection::LimitExceeded(sku.clone())
+                    } else {
+                        let mut skus: Vec<Sku> = f
+                            .into_iter()
+                            .filter_map(|r| if let Role::Shard(s) = r { Some(s) } else { None })
+                            .collect();
+                        skus.dedup();
+                        FreezeRejection::ShardShort(skus)
+                    }
+                }
+            })),
+        }
+    }
+
+    async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
+        let r = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key(res_pk(id))))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .context("GetItem reservation")?;
+        consumed("dynamodb:GetItem", r.consumed_capacity());
+        r.item().map(decode_reservation).transpose()
+    }
+
+    async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
+        let items = self.lock_move_items(r, LockStatus::Frozen, to)?;
+        Ok(match self.transact(items).await? {
+            Ok(()) => Ok(()),
+            Err(None) => Err(MoveRejection::Conflict),
+            Err(Some(codes)) if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
+            Err(Some(_)) => Err(MoveRejection::StatusChanged),
+        })
+    }
+
+    async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
+        let items = self.lock_move_items(r, LockStatus::Released, LockStatus::Sold)?;
+        Ok(match self.transact(items).await? {
+            Ok(()) => Ok(()),
+            Err(None) => Err(MoveRejection::Conflict),
+            Err(Some(codes)) => match codes.first().map(String::as_str) {
+                _ if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
+                Some("ConditionalCheckFailed") => Err(MoveRejection::StatusChanged),
+                _ => Err(MoveRejection::ShardShort),
+            },
+        })
+    }
+
+    async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(res_pk(&r.id))))
+            .update_expression("SET ov = :t")
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(ov)")
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .send()
+            .await;
+        super::super::usage::call("dynamodb:UpdateItem");
+        match out {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(anyhow::Error::new(e).context("mark oversold")),
+        }
+    }
+
+    async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>> {
+        let mut out = Vec::new();
+        for b in 0..super::INDEX_BUCKETS {
+            let pks = self
+                .query_keys(FROZEN_INDEX, "fzb = :b AND fza < :c", values([(":b", s(format!("F#{b}"))), (":c", n(before_ms))]))
+                .await?;
+            for pk in pks {
+                if let Some(id) = pk.strip_prefix("RES#") {
+                    out.push(ReservationId::from_stored(id)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn get_reservations(&self, ids: &[ReservationId]) -> anyhow::Result<Vec<Reservation>> {
+        let items = self.batch_get(ids.iter().map(res_pk).collect(), true).await?;
+        items.iter().map(decode_reservation).collect()
+    }
+
+    async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
+        let pks = self.query_keys(SKU_INDEX, "skl = :k", values([(":k", s("SKU"))])).await?;
+        pks.iter()
+            .map(|pk| Sku::parse(pk.trim_start_matches("SKU#")).map_err(anyhow::Error::from))
+            .collect()
+    }
+}
+
+/// Reads of the whole stock table for invariant checks at quiescence (tests, demo). A Scan:
+/// never on a request path.
+pub mod audit {
+    use super::*;
+    use crate::domain::invariants::SkuSnapshot;
+
+    pub struct StockDump {
+        pub skus: Vec<SkuSnapshot>,
+        pub reservations: Vec<Reservation>,
+        pub user_counters: Vec<(Sku, UserId, i64)>,
+    }
+
+    pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let r = client.scan().table_name(table).consistent_read(true).set_exclusive_start_key(start).send().await?;
+            items.extend(r.items().iter().cloned());
+            match r.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => break,
+            }
+        }
+        let mut metas = Vec::new();
+        let mut shards: HashMap<String, ShardCounts> = HashMap::new();
+        let mut reservations = Vec::new();
+        let mut user_counters = Vec::new();
+        for it in &items {
+            let pk = get_s(it, "pk")?;
+            if pk.starts_with("RES#") {
+                reservations.push(decode_reservation(it)?);
+            } else if let Some(rest) = pk.strip_prefix("LIM#") {
+                if let Some((sku, user)) = rest.split_once('#') {
+                    user_counters.push((Sku::parse(sku)?, UserId::parse(user)?, opt_n(it, "n").unwrap_or(0)));
+                }
+            } else if pk.starts_with("SKU#") && it.contains_key("av") {
+                shards.insert(pk.to_owned(), ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? });
+            } else if pk.starts_with("SKU#") {
+                metas.push(decode_meta(it)?);
+            }
+        }
+        let skus = metas
+            .into_iter()
+            .map(|m| SkuSnapshot {
+                shards: (0..m.slots).map(|i| shards.get(&shard_pk(&m.sku, i)).copied().unwrap_or_default()).collect(),
+                sku: m.sku,
+                stocked: m.stocked,
+                per_user_limit: m.per_user_limit,
+            })
+            .collect();
+        Ok(StockDump { skus, reservations, user_counters })
+    }
+}

@@ -1,0 +1,8 @@
+//! Adapters: the ports implemented over AWS (and in memory). AWS errors become domain answers
+//! here and nowhere else.
+
+pub mod dynamo;
+pub mod eventbridge;
+pub mod memory;
+pub mod sqs;
+pub mod usage;

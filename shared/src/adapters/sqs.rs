@@ -1,0 +1,39 @@
+//! Delayed messages over SQS: payment timeouts and reservation checks each have their queue.
+
+use crate::ports::{Message, Messages};
+use anyhow::Context;
+use async_trait::async_trait;
+use aws_sdk_sqs::Client;
+
+#[derive(Clone)]
+pub struct SqsMessages {
+    client: Client,
+    payment_timeout_url: String,
+    reservation_check_url: String,
+}
+
+impl SqsMessages {
+    pub fn new(client: Client, payment_timeout_url: String, reservation_check_url: String) -> Self {
+        Self { client, payment_timeout_url, reservation_check_url }
+    }
+}
+
+#[async_trait]
+impl Messages for SqsMessages {
+    async fn send(&self, msg: &Message, delay_s: u32) -> anyhow::Result<()> {
+        let url = match msg {
+            Message::PaymentTimeout { .. } => &self.payment_timeout_url,
+            Message::ReservationCheck { .. } => &self.reservation_check_url,
+        };
+        super::usage::call("sqs:SendMessage");
+        self.client
+            .send_message()
+            .queue_url(url)
+            .message_body(serde_json::to_string(msg)?)
+            .delay_seconds(delay_s.min(900) as i32)
+            .send()
+            .await
+            .with_context(|| format!("SendMessage to {url}"))?;
+        Ok(())
+    }
+}

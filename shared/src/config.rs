@@ -1,0 +1,101 @@
+//! One configuration struct, read from the environment (DESIGN §9). Defaults are production values.
+
+use std::str::FromStr;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub stock_table: String,
+    pub order_table: String,
+    pub payment_timeout_queue_url: String,
+    pub reservation_check_queue_url: String,
+    pub event_bus_name: String,
+    pub payment_ttl_s: i64,
+    pub reservation_check_delay_s: i64,
+    pub reconcile_interval_s: i64,
+    pub stale_lock_s: i64,
+    /// Lifetime of a warm Lambda's sold-out mark: the longest a restock or release goes unseen
+    /// by that Lambda's fast path.
+    pub soldout_cache_ms: i64,
+    /// Lifetime of cached SKU metadata (price, shards, limit) in a warm Lambda.
+    pub sku_cache_ms: i64,
+    pub webhook_secret: String,
+    pub faults: String,
+    pub max_body_bytes: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("configuration {name}: {reason}")]
+pub struct ConfigError {
+    pub name: &'static str,
+    pub reason: String,
+}
+
+fn parse<T: FromStr>(get: &dyn Fn(&str) -> Option<String>, name: &'static str, default: T) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    match get(name) {
+        None => Ok(default),
+        Some(v) if v.is_empty() => Ok(default),
+        Some(v) => v.parse().map_err(|e: T::Err| ConfigError { name, reason: e.to_string() }),
+    }
+}
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let s = |k: &str| get(k).unwrap_or_default();
+        let c = Config {
+            stock_table: s("STOCK_TABLE"),
+            order_table: s("ORDER_TABLE"),
+            payment_timeout_queue_url: s("PAYMENT_TIMEOUT_QUEUE_URL"),
+            reservation_check_queue_url: s("RESERVATION_CHECK_QUEUE_URL"),
+            event_bus_name: s("EVENT_BUS_NAME"),
+            payment_ttl_s: parse(get, "HOLDFAST_PAYMENT_TTL_SECONDS", 900)?,
+            reservation_check_delay_s: parse(get, "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", 300)?,
+            reconcile_interval_s: parse(get, "HOLDFAST_RECONCILE_INTERVAL_SECONDS", 600)?,
+            stale_lock_s: parse(get, "HOLDFAST_STALE_LOCK_SECONDS", 600)?,
+            soldout_cache_ms: parse(get, "HOLDFAST_SOLDOUT_CACHE_MS", 1000)?,
+            sku_cache_ms: parse(get, "HOLDFAST_SKU_CACHE_MS", 5000)?,
+            webhook_secret: get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default(),
+            faults: s("HOLDFAST_FAULTS"),
+            max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
+        };
+        for (name, v) in [
+            ("HOLDFAST_PAYMENT_TTL_SECONDS", c.payment_ttl_s),
+            ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", c.reservation_check_delay_s),
+            ("HOLDFAST_RECONCILE_INTERVAL_SECONDS", c.reconcile_interval_s),
+            ("HOLDFAST_STALE_LOCK_SECONDS", c.stale_lock_s),
+        ] {
+            if v <= 0 {
+                return Err(ConfigError { name, reason: "must be positive".into() });
+            }
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_production_values() {
+        let c = Config::from_lookup(&|_| None).unwrap();
+        assert_eq!(c.payment_ttl_s, 900);
+        assert_eq!(c.reservation_check_delay_s, 300);
+        assert_eq!(c.reconcile_interval_s, 600);
+        assert_eq!(c.stale_lock_s, 600);
+    }
+
+    #[test]
+    fn bad_numbers_are_named() {
+        let e = Config::from_lookup(&|k| (k == "HOLDFAST_PAYMENT_TTL_SECONDS").then(|| "soon".into())).unwrap_err();
+        assert_eq!(e.name, "HOLDFAST_PAYMENT_TTL_SECONDS");
+        let e = Config::from_lookup(&|k| (k == "HOLDFAST_STALE_LOCK_SECONDS").then(|| "0".into())).unwrap_err();
+        assert_eq!(e.name, "HOLDFAST_STALE_LOCK_SECONDS");
+    }
+}

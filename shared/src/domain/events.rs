@@ -1,0 +1,219 @@
+//! Domain events announced by the order table's stream (the outbox, DESIGN §5).
+
+use super::order::{Order, OrderStatus, PaymentOutcome};
+use serde::{Deserialize, Serialize};
+
+/// The event source on the bus.
+pub const SOURCE: &str = "holdfast.orders";
+/// The only schema version consumers accept; anything else is rejected to the DLQ.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EventKind {
+    OrderCreated,
+    OrderPaid,
+    OrderCancelled,
+    OrderExpired,
+    RefundRequested,
+    OversellDetected,
+}
+
+pub const ALL_KINDS: [EventKind; 6] = [
+    EventKind::OrderCreated,
+    EventKind::OrderPaid,
+    EventKind::OrderCancelled,
+    EventKind::OrderExpired,
+    EventKind::RefundRequested,
+    EventKind::OversellDetected,
+];
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::OrderCreated => "OrderCreated",
+            EventKind::OrderPaid => "OrderPaid",
+            EventKind::OrderCancelled => "OrderCancelled",
+            EventKind::OrderExpired => "OrderExpired",
+            EventKind::RefundRequested => "RefundRequested",
+            EventKind::OversellDetected => "OversellDetected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        ALL_KINDS.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventLine {
+    pub sku: String,
+    pub quantity: u32,
+}
+
+/// The `detail` of every Holdfast event. Unknown fields are refused: a consumer never applies
+/// a message it does not fully understand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventDetail {
+    pub schema: u32,
+    pub order_id: String,
+    pub user_id: String,
+    pub status: String,
+    pub version: u64,
+    pub amount: u64,
+    pub currency: String,
+    pub lines: Vec<EventLine>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderEvent {
+    pub kind: EventKind,
+    pub detail: EventDetail,
+}
+
+impl OrderEvent {
+    pub fn of(kind: EventKind, order: &Order, payment_id: Option<String>) -> Self {
+        OrderEvent {
+            kind,
+            detail: EventDetail {
+                schema: SCHEMA_VERSION,
+                order_id: order.id.to_string(),
+                user_id: order.user.to_string(),
+                status: order.status.as_str().to_owned(),
+                version: order.version,
+                amount: order.amount,
+                currency: order.currency.to_string(),
+                lines: order
+                    .lines
+                    .iter()
+                    .map(|l| EventLine { sku: l.sku.to_string(), quantity: l.quantity })
+                    .collect(),
+                payment_id,
+            },
+        }
+    }
+}
+
+/// The events one change of an order item announces. `old`/`new` are the stream images
+/// (absent for inserts/deletes). A status change announces the new status; each new refund
+/// request announces `RefundRequested` once (the stream carries each write once per record).
+pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderEvent> {
+    let Some(new) = new else { return Vec::new() };
+    let mut out = Vec::new();
+    let old_status = old.map(|o| o.status);
+    if old_status != Some(new.status) {
+        let kind = match new.status {
+            OrderStatus::PendingPayment if old.is_none() => Some(EventKind::OrderCreated),
+            OrderStatus::Paid => Some(EventKind::OrderPaid),
+            OrderStatus::Cancelled => Some(EventKind::OrderCancelled),
+            OrderStatus::Expired => Some(EventKind::OrderExpired),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            out.push(OrderEvent::of(kind, new, new.payment_id.clone()));
+        }
+    }
+    let known: Vec<&str> = old
+        .map(|o| {
+            o.payments
+                .iter()
+                .filter(|p| p.outcome == PaymentOutcome::RefundRequested)
+                .map(|p| p.payment_id.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    for p in new
+        .payments
+        .iter()
+        .filter(|p| p.outcome == PaymentOutcome::RefundRequested)
+        .filter(|p| !known.contains(&p.payment_id.as_str()))
+    {
+        out.push(OrderEvent::of(EventKind::RefundRequested, new, Some(p.payment_id.clone())));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::order::{OrderAction, OrderLine, PaymentRecord};
+    use crate::domain::{Currency, OrderId, Sku, UserId};
+
+    fn order() -> Order {
+        Order {
+            id: OrderId::parse("o1").unwrap(),
+            user: UserId::parse("u").unwrap(),
+            status: OrderStatus::PendingPayment,
+            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 2, unit_price: 5 }],
+            amount: 10,
+            currency: Currency::parse("EUR").unwrap(),
+            pay_expire_at: 100,
+            created_at_ms: 1,
+            updated_at_ms: 1,
+            version: 1,
+            payment_id: None,
+            payments: vec![],
+            request_hash: "h".into(),
+            cancel_reason: None,
+        }
+    }
+
+    fn kinds(v: Vec<OrderEvent>) -> Vec<EventKind> {
+        v.into_iter().map(|e| e.kind).collect()
+    }
+
+    #[test]
+    fn status_changes_become_events() {
+        let o = order();
+        assert_eq!(kinds(events_for_change(None, Some(&o))), vec![EventKind::OrderCreated]);
+        for (action, kind) in [
+            (OrderAction::Pay, EventKind::OrderPaid),
+            (OrderAction::Cancel, EventKind::OrderCancelled),
+            (OrderAction::Expire, EventKind::OrderExpired),
+        ] {
+            let n = o.apply(action, 2).unwrap();
+            let ev = events_for_change(Some(&o), Some(&n));
+            assert_eq!(kinds(ev.clone()), vec![kind]);
+            assert_eq!(ev[0].detail.version, 2);
+            assert_eq!(ev[0].detail.lines, vec![EventLine { sku: "s".into(), quantity: 2 }]);
+        }
+    }
+
+    #[test]
+    fn unchanged_status_and_deletes_announce_nothing() {
+        let o = order();
+        assert!(events_for_change(Some(&o), Some(&o)).is_empty());
+        assert!(events_for_change(Some(&o), None).is_empty());
+    }
+
+    #[test]
+    fn each_refund_request_is_announced_once() {
+        let o = order().apply(OrderAction::Expire, 2).unwrap();
+        let rec = |id: &str| PaymentRecord {
+            payment_id: id.into(),
+            succeeded: true,
+            amount: 10,
+            currency: "EUR".into(),
+            outcome: PaymentOutcome::RefundRequested,
+            at_ms: 3,
+        };
+        let a = o.next(3, |o| o.payments.push(rec("p1")));
+        assert_eq!(kinds(events_for_change(Some(&o), Some(&a))), vec![EventKind::RefundRequested]);
+        let b = a.next(4, |o| o.payments.push(rec("p2")));
+        let ev = events_for_change(Some(&a), Some(&b));
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].detail.payment_id.as_deref(), Some("p2"));
+    }
+
+    #[test]
+    fn details_with_unknown_fields_are_refused() {
+        let ok = serde_json::to_value(OrderEvent::of(EventKind::OrderPaid, &order(), None).detail).unwrap();
+        assert!(serde_json::from_value::<EventDetail>(ok.clone()).is_ok());
+        let mut bad = ok;
+        bad["extra"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<EventDetail>(bad).is_err());
+    }
+}

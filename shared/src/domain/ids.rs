@@ -1,0 +1,236 @@
+//! Identifiers, parsed once at the edge so invalid ones cannot exist further in.
+
+use sha2::{Digest, Sha256};
+use std::fmt;
+
+/// Why an identifier was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} {reason}")]
+pub struct IdError {
+    pub field: &'static str,
+    pub reason: &'static str,
+}
+
+fn check_token(field: &'static str, s: &str, max: usize) -> Result<(), IdError> {
+    if s.is_empty() {
+        return Err(IdError { field, reason: "must not be empty" });
+    }
+    if s.len() > max {
+        return Err(IdError { field, reason: "is too long" });
+    }
+    if !s
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return Err(IdError {
+            field,
+            reason: "may contain only ASCII letters, digits, '-', '_' and '.'",
+        });
+    }
+    Ok(())
+}
+
+macro_rules! token_id {
+    ($(#[$doc:meta])* $name:ident, $field:literal, $max:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+            fn try_from(s: String) -> Result<Self, IdError> {
+                check_token($field, &s, $max)?;
+                Ok(Self(s))
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(v: $name) -> String {
+                v.0
+            }
+        }
+
+        impl $name {
+            pub fn parse(s: &str) -> Result<Self, IdError> {
+                check_token($field, s, $max)?;
+                Ok(Self(s.to_owned()))
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+token_id!(
+    /// A stock-keeping unit: 1–64 characters of `[A-Za-z0-9._-]`.
+    Sku, "sku", 64
+);
+token_id!(
+    /// An order id: Holdfast derives its own (see [`OrderId::derive`]); other order systems bring
+    /// theirs to `/reservations` under the same alphabet.
+    OrderId, "order_id", 64
+);
+
+impl OrderId {
+    /// The order id of one checkout: the same (user, Idempotency-Key) always names the same order,
+    /// so every retry targets one freeze and one order item.
+    pub fn derive(user: &UserId, key: &IdempotencyKey) -> Self {
+        let mut h = Sha256::new();
+        h.update(user.as_str().as_bytes());
+        h.update([0u8]);
+        h.update(key.as_str().as_bytes());
+        let digest = hex::encode(h.finalize());
+        Self(format!("o{}", &digest[..31]))
+    }
+}
+
+/// The user a JWT names in `sub`: 1–128 printable ASCII characters, no spaces.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UserId(String);
+
+impl UserId {
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        printable("user", s, 128).map(|s| Self(s.to_owned()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for UserId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The client's `Idempotency-Key`: 1–128 printable ASCII characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub fn parse(s: &str) -> Result<Self, IdError> {
+        printable("Idempotency-Key", s, 128).map(|s| Self(s.to_owned()))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+fn printable<'a>(field: &'static str, s: &'a str, max: usize) -> Result<&'a str, IdError> {
+    if s.is_empty() {
+        return Err(IdError { field, reason: "must not be empty" });
+    }
+    if s.len() > max {
+        return Err(IdError { field, reason: "is too long" });
+    }
+    if !s.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        return Err(IdError {
+            field,
+            reason: "may contain only printable ASCII without spaces",
+        });
+    }
+    Ok(s)
+}
+
+/// The key of a reservation in the stock table. Holdfast's own orders use their order id;
+/// a reservation made by another order system through `/reservations` is namespaced by the
+/// caller, so two systems with the same order ids never share a reservation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReservationId(String);
+
+impl ReservationId {
+    pub fn for_order(order: &OrderId) -> Self {
+        Self(order.as_str().to_owned())
+    }
+
+    pub fn external(owner: &UserId, order: &OrderId) -> Self {
+        let digest = hex::encode(Sha256::digest(owner.as_str().as_bytes()));
+        Self(format!("x.{}.{}", &digest[..12], order.as_str()))
+    }
+
+    /// Rebuilds a stored key; only the adapters and message parsers call this.
+    pub fn from_stored(s: &str) -> Result<Self, IdError> {
+        check_token("reservation_id", s, 80).map(|_| Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The order id a Holdfast order reservation belongs to (`None` for external ones).
+    pub fn order_id(&self) -> Option<OrderId> {
+        if self.0.starts_with("x.") {
+            None
+        } else {
+            OrderId::parse(&self.0).ok()
+        }
+    }
+}
+
+impl fmt::Display for ReservationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skus_reject_empty_long_and_odd_characters() {
+        assert!(Sku::parse("SKU-1.a_b").is_ok());
+        assert!(Sku::parse("").is_err());
+        assert!(Sku::parse(&"a".repeat(65)).is_err());
+        for bad in ["a b", "a/b", "é", "a\u{0}", "a#b", "../x"] {
+            assert!(Sku::parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn one_checkout_always_derives_one_order_id() {
+        let u = UserId::parse("alice").unwrap();
+        let k = IdempotencyKey::parse("k-1").unwrap();
+        let a = OrderId::derive(&u, &k);
+        assert_eq!(a, OrderId::derive(&u, &k));
+        assert_ne!(a, OrderId::derive(&UserId::parse("bob").unwrap(), &k));
+        assert_ne!(a, OrderId::derive(&u, &IdempotencyKey::parse("k-2").unwrap()));
+        assert!(OrderId::parse(a.as_str()).is_ok());
+    }
+
+    #[test]
+    fn user_and_key_boundaries_are_not_ambiguous() {
+        let a = OrderId::derive(&UserId::parse("ab").unwrap(), &IdempotencyKey::parse("c").unwrap());
+        let b = OrderId::derive(&UserId::parse("a").unwrap(), &IdempotencyKey::parse("bc").unwrap());
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn external_reservations_are_namespaced_by_owner() {
+        let o = OrderId::parse("ext-1").unwrap();
+        let a = ReservationId::external(&UserId::parse("sys-a").unwrap(), &o);
+        let b = ReservationId::external(&UserId::parse("sys-b").unwrap(), &o);
+        assert_ne!(a, b);
+        assert!(a.order_id().is_none());
+        assert!(ReservationId::from_stored(a.as_str()).is_ok());
+        let own = ReservationId::for_order(&o);
+        assert_eq!(own.order_id(), Some(o));
+    }
+
+    #[test]
+    fn user_ids_refuse_control_characters_and_spaces() {
+        assert!(UserId::parse("auth0|123").is_ok());
+        assert!(UserId::parse("a b").is_err());
+        assert!(UserId::parse("a\nb").is_err());
+        assert!(UserId::parse("").is_err());
+        assert!(IdempotencyKey::parse(&"k".repeat(129)).is_err());
+    }
+}

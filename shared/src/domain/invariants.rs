@@ -1,0 +1,263 @@
+//! The invariants of DESIGN §5, as pure checks over a snapshot. Reconcile runs
+//! [`check_stock`]; test suites and the demo run [`check_all`] at quiescence.
+
+use super::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
+use super::reservation::{LockStatus, Reservation, ReservationKind};
+use super::{OrderId, Sku, UserId};
+use std::collections::HashMap;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardCounts {
+    pub available: i64,
+    pub locked: i64,
+    pub sold: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkuSnapshot {
+    pub sku: Sku,
+    /// Net units ever added through adjustments: the SKU's total must equal it.
+    pub stocked: i64,
+    pub shards: Vec<ShardCounts>,
+    pub per_user_limit: Option<u32>,
+}
+
+impl SkuSnapshot {
+    pub fn totals(&self) -> ShardCounts {
+        self.shards.iter().fold(ShardCounts::default(), |a, s| ShardCounts {
+            available: a.available + s.available,
+            locked: a.locked + s.locked,
+            sold: a.sold + s.sold,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// Invariant 1: a counter below zero.
+    NegativeCounter { sku: Sku, shard: usize },
+    /// Invariant 1: `available + locked + sold` differs from what was stocked.
+    TotalMismatch { sku: Sku, total: i64, stocked: i64 },
+    /// Invariant 2: `locked` differs from the sum of FROZEN lock quantities.
+    LockedMismatch { sku: Sku, locked: i64, frozen: i64 },
+    /// Invariant 2: a FROZEN lock nobody will resolve.
+    StrandedLock { reservation: String },
+    /// Invariant 3: an order's state and its lock disagree.
+    OrderLockMismatch { order: String, status: String, lock: Option<LockStatus> },
+    /// Invariant 4: a payment id applied more than once, or a late payment refunded ≠ once.
+    PaymentAppliedTwice { payment_id: String },
+    RefundCount { payment_id: String, count: usize },
+    /// Invariant 5: a user holds more than the per-user limit, or the counter is off.
+    UserLimit { sku: Sku, user: UserId, holds: i64, counter: i64, limit: u32 },
+}
+
+/// Invariant 1 and the `locked = Σ FROZEN` half of invariant 2 for the given SKUs.
+pub fn check_stock(skus: &[SkuSnapshot], frozen: &[Reservation]) -> Vec<Violation> {
+    let mut frozen_by_sku: HashMap<&Sku, i64> = HashMap::new();
+    for r in frozen.iter().filter(|r| r.status == LockStatus::Frozen) {
+        for l in &r.lines {
+            *frozen_by_sku.entry(&l.sku).or_default() += i64::from(l.quantity);
+        }
+    }
+    let mut out = Vec::new();
+    for s in skus {
+        for (i, c) in s.shards.iter().enumerate() {
+            if c.available < 0 || c.locked < 0 || c.sold < 0 {
+                out.push(Violation::NegativeCounter { sku: s.sku.clone(), shard: i });
+            }
+        }
+        let t = s.totals();
+        let total = t.available + t.locked + t.sold;
+        if total != s.stocked {
+            out.push(Violation::TotalMismatch { sku: s.sku.clone(), total, stocked: s.stocked });
+        }
+        let f = frozen_by_sku.get(&s.sku).copied().unwrap_or(0);
+        if f != t.locked {
+            out.push(Violation::LockedMismatch { sku: s.sku.clone(), locked: t.locked, frozen: f });
+        }
+    }
+    out
+}
+
+/// Everything a quiescent system must satisfy.
+pub struct Snapshot {
+    pub skus: Vec<SkuSnapshot>,
+    pub reservations: Vec<Reservation>,
+    pub orders: Vec<(OrderId, OrderRecord)>,
+    pub user_counters: Vec<(Sku, UserId, i64)>,
+    pub now_s: i64,
+    /// A FROZEN lock younger than this may still be waiting for its order (DESIGN §5, inv. 2).
+    pub check_delay_s: i64,
+}
+
+/// All five invariants of DESIGN §5.
+pub fn check_all(s: &Snapshot) -> Vec<Violation> {
+    let mut out = check_stock(&s.skus, &s.reservations);
+    let orders: HashMap<&str, &OrderRecord> = s.orders.iter().map(|(id, o)| (id.as_str(), o)).collect();
+    let locks: HashMap<&str, &Reservation> = s.reservations.iter().map(|r| (r.id.as_str(), r)).collect();
+
+    for r in s.reservations.iter().filter(|r| r.status == LockStatus::Frozen) {
+        let young = s.now_s * 1000 - r.created_at_ms < s.check_delay_s * 1000;
+        let ok = match r.kind {
+            ReservationKind::External => r.expires_at >= s.now_s,
+            ReservationKind::Order => {
+                young
+                    || matches!(orders.get(r.id.as_str()),
+                        Some(OrderRecord::Order(o)) if o.status == OrderStatus::PendingPayment)
+            }
+        };
+        if !ok {
+            out.push(Violation::StrandedLock { reservation: r.id.to_string() });
+        }
+    }
+
+    let mut applied: HashMap<&str, usize> = HashMap::new();
+    for (id, rec) in &s.orders {
+        let lock = locks.get(id.as_str()).map(|r| r.status);
+        let (status, want): (&str, Option<LockStatus>) = match rec {
+            OrderRecord::Void => ("VOID", Some(LockStatus::Released)),
+            OrderRecord::Order(o) if o.status.is_paid_or_later() => (o.status.as_str(), Some(LockStatus::Sold)),
+            OrderRecord::Order(o) if o.status.is_closed_unpaid() => (o.status.as_str(), Some(LockStatus::Released)),
+            OrderRecord::Order(o) => (o.status.as_str(), Some(LockStatus::Frozen)),
+        };
+        // a VOID whose freeze never happened has no lock at all, which is fine
+        let fine = lock == want || (matches!(rec, OrderRecord::Void) && lock.is_none());
+        if !fine {
+            out.push(Violation::OrderLockMismatch { order: id.to_string(), status: status.into(), lock });
+        }
+        if let OrderRecord::Order(o) = rec {
+            check_payments(o, &mut applied, &mut out);
+        }
+    }
+    for (p, n) in applied {
+        if n > 1 {
+            out.push(Violation::PaymentAppliedTwice { payment_id: p.to_owned() });
+        }
+    }
+
+    let limits: HashMap<&Sku, u32> =
+        s.skus.iter().filter_map(|k| k.per_user_limit.map(|l| (&k.sku, l))).collect();
+    let mut holds: HashMap<(&Sku, &UserId), i64> = HashMap::new();
+    for r in &s.reservations {
+        if r.status == LockStatus::Released {
+            continue;
+        }
+        if let Some(u) = &r.user {
+            for l in r.lines.iter().filter(|l| l.limited) {
+                *holds.entry((&l.sku, u)).or_default() += i64::from(l.quantity);
+            }
+        }
+    }
+    let counters: HashMap<(&Sku, &UserId), i64> =
+        s.user_counters.iter().map(|(k, u, n)| ((k, u), *n)).collect();
+    let mut keys: Vec<(&Sku, &UserId)> = holds.keys().chain(counters.keys()).copied().collect();
+    keys.sort();
+    keys.dedup();
+    for (sku, user) in keys {
+        let Some(&limit) = limits.get(sku) else { continue };
+        let h = holds.get(&(sku, user)).copied().unwrap_or(0);
+        let c = counters.get(&(sku, user)).copied().unwrap_or(0);
+        if h > i64::from(limit) || h != c {
+            out.push(Violation::UserLimit { sku: sku.clone(), user: user.clone(), holds: h, counter: c, limit });
+        }
+    }
+    out
+}
+
+fn check_payments<'a>(o: &'a Order, applied: &mut HashMap<&'a str, usize>, out: &mut Vec<Violation>) {
+    let mut refunds: HashMap<&str, usize> = HashMap::new();
+    for p in &o.payments {
+        match p.outcome {
+            PaymentOutcome::Applied => *applied.entry(p.payment_id.as_str()).or_default() += 1,
+            PaymentOutcome::RefundRequested => *refunds.entry(p.payment_id.as_str()).or_default() += 1,
+            _ => {}
+        }
+    }
+    for (p, n) in refunds {
+        if n != 1 {
+            out.push(Violation::RefundCount { payment_id: p.to_owned(), count: n });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::allocation::Piece;
+    use crate::domain::reservation::ReservedLine;
+    use crate::domain::{Currency, ReservationId};
+
+    fn sku() -> Sku {
+        Sku::parse("s").unwrap()
+    }
+
+    fn snap(av: i64, lk: i64, sd: i64, stocked: i64) -> SkuSnapshot {
+        SkuSnapshot {
+            sku: sku(),
+            stocked,
+            shards: vec![ShardCounts { available: av, locked: lk, sold: sd }],
+            per_user_limit: Some(1),
+        }
+    }
+
+    fn res(id: &str, status: LockStatus, q: u32) -> Reservation {
+        Reservation {
+            id: ReservationId::from_stored(id).unwrap(),
+            kind: ReservationKind::Order,
+            status,
+            user: Some(UserId::parse("u").unwrap()),
+            request_hash: String::new(),
+            created_at_ms: 0,
+            expires_at: 0,
+            lines: vec![ReservedLine {
+                sku: sku(),
+                quantity: q,
+                unit_price: 1,
+                currency: Currency::parse("EUR").unwrap(),
+                limited: true,
+                pieces: vec![Piece { shard: 0, quantity: q }],
+            }],
+            oversold: false,
+        }
+    }
+
+    #[test]
+    fn a_consistent_sku_has_no_violations() {
+        assert!(check_stock(&[snap(7, 1, 2, 10)], &[res("o1", LockStatus::Frozen, 1)]).is_empty());
+    }
+
+    #[test]
+    fn each_broken_identity_is_reported() {
+        let v = check_stock(&[snap(-1, 1, 2, 10)], &[res("o1", LockStatus::Frozen, 1)]);
+        assert!(v.iter().any(|v| matches!(v, Violation::NegativeCounter { .. })));
+        assert!(v.iter().any(|v| matches!(v, Violation::TotalMismatch { total: 2, stocked: 10, .. })));
+        let v = check_stock(&[snap(7, 1, 2, 10)], &[]);
+        assert_eq!(v, vec![Violation::LockedMismatch { sku: sku(), locked: 1, frozen: 0 }]);
+    }
+
+    #[test]
+    fn an_old_frozen_lock_without_an_order_is_stranded() {
+        let s = Snapshot {
+            skus: vec![snap(9, 1, 0, 10)],
+            reservations: vec![res("o1", LockStatus::Frozen, 1)],
+            orders: vec![],
+            user_counters: vec![(sku(), UserId::parse("u").unwrap(), 1)],
+            now_s: 1_000,
+            check_delay_s: 300,
+        };
+        assert_eq!(check_all(&s), vec![Violation::StrandedLock { reservation: "o1".into() }]);
+    }
+
+    #[test]
+    fn a_user_over_the_limit_is_reported() {
+        let s = Snapshot {
+            skus: vec![snap(8, 0, 2, 10)],
+            reservations: vec![res("o1", LockStatus::Sold, 1), res("o2", LockStatus::Sold, 1)],
+            orders: vec![],
+            user_counters: vec![(sku(), UserId::parse("u").unwrap(), 2)],
+            now_s: 0,
+            check_delay_s: 300,
+        };
+        assert!(matches!(check_all(&s)[..], [Violation::UserLimit { holds: 2, limit: 1, .. }]));
+    }
+}

@@ -1,0 +1,263 @@
+//! Orders and their state machine (DESIGN §4.2). Transitions are a table; anything not in it
+//! is `invalid_transition`, never a silent overwrite.
+
+use super::{Currency, OrderId, Sku, UserId};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum OrderStatus {
+    PendingPayment,
+    Paid,
+    Shipped,
+    Completed,
+    Cancelled,
+    Expired,
+    Refunding,
+    Refunded,
+}
+
+pub const ALL_STATUSES: [OrderStatus; 8] = [
+    OrderStatus::PendingPayment,
+    OrderStatus::Paid,
+    OrderStatus::Shipped,
+    OrderStatus::Completed,
+    OrderStatus::Cancelled,
+    OrderStatus::Expired,
+    OrderStatus::Refunding,
+    OrderStatus::Refunded,
+];
+
+impl OrderStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::PendingPayment => "PENDING_PAYMENT",
+            OrderStatus::Paid => "PAID",
+            OrderStatus::Shipped => "SHIPPED",
+            OrderStatus::Completed => "COMPLETED",
+            OrderStatus::Cancelled => "CANCELLED",
+            OrderStatus::Expired => "EXPIRED",
+            OrderStatus::Refunding => "REFUNDING",
+            OrderStatus::Refunded => "REFUNDED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        ALL_STATUSES.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Closed without a sale: its stock must be released.
+    pub fn is_closed_unpaid(self) -> bool {
+        matches!(self, OrderStatus::Cancelled | OrderStatus::Expired)
+    }
+
+    /// Paid or later: its stock must be sold.
+    pub fn is_paid_or_later(self) -> bool {
+        matches!(
+            self,
+            OrderStatus::Paid
+                | OrderStatus::Shipped
+                | OrderStatus::Completed
+                | OrderStatus::Refunding
+                | OrderStatus::Refunded
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OrderAction {
+    Pay,
+    Cancel,
+    Expire,
+    Ship,
+    Complete,
+    StartRefund,
+    FinishRefund,
+}
+
+pub const ALL_ACTIONS: [OrderAction; 7] = [
+    OrderAction::Pay,
+    OrderAction::Cancel,
+    OrderAction::Expire,
+    OrderAction::Ship,
+    OrderAction::Complete,
+    OrderAction::StartRefund,
+    OrderAction::FinishRefund,
+];
+
+/// Every allowed transition: (from, action, to).
+pub const TRANSITIONS: &[(OrderStatus, OrderAction, OrderStatus)] = {
+    use OrderAction::*;
+    use OrderStatus::*;
+    &[
+        (PendingPayment, Pay, Paid),
+        (PendingPayment, Cancel, Cancelled),
+        (PendingPayment, Expire, Expired),
+        (Paid, Ship, Shipped),
+        (Shipped, Complete, Completed),
+        (Paid, StartRefund, Refunding),
+        (Refunding, FinishRefund, Refunded),
+    ]
+};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot {action:?} an order that is {}", from.as_str())]
+pub struct InvalidTransition {
+    pub from: OrderStatus,
+    pub action: OrderAction,
+}
+
+/// Where `action` takes an order in status `from`.
+pub fn transition(from: OrderStatus, action: OrderAction) -> Result<OrderStatus, InvalidTransition> {
+    TRANSITIONS
+        .iter()
+        .find(|(f, a, _)| *f == from && *a == action)
+        .map(|(_, _, to)| *to)
+        .ok_or(InvalidTransition { from, action })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderLine {
+    pub sku: Sku,
+    pub quantity: u32,
+    pub unit_price: u64,
+}
+
+/// What became of one payment callback, recorded on the order so a payment id is applied once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentOutcome {
+    Applied,
+    RefundRequested,
+    FailedRecorded,
+    AmountMismatch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentRecord {
+    pub payment_id: String,
+    pub succeeded: bool,
+    pub amount: u64,
+    pub currency: String,
+    pub outcome: PaymentOutcome,
+    pub at_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Order {
+    pub id: OrderId,
+    pub user: UserId,
+    pub status: OrderStatus,
+    pub lines: Vec<OrderLine>,
+    pub amount: u64,
+    pub currency: Currency,
+    /// Epoch seconds.
+    pub pay_expire_at: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// Incremented by every write; every write is conditional on the version it read.
+    pub version: u64,
+    pub payment_id: Option<String>,
+    pub payments: Vec<PaymentRecord>,
+    pub request_hash: String,
+    pub cancel_reason: Option<String>,
+}
+
+impl Order {
+    /// The order after `action`, or `invalid_transition`. Bumps the version.
+    pub fn apply(&self, action: OrderAction, now_ms: i64) -> Result<Order, InvalidTransition> {
+        let status = transition(self.status, action)?;
+        Ok(self.next(now_ms, |o| o.status = status))
+    }
+
+    /// A copy with `change` applied and the version bumped.
+    pub fn next(&self, now_ms: i64, change: impl FnOnce(&mut Order)) -> Order {
+        let mut o = self.clone();
+        change(&mut o);
+        o.version = self.version + 1;
+        o.updated_at_ms = now_ms;
+        o
+    }
+
+    pub fn payment(&self, payment_id: &str, succeeded: bool) -> Option<&PaymentRecord> {
+        self.payments
+            .iter()
+            .find(|p| p.payment_id == payment_id && p.succeeded == succeeded)
+    }
+
+    pub fn refund_requests(&self) -> usize {
+        self.payments
+            .iter()
+            .filter(|p| p.outcome == PaymentOutcome::RefundRequested)
+            .count()
+    }
+}
+
+/// A record under an order id: a real order or the VOID tombstone the reservation checker writes
+/// to fence out a late create-order (DESIGN §4.4). A VOID is never shown to users.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderRecord {
+    Order(Box<Order>),
+    Void,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use OrderAction::*;
+    use OrderStatus::*;
+
+    #[test]
+    fn every_allowed_transition_lands_where_the_design_says() {
+        let expected = [
+            (PendingPayment, Pay, Paid),
+            (PendingPayment, Cancel, Cancelled),
+            (PendingPayment, Expire, Expired),
+            (Paid, Ship, Shipped),
+            (Shipped, Complete, Completed),
+            (Paid, StartRefund, Refunding),
+            (Refunding, FinishRefund, Refunded),
+        ];
+        for (f, a, t) in expected {
+            assert_eq!(transition(f, a), Ok(t), "{f:?} {a:?}");
+        }
+        assert_eq!(TRANSITIONS.len(), expected.len());
+    }
+
+    #[test]
+    fn every_other_pair_is_an_invalid_transition() {
+        let mut refused = 0;
+        for from in ALL_STATUSES {
+            for action in ALL_ACTIONS {
+                let allowed = TRANSITIONS.iter().any(|(f, a, _)| *f == from && *a == action);
+                match transition(from, action) {
+                    Ok(_) => assert!(allowed),
+                    Err(e) => {
+                        assert!(!allowed);
+                        assert_eq!(e, InvalidTransition { from, action });
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(refused, 8 * 7 - 7);
+    }
+
+    #[test]
+    fn closed_orders_cannot_be_paid_cancelled_or_expired_again() {
+        for from in [Cancelled, Expired, Paid, Refunded] {
+            for a in [Pay, Cancel, Expire] {
+                assert!(transition(from, a).is_err(), "{from:?} {a:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn statuses_round_trip_and_classify() {
+        for s in ALL_STATUSES {
+            assert_eq!(OrderStatus::parse(s.as_str()), Some(s));
+            assert!(!(s.is_closed_unpaid() && s.is_paid_or_later()));
+        }
+        assert!(OrderStatus::parse("VOID").is_none());
+    }
+}

@@ -1,0 +1,148 @@
+//! Reservations: the lock record of one order's frozen stock, and its status machine
+//! FROZEN → SOLD | RELEASED (DESIGN §3.2).
+
+use super::allocation::Piece;
+use super::{Currency, ReservationId, Sku, UserId};
+use serde::{Deserialize, Serialize};
+
+/// Most distinct SKUs in one order or reservation. A freeze is one DynamoDB transaction
+/// (at most 100 actions, never two on one item): each line needs its lock share, one action per
+/// shard piece and one for a per-user counter; 20 lines leave room for splits.
+pub const MAX_LINES: usize = 20;
+
+/// Most actions in one DynamoDB transaction.
+pub const MAX_TRANSACTION_ACTIONS: usize = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum LockStatus {
+    Frozen,
+    Sold,
+    Released,
+}
+
+impl LockStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockStatus::Frozen => "FROZEN",
+            LockStatus::Sold => "SOLD",
+            LockStatus::Released => "RELEASED",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "FROZEN" => Some(LockStatus::Frozen),
+            "SOLD" => Some(LockStatus::Sold),
+            "RELEASED" => Some(LockStatus::Released),
+            _ => None,
+        }
+    }
+}
+
+/// What a requested lock move means from the lock's current status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMove {
+    /// FROZEN → target: perform the conditional write.
+    Apply,
+    /// Already in the target status: a duplicate, nothing to do.
+    AlreadyDone,
+    /// The lock went the other way. For confirm this is the oversell path (DESIGN §3.2).
+    Conflict,
+}
+
+/// The lock status machine: only FROZEN moves, to SOLD (confirm) or RELEASED (release).
+pub fn plan_move(current: LockStatus, target: LockStatus) -> LockMove {
+    match (current, target) {
+        (LockStatus::Frozen, LockStatus::Sold | LockStatus::Released) => LockMove::Apply,
+        (c, t) if c == t => LockMove::AlreadyDone,
+        _ => LockMove::Conflict,
+    }
+}
+
+/// Who made the reservation: Holdfast's create-order, or another order system through
+/// `/reservations` (released on its own at `expires_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReservationKind {
+    Order,
+    External,
+}
+
+impl ReservationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReservationKind::Order => "order",
+            ReservationKind::External => "external",
+        }
+    }
+}
+
+/// One SKU of a reservation, with the shard pieces it was taken from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservedLine {
+    pub sku: Sku,
+    pub quantity: u32,
+    pub unit_price: u64,
+    pub currency: Currency,
+    /// Whether a per-user counter was charged for this line (and must be given back on release).
+    #[serde(default)]
+    pub limited: bool,
+    pub pieces: Vec<Piece>,
+}
+
+/// The lock record of one order (or external reservation): all its lines move together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    pub id: ReservationId,
+    pub kind: ReservationKind,
+    pub status: LockStatus,
+    pub user: Option<UserId>,
+    /// Hash of the canonical request, so a replay with another body is told apart.
+    pub request_hash: String,
+    pub created_at_ms: i64,
+    /// Epoch seconds: the payment deadline (orders) or the TTL deadline (external).
+    pub expires_at: i64,
+    pub lines: Vec<ReservedLine>,
+    /// Set once when a confirm found the lock released and could not take the stock again.
+    pub oversold: bool,
+}
+
+impl Reservation {
+    pub fn quantity_of(&self, sku: &Sku) -> u32 {
+        self.lines.iter().filter(|l| &l.sku == sku).map(|l| l.quantity).sum()
+    }
+
+    /// Number of transaction actions a freeze of these lines needs.
+    pub fn freeze_actions(&self) -> usize {
+        1 + self
+            .lines
+            .iter()
+            .map(|l| l.pieces.len() + usize::from(l.limited))
+            .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use LockStatus::*;
+
+    #[test]
+    fn only_frozen_locks_move() {
+        assert_eq!(plan_move(Frozen, Sold), LockMove::Apply);
+        assert_eq!(plan_move(Frozen, Released), LockMove::Apply);
+        assert_eq!(plan_move(Sold, Sold), LockMove::AlreadyDone);
+        assert_eq!(plan_move(Released, Released), LockMove::AlreadyDone);
+        assert_eq!(plan_move(Sold, Released), LockMove::Conflict);
+        assert_eq!(plan_move(Released, Sold), LockMove::Conflict);
+    }
+
+    #[test]
+    fn statuses_round_trip_through_their_names() {
+        for s in [Frozen, Sold, Released] {
+            assert_eq!(LockStatus::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(LockStatus::parse("frozen"), None);
+    }
+}

@@ -1,0 +1,102 @@
+//! Payment webhook signatures (DESIGN §4.5):
+//! `X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use subtle::ConstantTimeEq;
+
+/// How far the signed time may be from now, either way.
+pub const TOLERANCE_SECONDS: i64 = 300;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    #[error("missing or malformed X-Signature header")]
+    Malformed,
+    #[error("signature timestamp outside the tolerance")]
+    Stale,
+    #[error("signature does not match")]
+    Mismatch,
+}
+
+fn mac(secret: &[u8], t: i64, body: &[u8]) -> Hmac<Sha256> {
+    // HMAC accepts keys of any length; new_from_slice cannot fail for it.
+    let mut m = match Hmac::<Sha256>::new_from_slice(secret) {
+        Ok(m) => m,
+        Err(_) => unreachable!("HMAC takes keys of any length"),
+    };
+    m.update(t.to_string().as_bytes());
+    m.update(b".");
+    m.update(body);
+    m
+}
+
+/// The header value a payment provider would send.
+pub fn sign(secret: &[u8], t: i64, body: &[u8]) -> String {
+    format!("t={t},v1={}", hex::encode(mac(secret, t, body).finalize().into_bytes()))
+}
+
+/// Checks `header` against `body` at time `now` (epoch seconds), in constant time.
+pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
+    let mut t = None;
+    let mut sigs = Vec::new();
+    for part in header.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", v)) => t = v.parse::<i64>().ok(),
+            Some(("v1", v)) => sigs.push(hex::decode(v).map_err(|_| SignatureError::Malformed)?),
+            _ => return Err(SignatureError::Malformed),
+        }
+    }
+    let t = t.ok_or(SignatureError::Malformed)?;
+    if sigs.is_empty() {
+        return Err(SignatureError::Malformed);
+    }
+    if (now - t).abs() > TOLERANCE_SECONDS {
+        return Err(SignatureError::Stale);
+    }
+    let expected = mac(secret, t, body).finalize().into_bytes();
+    let ok = sigs
+        .iter()
+        .fold(0u8, |acc, s| acc | u8::from(bool::from(expected.as_slice().ct_eq(s))));
+    if ok == 1 {
+        Ok(())
+    } else {
+        Err(SignatureError::Mismatch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K: &[u8] = b"secret";
+
+    #[test]
+    fn a_fresh_signature_over_the_exact_body_verifies() {
+        let h = sign(K, 1000, b"{}");
+        assert_eq!(verify(K, &h, b"{}", 1000), Ok(()));
+        assert_eq!(verify(K, &h, b"{}", 1300), Ok(()));
+        assert_eq!(verify(K, &h, b"{}", 700), Ok(()));
+    }
+
+    #[test]
+    fn tampered_body_wrong_secret_or_stale_time_are_refused() {
+        let h = sign(K, 1000, b"{\"amount\":1}");
+        assert_eq!(verify(K, &h, b"{\"amount\":2}", 1000), Err(SignatureError::Mismatch));
+        assert_eq!(verify(b"other", &h, b"{\"amount\":1}", 1000), Err(SignatureError::Mismatch));
+        assert_eq!(verify(K, &h, b"{\"amount\":1}", 1301), Err(SignatureError::Stale));
+        assert_eq!(verify(K, &h, b"{\"amount\":1}", 699), Err(SignatureError::Stale));
+    }
+
+    #[test]
+    fn malformed_headers_are_refused() {
+        for h in ["", "t=1", "v1=00", "t=x,v1=00", "t=1,v1=zz", "t=1;v1=00", "garbage"] {
+            assert_eq!(verify(K, h, b"", 1), Err(SignatureError::Malformed), "{h}");
+        }
+    }
+
+    #[test]
+    fn a_timestamp_that_was_not_signed_does_not_verify() {
+        let h = sign(K, 1000, b"{}").replace("t=1000", "t=1001");
+        assert_eq!(verify(K, &h, b"{}", 1000), Err(SignatureError::Mismatch));
+    }
+}

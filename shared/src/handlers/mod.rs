@@ -1,0 +1,88 @@
+//! Entry points: one module per Lambda function, each a thin layer from the event to a use case
+//! and back. [`FUNCTIONS`] is the registry the Lambda binaries and the local runner share; a
+//! test checks it against `template.yaml` in both directions.
+
+pub mod common;
+pub mod create_order;
+pub mod orders_api;
+pub mod payment_callback;
+pub mod payment_timeout;
+pub mod publish_events;
+pub mod reconcile;
+pub mod reservation_check;
+pub mod reservations;
+pub mod sqs;
+pub mod stock_api;
+pub mod stock_events;
+pub mod stream;
+
+use crate::app::App;
+use crate::http::{Request, Response};
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use stream::{StreamBatchResponse, StreamEvent};
+
+/// How a function is invoked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// `HttpApi` events (API Gateway HTTP API, payload v2).
+    Http,
+    /// An `SQS` event source with partial batch responses.
+    Sqs,
+    /// A `DynamoDB` stream event source with partial batch responses.
+    Stream,
+    /// A `Schedule` / `ScheduleV2` event.
+    Schedule,
+}
+
+/// Every function: (name = the binary and `functions/<name>` crate, trigger).
+pub const FUNCTIONS: &[(&str, Trigger)] = &[
+    ("create-order", Trigger::Http),
+    ("orders-api", Trigger::Http),
+    ("payment-callback", Trigger::Http),
+    ("reservations", Trigger::Http),
+    ("stock-api", Trigger::Http),
+    ("publish-events", Trigger::Stream),
+    ("stock-events", Trigger::Sqs),
+    ("payment-timeout", Trigger::Sqs),
+    ("reservation-check", Trigger::Sqs),
+    ("reconcile", Trigger::Schedule),
+];
+
+pub fn trigger_of(name: &str) -> Option<Trigger> {
+    FUNCTIONS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+/// Invokes an HTTP function by name; `None` if it is not an HTTP function.
+pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {
+    Some(match name {
+        "create-order" => create_order::handle(app, req).await,
+        "orders-api" => orders_api::handle(app, req).await,
+        "payment-callback" => payment_callback::handle(app, req).await,
+        "reservations" => reservations::handle(app, req).await,
+        "stock-api" => stock_api::handle(app, req).await,
+        _ => return None,
+    })
+}
+
+pub async fn sqs(name: &str, app: &App, ev: SqsEvent) -> Option<anyhow::Result<SqsBatchResponse>> {
+    Some(match name {
+        "stock-events" => stock_events::handle(app, ev).await,
+        "payment-timeout" => payment_timeout::handle(app, ev).await,
+        "reservation-check" => reservation_check::handle(app, ev).await,
+        _ => return None,
+    })
+}
+
+pub async fn stream(name: &str, app: &App, ev: StreamEvent) -> Option<anyhow::Result<StreamBatchResponse>> {
+    Some(match name {
+        "publish-events" => publish_events::handle(app, ev).await,
+        _ => return None,
+    })
+}
+
+pub async fn schedule(name: &str, app: &App, ev: serde_json::Value) -> Option<anyhow::Result<serde_json::Value>> {
+    Some(match name {
+        "reconcile" => reconcile::handle(app, ev).await,
+        _ => return None,
+    })
+}

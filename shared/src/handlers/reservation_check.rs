@@ -1,0 +1,25 @@
+//! reservation-check: the delayed, fenced orphan check sent at every freeze (DESIGN §4.4).
+
+use super::sqs::{each, parse_message, Handled};
+use crate::app::App;
+use crate::domain::ReservationId;
+use crate::faults;
+use crate::ports::Message;
+use crate::service::checks;
+use crate::telemetry::names;
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+
+pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
+    let crash = Some((faults::RESERVATION_CHECK_CRASH, crate::fault!(app.faults, faults::RESERVATION_CHECK_CRASH)));
+    each(&app.function, ev, || crate::fault!(app.faults, faults::RESERVATION_CHECK_DROP), crash, |m| async move {
+        let Message::ReservationCheck { reservation_id, kind, due_at, .. } = parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))? else {
+            app.count(names::REJECTED_MESSAGES, 1);
+            anyhow::bail!("rejected message: not a reservation check");
+        };
+        let id = ReservationId::from_stored(&reservation_id)?;
+        let outcome = checks::reservation_check(app, &id, kind, due_at).await?;
+        tracing::info!(reservation = %id, ?outcome, "reservation check handled");
+        Ok(Handled::Done)
+    })
+    .await
+}

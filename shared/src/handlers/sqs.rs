@@ -1,0 +1,65 @@
+//! The shape every SQS consumer shares: each message in its own span, failures reported item by
+//! item (`ReportBatchItemFailures`), so one bad message neither blocks nor replays the others.
+
+use crate::faults::InjectedCrash;
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use std::future::Future;
+use tracing::Instrument;
+
+/// What happened to one message.
+pub enum Handled {
+    Done,
+    /// Acknowledged without processing (fault injection: the message is lost).
+    Dropped,
+}
+
+/// Runs `process` over the batch. `drop` and `crash` are fault checks: a dropped message is
+/// acknowledged unprocessed; a crash fails the whole invocation after the first message was
+/// processed (the source retries every message of the batch).
+pub async fn each<F, Fut>(
+    function: &str,
+    ev: SqsEvent,
+    drop: impl Fn() -> bool,
+    crash: Option<(&'static str, bool)>,
+    process: F,
+) -> anyhow::Result<SqsBatchResponse>
+where
+    F: Fn(SqsMessage) -> Fut,
+    Fut: Future<Output = anyhow::Result<Handled>>,
+{
+    let mut failures = Vec::new();
+    for (i, m) in ev.records.into_iter().enumerate() {
+        let id = m.message_id.clone().unwrap_or_default();
+        if drop() {
+            tracing::warn!(message_id = id, "fault injection: message dropped");
+            continue;
+        }
+        let span = tracing::info_span!("message", function, message_id = %id);
+        match process(m).instrument(span).await {
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(message_id = id, error = format!("{e:#}"), "message failed; left for retry");
+                failures.push(BatchItemFailure { item_identifier: id });
+            }
+        }
+        if let (0, Some((point, true))) = (i, crash) {
+            return Err(InjectedCrash(point).into());
+        }
+    }
+    Ok(SqsBatchResponse { batch_item_failures: failures })
+}
+
+/// Parses one of Holdfast's own queue messages; anything unknown is refused (and so retried
+/// until it lands in the DLQ, never applied).
+pub fn parse_message(m: &SqsMessage) -> anyhow::Result<crate::ports::Message> {
+    let body = m.body.as_deref().unwrap_or("");
+    let msg: crate::ports::Message =
+        serde_json::from_str(body).map_err(|e| anyhow::anyhow!("rejected message: {e}"))?;
+    let schema = match &msg {
+        crate::ports::Message::PaymentTimeout { schema, .. } | crate::ports::Message::ReservationCheck { schema, .. } => *schema,
+    };
+    if schema != 1 {
+        anyhow::bail!("rejected message: unknown schema {schema}");
+    }
+    Ok(msg)
+}

@@ -1,0 +1,115 @@
+//! stock-events: applies order events to stock (DESIGN §5). OrderPaid → confirm;
+//! OrderCancelled / OrderExpired → release. Every step is conditional on the lock's status, so
+//! duplicates and any order of arrival are harmless. A message that is not exactly a Holdfast
+//! event of a known schema is refused (retried into the DLQ), never applied.
+
+use super::sqs::{each, Handled};
+use crate::app::App;
+use crate::domain::events::{EventDetail, EventKind, SCHEMA_VERSION, SOURCE};
+use crate::domain::{OrderId, ReservationId};
+use crate::faults;
+use crate::service::stock::{self, LockChange, LockError};
+use crate::telemetry::names;
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+use serde::Deserialize;
+
+/// The EventBridge envelope as delivered to an SQS target.
+#[derive(Debug, Deserialize)]
+struct Envelope {
+    source: String,
+    #[serde(rename = "detail-type")]
+    detail_type: String,
+    detail: EventDetail,
+}
+
+/// The stock action an event asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StockAction {
+    Confirm(ReservationId),
+    Release(ReservationId),
+}
+
+pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
+    let env: Envelope = serde_json::from_str(body).map_err(|e| anyhow::anyhow!("rejected event: {e}"))?;
+    if env.source != SOURCE {
+        anyhow::bail!("rejected event: source {}", env.source);
+    }
+    if env.detail.schema != SCHEMA_VERSION {
+        anyhow::bail!("rejected event: schema {}", env.detail.schema);
+    }
+    let id = ReservationId::for_order(&OrderId::parse(&env.detail.order_id)?);
+    match EventKind::parse(&env.detail_type) {
+        Some(EventKind::OrderPaid) => Ok(StockAction::Confirm(id)),
+        Some(EventKind::OrderCancelled | EventKind::OrderExpired) => Ok(StockAction::Release(id)),
+        _ => anyhow::bail!("rejected event: detail-type {}", env.detail_type),
+    }
+}
+
+pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
+    let crash = Some((faults::STOCK_EVENTS_CRASH, crate::fault!(app.faults, faults::STOCK_EVENTS_CRASH)));
+    each(&app.function, ev, || crate::fault!(app.faults, faults::STOCK_EVENTS_DROP), crash, |m| async move {
+        let action = parse_event(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
+        let (id, result) = match &action {
+            StockAction::Confirm(id) => (id, stock::confirm(app, id).await),
+            StockAction::Release(id) => (id, stock::release(app, id).await),
+        };
+        match result {
+            Ok(LockChange::Moved(_) | LockChange::Unchanged(_) | LockChange::Retaken(_) | LockChange::Oversold(_)) => Ok(Handled::Done),
+            Err(LockError::InvalidTransition(st)) => {
+                // The lock already went the other way; the order's own history decides, not a
+                // late message. Recorded, acknowledged.
+                tracing::warn!(reservation = %id, status = st.as_str(), ?action, "event conflicts with the lock; ignored");
+                Ok(Handled::Done)
+            }
+            Err(LockError::NotFound) => {
+                app.count(names::REJECTED_MESSAGES, 1);
+                anyhow::bail!("rejected event: no reservation {id}")
+            }
+            Err(LockError::Store(e)) => Err(e),
+        }
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn envelope(detail_type: &str, detail: serde_json::Value) -> String {
+        json!({"version":"0","id":"1","detail-type":detail_type,"source":"holdfast.orders","account":"1","time":"t","region":"r","resources":[],"detail":detail}).to_string()
+    }
+
+    fn detail() -> serde_json::Value {
+        json!({"schema":1,"order_id":"o1","user_id":"u","status":"PAID","version":2,"amount":1,"currency":"EUR","lines":[{"sku":"s","quantity":1}]})
+    }
+
+    #[test]
+    fn paid_confirms_and_closed_releases() {
+        let id = ReservationId::for_order(&OrderId::parse("o1").unwrap());
+        assert_eq!(parse_event(&envelope("OrderPaid", detail())).unwrap(), StockAction::Confirm(id.clone()));
+        assert_eq!(parse_event(&envelope("OrderExpired", detail())).unwrap(), StockAction::Release(id.clone()));
+        assert_eq!(parse_event(&envelope("OrderCancelled", detail())).unwrap(), StockAction::Release(id));
+    }
+
+    #[test]
+    fn forged_or_unknown_events_are_rejected() {
+        let mut extra = detail();
+        extra["admin"] = json!(true);
+        let mut v2 = detail();
+        v2["schema"] = json!(2);
+        let mut bad_id = detail();
+        bad_id["order_id"] = json!("../x");
+        for body in [
+            envelope("OrderPaid", extra),
+            envelope("OrderPaid", v2),
+            envelope("OrderPaid", bad_id),
+            envelope("OrderCreated", detail()),
+            envelope("Whatever", detail()),
+            envelope("OrderPaid", detail()).replace("holdfast.orders", "evil"),
+            "not json".into(),
+        ] {
+            assert!(parse_event(&body).is_err(), "{body}");
+        }
+    }
+}

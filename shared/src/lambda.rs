@@ -1,0 +1,60 @@
+//! The Lambda runtime side of every function binary: build the app once, then serve events.
+
+use crate::app::App;
+use crate::handlers::{self, stream::StreamEvent, Trigger};
+use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+use aws_lambda_events::sqs::SqsEvent;
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use std::sync::Arc;
+
+/// Runs the named function on the Lambda Runtime API until the process ends.
+pub async fn run(name: &'static str) -> Result<(), Error> {
+    crate::telemetry::init_logs();
+    let trigger = handlers::trigger_of(name).ok_or_else(|| format!("unknown function {name}"))?;
+    let app = Arc::new(App::from_env(name).await?);
+    match trigger {
+        Trigger::Http => {
+            lambda_runtime::run(service_fn(|e: LambdaEvent<ApiGatewayV2httpRequest>| {
+                let app = app.clone();
+                async move { handlers::http(name, &app, e.payload).await.ok_or_else(|| Error::from("not an HTTP function")) }
+            }))
+            .await
+        }
+        Trigger::Sqs => {
+            lambda_runtime::run(service_fn(|e: LambdaEvent<SqsEvent>| {
+                let app = app.clone();
+                async move {
+                    match handlers::sqs(name, &app, e.payload).await {
+                        Some(r) => r.map_err(|e| Error::from(format!("{e:#}"))),
+                        None => Err(Error::from("not an SQS function")),
+                    }
+                }
+            }))
+            .await
+        }
+        Trigger::Stream => {
+            lambda_runtime::run(service_fn(|e: LambdaEvent<StreamEvent>| {
+                let app = app.clone();
+                async move {
+                    match handlers::stream(name, &app, e.payload).await {
+                        Some(r) => r.map_err(|e| Error::from(format!("{e:#}"))),
+                        None => Err(Error::from("not a stream function")),
+                    }
+                }
+            }))
+            .await
+        }
+        Trigger::Schedule => {
+            lambda_runtime::run(service_fn(|e: LambdaEvent<serde_json::Value>| {
+                let app = app.clone();
+                async move {
+                    match handlers::schedule(name, &app, e.payload).await {
+                        Some(r) => r.map_err(|e| Error::from(format!("{e:#}"))),
+                        None => Err(Error::from("not a scheduled function")),
+                    }
+                }
+            }))
+            .await
+        }
+    }
+}

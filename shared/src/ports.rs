@@ -1,0 +1,175 @@
+//! Ports: what the services need from the outside world. The DynamoDB, SQS and EventBridge
+//! adapters implement them for production and the local stack; `adapters::memory` implements
+//! them for fast unit tests and the CPU benchmarks.
+//!
+//! Convention: the outer `anyhow::Result` is infrastructure failure (retryable, 5xx); an inner
+//! `Result` is a domain answer the adapter translated from a condition or cancellation reason.
+
+use crate::domain::events::OrderEvent;
+use crate::domain::invariants::ShardCounts;
+use crate::domain::order::{Order, OrderRecord};
+use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
+use crate::domain::{Currency, OrderId, ReservationId, Sku, UserId};
+use async_trait::async_trait;
+use std::collections::HashMap;
+
+/// SKU metadata (DESIGN §3.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkuMeta {
+    pub sku: Sku,
+    pub name: String,
+    pub price: u64,
+    pub currency: Currency,
+    /// Shards freezes allocate from (1..=64).
+    pub shards: u16,
+    /// Shard items that exist (high-water mark of `shards`); the stock view sums all of them,
+    /// because locks taken before a shard-count reduction still point at the old shards.
+    pub slots: u16,
+    pub per_user_limit: Option<u32>,
+    /// Net units added through adjustments (invariant 1: total must equal it).
+    pub stocked: i64,
+    /// Incremented on every metadata write; writes are conditional on it.
+    pub version: u64,
+}
+
+/// One admin stock change, idempotent by `adjustment_id` (the audit trail of DESIGN §3.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Adjustment {
+    pub sku: Sku,
+    pub adjustment_id: String,
+    pub delta: i64,
+    pub reason: String,
+    pub at_ms: i64,
+    /// Per-shard changes summing to `delta`.
+    pub pieces: Vec<(u16, i64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdjustRejection {
+    /// This adjustment id was already applied; here is what it recorded.
+    Duplicate { delta: i64 },
+    /// A shard no longer had what the plan removes (re-read and retry).
+    ShardShort,
+    /// The SKU's metadata changed under us (re-read and retry).
+    Conflict,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FreezeRejection {
+    /// A reservation with this id exists (a replay).
+    AlreadyExists,
+    /// These SKUs' chosen shards lacked the quantity: re-read and split.
+    ShardShort(Vec<Sku>),
+    /// The per-user counter of this SKU would pass its limit.
+    LimitExceeded(Sku),
+    /// DynamoDB reported a transaction conflict: retry with jitter.
+    Conflict,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MoveRejection {
+    /// The lock's status is no longer the one the move started from.
+    StatusChanged,
+    /// (Retake only) the shards no longer hold the units.
+    ShardShort,
+    /// DynamoDB reported a transaction conflict: retry.
+    Conflict,
+}
+
+/// The stock table (owned by the stock service).
+#[async_trait]
+pub trait StockStore: Send + Sync {
+    /// Metadata of the given SKUs that exist (one batch read).
+    async fn get_skus(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>>;
+    /// Writes metadata: create when `expected_version` is `None`, else conditional on it.
+    /// Creates shard items `0..meta.slots` that do not exist yet. `false` = lost a race.
+    async fn put_sku(&self, meta: &SkuMeta, expected_version: Option<u64>) -> anyhow::Result<bool>;
+    /// Counters of shards `0..slots`, read consistently.
+    async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>>;
+    /// Moves available units between shards: each shard's `available` goes from `old` to
+    /// `new_available`, conditional on the old value, together with the metadata write.
+    async fn rebalance(
+        &self,
+        meta: &SkuMeta,
+        expected_version: u64,
+        old: &[ShardCounts],
+        new_available: &[i64],
+    ) -> anyhow::Result<bool>;
+    async fn adjust(&self, adj: &Adjustment, meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>>;
+    /// One transaction: the reservation (if absent), every shard piece (`available >= q`),
+    /// and per-user counters for limited lines (`limits[sku]`).
+    async fn put_frozen(
+        &self,
+        r: &Reservation,
+        limits: &HashMap<Sku, u32>,
+    ) -> anyhow::Result<Result<(), FreezeRejection>>;
+    async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>>;
+    /// FROZEN → `to` with the shard counters, conditional on the lock still being FROZEN.
+    async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>>;
+    /// RELEASED → SOLD, taking the units from `available` again (defence in depth, DESIGN §3.2).
+    async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>>;
+    /// Marks an oversell once; `false` if it was already marked.
+    async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool>;
+    /// FROZEN reservations created before `before_ms`, from the bucketed sparse index.
+    async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>>;
+    async fn get_reservations(&self, ids: &[ReservationId]) -> anyhow::Result<Vec<Reservation>>;
+    /// Every SKU, from the sparse SKU index.
+    async fn list_skus(&self) -> anyhow::Result<Vec<Sku>>;
+}
+
+/// Page cursor for listing a user's orders.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderCursor {
+    pub created_at_ms: i64,
+    pub order_id: OrderId,
+}
+
+/// The order table (owned by the order service).
+#[async_trait]
+pub trait OrderStore: Send + Sync {
+    /// Consistent read.
+    async fn get(&self, id: &OrderId) -> anyhow::Result<Option<OrderRecord>>;
+    /// Puts a new order if nothing (order or VOID) exists under its id; `false` otherwise.
+    async fn put_new(&self, o: &Order) -> anyhow::Result<bool>;
+    /// Puts the VOID tombstone if nothing exists under the id; `false` otherwise.
+    async fn put_void(&self, id: &OrderId) -> anyhow::Result<bool>;
+    /// Compare-and-set: writes `next` if the stored order is still at `prev.version`.
+    async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool>;
+    /// A user's orders, newest first.
+    async fn list_for_user(
+        &self,
+        user: &UserId,
+        after: Option<&OrderCursor>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)>;
+    /// PENDING_PAYMENT orders whose deadline is before `before_s`, from the sparse index.
+    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>>;
+}
+
+/// Delayed work (SQS delay queues).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", deny_unknown_fields)]
+pub enum Message {
+    /// Expire this order if it is still unpaid at `due_at` (epoch seconds).
+    PaymentTimeout { schema: u32, order_id: String, due_at: i64 },
+    /// Check this reservation at `due_at`: orphan freeze (no order) or expired external hold.
+    ReservationCheck { schema: u32, reservation_id: String, kind: ReservationKind, due_at: i64 },
+}
+
+/// Longest delay SQS allows on one message; longer waits re-arm (DESIGN §4.6).
+pub const MAX_DELAY_SECONDS: i64 = 900;
+
+#[async_trait]
+pub trait Messages: Send + Sync {
+    async fn send(&self, msg: &Message, delay_s: u32) -> anyhow::Result<()>;
+}
+
+/// The EventBridge bus.
+#[async_trait]
+pub trait EventBus: Send + Sync {
+    /// Publishes the events; the result says, per event, whether it was accepted.
+    async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>>;
+}
+
+/// The user a freeze charges (for per-user limits).
+pub type Buyer = Option<UserId>;

@@ -1,0 +1,151 @@
+//! Stock administration and the stock view (DESIGN §8): SKU metadata, shard count changes,
+//! audited adjustments.
+
+use crate::app::App;
+use crate::clock;
+use crate::domain::allocation::{split, spread};
+use crate::domain::invariants::{ShardCounts, SkuSnapshot};
+use crate::domain::{Currency, Sku};
+use crate::ports::{AdjustRejection, Adjustment, SkuMeta};
+
+const ATTEMPTS: u32 = 10;
+
+#[derive(Debug, Clone)]
+pub struct SkuSpec {
+    pub name: String,
+    pub price: u64,
+    pub currency: Currency,
+    pub shards: u16,
+    pub per_user_limit: Option<u32>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("unknown SKU {0}")]
+    UnknownSku(Sku),
+    #[error("removing {0} units needs more than is available")]
+    Insufficient(i64),
+    #[error("adjustment id already used with another delta")]
+    AdjustmentReused,
+    #[error("contention; retry")]
+    Contention,
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+/// Creates or updates a SKU's metadata. A changed shard count redistributes `available` over the
+/// new shards in one transaction; locked and sold units stay where their locks say.
+pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec) -> Result<(SkuMeta, bool), AdminError> {
+    for attempt in 1..=ATTEMPTS {
+        let existing = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku);
+        let Some(old) = existing else {
+            let meta = SkuMeta {
+                sku: sku.clone(),
+                name: spec.name.clone(),
+                price: spec.price,
+                currency: spec.currency.clone(),
+                shards: spec.shards,
+                slots: spec.shards,
+                per_user_limit: spec.per_user_limit,
+                stocked: 0,
+                version: 1,
+            };
+            if app.stock.put_sku(&meta, None).await? {
+                app.caches.forget_sku(sku);
+                return Ok((meta, true));
+            }
+            super::backoff(attempt).await;
+            continue;
+        };
+        let meta = SkuMeta {
+            name: spec.name.clone(),
+            price: spec.price,
+            currency: spec.currency.clone(),
+            shards: spec.shards,
+            slots: old.slots.max(spec.shards),
+            per_user_limit: spec.per_user_limit,
+            version: old.version + 1,
+            ..old.clone()
+        };
+        let done = if meta.shards == old.shards {
+            app.stock.put_sku(&meta, Some(old.version)).await?
+        } else {
+            let counts = app.stock.read_shards(sku, old.slots).await?;
+            let total: i64 = counts.iter().map(|c| c.available).sum();
+            let mut target = spread(total, meta.shards);
+            target.resize(usize::from(meta.slots), 0);
+            app.stock.rebalance(&meta, old.version, &counts, &target).await?
+        };
+        if done {
+            app.caches.forget_sku(sku);
+            return Ok((meta, false));
+        }
+        super::backoff(attempt).await;
+    }
+    Err(AdminError::Contention)
+}
+
+/// Applies a stock adjustment once per `adjustment_id`. Returns whether it was applied now
+/// (`false` = a replay of the same adjustment).
+pub async fn adjust(app: &App, sku: &Sku, adjustment_id: &str, delta: i64, reason: &str) -> Result<bool, AdminError> {
+    for attempt in 1..=ATTEMPTS {
+        let meta = app
+            .stock
+            .get_skus(std::slice::from_ref(sku))
+            .await?
+            .remove(sku)
+            .ok_or_else(|| AdminError::UnknownSku(sku.clone()))?;
+        let pieces: Vec<(u16, i64)> = if delta > 0 {
+            spread(delta, meta.shards)
+                .into_iter()
+                .enumerate()
+                .filter(|(_, d)| *d > 0)
+                .map(|(i, d)| (i as u16, d))
+                .collect()
+        } else {
+            let counts = app.stock.read_shards(sku, meta.slots).await?;
+            let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
+            let want = u32::try_from(-delta).map_err(|_| AdminError::Insufficient(-delta))?;
+            split(&available, 0, want)
+                .map_err(|_| AdminError::Insufficient(-delta))?
+                .into_iter()
+                .map(|p| (p.shard, -i64::from(p.quantity)))
+                .collect()
+        };
+        let adj = Adjustment {
+            sku: sku.clone(),
+            adjustment_id: adjustment_id.to_owned(),
+            delta,
+            reason: reason.to_owned(),
+            at_ms: clock::now_ms(),
+            pieces,
+        };
+        match app.stock.adjust(&adj, meta.version).await? {
+            Ok(()) => {
+                app.caches.forget_sku(sku);
+                tracing::info!(sku = %sku, delta, adjustment_id, reason, "stock adjusted");
+                return Ok(true);
+            }
+            Err(AdjustRejection::Duplicate { delta: d }) if d == delta => return Ok(false),
+            Err(AdjustRejection::Duplicate { .. }) => return Err(AdminError::AdjustmentReused),
+            Err(AdjustRejection::ShardShort | AdjustRejection::Conflict) => super::backoff(attempt).await,
+        }
+    }
+    Err(AdminError::Contention)
+}
+
+/// The stock view of one SKU: metadata and counters summed over every shard.
+#[derive(Debug, Clone)]
+pub struct StockView {
+    pub meta: SkuMeta,
+    pub totals: ShardCounts,
+}
+
+pub async fn view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockView>> {
+    let Some(meta) = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku) else {
+        return Ok(None);
+    };
+    let counts = app.stock.read_shards(sku, meta.slots).await?;
+    let totals = SkuSnapshot { sku: sku.clone(), stocked: meta.stocked, shards: counts, per_user_limit: None }.totals();
+    Ok(Some(StockView { meta, totals }))
+}

@@ -1,0 +1,107 @@
+//! The fenced reservation check (DESIGN §4.4): an orphan freeze (no order) is released only
+//! after a VOID tombstone claims its order id, so no create-order can appear for released stock.
+//! External reservations are released at their deadline.
+
+use super::stock::{self, LockChange, LockError};
+use crate::app::App;
+use crate::clock;
+use crate::domain::order::{OrderRecord, OrderStatus};
+use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
+use crate::domain::ReservationId;
+use crate::ports::{Message, MAX_DELAY_SECONDS};
+use crate::telemetry::names;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckOutcome {
+    /// Nothing frozen, or the order exists: nothing to do.
+    Fine,
+    /// Not due yet: sent again with the remaining delay.
+    ReArmed,
+    /// Released (orphan or expired external hold).
+    Released,
+}
+
+pub async fn reservation_check(app: &App, id: &ReservationId, kind: ReservationKind, due_at: i64) -> anyhow::Result<CheckOutcome> {
+    let now = clock::now_s();
+    if now < due_at {
+        let msg = Message::ReservationCheck { schema: 1, reservation_id: id.to_string(), kind, due_at };
+        app.messages.send(&msg, (due_at - now).min(MAX_DELAY_SECONDS) as u32).await?;
+        return Ok(CheckOutcome::ReArmed);
+    }
+    let Some(r) = app.stock.get_reservation(id).await? else { return Ok(CheckOutcome::Fine) };
+    if r.status != LockStatus::Frozen {
+        return Ok(CheckOutcome::Fine);
+    }
+    resolve_frozen(app, &r, false).await
+}
+
+/// Resolves one FROZEN reservation by what its order says. `sweep` = called by reconcile
+/// (also confirms paid orders and counts repairs).
+pub async fn resolve_frozen(app: &App, r: &Reservation, sweep: bool) -> anyhow::Result<CheckOutcome> {
+    let released = |c: Result<LockChange, LockError>| -> anyhow::Result<bool> {
+        match c {
+            Ok(LockChange::Moved(_)) => Ok(true),
+            Ok(_) | Err(LockError::NotFound) | Err(LockError::InvalidTransition(_)) => Ok(false),
+            Err(LockError::Store(e)) => Err(e),
+        }
+    };
+    match r.kind {
+        ReservationKind::External => {
+            if r.expires_at > clock::now_s() {
+                return Ok(CheckOutcome::Fine);
+            }
+            if released(stock::release(app, &r.id).await)? {
+                app.count(names::EXTERNAL_EXPIRED, 1);
+                tracing::info!(reservation = %r.id, "external reservation released at its deadline");
+                return Ok(CheckOutcome::Released);
+            }
+            Ok(CheckOutcome::Fine)
+        }
+        ReservationKind::Order => {
+            let Some(order_id) = r.id.order_id() else { return Ok(CheckOutcome::Fine) };
+            let record = match app.orders.get(&order_id).await? {
+                Some(rec) => rec,
+                None => {
+                    // Fence first: after this no create-order can write the order.
+                    if app.orders.put_void(&order_id).await? {
+                        tracing::warn!(order_id = %order_id, "orphan freeze: order id voided");
+                        OrderRecord::Void
+                    } else {
+                        app.orders.get(&order_id).await?.unwrap_or(OrderRecord::Void)
+                    }
+                }
+            };
+            match record {
+                OrderRecord::Void => {
+                    if released(stock::release(app, &r.id).await)? {
+                        app.count(names::ORPHANS_RELEASED, 1);
+                        if sweep {
+                            app.count(names::REPAIRS, 1);
+                        }
+                        return Ok(CheckOutcome::Released);
+                    }
+                    Ok(CheckOutcome::Fine)
+                }
+                OrderRecord::Order(o) if sweep && o.status.is_closed_unpaid() => {
+                    if released(stock::release(app, &r.id).await)? {
+                        app.count(names::REPAIRS, 1);
+                        tracing::warn!(order_id = %o.id, "reconcile released the lock of a closed order");
+                        return Ok(CheckOutcome::Released);
+                    }
+                    Ok(CheckOutcome::Fine)
+                }
+                OrderRecord::Order(o) if sweep && o.status.is_paid_or_later() => {
+                    if let Ok(LockChange::Moved(_)) = stock::confirm(app, &r.id).await {
+                        app.count(names::REPAIRS, 1);
+                        tracing::warn!(order_id = %o.id, "reconcile confirmed the lock of a paid order");
+                    }
+                    Ok(CheckOutcome::Fine)
+                }
+                OrderRecord::Order(o) => {
+                    debug_assert!(sweep || o.status == OrderStatus::PendingPayment || !sweep);
+                    Ok(CheckOutcome::Fine)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! Use cases: the domain's decisions executed through the ports. One error enum per use case.
+
+pub mod admin;
+pub mod checks;
+pub mod orders;
+pub mod payments;
+pub mod reconcile;
+pub mod stock;
+
+use std::time::Duration;
+
+/// Jittered backoff for conditional-write races: 5–25 ms times the attempt number.
+pub(crate) async fn backoff(attempt: u32) {
+    let ms = u64::from(attempt.max(1)) * fastrand::u64(5..=25);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}

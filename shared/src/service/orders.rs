@@ -1,0 +1,252 @@
+//! The order service: create-order (DESIGN §4.3), read, cancel, payment timeout (§4.6).
+
+use super::stock::{self, FreezeError, FreezeRequest, Frozen};
+use crate::app::App;
+use crate::clock;
+use crate::domain::money::{Money, MoneyError};
+use crate::domain::order::{Order, OrderAction, OrderLine, OrderRecord, OrderStatus};
+use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
+use crate::domain::{Currency, IdempotencyKey, OrderId, Quantity, ReservationId, Sku, UserId};
+use crate::faults::{self, InjectedCrash};
+use crate::ports::{Message, MAX_DELAY_SECONDS};
+use crate::telemetry::names;
+use sha2::{Digest, Sha256};
+
+/// A canonical fingerprint of an order's lines (merged, sorted): the body an
+/// Idempotency-Key is bound to.
+pub fn request_hash(lines: &[(Sku, Quantity)]) -> String {
+    let mut h = Sha256::new();
+    for (s, q) in lines {
+        h.update(s.as_str().as_bytes());
+        h.update(b":");
+        h.update(q.get().to_string().as_bytes());
+        h.update(b"\n");
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error(transparent)]
+    Freeze(#[from] FreezeError),
+    #[error("Idempotency-Key already used with another body")]
+    KeyReused,
+    #[error("the reservation of this checkout expired; start a new checkout")]
+    ReservationExpired,
+    #[error("SKUs of one order must share a currency")]
+    MixedCurrency,
+    #[error(transparent)]
+    Money(#[from] MoneyError),
+    #[error(transparent)]
+    Crash(#[from] InjectedCrash),
+    #[error(transparent)]
+    Store(anyhow::Error),
+}
+
+impl From<anyhow::Error> for CreateError {
+    fn from(e: anyhow::Error) -> Self {
+        CreateError::Store(e)
+    }
+}
+
+/// Creates the order of one checkout, or returns the one it already created.
+/// Round trips after validation: (freeze ∥ reservation-check message), then (order put ∥
+/// payment-timeout message) — two sequential steps.
+pub async fn create(app: &App, user: &UserId, key: &IdempotencyKey, lines: Vec<(Sku, Quantity)>) -> Result<(Order, bool), CreateError> {
+    let id = OrderId::derive(user, key);
+    let rid = ReservationId::for_order(&id);
+    let skus: Vec<Sku> = lines.iter().map(|(s, _)| s.clone()).collect();
+    let metas = stock::metas(app, &skus).await?;
+    let currency = single_currency(metas.values().map(|m| &m.currency))?;
+    for (s, q) in &lines {
+        Money::line_total(metas[s].price, q.get())?;
+    }
+    let now = clock::now_s();
+    let req = FreezeRequest {
+        id: rid.clone(),
+        kind: ReservationKind::Order,
+        user: Some(user.clone()),
+        request_hash: request_hash(&lines),
+        lines,
+        expires_at: now + app.config.payment_ttl_s,
+    };
+    let check = Message::ReservationCheck {
+        schema: 1,
+        reservation_id: rid.to_string(),
+        kind: ReservationKind::Order,
+        due_at: now + app.config.reservation_check_delay_s,
+    };
+    let frozen = if stock::fast_path_refusal(app, &req.lines).is_some() {
+        stock::freeze(app, &req, &metas).await
+    } else {
+        let delay = app.config.reservation_check_delay_s.min(MAX_DELAY_SECONDS) as u32;
+        let (frozen, sent) = tokio::join!(stock::freeze(app, &req, &metas), app.messages.send(&check, delay));
+        if let (Ok(Frozen::Created(_)), Err(e)) = (&frozen, sent) {
+            // The reconcile sweep is the second net for this freeze.
+            tracing::warn!(order_id = %id, error = format!("{e:#}"), "reservation-check message not sent");
+        }
+        frozen
+    };
+    let reservation = match frozen {
+        Ok(Frozen::Created(r)) => {
+            if crate::fault!(app.faults, faults::AFTER_FREEZE) {
+                return Err(InjectedCrash(faults::AFTER_FREEZE).into());
+            }
+            r
+        }
+        Ok(Frozen::Replayed(r)) => match app.orders.get(&id).await? {
+            Some(OrderRecord::Order(o)) => return Ok((*o, true)),
+            Some(OrderRecord::Void) => return Err(CreateError::ReservationExpired),
+            None if r.status == LockStatus::Frozen => r,
+            None => return Err(CreateError::ReservationExpired),
+        },
+        Err(FreezeError::RequestMismatch) => return Err(CreateError::KeyReused),
+        Err(e) => return Err(e.into()),
+    };
+    let order = order_of(&id, user, &reservation, currency)?;
+    write_order(app, order).await
+}
+
+fn single_currency<'a>(mut it: impl Iterator<Item = &'a Currency>) -> Result<Currency, CreateError> {
+    let first = it.next().cloned().ok_or(CreateError::MixedCurrency)?;
+    if it.all(|c| *c == first) {
+        Ok(first)
+    } else {
+        Err(CreateError::MixedCurrency)
+    }
+}
+
+/// The order a reservation stands for. Deterministic, so a concurrent replay that writes it
+/// writes the same item.
+fn order_of(id: &OrderId, user: &UserId, r: &Reservation, currency: Currency) -> Result<Order, CreateError> {
+    let mut amount: u64 = 0;
+    for l in &r.lines {
+        amount = amount.checked_add(Money::line_total(l.unit_price, l.quantity)?).ok_or(MoneyError::Overflow)?;
+    }
+    Ok(Order {
+        id: id.clone(),
+        user: user.clone(),
+        status: OrderStatus::PendingPayment,
+        lines: r.lines.iter().map(|l| OrderLine { sku: l.sku.clone(), quantity: l.quantity, unit_price: l.unit_price }).collect(),
+        amount,
+        currency,
+        pay_expire_at: r.expires_at,
+        created_at_ms: r.created_at_ms,
+        updated_at_ms: r.created_at_ms,
+        version: 1,
+        payment_id: None,
+        payments: Vec::new(),
+        request_hash: r.request_hash.clone(),
+        cancel_reason: None,
+    })
+}
+
+/// Puts the order (∥ its payment-timeout message). If the put fails for a reason other than
+/// "exists", the id is voided and the stock released at once.
+async fn write_order(app: &App, order: Order) -> Result<(Order, bool), CreateError> {
+    let crash_before_timeout = crate::fault!(app.faults, faults::AFTER_ORDER_PUT);
+    let wait = (order.pay_expire_at - clock::now_s()).clamp(0, MAX_DELAY_SECONDS) as u32;
+    let timeout = Message::PaymentTimeout { schema: 1, order_id: order.id.to_string(), due_at: order.pay_expire_at };
+    let send = async {
+        if crash_before_timeout {
+            return Ok(());
+        }
+        app.messages.send(&timeout, wait).await
+    };
+    let (put, sent) = tokio::join!(app.orders.put_new(&order), send);
+    match put {
+        Ok(true) => {
+            if crash_before_timeout {
+                return Err(InjectedCrash(faults::AFTER_ORDER_PUT).into());
+            }
+            if let Err(e) = sent {
+                // Reconcile expires it at deadline + grace if no timeout message arrives.
+                tracing::warn!(order_id = %order.id, error = format!("{e:#}"), "payment-timeout message not sent");
+            }
+            tracing::info!(order_id = %order.id, "order created");
+            Ok((order, false))
+        }
+        Ok(false) => match app.orders.get(&order.id).await? {
+            Some(OrderRecord::Order(o)) if o.request_hash == order.request_hash => Ok((*o, true)),
+            Some(OrderRecord::Order(_)) => Err(CreateError::KeyReused),
+            _ => Err(CreateError::ReservationExpired),
+        },
+        Err(e) => {
+            tracing::error!(order_id = %order.id, error = format!("{e:#}"), "order put failed; voiding and releasing");
+            if app.orders.put_void(&order.id).await.unwrap_or(false) {
+                let _ = stock::release(app, &ReservationId::for_order(&order.id)).await;
+            }
+            Err(CreateError::Store(e))
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum OrderError {
+    #[error("no such order")]
+    NotFound,
+    #[error(transparent)]
+    Invalid(#[from] crate::domain::order::InvalidTransition),
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+/// The order, if `user` owns it (anyone else gets `NotFound`, as for a missing order).
+pub async fn get_owned(app: &App, user: &UserId, id: &OrderId) -> Result<Order, OrderError> {
+    match app.orders.get(id).await? {
+        Some(OrderRecord::Order(o)) if &o.user == user => Ok(*o),
+        _ => Err(OrderError::NotFound),
+    }
+}
+
+/// PENDING_PAYMENT → CANCELLED (compare-and-set). The stock is released by the event flow.
+pub async fn cancel(app: &App, user: &UserId, id: &OrderId) -> Result<Order, OrderError> {
+    loop {
+        let o = get_owned(app, user, id).await?;
+        let next = o.apply(OrderAction::Cancel, clock::now_ms())?;
+        let next = Order { cancel_reason: Some("cancelled by user".into()), ..next };
+        if app.orders.replace(&o, &next).await? {
+            tracing::info!(order_id = %id, "order cancelled");
+            return Ok(next);
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TimeoutOutcome {
+    Expired,
+    ReArmed(u32),
+    Ignored,
+}
+
+/// Expires an unpaid order at its deadline; re-arms if the deadline is further than one hop.
+pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Result<TimeoutOutcome> {
+    loop {
+        let now = clock::now_s();
+        let o = match app.orders.get(id).await? {
+            Some(OrderRecord::Order(o)) if o.status == OrderStatus::PendingPayment => o,
+            _ => return Ok(TimeoutOutcome::Ignored),
+        };
+        let deadline = o.pay_expire_at.max(due_at);
+        if now < deadline {
+            let wait = (deadline - now).min(MAX_DELAY_SECONDS) as u32;
+            let msg = Message::PaymentTimeout { schema: 1, order_id: id.to_string(), due_at: deadline };
+            app.messages.send(&msg, wait).await?;
+            return Ok(TimeoutOutcome::ReArmed(wait));
+        }
+        if expire(app, &o).await? {
+            return Ok(TimeoutOutcome::Expired);
+        }
+    }
+}
+
+/// CAS PENDING_PAYMENT → EXPIRED; `false` if the order moved first (caller re-reads).
+pub async fn expire(app: &App, o: &Order) -> anyhow::Result<bool> {
+    let next = o.apply(OrderAction::Expire, clock::now_ms())?;
+    let won = app.orders.replace(o, &next).await?;
+    if won {
+        app.count(names::ORDERS_EXPIRED, 1);
+        tracing::info!(order_id = %o.id, "order expired");
+    }
+    Ok(won)
+}

@@ -1,0 +1,178 @@
+//! Payment callbacks (DESIGN §4.5). The signature is checked at the edge; this applies the
+//! notice to the order with compare-and-set, recording every payment id on the order so each
+//! is applied at most once. It never touches stock.
+
+use crate::app::App;
+use crate::clock;
+use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord};
+use crate::domain::OrderId;
+use crate::telemetry::names;
+
+/// Most payment records one order keeps; further distinct payment ids are refused.
+pub const MAX_PAYMENTS_PER_ORDER: usize = 32;
+
+#[derive(Debug, Clone)]
+pub struct PaymentNotice {
+    pub payment_id: String,
+    pub order_id: OrderId,
+    pub amount: u64,
+    pub currency: String,
+    pub succeeded: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaymentResult {
+    Applied,
+    Duplicate,
+    RefundRequested,
+    FailedRecorded,
+}
+
+impl PaymentResult {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentResult::Applied => "applied",
+            PaymentResult::Duplicate => "duplicate",
+            PaymentResult::RefundRequested => "refund_requested",
+            PaymentResult::FailedRecorded => "failed_recorded",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PaymentError {
+    #[error("unknown order")]
+    UnknownOrder,
+    #[error("amount or currency does not match the order")]
+    AmountMismatch,
+    #[error("too many payments on this order")]
+    TooManyPayments,
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, PaymentError> {
+    loop {
+        let o = match app.orders.get(&n.order_id).await? {
+            Some(OrderRecord::Order(o)) => *o,
+            _ => return Err(PaymentError::UnknownOrder),
+        };
+        if let Some(prev) = o.payment(&n.payment_id, n.succeeded) {
+            return match prev.outcome {
+                PaymentOutcome::AmountMismatch => Err(PaymentError::AmountMismatch),
+                _ => Ok(PaymentResult::Duplicate),
+            };
+        }
+        if o.payments.len() >= MAX_PAYMENTS_PER_ORDER {
+            return Err(PaymentError::TooManyPayments);
+        }
+        let (next, result) = decide(&o, n, clock::now_ms());
+        if app.orders.replace(&o, &next).await? {
+            match result {
+                Err(_) => app.count(names::PAYMENT_AMOUNT_MISMATCH, 1),
+                Ok(PaymentResult::RefundRequested) => app.count(names::REFUNDS_REQUESTED, 1),
+                _ => {}
+            }
+            tracing::info!(order_id = %o.id, payment_id = n.payment_id, ?result, "payment recorded");
+            return result;
+        }
+        // lost a race (expiry, cancel, another callback): re-read and decide again
+    }
+}
+
+/// The order after this notice, and the answer. Pure.
+pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<PaymentResult, PaymentError>) {
+    let record = |outcome| PaymentRecord {
+        payment_id: n.payment_id.clone(),
+        succeeded: n.succeeded,
+        amount: n.amount,
+        currency: n.currency.clone(),
+        outcome,
+        at_ms: now_ms,
+    };
+    if n.amount != o.amount || n.currency != o.currency.as_str() {
+        let next = o.next(now_ms, |x| x.payments.push(record(PaymentOutcome::AmountMismatch)));
+        return (next, Err(PaymentError::AmountMismatch));
+    }
+    if !n.succeeded {
+        let next = o.next(now_ms, |x| x.payments.push(record(PaymentOutcome::FailedRecorded)));
+        return (next, Ok(PaymentResult::FailedRecorded));
+    }
+    match o.apply(OrderAction::Pay, now_ms) {
+        Ok(mut paid) => {
+            paid.payment_id = Some(n.payment_id.clone());
+            paid.payments.push(record(PaymentOutcome::Applied));
+            (paid, Ok(PaymentResult::Applied))
+        }
+        // Paid by another payment, or closed: the money goes back (DESIGN §4.5).
+        Err(_) => {
+            debug_assert!(o.status != OrderStatus::PendingPayment);
+            let next = o.next(now_ms, |x| x.payments.push(record(PaymentOutcome::RefundRequested)));
+            (next, Ok(PaymentResult::RefundRequested))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::order::OrderLine;
+    use crate::domain::{Currency, Sku, UserId};
+
+    fn order(status: OrderStatus) -> Order {
+        Order {
+            id: OrderId::parse("o1").unwrap(),
+            user: UserId::parse("u").unwrap(),
+            status,
+            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500 }],
+            amount: 500,
+            currency: Currency::parse("EUR").unwrap(),
+            pay_expire_at: 0,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            version: 3,
+            payment_id: None,
+            payments: vec![],
+            request_hash: String::new(),
+            cancel_reason: None,
+        }
+    }
+
+    fn notice(amount: u64, succeeded: bool) -> PaymentNotice {
+        PaymentNotice { payment_id: "p1".into(), order_id: OrderId::parse("o1").unwrap(), amount, currency: "EUR".into(), succeeded }
+    }
+
+    #[test]
+    fn a_matching_success_pays_a_pending_order() {
+        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(500, true), 9);
+        assert_eq!(r.unwrap(), PaymentResult::Applied);
+        assert_eq!(next.status, OrderStatus::Paid);
+        assert_eq!(next.payment_id.as_deref(), Some("p1"));
+        assert_eq!(next.version, 4);
+    }
+
+    #[test]
+    fn a_success_on_a_closed_order_requests_a_refund_and_keeps_it_closed() {
+        for st in [OrderStatus::Expired, OrderStatus::Cancelled, OrderStatus::Paid] {
+            let (next, r) = decide(&order(st), &notice(500, true), 9);
+            assert_eq!(r.unwrap(), PaymentResult::RefundRequested);
+            assert_eq!(next.status, st);
+            assert_eq!(next.refund_requests(), 1);
+        }
+    }
+
+    #[test]
+    fn a_wrong_amount_is_recorded_and_refused() {
+        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(499, true), 9);
+        assert!(matches!(r, Err(PaymentError::AmountMismatch)));
+        assert_eq!(next.status, OrderStatus::PendingPayment);
+        assert_eq!(next.payments[0].outcome, PaymentOutcome::AmountMismatch);
+    }
+
+    #[test]
+    fn a_failed_payment_is_recorded_and_the_order_stays_pending() {
+        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(500, false), 9);
+        assert_eq!(r.unwrap(), PaymentResult::FailedRecorded);
+        assert_eq!(next.status, OrderStatus::PendingPayment);
+    }
+}

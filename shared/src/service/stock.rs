@@ -1,0 +1,288 @@
+//! The stock service: freeze, confirm, release (DESIGN §3.2, §3.3).
+
+use crate::app::App;
+use crate::clock;
+use crate::domain::allocation::{split, start_shard, Piece, MAX_SHARDS};
+use crate::domain::reservation::{
+    plan_move, LockMove, LockStatus, Reservation, ReservationKind, ReservedLine, MAX_TRANSACTION_ACTIONS,
+};
+use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
+use crate::domain::{Quantity, ReservationId, Sku, UserId};
+use crate::ports::{FreezeRejection, MoveRejection, SkuMeta};
+use crate::telemetry::names;
+use std::collections::HashMap;
+
+/// Attempts of the freeze loop before answering "busy, retry" (never "sold out").
+const FREEZE_ATTEMPTS: u32 = 10;
+
+#[derive(Debug, Clone)]
+pub struct FreezeRequest {
+    pub id: ReservationId,
+    pub kind: ReservationKind,
+    pub user: Option<UserId>,
+    /// Merged and sorted by SKU.
+    pub lines: Vec<(Sku, Quantity)>,
+    pub request_hash: String,
+    pub expires_at: i64,
+}
+
+#[derive(Debug)]
+pub enum Frozen {
+    Created(Reservation),
+    /// A reservation with this id and request already existed (in any status).
+    Replayed(Reservation),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FreezeError {
+    #[error("unknown SKU {0}")]
+    UnknownSku(Sku),
+    #[error("insufficient stock of {0}")]
+    Insufficient(Sku),
+    #[error("purchase limit exceeded for {0}")]
+    LimitExceeded(Sku),
+    #[error("this id was used with another request")]
+    RequestMismatch,
+    #[error("the stock is too fragmented over shards to take in one transaction")]
+    TooFragmented,
+    #[error("contention; retry")]
+    Contention,
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+/// SKU metadata through the warm cache; unknown SKUs are an error.
+pub async fn metas(app: &App, skus: &[Sku]) -> Result<HashMap<Sku, SkuMeta>, FreezeError> {
+    let now = clock::now_ms();
+    let ttl = app.config.sku_cache_ms;
+    let mut out = HashMap::new();
+    let mut missing = Vec::new();
+    for s in skus {
+        match app.caches.sku(s, now, ttl) {
+            Some(m) => {
+                out.insert(s.clone(), m);
+            }
+            None => missing.push(s.clone()),
+        }
+    }
+    if !missing.is_empty() {
+        let fetched = app.stock.get_skus(&missing).await?;
+        for s in missing {
+            let m = fetched.get(&s).ok_or_else(|| FreezeError::UnknownSku(s.clone()))?;
+            app.caches.put_sku(m, now);
+            out.insert(s, m.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the in-memory sold-out mark refuses this request without a write.
+pub fn fast_path_refusal(app: &App, lines: &[(Sku, Quantity)]) -> Option<Sku> {
+    let now = clock::now_ms();
+    lines
+        .iter()
+        .find(|(s, q)| app.caches.known_short(s, q.get(), now, app.config.soldout_cache_ms))
+        .map(|(s, _)| s.clone())
+}
+
+/// Freezes all lines or none. Replays (same id) return the existing reservation.
+pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta>) -> Result<Frozen, FreezeError> {
+    if let Some(sku) = fast_path_refusal(app, &req.lines) {
+        // A replay of a checkout that did freeze must still get its answer.
+        if let Some(existing) = app.stock.get_reservation(&req.id).await? {
+            return replay(existing, req);
+        }
+        app.count(names::SOLD_OUT_FAST_PATH, 1);
+        app.count(names::FREEZE_REFUSED, 1);
+        return Err(FreezeError::Insufficient(sku));
+    }
+    let mut limits = HashMap::new();
+    let mut lines = Vec::with_capacity(req.lines.len());
+    for (sku, q) in &req.lines {
+        let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+        let limited = req.user.is_some() && meta.per_user_limit.is_some();
+        if let Some(limit) = meta.per_user_limit.filter(|_| limited) {
+            if q.get() > limit {
+                app.count(names::FREEZE_REFUSED, 1);
+                return Err(FreezeError::LimitExceeded(sku.clone()));
+            }
+            limits.insert(sku.clone(), limit);
+        }
+        let shards = meta.shards.clamp(1, MAX_SHARDS);
+        lines.push(ReservedLine {
+            sku: sku.clone(),
+            quantity: q.get(),
+            unit_price: meta.price,
+            currency: meta.currency.clone(),
+            limited,
+            pieces: vec![Piece { shard: start_shard(req.id.as_str(), sku, shards), quantity: q.get() }],
+        });
+    }
+    let mut r = Reservation {
+        id: req.id.clone(),
+        kind: req.kind,
+        status: LockStatus::Frozen,
+        user: req.user.clone(),
+        request_hash: req.request_hash.clone(),
+        created_at_ms: clock::now_ms(),
+        expires_at: req.expires_at,
+        lines,
+        oversold: false,
+    };
+    for attempt in 1..=FREEZE_ATTEMPTS {
+        match app.stock.put_frozen(&r, &limits).await? {
+            Ok(()) => {
+                app.count(names::FREEZE_OK, 1);
+                tracing::info!(reservation = %r.id, "frozen");
+                return Ok(Frozen::Created(r));
+            }
+            Err(FreezeRejection::AlreadyExists) => match app.stock.get_reservation(&r.id).await? {
+                Some(existing) => return replay(existing, req),
+                None => super::backoff(attempt).await,
+            },
+            Err(FreezeRejection::LimitExceeded(sku)) => {
+                app.count(names::FREEZE_REFUSED, 1);
+                return Err(FreezeError::LimitExceeded(sku));
+            }
+            Err(FreezeRejection::Conflict) => super::backoff(attempt).await,
+            Err(FreezeRejection::ShardShort(skus)) => {
+                for sku in skus {
+                    resplit(app, &mut r, &sku, metas).await?;
+                }
+                if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
+                    return Err(FreezeError::TooFragmented);
+                }
+            }
+        }
+    }
+    Err(FreezeError::Contention)
+}
+
+/// Reads every shard of `sku` and re-plans its line; refuses only if the SKU as a whole is short.
+async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, metas: &HashMap<Sku, SkuMeta>) -> Result<(), FreezeError> {
+    let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+    let shards = meta.shards.clamp(1, MAX_SHARDS);
+    let counts = app.stock.read_shards(sku, shards).await?;
+    let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
+    let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(()) };
+    match split(&available, start_shard(r.id.as_str(), sku, shards), line.quantity) {
+        Ok(pieces) => {
+            line.pieces = pieces;
+            Ok(())
+        }
+        Err(short) => {
+            app.caches.mark_short(sku, short.available, clock::now_ms());
+            app.count(names::FREEZE_REFUSED, 1);
+            Err(FreezeError::Insufficient(sku.clone()))
+        }
+    }
+}
+
+fn replay(existing: Reservation, req: &FreezeRequest) -> Result<Frozen, FreezeError> {
+    if existing.request_hash != req.request_hash || existing.kind != req.kind {
+        return Err(FreezeError::RequestMismatch);
+    }
+    Ok(Frozen::Replayed(existing))
+}
+
+/// What a confirm or release did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockChange {
+    Moved(Reservation),
+    /// Already in the target status: a duplicate.
+    Unchanged(Reservation),
+    /// (Confirm) the lock had been released; the units were taken again.
+    Retaken(Reservation),
+    /// (Confirm) the lock had been released and the units were gone: recorded as an oversell.
+    Oversold(Reservation),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("no such reservation")]
+    NotFound,
+    #[error("the reservation is {}", .0.as_str())]
+    InvalidTransition(LockStatus),
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+/// FROZEN → RELEASED: units back on sale, per-user counters given back.
+pub async fn release(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
+    change(app, id, LockStatus::Released).await
+}
+
+/// FROZEN → SOLD. A released lock is taken again from `available`, or recorded as an oversell.
+pub async fn confirm(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
+    change(app, id, LockStatus::Sold).await
+}
+
+async fn change(app: &App, id: &ReservationId, to: LockStatus) -> Result<LockChange, LockError> {
+    for attempt in 1..=FREEZE_ATTEMPTS {
+        let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
+        match plan_move(r.status, to) {
+            LockMove::AlreadyDone => return Ok(LockChange::Unchanged(r)),
+            LockMove::Apply => match app.stock.move_lock(&r, to).await? {
+                Ok(()) => {
+                    for l in &r.lines {
+                        tracing::info!(reservation = %r.id, sku = %l.sku, to = to.as_str(), "lock moved");
+                    }
+                    let mut moved = r;
+                    moved.status = to;
+                    return Ok(LockChange::Moved(moved));
+                }
+                Err(_) => super::backoff(attempt).await,
+            },
+            LockMove::Conflict if to == LockStatus::Sold => return retake(app, r).await,
+            LockMove::Conflict => return Err(LockError::InvalidTransition(r.status)),
+        }
+    }
+    Err(LockError::Store(anyhow::anyhow!("lock {id} kept changing under us")))
+}
+
+/// Confirm of a RELEASED lock (must not happen; defence in depth, DESIGN §3.2).
+async fn retake(app: &App, r: Reservation) -> Result<LockChange, LockError> {
+    if r.oversold {
+        return Ok(LockChange::Oversold(r));
+    }
+    match app.stock.retake(&r).await? {
+        Ok(()) => {
+            tracing::warn!(reservation = %r.id, "confirm found the lock released; units taken again");
+            app.count(names::REPAIRS, 1);
+            let mut sold = r;
+            sold.status = LockStatus::Sold;
+            Ok(LockChange::Retaken(sold))
+        }
+        Err(MoveRejection::StatusChanged) | Err(MoveRejection::Conflict) => {
+            Box::pin(change(app, &r.id, LockStatus::Sold)).await
+        }
+        Err(MoveRejection::ShardShort) => {
+            if app.stock.mark_oversold(&r).await? {
+                tracing::error!(reservation = %r.id, "OVERSELL: paid order whose stock was released and resold");
+                app.count(names::OVERSELL, 1);
+                let ev = oversell_event(&r);
+                if !app.bus.publish(&[ev]).await?.iter().all(|ok| *ok) {
+                    return Err(LockError::Store(anyhow::anyhow!("could not publish OversellDetected")));
+                }
+            }
+            Ok(LockChange::Oversold(r))
+        }
+    }
+}
+
+fn oversell_event(r: &Reservation) -> OrderEvent {
+    OrderEvent {
+        kind: EventKind::OversellDetected,
+        detail: EventDetail {
+            schema: SCHEMA_VERSION,
+            order_id: r.id.to_string(),
+            user_id: r.user.as_ref().map(|u| u.to_string()).unwrap_or_default(),
+            status: "OVERSOLD".into(),
+            version: 0,
+            amount: r.lines.iter().map(|l| l.unit_price.saturating_mul(u64::from(l.quantity))).sum(),
+            currency: r.lines.first().map(|l| l.currency.to_string()).unwrap_or_default(),
+            lines: r.lines.iter().map(|l| EventLine { sku: l.sku.to_string(), quantity: l.quantity }).collect(),
+            payment_id: None,
+        },
+    }
+}

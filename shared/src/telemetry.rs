@@ -1,0 +1,74 @@
+//! JSON logs (tracing) and CloudWatch Embedded Metric Format metrics.
+//!
+//! Every metric is one EMF line on stdout (CloudWatch turns it into a metric with no API call)
+//! and a process-wide counter, which the local runner and the demo read.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
+
+pub const NAMESPACE: &str = "Holdfast";
+
+/// Metric names (one place, so alarms in template.yaml and code agree).
+pub mod names {
+    pub const FREEZE_OK: &str = "FreezeOk";
+    pub const FREEZE_REFUSED: &str = "FreezeRefused";
+    pub const SOLD_OUT_FAST_PATH: &str = "SoldOutFastPath";
+    pub const OVERSELL: &str = "Oversell";
+    pub const ORPHANS_RELEASED: &str = "OrphansReleased";
+    pub const EXTERNAL_EXPIRED: &str = "ExternalReservationsReleased";
+    pub const ORDERS_EXPIRED: &str = "OrdersExpired";
+    pub const REPAIRS: &str = "Repairs";
+    pub const INVARIANT_VIOLATIONS: &str = "InvariantViolations";
+    pub const PAYMENT_AMOUNT_MISMATCH: &str = "PaymentAmountMismatch";
+    pub const REFUNDS_REQUESTED: &str = "RefundsRequested";
+    pub const REJECTED_MESSAGES: &str = "RejectedMessages";
+}
+
+fn counters() -> &'static Mutex<BTreeMap<String, u64>> {
+    static C: OnceLock<Mutex<BTreeMap<String, u64>>> = OnceLock::new();
+    C.get_or_init(|| Mutex::new(BTreeMap::new()))
+}
+
+/// Emits `n` of metric `name` for `function` as an EMF line and adds it to the process counters.
+pub fn count(function: &str, name: &str, n: u64) {
+    if n == 0 {
+        return;
+    }
+    if let Ok(mut c) = counters().lock() {
+        *c.entry(name.to_owned()).or_default() += n;
+    }
+    let ts = crate::clock::now_ms();
+    let line = serde_json::json!({
+        "_aws": {
+            "Timestamp": ts,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Function"]],
+                "Metrics": [{"Name": name, "Unit": "Count"}],
+            }],
+        },
+        "Function": function,
+        name: n,
+    });
+    if std::env::var_os("HOLDFAST_QUIET_METRICS").is_none() {
+        println!("{line}");
+    }
+}
+
+/// A copy of the process counters.
+pub fn snapshot() -> BTreeMap<String, u64> {
+    counters().lock().map(|c| c.clone()).unwrap_or_default()
+}
+
+/// JSON logs at the level of `RUST_LOG` / `HOLDFAST_LOG_LEVEL` (default `info`).
+pub fn init_logs() {
+    let filter = std::env::var("RUST_LOG")
+        .or_else(|_| std::env::var("HOLDFAST_LOG_LEVEL"))
+        .unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_current_span(true)
+        .without_time()
+        .try_init();
+}
