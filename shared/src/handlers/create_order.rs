@@ -8,6 +8,9 @@ use crate::http::{self, finish, json_body, json_response, only_fields, subject, 
 use crate::service::orders::{self, CreateError};
 use ::http::header::HeaderValue;
 
+/// The routes this function handles (checked against template.yaml).
+pub const ROUTES: &[&str] = &["POST /orders"];
+
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "POST /orders" => create(app, &req).await,

@@ -48,6 +48,15 @@ pub const FUNCTIONS: &[(&str, Trigger)] = &[
     ("reconcile", Trigger::Schedule),
 ];
 
+/// HTTP routes per function, from each handler module.
+pub const ROUTES: &[(&str, &[&str])] = &[
+    ("create-order", create_order::ROUTES),
+    ("orders-api", orders_api::ROUTES),
+    ("payment-callback", payment_callback::ROUTES),
+    ("reservations", reservations::ROUTES),
+    ("stock-api", stock_api::ROUTES),
+];
+
 pub fn trigger_of(name: &str) -> Option<Trigger> {
     FUNCTIONS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }

@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 pub const DEFAULT_PAGE: usize = 20;
 pub const MAX_PAGE: usize = 100;
 
+/// The routes this function handles (checked against template.yaml).
+pub const ROUTES: &[&str] = &["GET /orders", "GET /orders/{order_id}", "POST /orders/{order_id}/cancel"];
+
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "GET /orders" => list(app, &req).await,

@@ -8,6 +8,9 @@ use crate::http::{self, finish, json_response, only_fields, str_field, Problem, 
 use crate::service::payments::{self, PaymentError, PaymentNotice};
 use serde_json::{json, Value};
 
+/// The routes this function handles (checked against template.yaml).
+pub const ROUTES: &[&str] = &["POST /payments/callback"];
+
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "POST /payments/callback" => callback(app, &req).await,

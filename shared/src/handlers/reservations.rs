@@ -16,6 +16,9 @@ use serde_json::{json, Value};
 /// Longest hold an external reservation may ask for (7 days).
 pub const MAX_TTL_SECONDS: i64 = 7 * 24 * 3600;
 
+/// The routes this function handles (checked against template.yaml).
+pub const ROUTES: &[&str] = &["POST /reservations", "POST /reservations/{order_id}/confirm", "POST /reservations/{order_id}/release"];
+
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "POST /reservations" => create(app, &req).await,

@@ -11,6 +11,9 @@ use serde_json::{json, Map, Value};
 /// Largest absolute stock change in one adjustment.
 pub const MAX_DELTA: i64 = 1_000_000_000;
 
+/// The routes this function handles (checked against template.yaml).
+pub const ROUTES: &[&str] = &["PUT /admin/skus/{sku}", "POST /admin/skus/{sku}/adjustments", "GET /skus/{sku}"];
+
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "PUT /admin/skus/{sku}" => put_sku(app, &req).await,

@@ -1,0 +1,12 @@
+//! The local stack (no Docker, no AWS account): reads `template.yaml`, creates its resources in
+//! the moto emulator, and runs the real handlers in-process behind local HTTP routes, SQS and
+//! stream pollers and schedules.
+
+pub mod auth;
+pub mod pollers;
+pub mod resources;
+pub mod server;
+pub mod stack;
+pub mod template;
+
+pub use stack::{LocalStack, Options};

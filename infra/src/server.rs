@@ -1,0 +1,250 @@
+//! Serves the template's `HttpApi` routes with API Gateway HTTP API (payload v2) semantics:
+//! route matching with path parameters, the JWT authorizer with route scopes, query strings,
+//! headers and body handed to the function's handler in-process.
+
+use crate::auth;
+use crate::template::Auth;
+use aws_lambda_events::apigw::{
+    ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerJwtDescription, ApiGatewayV2httpRequest,
+    ApiGatewayV2httpRequestContext, ApiGatewayV2httpRequestContextHttpDescription,
+};
+use aws_lambda_events::encodings::Body;
+use base64::Engine;
+use holdfast::app::App;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper_util::rt::TokioIo;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// API Gateway's payload limit.
+const MAX_PAYLOAD: usize = 10 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub method: String,
+    pub segments: Vec<String>,
+    pub route_key: String,
+    pub function: String,
+    pub auth: Auth,
+}
+
+impl Route {
+    pub fn new(route_key: &str, function: &str, auth: Auth) -> Self {
+        let (method, path) = route_key.split_once(' ').unwrap_or(("GET", route_key));
+        Route {
+            method: method.to_owned(),
+            segments: path.trim_matches('/').split('/').map(str::to_owned).collect(),
+            route_key: route_key.to_owned(),
+            function: function.to_owned(),
+            auth,
+        }
+    }
+
+    fn matches(&self, method: &str, path: &str) -> Option<HashMap<String, String>> {
+        if self.method != method {
+            return None;
+        }
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        if parts.len() != self.segments.len() {
+            return None;
+        }
+        let mut params = HashMap::new();
+        for (seg, part) in self.segments.iter().zip(parts) {
+            if let Some(name) = seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                if part.is_empty() {
+                    return None;
+                }
+                params.insert(name.to_owned(), percent_decode(part));
+            } else if seg != part {
+                return None;
+            }
+        }
+        Some(params)
+    }
+}
+
+pub struct Server {
+    pub routes: Vec<Route>,
+    pub apps: HashMap<String, Arc<App>>,
+    pub jwt_secret: String,
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                    Ok(v) => {
+                        out.push(v);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_query(q: &str) -> HashMap<String, Vec<String>> {
+    let mut m: HashMap<String, Vec<String>> = HashMap::new();
+    for pair in q.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        m.entry(percent_decode(k)).or_default().push(percent_decode(v));
+    }
+    m
+}
+
+fn gateway_error(status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
+    let mut r = hyper::Response::new(Full::new(Bytes::from(serde_json::json!({ "message": message }).to_string())));
+    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    r
+}
+
+impl Server {
+    pub async fn handle(self: Arc<Self>, req: hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
+        let method = req.method().as_str().to_owned();
+        let path = req.uri().path().to_owned();
+        let raw_query = req.uri().query().unwrap_or("").to_owned();
+        let Some((route, params)) = self.routes.iter().find_map(|r| r.matches(&method, &path).map(|p| (r, p))) else {
+            return gateway_error(404, "Not Found");
+        };
+        let (parts, body) = req.into_parts();
+        let body = match Limited::new(body, MAX_PAYLOAD).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => return gateway_error(413, "Request Entity Too Large"),
+        };
+        let authorizer = match &route.auth {
+            Auth::Public => None,
+            Auth::Jwt { scopes } => {
+                let header = parts.headers.get(hyper::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+                let claims = match auth::verify(&self.jwt_secret, header, holdfast::clock::now_s()) {
+                    Ok(c) => c,
+                    Err(_) => return gateway_error(401, "Unauthorized"),
+                };
+                if !scopes.is_empty() && !scopes.iter().any(|s| claims.scopes.contains(s)) {
+                    return gateway_error(403, "Forbidden");
+                }
+                Some(ApiGatewayRequestAuthorizer {
+                    jwt: Some(ApiGatewayRequestAuthorizerJwtDescription {
+                        claims: claims.claims,
+                        scopes: Some(claims.scopes),
+                    }),
+                    ..Default::default()
+                })
+            }
+        };
+        let (body, is_b64) = match std::str::from_utf8(&body) {
+            Ok(s) => (s.to_owned(), false),
+            Err(_) => (base64::engine::general_purpose::STANDARD.encode(&body), true),
+        };
+        let mut headers = parts.headers.clone();
+        headers.remove(hyper::header::CONTENT_LENGTH);
+        let now_ms = holdfast::clock::now_ms();
+        let event = ApiGatewayV2httpRequest {
+            version: Some("2.0".into()),
+            route_key: Some(route.route_key.clone()),
+            raw_path: Some(path.clone()),
+            raw_query_string: Some(raw_query.clone()),
+            headers,
+            query_string_parameters: parse_query(&raw_query).into(),
+            path_parameters: params,
+            request_context: ApiGatewayV2httpRequestContext {
+                route_key: Some(route.route_key.clone()),
+                stage: Some("$default".into()),
+                request_id: Some(format!("local-{now_ms}-{}", fastrand::u32(..))),
+                time_epoch: now_ms,
+                authorizer,
+                http: ApiGatewayV2httpRequestContextHttpDescription {
+                    method: parts.method.clone(),
+                    path: Some(path),
+                    protocol: Some("HTTP/1.1".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            body: (!body.is_empty()).then_some(body),
+            is_base64_encoded: is_b64,
+            ..Default::default()
+        };
+        let Some(app) = self.apps.get(&route.function).cloned() else {
+            return gateway_error(500, "Internal Server Error");
+        };
+        let function = route.function.clone();
+        // Run the handler in its own task: a panic becomes a 500, as a crashed Lambda would.
+        let out = tokio::spawn(async move { holdfast::handlers::http(&function, &app, event).await }).await;
+        let Ok(Some(resp)) = out else {
+            return gateway_error(500, "Internal Server Error");
+        };
+        let bytes = match resp.body {
+            Some(Body::Text(t)) => Bytes::from(t),
+            Some(Body::Binary(b)) => Bytes::from(b),
+            _ => Bytes::new(),
+        };
+        let bytes = if resp.is_base64_encoded {
+            Bytes::from(base64::engine::general_purpose::STANDARD.decode(&bytes).unwrap_or_default())
+        } else {
+            bytes
+        };
+        let mut r = hyper::Response::new(Full::new(bytes));
+        *r.status_mut() = hyper::StatusCode::from_u16(resp.status_code as u16).unwrap_or(hyper::StatusCode::BAD_GATEWAY);
+        for (k, v) in resp.headers.iter() {
+            r.headers_mut().insert(k.clone(), v.clone());
+        }
+        r
+    }
+}
+
+/// Accepts connections until `shutdown` fires.
+pub async fn serve(listener: TcpListener, server: Arc<Server>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => return,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let server = server.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| {
+                        let server = server.clone();
+                        async move { Ok::<_, std::convert::Infallible>(server.handle(req).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_match_with_path_parameters() {
+        let r = Route::new("POST /orders/{order_id}/cancel", "orders-api", Auth::Public);
+        assert_eq!(r.matches("POST", "/orders/o1/cancel").unwrap()["order_id"], "o1");
+        assert!(r.matches("GET", "/orders/o1/cancel").is_none());
+        assert!(r.matches("POST", "/orders//cancel").is_none());
+        assert!(r.matches("POST", "/orders/o1").is_none());
+        assert_eq!(r.matches("POST", "/orders/a%20b/cancel").unwrap()["order_id"], "a b");
+    }
+
+    #[test]
+    fn query_strings_decode() {
+        let q = parse_query("limit=5&cursor=a%3D&x");
+        assert_eq!(q["limit"], vec!["5"]);
+        assert_eq!(q["cursor"], vec!["a="]);
+        assert_eq!(q["x"], vec![""]);
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+    }
+}

@@ -1,0 +1,267 @@
+//! The local stack: the template's resources in the emulator, its routes on a local port, its
+//! event sources polled, its schedules fired — each function's real handler in-process.
+
+use crate::pollers::{schedule, SqsSource, StreamSource};
+use crate::resources::{self, Resources};
+use crate::server::{serve, Route, Server};
+use crate::template::{EnvValue, Event, Template};
+use anyhow::{anyhow, Context};
+use holdfast::app::App;
+use holdfast::config::Config;
+use holdfast::domain::invariants::Snapshot;
+use holdfast::handlers::{trigger_of, Trigger, FUNCTIONS};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub emulator_endpoint: String,
+    pub template: PathBuf,
+    /// 0 = any free port.
+    pub port: u16,
+    /// Prefix of every resource name (unique per stack).
+    pub prefix: String,
+    /// Settings for every function, over the process environment and the template.
+    pub env: BTreeMap<String, String>,
+    pub jwt_secret: String,
+    /// Concurrent pollers per SQS event source.
+    pub sqs_pollers: usize,
+    /// How often schedules fire; `None` = never (tests drive reconcile themselves).
+    pub schedule_every: Option<Duration>,
+    /// Read settings (`HOLDFAST_*`, `PAYMENT_WEBHOOK_SECRET`) from the process environment.
+    pub inherit_env: bool,
+}
+
+impl Options {
+    pub fn new(emulator_endpoint: &str, template: PathBuf) -> Self {
+        Options {
+            emulator_endpoint: emulator_endpoint.to_owned(),
+            template,
+            port: 0,
+            prefix: format!("hf{:08x}", fastrand::u32(..)),
+            env: BTreeMap::new(),
+            jwt_secret: std::env::var("LOCAL_JWT_SECRET").unwrap_or_else(|_| crate::auth::DEFAULT_SECRET.to_owned()),
+            sqs_pollers: 2,
+            schedule_every: None,
+            inherit_env: false,
+        }
+    }
+}
+
+/// Problems that make the template and the code disagree (empty = they agree).
+pub fn coverage_problems(t: &Template) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in &t.functions {
+        let Some(trigger) = trigger_of(&f.binary) else {
+            out.push(format!("{}: binary {} has no handler in the library", f.logical_id, f.binary));
+            continue;
+        };
+        if f.events.is_empty() {
+            out.push(format!("{}: no event source", f.logical_id));
+        }
+        for (name, e) in &f.events {
+            let want = match e {
+                Event::Http { .. } => Trigger::Http,
+                Event::Sqs { .. } => Trigger::Sqs,
+                Event::Stream { .. } => Trigger::Stream,
+                Event::Schedule { .. } => Trigger::Schedule,
+            };
+            if want != trigger {
+                out.push(format!("{}.{name}: a {want:?} event on a {trigger:?} function", f.logical_id));
+            }
+        }
+    }
+    for (name, _) in FUNCTIONS {
+        if t.function(name).is_none() {
+            out.push(format!("function {name} is in the library but not in template.yaml"));
+        }
+    }
+    let declared: Vec<(String, String)> = t.routes().into_iter().map(|(k, f, _)| (k, f)).collect();
+    for (name, routes) in holdfast::handlers::ROUTES {
+        for r in *routes {
+            if !declared.iter().any(|(k, f)| k == r && f == name) {
+                out.push(format!("{name} handles {r}, which template.yaml does not route to it"));
+            }
+        }
+    }
+    for (k, f) in &declared {
+        let handled = holdfast::handlers::ROUTES.iter().any(|(n, rs)| n == f && rs.contains(&k.as_str()));
+        if !handled {
+            out.push(format!("template.yaml routes {k} to {f}, which does not handle it"));
+        }
+    }
+    out
+}
+
+pub struct LocalStack {
+    pub base_url: String,
+    pub resources: Resources,
+    pub template: Template,
+    pub sdk: aws_config::SdkConfig,
+    pub jwt_secret: String,
+    apps: HashMap<String, Arc<App>>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// AWS configuration pointing at the emulator.
+pub async fn emulator_sdk(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("test", "test", None, None, "holdfast-local"))
+        .load()
+        .await
+}
+
+impl LocalStack {
+    pub async fn start(opts: Options) -> anyhow::Result<LocalStack> {
+        let template = Template::load(&opts.template)?;
+        let problems = coverage_problems(&template);
+        if !problems.is_empty() {
+            return Err(anyhow!("template.yaml and the code disagree:\n  {}", problems.join("\n  ")));
+        }
+        let sdk = emulator_sdk(&opts.emulator_endpoint).await;
+        let res = resources::create(&sdk, &template, &opts.prefix).await.context("creating resources in the emulator")?;
+
+        let mut apps = HashMap::new();
+        for f in &template.functions {
+            let lookup = |k: &str| -> Option<String> {
+                if let Some(v) = opts.env.get(k) {
+                    return Some(v.clone());
+                }
+                if opts.inherit_env && (k.starts_with("HOLDFAST_") || k == "PAYMENT_WEBHOOK_SECRET") {
+                    if let Ok(v) = std::env::var(k) {
+                        return Some(v);
+                    }
+                }
+                match f.env.get(k)? {
+                    EnvValue::Deferred(_) if k == "PAYMENT_WEBHOOK_SECRET" => Some(DEFAULT_WEBHOOK_SECRET.to_owned()),
+                    v => res.resolve(v),
+                }
+            };
+            let config = Config::from_lookup(&lookup).with_context(|| format!("configuring {}", f.binary))?;
+            apps.insert(f.binary.clone(), Arc::new(App::with_aws(&f.binary, config, &sdk)?));
+        }
+
+        let (tx, rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await.context("binding the local API port")?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let routes = template.routes().into_iter().map(|(k, f, a)| Route::new(&k, &f, a)).collect();
+        let server = Arc::new(Server { routes, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone() });
+        tasks.push(tokio::spawn(serve(listener, server, rx.clone())));
+
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        for f in &template.functions {
+            let app = apps[&f.binary].clone();
+            for (_, e) in &f.events {
+                match e {
+                    Event::Sqs { queue, batch_size, report_failures } => {
+                        let q = template.queues.iter().find(|q| &q.logical_id == queue).ok_or_else(|| anyhow!("no queue {queue}"))?;
+                        let redrive = match &q.redrive {
+                            Some((dlq, max)) => Some((res.queue_url(dlq)?.to_owned(), *max)),
+                            None => None,
+                        };
+                        let src = Arc::new(SqsSource {
+                            function: f.binary.clone(),
+                            app: app.clone(),
+                            client: sqs.clone(),
+                            queue_url: res.queue_url(queue)?.to_owned(),
+                            queue_arn: res.queue_arn(queue)?.to_owned(),
+                            batch_size: *batch_size as i32,
+                            report_failures: *report_failures,
+                            redrive,
+                        });
+                        for _ in 0..opts.sqs_pollers.max(1) {
+                            tasks.push(tokio::spawn(src.clone().run(rx.clone())));
+                        }
+                    }
+                    Event::Stream { table, batch_size, max_retries, on_failure, filters } => {
+                        let src = Arc::new(StreamSource {
+                            function: f.binary.clone(),
+                            app: app.clone(),
+                            ddb: aws_sdk_dynamodb::Client::new(&sdk),
+                            streams: aws_sdk_dynamodbstreams::Client::new(&sdk),
+                            sqs: sqs.clone(),
+                            table: res.table(table)?.to_owned(),
+                            batch_size: *batch_size as usize,
+                            max_retries: *max_retries,
+                            on_failure_url: on_failure.as_ref().map(|q| res.queue_url(q).map(str::to_owned)).transpose()?,
+                            filters: filters.clone(),
+                        });
+                        tasks.push(tokio::spawn(src.run(rx.clone())));
+                    }
+                    Event::Schedule { .. } => {
+                        if let Some(every) = opts.schedule_every {
+                            tasks.push(tokio::spawn(schedule(f.binary.clone(), app.clone(), every, rx.clone())));
+                        }
+                    }
+                    Event::Http { .. } => {}
+                }
+            }
+        }
+        Ok(LocalStack { base_url, resources: res, template, sdk, jwt_secret: opts.jwt_secret, apps, shutdown: tx, tasks })
+    }
+
+    pub fn app(&self, function: &str) -> anyhow::Result<&Arc<App>> {
+        self.apps.get(function).ok_or_else(|| anyhow!("no function {function}"))
+    }
+
+    /// Runs a scheduled function once, now.
+    pub async fn run_schedule(&self, function: &str) -> anyhow::Result<serde_json::Value> {
+        let ev = serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
+        holdfast::handlers::schedule(function, self.app(function)?, ev).await.ok_or_else(|| anyhow!("{function} is not scheduled"))?
+    }
+
+    pub fn token(&self, sub: &str, scopes: &[&str]) -> String {
+        crate::auth::mint(&self.jwt_secret, sub, scopes, 3600)
+    }
+
+    /// Messages in a queue: visible, in flight, and delayed.
+    pub async fn queue_depth(&self, logical: &str) -> anyhow::Result<i64> {
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let out = aws_sdk_sqs::Client::new(&self.sdk)
+            .get_queue_attributes()
+            .queue_url(self.resources.queue_url(logical)?)
+            .attribute_names(A::ApproximateNumberOfMessages)
+            .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await?;
+        let attrs = out.attributes().cloned().unwrap_or_default();
+        Ok([A::ApproximateNumberOfMessages, A::ApproximateNumberOfMessagesNotVisible, A::ApproximateNumberOfMessagesDelayed]
+            .iter()
+            .filter_map(|a| attrs.get(a).and_then(|v| v.parse::<i64>().ok()))
+            .sum())
+    }
+
+    /// Everything the invariants of DESIGN §5 are checked over (scans both tables).
+    pub async fn snapshot(&self) -> anyhow::Result<Snapshot> {
+        let ddb = aws_sdk_dynamodb::Client::new(&self.sdk);
+        let stock = holdfast::adapters::dynamo::stock::audit::dump(&ddb, self.resources.table("StockTable")?).await?;
+        let orders = holdfast::adapters::dynamo::orders::dump(&ddb, self.resources.table("OrderTable")?).await?;
+        let delay = self.app("reservation-check")?.config.reservation_check_delay_s;
+        Ok(Snapshot {
+            skus: stock.skus,
+            reservations: stock.reservations,
+            orders,
+            user_counters: stock.user_counters,
+            now_s: holdfast::clock::now_s(),
+            check_delay_s: delay,
+        })
+    }
+
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(3), t).await;
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! Reads `template.yaml` into the model the local stack runs: tables, queues, the bus and its
+//! rules, and every function with its environment and event sources. Nothing here is a second
+//! list of resources: if the template does not declare it, the local stack does not have it.
+
+use anyhow::{anyhow, bail, Context};
+use serde_yaml::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, Clone)]
+pub struct Template {
+    pub parameters: BTreeMap<String, Option<String>>,
+    pub tables: Vec<Table>,
+    pub queues: Vec<Queue>,
+    pub buses: Vec<String>,
+    pub rules: Vec<Rule>,
+    pub functions: Vec<Function>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub logical_id: String,
+    /// The `Properties` of the resource, as CloudFormation has them.
+    pub properties: serde_json::Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct Queue {
+    pub logical_id: String,
+    pub visibility_timeout: Option<i64>,
+    pub delay_seconds: Option<i64>,
+    pub retention: Option<i64>,
+    /// (DLQ logical id, maxReceiveCount)
+    pub redrive: Option<(String, i64)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub logical_id: String,
+    pub bus: Option<String>,
+    pub pattern: serde_json::Value,
+    /// (target id, queue logical id)
+    pub targets: Vec<(String, String)>,
+}
+
+/// A value in a function's environment, before the local stack resolves it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnvValue {
+    Literal(String),
+    Ref(String),
+    GetAtt(String, String),
+    /// Something only AWS can resolve (e.g. a Secrets Manager dynamic reference).
+    Deferred(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Auth {
+    Public,
+    Jwt { scopes: Vec<String> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Http { method: String, path: String, auth: Auth },
+    Sqs { queue: String, batch_size: i64, report_failures: bool },
+    Stream { table: String, batch_size: i64, max_retries: i64, on_failure: Option<String>, filters: Vec<serde_json::Value> },
+    Schedule { expression: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Function {
+    pub logical_id: String,
+    pub binary: String,
+    pub env: BTreeMap<String, EnvValue>,
+    pub events: Vec<(String, Event)>,
+}
+
+impl Event {
+    /// `METHOD /path`: the API Gateway route key.
+    pub fn route_key(&self) -> Option<String> {
+        match self {
+            Event::Http { method, path, .. } => Some(format!("{} {}", method.to_uppercase(), path)),
+            _ => None,
+        }
+    }
+}
+
+/// serde_yaml keeps `!Ref X` as a tagged value; this reads the intrinsic functions we use.
+fn intrinsic(v: &Value) -> Option<(String, Value)> {
+    match v {
+        Value::Tagged(t) => Some((t.tag.to_string().trim_start_matches('!').to_owned(), t.value.clone())),
+        Value::Mapping(m) if m.len() == 1 => {
+            let (k, v) = m.iter().next()?;
+            let k = k.as_str()?;
+            match k {
+                "Ref" => Some(("Ref".into(), v.clone())),
+                _ if k.starts_with("Fn::") => Some((k.trim_start_matches("Fn::").to_owned(), v.clone())),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn ref_target(v: &Value) -> Option<String> {
+    match intrinsic(v)? {
+        (t, Value::String(s)) if t == "Ref" => Some(s),
+        _ => None,
+    }
+}
+
+fn getatt_target(v: &Value) -> Option<(String, String)> {
+    match intrinsic(v)? {
+        (t, Value::String(s)) if t == "GetAtt" => s.split_once('.').map(|(a, b)| (a.to_owned(), b.to_owned())),
+        (t, Value::Sequence(seq)) if t == "GetAtt" && seq.len() == 2 => {
+            Some((seq[0].as_str()?.to_owned(), seq[1].as_str()?.to_owned()))
+        }
+        _ => None,
+    }
+}
+
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Converts YAML to JSON, with intrinsics kept as `{"Ref": ...}` / `{"Fn::X": ...}`.
+pub fn to_json(v: &Value) -> serde_json::Value {
+    if let Some((name, inner)) = intrinsic(v) {
+        let key = if name == "Ref" { "Ref".to_owned() } else { format!("Fn::{name}") };
+        return serde_json::json!({ key: to_json(&inner) });
+    }
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Number(n) => serde_json::to_value(n).unwrap_or(serde_json::Value::Null),
+        Value::String(s) => serde_json::Value::String(s.clone()),
+        Value::Sequence(s) => serde_json::Value::Array(s.iter().map(to_json).collect()),
+        Value::Mapping(m) => serde_json::Value::Object(
+            m.iter().filter_map(|(k, v)| Some((k.as_str()?.to_owned(), to_json(v)))).collect(),
+        ),
+        Value::Tagged(t) => to_json(&t.value),
+    }
+}
+
+fn get<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
+    v.as_mapping()?.get(k)
+}
+
+fn int(v: Option<&Value>) -> Option<i64> {
+    v.and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
+}
+
+impl Template {
+    pub fn load(path: &Path) -> anyhow::Result<Template> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> anyhow::Result<Template> {
+        let doc: Value = serde_yaml::from_str(text).context("template.yaml is not YAML")?;
+        let mut t = Template { parameters: BTreeMap::new(), tables: vec![], queues: vec![], buses: vec![], rules: vec![], functions: vec![] };
+        if let Some(params) = get(&doc, "Parameters").and_then(Value::as_mapping) {
+            for (k, v) in params {
+                let name = k.as_str().ok_or_else(|| anyhow!("parameter name"))?.to_owned();
+                t.parameters.insert(name, get(v, "Default").and_then(scalar));
+            }
+        }
+        let globals_env = get(&doc, "Globals")
+            .and_then(|g| get(g, "Function"))
+            .and_then(|f| get(f, "Environment"))
+            .and_then(|e| get(e, "Variables"))
+            .cloned();
+        let resources = get(&doc, "Resources").and_then(Value::as_mapping).ok_or_else(|| anyhow!("no Resources"))?;
+        for (k, r) in resources {
+            let id = k.as_str().ok_or_else(|| anyhow!("resource id"))?.to_owned();
+            let ty = get(r, "Type").and_then(Value::as_str).unwrap_or("");
+            let props = get(r, "Properties").cloned().unwrap_or(Value::Null);
+            match ty {
+                "AWS::DynamoDB::Table" => t.tables.push(Table { logical_id: id, properties: to_json(&props) }),
+                "AWS::SQS::Queue" => {
+                    let redrive = get(&props, "RedrivePolicy").map(|rp| {
+                        let dlq = get(rp, "deadLetterTargetArn").and_then(getatt_target).map(|(a, _)| a);
+                        let max = int(get(rp, "maxReceiveCount")).unwrap_or(1);
+                        dlq.map(|d| (d, max))
+                    });
+                    let redrive = match redrive {
+                        Some(Some(r)) => Some(r),
+                        Some(None) => bail!("{id}: RedrivePolicy must name its DLQ with !GetAtt <Queue>.Arn"),
+                        None => None,
+                    };
+                    t.queues.push(Queue {
+                        logical_id: id,
+                        visibility_timeout: int(get(&props, "VisibilityTimeout")),
+                        delay_seconds: int(get(&props, "DelaySeconds")),
+                        retention: int(get(&props, "MessageRetentionPeriod")),
+                        redrive,
+                    });
+                }
+                "AWS::Events::EventBus" => t.buses.push(id),
+                "AWS::Events::Rule" => {
+                    let targets = get(&props, "Targets")
+                        .and_then(Value::as_sequence)
+                        .map(|ts| {
+                            ts.iter()
+                                .filter_map(|tg| {
+                                    let tid = get(tg, "Id").and_then(scalar)?;
+                                    let q = get(tg, "Arn").and_then(getatt_target)?.0;
+                                    Some((tid, q))
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    t.rules.push(Rule {
+                        logical_id: id,
+                        bus: get(&props, "EventBusName").and_then(ref_target),
+                        pattern: get(&props, "EventPattern").map(to_json).unwrap_or_default(),
+                        targets,
+                    });
+                }
+                "AWS::Serverless::Function" => t.functions.push(parse_function(&id, r, &props, globals_env.as_ref())?),
+                _ => {}
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn function(&self, binary: &str) -> Option<&Function> {
+        self.functions.iter().find(|f| f.binary == binary)
+    }
+
+    /// Every HTTP route: (route key, function binary, auth).
+    pub fn routes(&self) -> Vec<(String, String, Auth)> {
+        let mut out = Vec::new();
+        for f in &self.functions {
+            for (_, e) in &f.events {
+                if let (Some(k), Event::Http { auth, .. }) = (e.route_key(), e) {
+                    out.push((k, f.binary.clone(), auth.clone()));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn parse_env(vars: Option<&Value>, into: &mut BTreeMap<String, EnvValue>) {
+    let Some(m) = vars.and_then(Value::as_mapping) else { return };
+    for (k, v) in m {
+        let Some(k) = k.as_str() else { continue };
+        let val = if let Some(r) = ref_target(v) {
+            EnvValue::Ref(r)
+        } else if let Some((a, b)) = getatt_target(v) {
+            EnvValue::GetAtt(a, b)
+        } else if let Some(s) = scalar(v) {
+            EnvValue::Literal(s)
+        } else {
+            EnvValue::Deferred(serde_json::to_string(&to_json(v)).unwrap_or_default())
+        };
+        into.insert(k.to_owned(), val);
+    }
+}
+
+fn parse_function(id: &str, r: &Value, props: &Value, globals_env: Option<&Value>) -> anyhow::Result<Function> {
+    let binary = get(r, "Metadata")
+        .and_then(|m| get(m, "BuildProperties"))
+        .and_then(|b| get(b, "Binary"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| anyhow!("{id}: Metadata.BuildProperties.Binary is required"))?
+        .to_owned();
+    let mut env = BTreeMap::new();
+    parse_env(globals_env, &mut env);
+    parse_env(get(props, "Environment").and_then(|e| get(e, "Variables")), &mut env);
+    let mut events = Vec::new();
+    if let Some(evs) = get(props, "Events").and_then(Value::as_mapping) {
+        for (name, ev) in evs {
+            let name = name.as_str().unwrap_or("").to_owned();
+            let ty = get(ev, "Type").and_then(Value::as_str).unwrap_or("");
+            let p = get(ev, "Properties").cloned().unwrap_or(Value::Null);
+            let event = match ty {
+                "HttpApi" => {
+                    let auth = get(&p, "Auth");
+                    let authorizer = auth.and_then(|a| get(a, "Authorizer")).and_then(Value::as_str);
+                    let scopes: Vec<String> = auth
+                        .and_then(|a| get(a, "AuthorizationScopes"))
+                        .and_then(Value::as_sequence)
+                        .map(|s| s.iter().filter_map(scalar).collect())
+                        .unwrap_or_default();
+                    Event::Http {
+                        method: get(&p, "Method").and_then(scalar).ok_or_else(|| anyhow!("{id}.{name}: Method"))?,
+                        path: get(&p, "Path").and_then(scalar).ok_or_else(|| anyhow!("{id}.{name}: Path"))?,
+                        auth: if authorizer == Some("NONE") { Auth::Public } else { Auth::Jwt { scopes } },
+                    }
+                }
+                "SQS" => Event::Sqs {
+                    queue: get(&p, "Queue").and_then(getatt_target).map(|(a, _)| a).ok_or_else(|| anyhow!("{id}.{name}: Queue must be !GetAtt <Queue>.Arn"))?,
+                    batch_size: int(get(&p, "BatchSize")).unwrap_or(10),
+                    report_failures: get(&p, "FunctionResponseTypes")
+                        .and_then(Value::as_sequence)
+                        .is_some_and(|s| s.iter().any(|x| x.as_str() == Some("ReportBatchItemFailures"))),
+                },
+                "DynamoDB" => Event::Stream {
+                    table: get(&p, "Stream").and_then(getatt_target).map(|(a, _)| a).ok_or_else(|| anyhow!("{id}.{name}: Stream must be !GetAtt <Table>.StreamArn"))?,
+                    batch_size: int(get(&p, "BatchSize")).unwrap_or(100),
+                    max_retries: int(get(&p, "MaximumRetryAttempts")).unwrap_or(-1),
+                    on_failure: get(&p, "DestinationConfig")
+                        .and_then(|d| get(d, "OnFailure"))
+                        .and_then(|o| get(o, "Destination"))
+                        .and_then(getatt_target)
+                        .map(|(a, _)| a),
+                    filters: get(&p, "FilterCriteria")
+                        .and_then(|f| get(f, "Filters"))
+                        .and_then(Value::as_sequence)
+                        .map(|fs| {
+                            fs.iter()
+                                .filter_map(|f| get(f, "Pattern").and_then(Value::as_str))
+                                .filter_map(|s| serde_json::from_str(s).ok())
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                },
+                "Schedule" | "ScheduleV2" => Event::Schedule {
+                    expression: get(&p, "Schedule").or_else(|| get(&p, "ScheduleExpression")).map(|v| format!("{:?}", to_json(v))).unwrap_or_default(),
+                },
+                other => bail!("{id}.{name}: event type {other} is not supported by the local stack"),
+            };
+            events.push((name, event));
+        }
+    }
+    Ok(Function { logical_id: id.to_owned(), binary, env, events })
+}
