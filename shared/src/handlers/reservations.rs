@@ -10,7 +10,7 @@ use crate::domain::{OrderId, ReservationId, UserId};
 use crate::http::{self, finish, json_body, json_response, only_fields, path_param, str_field, subject, Problem, Request, Response};
 use crate::ports::{Message, MAX_DELAY_SECONDS};
 use crate::service::orders::request_hash;
-use crate::service::stock::{self, FreezeRequest, Frozen, LockChange, LockError};
+use crate::service::stock::{self, FreezeRequest, Frozen, LockChange, LockError, OnReleased};
 use serde_json::{json, Value};
 
 /// Longest hold an external reservation may ask for (7 days).
@@ -91,16 +91,7 @@ async fn change(app: &App, req: &Request, to: LockStatus) -> Result<Response, Pr
     http::body_bytes(req, app.config.max_body_bytes)?;
     let id = ReservationId::external(&caller, &order_id);
     let r = match to {
-        LockStatus::Sold => {
-            // An external hold that lapsed is gone: confirming it must not take stock again.
-            match app.stock.get_reservation(&id).await? {
-                None => return Err(Problem::not_found("no such reservation")),
-                Some(r) if r.status == LockStatus::Released => {
-                    return Err(Problem::new(409, "reservation_expired", "Reservation expired", "the reservation was released; create a new one"))
-                }
-                Some(_) => stock::confirm(app, &id).await,
-            }
-        }
+        LockStatus::Sold => stock::confirm(app, &id, OnReleased::Refuse).await,
         _ => stock::release(app, &id).await,
     };
     match r {
@@ -109,6 +100,12 @@ async fn change(app: &App, req: &Request, to: LockStatus) -> Result<Response, Pr
         }
         Ok(LockChange::Oversold(_)) => Err(Problem::new(409, "oversold", "Stock no longer available", "the reservation was released and its stock sold; nothing was confirmed")),
         Err(LockError::NotFound) => Err(Problem::not_found("no such reservation")),
+        Err(LockError::InvalidTransition(LockStatus::Released)) if to == LockStatus::Sold => Err(Problem::new(
+            409,
+            "reservation_expired",
+            "Reservation released",
+            "the reservation was released (by the caller or at its deadline); create a new one",
+        )),
         Err(LockError::InvalidTransition(st)) => Err(Problem::invalid_transition(format!("the reservation is {}", st.as_str()))),
         Err(LockError::Store(e)) => Err(e.into()),
     }

@@ -8,7 +8,7 @@ use crate::app::App;
 use crate::domain::events::{EventDetail, EventKind, SCHEMA_VERSION, SOURCE};
 use crate::domain::{OrderId, ReservationId};
 use crate::faults;
-use crate::service::stock::{self, LockChange, LockError};
+use crate::service::stock::{self, LockChange, LockError, OnReleased};
 use crate::telemetry::names;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use serde::Deserialize;
@@ -50,7 +50,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
     each(&app.function, ev, || crate::fault!(app.faults, faults::STOCK_EVENTS_DROP), crash, |m| async move {
         let action = parse_event(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
         let (id, result) = match &action {
-            StockAction::Confirm(id) => (id, stock::confirm(app, id).await),
+            StockAction::Confirm(id) => (id, stock::confirm(app, id, OnReleased::Retake).await),
             StockAction::Release(id) => (id, stock::release(app, id).await),
         };
         match result {

@@ -91,7 +91,7 @@ pub async fn resolve_frozen(app: &App, r: &Reservation, sweep: bool) -> anyhow::
                     Ok(CheckOutcome::Fine)
                 }
                 OrderRecord::Order(o) if sweep && o.status.is_paid_or_later() => {
-                    if let Ok(LockChange::Moved(_)) = stock::confirm(app, &r.id).await {
+                    if let Ok(LockChange::Moved(_)) = stock::confirm(app, &r.id, stock::OnReleased::Retake).await {
                         app.count(names::REPAIRS, 1);
                         tracing::warn!(order_id = %o.id, "reconcile confirmed the lock of a paid order");
                     }

@@ -160,9 +160,20 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
 
 /// Reads every shard of `sku` and re-plans its line; refuses only if the SKU as a whole is short.
 async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, metas: &HashMap<Sku, SkuMeta>) -> Result<(), FreezeError> {
-    let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+    let cached = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+    // The short path reads the metadata afresh (in parallel with the shards): a cached shard
+    // count may be stale, and sold-out must be judged on every shard the SKU has.
+    let slots = cached.slots.max(cached.shards);
+    let (fresh, counts) = tokio::join!(app.stock.get_skus(std::slice::from_ref(sku)), app.stock.read_shards(sku, slots));
+    let meta = fresh?.remove(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+    app.caches.put_sku(&meta, clock::now_ms());
+    let mut counts = counts?;
+    if meta.slots > slots {
+        counts = app.stock.read_shards(sku, meta.slots).await?;
+    }
     let shards = meta.shards.clamp(1, MAX_SHARDS);
-    let counts = app.stock.read_shards(sku, shards).await?;
+    // Every slot counts: a release after a shard-count reduction puts units back on the shard
+    // its lock took them from, which may lie beyond the current count.
     let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
     let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(()) };
     match split(&available, start_shard(r.id.as_str(), sku, shards), line.quantity) {
@@ -209,15 +220,24 @@ pub enum LockError {
 
 /// FROZEN → RELEASED: units back on sale, per-user counters given back.
 pub async fn release(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
-    change(app, id, LockStatus::Released).await
+    change(app, id, LockStatus::Released, OnReleased::Refuse).await
 }
 
-/// FROZEN → SOLD. A released lock is taken again from `available`, or recorded as an oversell.
-pub async fn confirm(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
-    change(app, id, LockStatus::Sold).await
+/// What confirm does with a lock it finds RELEASED.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnReleased {
+    /// Refuse (`InvalidTransition`): an external hold that lapsed is gone.
+    Refuse,
+    /// Take the units again, or record an oversell: a paid Holdfast order must get its stock.
+    Retake,
 }
 
-async fn change(app: &App, id: &ReservationId, to: LockStatus) -> Result<LockChange, LockError> {
+/// FROZEN → SOLD.
+pub async fn confirm(app: &App, id: &ReservationId, on_released: OnReleased) -> Result<LockChange, LockError> {
+    change(app, id, LockStatus::Sold, on_released).await
+}
+
+async fn change(app: &App, id: &ReservationId, to: LockStatus, on_released: OnReleased) -> Result<LockChange, LockError> {
     for attempt in 1..=FREEZE_ATTEMPTS {
         let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
         match plan_move(r.status, to) {
@@ -233,7 +253,7 @@ async fn change(app: &App, id: &ReservationId, to: LockStatus) -> Result<LockCha
                 }
                 Err(_) => super::backoff(attempt).await,
             },
-            LockMove::Conflict if to == LockStatus::Sold => return retake(app, r).await,
+            LockMove::Conflict if to == LockStatus::Sold && on_released == OnReleased::Retake => return retake(app, r).await,
             LockMove::Conflict => return Err(LockError::InvalidTransition(r.status)),
         }
     }
@@ -254,7 +274,7 @@ async fn retake(app: &App, r: Reservation) -> Result<LockChange, LockError> {
             Ok(LockChange::Retaken(sold))
         }
         Err(MoveRejection::StatusChanged) | Err(MoveRejection::Conflict) => {
-            Box::pin(change(app, &r.id, LockStatus::Sold)).await
+            Box::pin(change(app, &r.id, LockStatus::Sold, OnReleased::Retake)).await
         }
         Err(MoveRejection::ShardShort) => {
             if app.stock.mark_oversold(&r).await? {

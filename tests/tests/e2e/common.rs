@@ -1,0 +1,161 @@
+//! `spawn()`: a fresh local stack (own tables, queues, bus) on the shared emulator, and a
+//! client that speaks to it over HTTP like any caller would.
+
+use holdfast::domain::invariants::{check_all, Violation};
+use holdfast::domain::signature;
+use holdfast_local::{LocalStack, Options};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const WEBHOOK_SECRET: &str = holdfast_local::stack::DEFAULT_WEBHOOK_SECRET;
+
+pub fn emulator() -> String {
+    std::env::var("HOLDFAST_EMULATOR_ENDPOINT")
+        .expect("HOLDFAST_EMULATOR_ENDPOINT is not set: run the tests with `make test` (or scripts/with-emulator.sh)")
+}
+
+pub fn template_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../template.yaml")
+}
+
+pub struct Stack {
+    pub local: LocalStack,
+    pub http: reqwest::Client,
+    pub admin: String,
+    pub internal: String,
+}
+
+/// Short lifecycles so the 15/5/10-minute flows take seconds (DESIGN §9).
+pub fn fast_settings() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("HOLDFAST_PAYMENT_TTL_SECONDS", "900"),
+        ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "300"),
+        ("HOLDFAST_STALE_LOCK_SECONDS", "600"),
+    ]
+}
+
+pub async fn spawn() -> Stack {
+    spawn_with(&[]).await
+}
+
+pub async fn spawn_with(env: &[(&str, &str)]) -> Stack {
+    let mut opts = Options::new(&emulator(), template_path());
+    for (k, v) in env {
+        opts.env.insert((*k).to_owned(), (*v).to_owned());
+    }
+    let local = LocalStack::start(opts).await.expect("local stack starts");
+    let admin = local.token("admin", &["stock:admin"]);
+    let internal = local.token("partner-system", &["reservations:write"]);
+    let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().expect("client");
+    Stack { local, http, admin, internal }
+}
+
+pub struct Answer {
+    pub status: u16,
+    pub body: Value,
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Stack {
+    pub fn user(&self, sub: &str) -> String {
+        self.local.token(sub, &[])
+    }
+
+    pub async fn call(&self, method: &str, path: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<String>) -> Answer {
+        let url = format!("{}{}", self.local.base_url, path);
+        let mut rb = self.http.request(method.parse().expect("method"), url);
+        if let Some(t) = token {
+            rb = rb.bearer_auth(t);
+        }
+        for (k, v) in headers {
+            rb = rb.header(*k, *v);
+        }
+        if let Some(b) = body {
+            rb = rb.header("content-type", "application/json").body(b);
+        }
+        let r = rb.send().await.expect("request reaches the local API");
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Answer { status, body, headers }
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Answer {
+        self.call("POST", path, Some(token), &[], Some(body.to_string())).await
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Answer {
+        self.call("GET", path, token, &[], None).await
+    }
+
+    /// Creates a SKU with `units` in stock.
+    pub async fn sku(&self, sku: &str, price: u64, units: i64, shards: u16, per_user_limit: Option<u32>) {
+        let mut spec = json!({"name": format!("{sku} name"), "price": price, "currency": "EUR", "shards": shards});
+        if let Some(l) = per_user_limit {
+            spec["per_user_limit"] = json!(l);
+        }
+        let a = self.call("PUT", &format!("/admin/skus/{sku}"), Some(&self.admin), &[], Some(spec.to_string())).await;
+        assert_eq!(a.status, 201, "create SKU: {}", a.body);
+        if units != 0 {
+            let a = self
+                .post(&format!("/admin/skus/{sku}/adjustments"), &self.admin, json!({"adjustment_id": format!("init-{sku}"), "delta": units, "reason": "initial stock"}))
+                .await;
+            assert_eq!(a.status, 201, "stock SKU: {}", a.body);
+        }
+    }
+
+    pub async fn view(&self, sku: &str) -> Value {
+        let a = self.get(&format!("/skus/{sku}"), None).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.body
+    }
+
+    pub async fn order(&self, user: &str, key: &str, items: Value) -> Answer {
+        let t = self.user(user);
+        self.call("POST", "/orders", Some(&t), &[("idempotency-key", key)], Some(json!({ "items": items }).to_string())).await
+    }
+
+    pub async fn get_order(&self, user: &str, id: &str) -> Answer {
+        self.get(&format!("/orders/{id}"), Some(&self.user(user))).await
+    }
+
+    /// Sends a payment callback signed with the local webhook secret.
+    pub async fn pay(&self, order_id: &str, payment_id: &str, amount: u64, status: &str) -> Answer {
+        let body = json!({"payment_id": payment_id, "order_id": order_id, "amount": amount, "currency": "EUR", "status": status}).to_string();
+        let sig = signature::sign(WEBHOOK_SECRET.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
+        self.call("POST", "/payments/callback", None, &[("x-signature", &sig)], Some(body)).await
+    }
+
+    /// Every invariant of DESIGN §5 over both tables.
+    pub async fn violations(&self) -> Vec<Violation> {
+        check_all(&self.local.snapshot().await.expect("snapshot"))
+    }
+
+    pub async fn assert_invariants(&self) {
+        let v = self.violations().await;
+        assert!(v.is_empty(), "invariants violated: {v:#?}");
+    }
+
+    pub async fn reconcile(&self) -> Value {
+        self.local.run_schedule("reconcile").await.expect("reconcile runs")
+    }
+}
+
+/// Polls `f` until it returns `Some`, or panics after `timeout` with `what`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
