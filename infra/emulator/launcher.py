@@ -9,7 +9,8 @@ but wraps it in a middleware that runs every DynamoDB request (``X-Amz-Target``
 starting with ``DynamoDB``: ``DynamoDB_20120810.*`` and
 ``DynamoDBStreams_20120810.*``) under one global lock, including the
 consumption of the response body. Everything else (SQS long polls,
-EventBridge, ...) stays concurrent.
+EventBridge, ...) stays concurrent. It also patches three moto DynamoDB
+defects in-process (see apply_moto_patches and MOTO_NOTES.md).
 
 Usage:
     python infra/emulator/launcher.py [--host 127.0.0.1] [--port PORT]
@@ -21,10 +22,10 @@ Environment:
     HOLDFAST_EMULATOR_NO_DYNAMODB_LOCK=1
                              disable the lock (diagnostics only; equivalent
                              to --no-dynamodb-lock)
-    HOLDFAST_EMULATOR_TRACK_MODELS=1
-                             keep moto's tracking of DynamoDB model instances
-                             (off by default: it leaks a table copy per
-                             TransactWriteItems, see stop_tracking_dynamodb_models)
+    HOLDFAST_EMULATOR_MOTO_PATCHES=0
+                             serve moto's DynamoDB code unpatched (by default
+                             apply_moto_patches() fixes a memory leak, a
+                             slowdown and stale stream iterators)
 
 Once listening, prints exactly one line on stdout:
     holdfast-emulator listening on http://127.0.0.1:PORT
@@ -72,17 +73,27 @@ class SerialiseDynamoDB:
         return [body]
 
 
-def stop_tracking_dynamodb_models() -> None:
-    """Stop moto from keeping every DynamoDB model instance alive forever.
+def apply_moto_patches() -> None:
+    """Small fixes for moto 5.2.5 DynamoDB defects (see MOTO_NOTES.md).
 
-    moto's ``BaseModel.__new__`` appends each instance to a class-level list
-    (only used by /moto-api/data.json and cleared by /moto-api/reset).
-    TransactWriteItems deep-copies every table it touches, items and stream
-    records included, so with tracking on each transaction leaks a full copy
-    of the table: ~1.4 GB after 1000 transactions on a stream-enabled table.
-    Other services keep moto's behaviour (S3's reset relies on the lists).
+    TransactWriteItems deep-copies every table it touches (items *and* stream
+    records) before running, and on cancellation puts the copy back in place.
+
+    1. moto's ``BaseModel.__new__`` appends every instance to a class-level
+       list that is only read by /moto-api/data.json and cleared by
+       /moto-api/reset, so each transaction leaked a full copy of the table
+       (~1.4 GB after 1000 transactions on a stream-enabled table). DynamoDB
+       models are no longer tracked; other services keep moto's behaviour.
+    2. Stream records are immutable once written, so copies share them: the
+       cost of a transaction no longer grows with the stream's length.
+    3. After a cancelled transaction, shard iterators obtained earlier kept
+       reading the discarded shard: they returned a phantom record for the
+       cancelled write and never saw a later one. Iterators now follow the
+       table's current shard.
     """
     from moto.core.common_models import BaseModel
+    from moto.dynamodb.models.table import StreamRecord
+    from moto.dynamodbstreams.models import ShardIterator
 
     def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
         instance = super(BaseModel, cls).__new__(cls)  # type: ignore[misc]
@@ -91,6 +102,22 @@ def stop_tracking_dynamodb_models() -> None:
         return instance
 
     BaseModel.__new__ = staticmethod(__new__)  # type: ignore[assignment]
+
+    StreamRecord.__deepcopy__ = lambda self, memo: self  # type: ignore[attr-defined]
+
+    original_get = ShardIterator.get
+
+    def get(self: Any, limit: int = 1000) -> dict[str, Any]:
+        try:
+            table = self.streams_backend.dynamodb.get_table(self.stream_shard.table.name)
+            current = table.stream_shard
+        except Exception:  # table deleted etc.: keep moto's behaviour
+            current = None
+        if current is not None and current is not self.stream_shard:
+            self.stream_shard = current
+        return original_get(self, limit)
+
+    ShardIterator.get = get  # type: ignore[method-assign]
 
 
 def build_app(serialise: bool = True) -> Any:
@@ -119,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-dynamodb-lock",
         action="store_true",
         default=os.environ.get("HOLDFAST_EMULATOR_NO_DYNAMODB_LOCK") == "1",
-        help="serve moto unmodified (diagnostics only)",
+        help="do not serialise DynamoDB requests (diagnostics only)",
     )
     args = parser.parse_args(argv)
 
@@ -146,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             if verbose:
                 super().log_request(*a, **kw)
 
-    if os.environ.get("HOLDFAST_EMULATOR_TRACK_MODELS") != "1":
-        stop_tracking_dynamodb_models()
+    if os.environ.get("HOLDFAST_EMULATOR_MOTO_PATCHES") != "0":
+        apply_moto_patches()
     app = build_app(serialise=not args.no_dynamodb_lock)
     server = make_server(
         args.host, args.port, app, threaded=True, request_handler=RequestHandler

@@ -134,9 +134,18 @@ impl Stack {
         check_all(&self.local.snapshot().await.expect("snapshot"))
     }
 
+    /// The invariants hold at quiescence: the event flow may still be moving stock, so this waits
+    /// (bounded) for them to hold, and fails with the violations if they never do.
     pub async fn assert_invariants(&self) {
-        let v = self.violations().await;
-        assert!(v.is_empty(), "invariants violated: {v:#?}");
+        let start = Instant::now();
+        loop {
+            let v = self.violations().await;
+            if v.is_empty() {
+                return;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "invariants violated at quiescence: {v:#?}");
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
     }
 
     pub async fn reconcile(&self) -> Value {

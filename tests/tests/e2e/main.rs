@@ -3,4 +3,5 @@
 
 mod common;
 mod emulator;
+mod orders;
 mod stock;
