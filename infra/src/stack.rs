@@ -36,6 +36,10 @@ pub struct Options {
     pub schedule_every: Option<Duration>,
     /// Read settings (`HOLDFAST_*`, `PAYMENT_WEBHOOK_SECRET`) from the process environment.
     pub inherit_env: bool,
+    /// Functions whose event sources are not polled (a test plays the source itself).
+    pub paused: Vec<String>,
+    /// Upper bound on queue visibility timeouts, so redrive-to-DLQ takes seconds in tests.
+    pub visibility_timeout_cap: Option<i64>,
 }
 
 impl Options {
@@ -50,6 +54,8 @@ impl Options {
             sqs_pollers: 2,
             schedule_every: None,
             inherit_env: false,
+            paused: Vec::new(),
+            visibility_timeout_cap: None,
         }
     }
 }
@@ -128,6 +134,12 @@ impl LocalStack {
             return Err(anyhow!("template.yaml and the code disagree:\n  {}", problems.join("\n  ")));
         }
         let sdk = emulator_sdk(&opts.emulator_endpoint).await;
+        let mut template = template;
+        if let Some(cap) = opts.visibility_timeout_cap {
+            for q in &mut template.queues {
+                q.visibility_timeout = Some(q.visibility_timeout.unwrap_or(30).min(cap));
+            }
+        }
         let res = resources::create(&sdk, &template, &opts.prefix).await.context("creating resources in the emulator")?;
 
         let mut apps = HashMap::new();
@@ -159,7 +171,7 @@ impl LocalStack {
         tasks.push(tokio::spawn(serve(listener, server, rx.clone())));
 
         let sqs = aws_sdk_sqs::Client::new(&sdk);
-        for f in &template.functions {
+        for f in template.functions.iter().filter(|f| !opts.paused.contains(&f.binary)) {
             let app = apps[&f.binary].clone();
             for (_, e) in &f.events {
                 match e {
@@ -218,6 +230,14 @@ impl LocalStack {
     pub async fn run_schedule(&self, function: &str) -> anyhow::Result<serde_json::Value> {
         let ev = serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
         holdfast::handlers::schedule(function, self.app(function)?, ev).await.ok_or_else(|| anyhow!("{function} is not scheduled"))?
+    }
+
+    /// Changes the active fault points of every function (`HOLDFAST_FAULTS` syntax).
+    pub fn set_faults(&self, spec: &str) -> anyhow::Result<()> {
+        for app in self.apps.values() {
+            app.faults.set(spec)?;
+        }
+        Ok(())
     }
 
     pub fn token(&self, sub: &str, scopes: &[&str]) -> String {

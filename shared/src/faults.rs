@@ -11,6 +11,8 @@ pub const AFTER_ORDER_PUT: &str = "create-order.after-order-put";
 pub const PAYMENT_TIMEOUT_DROP: &str = "payment-timeout.drop";
 pub const STOCK_EVENTS_DROP: &str = "stock-events.drop";
 pub const STOCK_EVENTS_CRASH: &str = "stock-events.crash";
+/// Every message of the batch reported failed, unprocessed (it ends in the DLQ).
+pub const STOCK_EVENTS_FAIL: &str = "stock-events.fail";
 pub const RESERVATION_CHECK_DROP: &str = "reservation-check.drop";
 pub const RESERVATION_CHECK_CRASH: &str = "reservation-check.crash";
 pub const PUBLISH_EVENTS_DROP: &str = "publish-events.drop";
@@ -26,6 +28,7 @@ pub const ALL: &[&str] = &[
     PAYMENT_TIMEOUT_CRASH,
     STOCK_EVENTS_DROP,
     STOCK_EVENTS_CRASH,
+    STOCK_EVENTS_FAIL,
     RESERVATION_CHECK_DROP,
     RESERVATION_CHECK_CRASH,
     PUBLISH_EVENTS_DROP,
@@ -33,10 +36,11 @@ pub const ALL: &[&str] = &[
     RECONCILE_CRASH,
 ];
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Faults {
+    /// Settable while running, so a test can crash one step and then let the retry through.
     #[cfg(feature = "faults")]
-    points: Vec<(String, f64)>,
+    points: std::sync::RwLock<Vec<(String, f64)>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +64,18 @@ impl Faults {
             }
             points.push((name.to_owned(), p));
         }
-        Ok(Self { points })
+        Ok(Self { points: std::sync::RwLock::new(points) })
+    }
+
+    /// Replaces the active points.
+    #[cfg(feature = "faults")]
+    pub fn set(&self, spec: &str) -> Result<(), FaultsError> {
+        let parsed = Self::parse(spec)?;
+        let new = parsed.points.into_inner().unwrap_or_default();
+        if let Ok(mut p) = self.points.write() {
+            *p = new;
+        }
+        Ok(())
     }
 
     #[cfg(not(feature = "faults"))]
@@ -76,8 +91,9 @@ impl Faults {
     #[cfg(feature = "faults")]
     pub fn hit(&self, point: &str) -> bool {
         self.points
-            .iter()
-            .any(|(n, p)| n == point && (*p >= 1.0 || fastrand::f64() < *p))
+            .read()
+            .map(|pts| pts.iter().any(|(n, p)| n == point && (*p >= 1.0 || fastrand::f64() < *p)))
+            .unwrap_or(false)
     }
 }
 

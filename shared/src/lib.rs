@@ -13,6 +13,7 @@ pub mod faults;
 pub mod handlers;
 pub mod http;
 pub mod lambda;
+pub mod permissions;
 pub mod ports;
 pub mod service;
 pub mod telemetry;

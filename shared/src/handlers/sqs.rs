@@ -13,14 +13,22 @@ pub enum Handled {
     Dropped,
 }
 
-/// Runs `process` over the batch. `drop` and `crash` are fault checks: a dropped message is
-/// acknowledged unprocessed; a crash fails the whole invocation after the first message was
-/// processed (the source retries every message of the batch).
+/// Fault checks of one consumer (all false in builds without fault injection).
+#[derive(Default)]
+pub struct ConsumerFaults {
+    /// Acknowledge the message unprocessed (it is lost).
+    pub drop: bool,
+    /// Fail the invocation after the first message was processed (the batch comes again).
+    pub crash: Option<&'static str>,
+    /// Report every message failed, unprocessed (retried into the DLQ).
+    pub fail: bool,
+}
+
+/// Runs `process` over the batch, applying the consumer's faults.
 pub async fn each<F, Fut>(
     function: &str,
     ev: SqsEvent,
-    drop: impl Fn() -> bool,
-    crash: Option<(&'static str, bool)>,
+    faults: impl Fn() -> ConsumerFaults,
     process: F,
 ) -> anyhow::Result<SqsBatchResponse>
 where
@@ -30,8 +38,13 @@ where
     let mut failures = Vec::new();
     for (i, m) in ev.records.into_iter().enumerate() {
         let id = m.message_id.clone().unwrap_or_default();
-        if drop() {
+        let f = faults();
+        if f.drop {
             tracing::warn!(message_id = id, "fault injection: message dropped");
+            continue;
+        }
+        if f.fail {
+            failures.push(BatchItemFailure { item_identifier: id });
             continue;
         }
         let span = tracing::info_span!("message", function, message_id = %id);
@@ -42,7 +55,7 @@ where
                 failures.push(BatchItemFailure { item_identifier: id });
             }
         }
-        if let (0, Some((point, true))) = (i, crash) {
+        if let (0, Some(point)) = (i, f.crash) {
             return Err(InjectedCrash(point).into());
         }
     }

@@ -3,7 +3,7 @@
 //! duplicates and any order of arrival are harmless. A message that is not exactly a Holdfast
 //! event of a known schema is refused (retried into the DLQ), never applied.
 
-use super::sqs::{each, Handled};
+use super::sqs::{each, ConsumerFaults, Handled};
 use crate::app::App;
 use crate::domain::events::{EventDetail, EventKind, SCHEMA_VERSION, SOURCE};
 use crate::domain::{OrderId, ReservationId};
@@ -46,8 +46,11 @@ pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
 }
 
 pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    let crash = Some((faults::STOCK_EVENTS_CRASH, crate::fault!(app.faults, faults::STOCK_EVENTS_CRASH)));
-    each(&app.function, ev, || crate::fault!(app.faults, faults::STOCK_EVENTS_DROP), crash, |m| async move {
+    each(&app.function, ev, || ConsumerFaults {
+        drop: crate::fault!(app.faults, faults::STOCK_EVENTS_DROP),
+        crash: crate::fault!(app.faults, faults::STOCK_EVENTS_CRASH).then_some(faults::STOCK_EVENTS_CRASH),
+        fail: crate::fault!(app.faults, faults::STOCK_EVENTS_FAIL),
+    }, |m| async move {
         let action = parse_event(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
         let (id, result) = match &action {
             StockAction::Confirm(id) => (id, stock::confirm(app, id, OnReleased::Retake).await),

@@ -27,24 +27,20 @@ pub struct Stack {
     pub internal: String,
 }
 
-/// Short lifecycles so the 15/5/10-minute flows take seconds (DESIGN §9).
-pub fn fast_settings() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("HOLDFAST_PAYMENT_TTL_SECONDS", "900"),
-        ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "300"),
-        ("HOLDFAST_STALE_LOCK_SECONDS", "600"),
-    ]
-}
-
 pub async fn spawn() -> Stack {
     spawn_with(&[]).await
 }
 
 pub async fn spawn_with(env: &[(&str, &str)]) -> Stack {
+    spawn_opts(env, |_| {}).await
+}
+
+pub async fn spawn_opts(env: &[(&str, &str)], tweak: impl FnOnce(&mut Options)) -> Stack {
     let mut opts = Options::new(&emulator(), template_path());
     for (k, v) in env {
         opts.env.insert((*k).to_owned(), (*v).to_owned());
     }
+    tweak(&mut opts);
     let local = LocalStack::start(opts).await.expect("local stack starts");
     let admin = local.token("admin", &["stock:admin"]);
     let internal = local.token("partner-system", &["reservations:write"]);
@@ -146,6 +142,22 @@ impl Stack {
             assert!(start.elapsed() < Duration::from_secs(30), "invariants violated at quiescence: {v:#?}");
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
+    }
+
+    pub async fn order_id(&self, user: &str, key: &str, items: Value) -> String {
+        let a = self.order(user, key, items).await;
+        assert_eq!(a.status, 201, "{}", a.body);
+        a.body["order_id"].as_str().expect("order_id").to_owned()
+    }
+
+    pub async fn cancel(&self, user: &str, id: &str) -> Answer {
+        self.call("POST", &format!("/orders/{id}/cancel"), Some(&self.user(user)), &[], None).await
+    }
+
+    /// The lock status of a Holdfast order's reservation.
+    pub async fn lock_status(&self, order_id: &str) -> Option<String> {
+        let snap = self.local.snapshot().await.expect("snapshot");
+        snap.reservations.iter().find(|r| r.id.as_str() == order_id).map(|r| r.status.as_str().to_owned())
     }
 
     pub async fn reconcile(&self) -> Value {

@@ -3,5 +3,6 @@
 
 mod common;
 mod emulator;
+mod events;
 mod orders;
 mod stock;

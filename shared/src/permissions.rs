@@ -1,0 +1,318 @@
+//! The declared map of what each function's code touches: the IAM actions on which resources
+//! ([`USES`]) and the environment variables it needs set ([`ENV`]). `tests/tests/policy.rs`
+//! reads `template.yaml` and demands that every function's inline policy grants exactly
+//! [`USES`] (nothing more, nothing less, no `*`) and that its `Environment.Variables` are
+//! exactly [`ENV`] (plus the Globals).
+//!
+//! # Keeping it true
+//!
+//! The entries were derived by following each handler through the services and ports down to
+//! the adapter calls (`adapters/dynamo/{stock,orders}.rs`, `adapters/sqs.rs`,
+//! `adapters/eventbridge.rs`). When you change what a handler path reaches:
+//!
+//! 1. New port call (or a port method that now issues another AWS request): add the IAM action
+//!    here for every function whose handler reaches it. The policy test then fails until the
+//!    template grants it — that is the point: the deploy would fail at runtime with
+//!    AccessDenied otherwise, and no emulator test would notice (the emulator does not
+//!    evaluate IAM).
+//! 2. Removed call: remove the action here; the test then demands the grant be removed too.
+//! 3. A function reads a new setting or resource name: add the variable to [`ENV`] (and to the
+//!    function's `Environment.Variables` in the template). A tuning knob whose default is the
+//!    production value and that the template does not set belongs in [`DEFAULTED_ENV`].
+//!
+//! IAM facts the map encodes:
+//! - `TransactWriteItems` is not an IAM action: a transaction needs `dynamodb:PutItem` for its
+//!   `Put` items, `dynamodb:UpdateItem` for `Update`, (`DeleteItem`, `ConditionCheckItem` for the
+//!   kinds Holdfast does not use) on the table each item names.
+//! - `BatchGetItem` is its own action; `GetItem` does not cover it, nor the reverse.
+//! - `Query` on a GSI is authorised on `<table-arn>/index/<name>`, not on the table.
+//! - The audit `dump` Scans (`adapters::dynamo::stock::audit::dump`,
+//!   `adapters::dynamo::orders::dump`) are test-only and never reached by a handler: no function
+//!   is granted `dynamodb:Scan`.
+//! - Reading the order stream (`dynamodb:GetRecords` …) is granted by SAM's DynamoDB event
+//!   source, not by an inline statement, and is not part of this map.
+
+/// A resource of `template.yaml` a function may be granted access to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Resource {
+    /// `!GetAtt StockTable.Arn`
+    StockTable,
+    /// `!Sub "${StockTable.Arn}/index/…"`
+    StockTableIndexes,
+    /// `!GetAtt OrderTable.Arn`
+    OrderTable,
+    /// `!Sub "${OrderTable.Arn}/index/…"`
+    OrderTableIndexes,
+    PaymentTimeoutQueue,
+    ReservationCheckQueue,
+    /// `!GetAtt EventBus.Arn` (`!Ref EventBus` is the bus *name*, not an ARN).
+    EventBus,
+    /// The on-failure destination of publish-events' stream source.
+    PublishEventsFailureQueue,
+}
+
+impl Resource {
+    pub const ALL: [Resource; 8] = [
+        Resource::StockTable,
+        Resource::StockTableIndexes,
+        Resource::OrderTable,
+        Resource::OrderTableIndexes,
+        Resource::PaymentTimeoutQueue,
+        Resource::ReservationCheckQueue,
+        Resource::EventBus,
+        Resource::PublishEventsFailureQueue,
+    ];
+
+    /// The template's logical id of the resource (for indexes: of their table).
+    pub fn logical_id(self) -> &'static str {
+        match self {
+            Resource::StockTable | Resource::StockTableIndexes => "StockTable",
+            Resource::OrderTable | Resource::OrderTableIndexes => "OrderTable",
+            Resource::PaymentTimeoutQueue => "PaymentTimeoutQueue",
+            Resource::ReservationCheckQueue => "ReservationCheckQueue",
+            Resource::EventBus => "EventBus",
+            Resource::PublishEventsFailureQueue => "PublishEventsFailureQueue",
+        }
+    }
+
+    /// The CloudFormation type the logical id must have.
+    pub fn cfn_type(self) -> &'static str {
+        match self {
+            Resource::StockTable | Resource::StockTableIndexes | Resource::OrderTable | Resource::OrderTableIndexes => {
+                "AWS::DynamoDB::Table"
+            }
+            Resource::PaymentTimeoutQueue | Resource::ReservationCheckQueue | Resource::PublishEventsFailureQueue => {
+                "AWS::SQS::Queue"
+            }
+            Resource::EventBus => "AWS::Events::EventBus",
+        }
+    }
+
+    /// Whether this stands for a table's secondary indexes.
+    pub fn is_index(self) -> bool {
+        matches!(self, Resource::StockTableIndexes | Resource::OrderTableIndexes)
+    }
+
+    /// The environment variable through which the code learns this resource's name or URL
+    /// (`None`: the code never addresses it; the platform does).
+    pub fn env_var(self) -> Option<&'static str> {
+        match self {
+            Resource::StockTable | Resource::StockTableIndexes => Some("STOCK_TABLE"),
+            Resource::OrderTable | Resource::OrderTableIndexes => Some("ORDER_TABLE"),
+            Resource::PaymentTimeoutQueue => Some("PAYMENT_TIMEOUT_QUEUE_URL"),
+            Resource::ReservationCheckQueue => Some("RESERVATION_CHECK_QUEUE_URL"),
+            Resource::EventBus => Some("EVENT_BUS_NAME"),
+            Resource::PublishEventsFailureQueue => None,
+        }
+    }
+}
+
+/// Whether `action` changes data (for spot checks such as "the payment callback cannot write
+/// the stock table").
+pub fn is_write_action(action: &str) -> bool {
+    matches!(
+        action,
+        "dynamodb:PutItem"
+            | "dynamodb:UpdateItem"
+            | "dynamodb:DeleteItem"
+            | "dynamodb:BatchWriteItem"
+            | "dynamodb:PartiQLInsert"
+            | "dynamodb:PartiQLUpdate"
+            | "dynamodb:PartiQLDelete"
+    ) || action.ends_with(":*")
+}
+
+use Resource::*;
+
+/// Per function binary: the IAM actions its handler paths need, on which resource.
+///
+/// The comment over each group names the code that issues the requests.
+pub const USES: &[(&str, &[(&str, Resource)])] = &[
+    (
+        "create-order",
+        &[
+            // stock::metas → get_skus, stock::freeze → resplit → get_skus + read_shards
+            ("dynamodb:BatchGetItem", StockTable),
+            // stock::freeze: replay / fast-path → get_reservation; release (failed order put) → change
+            ("dynamodb:GetItem", StockTable),
+            // put_frozen: TransactWriteItems with a Put (reservation) …
+            ("dynamodb:PutItem", StockTable),
+            // … and Updates (shards, per-user counters); move_lock (release after a failed put)
+            ("dynamodb:UpdateItem", StockTable),
+            // write_order: replay → orders.get
+            ("dynamodb:GetItem", OrderTable),
+            // put_new; put_void (order put failed)
+            ("dynamodb:PutItem", OrderTable),
+            // Message::PaymentTimeout after the order put
+            ("sqs:SendMessage", PaymentTimeoutQueue),
+            // Message::ReservationCheck in parallel with the freeze
+            ("sqs:SendMessage", ReservationCheckQueue),
+        ],
+    ),
+    (
+        "orders-api",
+        &[
+            // get_owned / cancel → orders.get
+            ("dynamodb:GetItem", OrderTable),
+            // cancel → orders.replace (a conditional PutItem, not UpdateItem)
+            ("dynamodb:PutItem", OrderTable),
+            // list → list_for_user: Query by-user (KEYS_ONLY) then BatchGetItem of the orders
+            ("dynamodb:Query", OrderTableIndexes),
+            ("dynamodb:BatchGetItem", OrderTable),
+        ],
+    ),
+    (
+        "payment-callback",
+        &[
+            // payments::apply → orders.get, orders.replace. Never touches stock (DESIGN §4.5).
+            ("dynamodb:GetItem", OrderTable),
+            ("dynamodb:PutItem", OrderTable),
+        ],
+    ),
+    (
+        "reservations",
+        &[
+            // stock::metas, stock::freeze (as create-order)
+            ("dynamodb:BatchGetItem", StockTable),
+            ("dynamodb:GetItem", StockTable),
+            ("dynamodb:PutItem", StockTable),
+            // put_frozen Updates; confirm / release → move_lock (OnReleased::Refuse: no retake)
+            ("dynamodb:UpdateItem", StockTable),
+            // Message::ReservationCheck at the hold's deadline
+            ("sqs:SendMessage", ReservationCheckQueue),
+        ],
+    ),
+    (
+        "stock-api",
+        &[
+            // admin::put_sku / adjust / view → get_skus, read_shards; put_sku(Some) and the
+            // duplicate-adjustment read → batch_get. No get_reservation: no GetItem.
+            ("dynamodb:BatchGetItem", StockTable),
+            // put_sku / rebalance / adjust: transactions with Put items …
+            ("dynamodb:PutItem", StockTable),
+            // … and Update items (rebalance shards, adjust meta + shards)
+            ("dynamodb:UpdateItem", StockTable),
+        ],
+    ),
+    (
+        "publish-events",
+        &[
+            // EventBridgeBus::publish
+            ("events:PutEvents", EventBus),
+            // Not the code: the stream event source's OnFailure destination sends with the
+            // function's role (its DestinationConfig names no Type, so SAM adds no policy).
+            ("sqs:SendMessage", PublishEventsFailureQueue),
+        ],
+    ),
+    (
+        "stock-events",
+        &[
+            // stock::confirm (OnReleased::Retake) / release → change → get_reservation
+            ("dynamodb:GetItem", StockTable),
+            // move_lock, retake (Update-only transactions), mark_oversold (UpdateItem)
+            ("dynamodb:UpdateItem", StockTable),
+            // retake → OversellDetected
+            ("events:PutEvents", EventBus),
+        ],
+    ),
+    (
+        "payment-timeout",
+        &[
+            // orders::payment_timeout → orders.get, expire → orders.replace
+            ("dynamodb:GetItem", OrderTable),
+            ("dynamodb:PutItem", OrderTable),
+            // re-arm for a deadline more than one hop away
+            ("sqs:SendMessage", PaymentTimeoutQueue),
+        ],
+    ),
+    (
+        "reservation-check",
+        &[
+            // checks::reservation_check → get_reservation; resolve_frozen(sweep = false) →
+            // stock::release only (the confirm branch, which could publish OversellDetected,
+            // is reconcile's: `sweep &&`). No batch reads.
+            ("dynamodb:GetItem", StockTable),
+            ("dynamodb:UpdateItem", StockTable),
+            // orders.get; put_void (the fence)
+            ("dynamodb:GetItem", OrderTable),
+            ("dynamodb:PutItem", OrderTable),
+            // re-arm when not yet due
+            ("sqs:SendMessage", ReservationCheckQueue),
+        ],
+    ),
+    (
+        "reconcile",
+        &[
+            // get_reservations, check_all_skus → get_skus + read_shards
+            ("dynamodb:BatchGetItem", StockTable),
+            // resolve_frozen(sweep = true) → release / confirm → get_reservation
+            ("dynamodb:GetItem", StockTable),
+            // move_lock, retake, mark_oversold
+            ("dynamodb:UpdateItem", StockTable),
+            // frozen_before (frozen-by-age), list_skus (skus)
+            ("dynamodb:Query", StockTableIndexes),
+            // resolve_frozen / overdue orders → orders.get
+            ("dynamodb:GetItem", OrderTable),
+            // put_void (fence), expire → replace
+            ("dynamodb:PutItem", OrderTable),
+            // pending_due (pending-by-deadline)
+            ("dynamodb:Query", OrderTableIndexes),
+            // confirm → retake → OversellDetected
+            ("events:PutEvents", EventBus),
+        ],
+    ),
+];
+
+/// Per function binary: the environment variables (read by `config::Config`) its handler
+/// paths depend on and the template must set. Resource names follow from [`USES`]
+/// ([`Resource::env_var`]); the rest are settings the template exposes as parameters.
+pub const ENV: &[(&str, &[&str])] = &[
+    (
+        "create-order",
+        &[
+            "STOCK_TABLE",
+            "ORDER_TABLE",
+            "PAYMENT_TIMEOUT_QUEUE_URL",
+            "RESERVATION_CHECK_QUEUE_URL",
+            // orders::create: the order's deadline and the orphan check's delay
+            "HOLDFAST_PAYMENT_TTL_SECONDS",
+            "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
+        ],
+    ),
+    ("orders-api", &["ORDER_TABLE"]),
+    // the webhook's HMAC key (a Secrets Manager dynamic reference in the template)
+    ("payment-callback", &["ORDER_TABLE", "PAYMENT_WEBHOOK_SECRET"]),
+    // default ttl_seconds of a hold
+    ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
+    ("stock-api", &["STOCK_TABLE"]),
+    ("publish-events", &["EVENT_BUS_NAME"]),
+    ("stock-events", &["STOCK_TABLE", "EVENT_BUS_NAME"]),
+    ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),
+    ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
+    // the sweep's age threshold
+    ("reconcile", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME", "HOLDFAST_STALE_LOCK_SECONDS"]),
+];
+
+/// Variables `Config` (or the log setup) reads in every function whose defaults are the
+/// production values, or which only local/test builds use: a function's template environment
+/// may omit them. (`HOLDFAST_LOG_LEVEL` is set for all functions in the template's Globals.)
+pub const DEFAULTED_ENV: &[&str] = &[
+    "HOLDFAST_LOG_LEVEL",
+    "HOLDFAST_SOLDOUT_CACHE_MS",
+    "HOLDFAST_SKU_CACHE_MS",
+    "HOLDFAST_MAX_BODY_BYTES",
+    // local runner only: the schedule's interval (the template's rate() expression says it)
+    "HOLDFAST_RECONCILE_INTERVAL_SECONDS",
+    // local/test builds only (DESIGN §6)
+    "HOLDFAST_FAULTS",
+];
+
+/// The declared uses of `function`.
+pub fn uses(function: &str) -> Option<&'static [(&'static str, Resource)]> {
+    USES.iter().find(|(f, _)| *f == function).map(|(_, u)| *u)
+}
+
+/// The declared environment of `function`.
+pub fn env(function: &str) -> Option<&'static [&'static str]> {
+    ENV.iter().find(|(f, _)| *f == function).map(|(_, e)| *e)
+}
