@@ -5,4 +5,5 @@ mod common;
 mod emulator;
 mod events;
 mod orders;
+mod soak;
 mod stock;

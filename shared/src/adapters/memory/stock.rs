@@ -210,7 +210,9 @@ impl StockStore for MemoryStock {
             }
         }
         for (i, &av) in new_available.iter().enumerate() {
-            s.shard_mut(&meta.sku, i as u16).available = av;
+            if old.get(i).is_none_or(|o| o.available != av) {
+                s.shard_mut(&meta.sku, i as u16).available = av;
+            }
         }
         s.metas.insert(meta.sku.clone(), meta.clone());
         Ok(true)
@@ -244,10 +246,9 @@ impl StockStore for MemoryStock {
         let charged: Vec<(&Sku, i64, i64)> = r
             .lines
             .iter()
-            .filter(|l| l.limited)
+            .filter(|l| l.limited && user.is_some())
             .filter_map(|l| {
                 let limit = limits.get(&l.sku)?;
-                user?;
                 Some((&l.sku, i64::from(l.quantity), i64::from(*limit) - i64::from(l.quantity)))
             })
             .collect();

@@ -1,0 +1,143 @@
+//! In-memory adapters for fast unit tests and CPU benchmarks. Not used to prove AWS behaviour:
+//! that is what the emulator tests are for.
+//!
+//! Each port keeps its state behind one `std::sync::Mutex`, so a transaction is atomic: its
+//! conditions are checked and its writes applied under one lock, all or nothing. Conditions and
+//! rejection mapping follow the DynamoDB adapters (see the comments in [`stock`] and
+//! [`orders`]); nothing here counts AWS usage.
+
+mod orders;
+mod stock;
+#[cfg(test)]
+mod tests;
+
+pub use orders::MemoryOrders;
+pub use stock::MemoryStock;
+
+use crate::app::App;
+use crate::config::Config;
+use crate::domain::events::OrderEvent;
+use crate::domain::invariants::{Snapshot, SkuSnapshot};
+use crate::ports::{EventBus, Message, Messages, MAX_DELAY_SECONDS};
+use async_trait::async_trait;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Locks a port's state. Every write checks its conditions before changing anything, so the
+/// state behind a poisoned lock is still consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The delay queues: records what was sent, with the delay clamped to what SQS allows.
+#[derive(Default)]
+pub struct MemoryMessages {
+    sent: Mutex<Vec<(Message, u32)>>,
+}
+
+impl MemoryMessages {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every message sent so far, oldest first, with its delay in seconds.
+    pub fn sent(&self) -> Vec<(Message, u32)> {
+        lock(&self.sent).clone()
+    }
+}
+
+#[async_trait]
+impl Messages for MemoryMessages {
+    async fn send(&self, msg: &Message, delay_s: u32) -> anyhow::Result<()> {
+        lock(&self.sent).push((msg.clone(), delay_s.min(MAX_DELAY_SECONDS as u32)));
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct BusState {
+    published: Vec<OrderEvent>,
+    reject: usize,
+}
+
+/// The event bus: records accepted events; [`MemoryBus::fail_next`] makes it reject some.
+#[derive(Default)]
+pub struct MemoryBus {
+    state: Mutex<BusState>,
+}
+
+impl MemoryBus {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every accepted event, in publishing order.
+    pub fn published(&self) -> Vec<OrderEvent> {
+        lock(&self.state).published.clone()
+    }
+
+    /// The next `n` events published are rejected (answered `false`, not recorded), as
+    /// EventBridge does with failed entries of a `PutEvents` batch.
+    pub fn fail_next(&self, n: usize) {
+        lock(&self.state).reject = n;
+    }
+}
+
+#[async_trait]
+impl EventBus for MemoryBus {
+    async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>> {
+        let mut s = lock(&self.state);
+        Ok(events
+            .iter()
+            .map(|e| {
+                if s.reject > 0 {
+                    s.reject -= 1;
+                    false
+                } else {
+                    s.published.push(e.clone());
+                    true
+                }
+            })
+            .collect())
+    }
+}
+
+/// The concrete ports behind a [`memory_app`], for seeding and inspection.
+#[derive(Clone, Default)]
+pub struct MemoryWorld {
+    pub stock: Arc<MemoryStock>,
+    pub orders: Arc<MemoryOrders>,
+    pub messages: Arc<MemoryMessages>,
+    pub bus: Arc<MemoryBus>,
+}
+
+impl MemoryWorld {
+    /// Everything [`crate::domain::invariants::check_all`] needs, read now.
+    pub fn snapshot(&self, check_delay_s: i64) -> Snapshot {
+        let skus = self
+            .stock
+            .metas()
+            .into_iter()
+            .map(|m| SkuSnapshot {
+                shards: self.stock.shards(&m.sku),
+                sku: m.sku,
+                stocked: m.stocked,
+                per_user_limit: m.per_user_limit,
+            })
+            .collect();
+        Snapshot {
+            skus,
+            reservations: self.stock.reservations(),
+            orders: self.orders.records(),
+            user_counters: self.stock.user_counters(),
+            now_s: crate::clock::now_s(),
+            check_delay_s,
+        }
+    }
+}
+
+/// An App over fresh in-memory ports.
+pub fn memory_app(function: &str, config: Config) -> anyhow::Result<(App, MemoryWorld)> {
+    let w = MemoryWorld::default();
+    let app = App::with_ports(function, config, w.stock.clone(), w.orders.clone(), w.messages.clone(), w.bus.clone())?;
+    Ok((app, w))
+}

@@ -1,0 +1,106 @@
+//! The order table in memory, with the conditions of [`crate::adapters::dynamo::orders`]:
+//! puts only if absent, compare-and-set on `version`, the by-user and pending-by-deadline
+//! index reads. VOID tombstones are kept forever (DynamoDB expires them after a week).
+
+use super::lock;
+use crate::domain::order::{Order, OrderRecord, OrderStatus};
+use crate::domain::{OrderId, UserId};
+use crate::ports::{OrderCursor, OrderStore};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// The order table.
+#[derive(Default)]
+pub struct MemoryOrders {
+    records: Mutex<BTreeMap<OrderId, OrderRecord>>,
+}
+
+impl MemoryOrders {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every record (orders and VOID tombstones), by id.
+    pub fn records(&self) -> Vec<(OrderId, OrderRecord)> {
+        lock(&self.records).iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    fn put_if_absent(&self, id: &OrderId, rec: OrderRecord) -> bool {
+        let mut m = lock(&self.records);
+        if m.contains_key(id) {
+            return false;
+        }
+        m.insert(id.clone(), rec);
+        true
+    }
+}
+
+#[async_trait]
+impl OrderStore for MemoryOrders {
+    async fn get(&self, id: &OrderId) -> anyhow::Result<Option<OrderRecord>> {
+        Ok(lock(&self.records).get(id).cloned())
+    }
+
+    async fn put_new(&self, o: &Order) -> anyhow::Result<bool> {
+        Ok(self.put_if_absent(&o.id, OrderRecord::Order(Box::new(o.clone()))))
+    }
+
+    async fn put_void(&self, id: &OrderId) -> anyhow::Result<bool> {
+        Ok(self.put_if_absent(id, OrderRecord::Void))
+    }
+
+    /// Like the DynamoDB put under `v = :v`: the item written is `next`'s, the condition is
+    /// on what is stored under `next.id` (a VOID or a missing item has no version and fails).
+    async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
+        let mut m = lock(&self.records);
+        match m.get(&next.id) {
+            Some(OrderRecord::Order(o)) if o.version == prev.version => {
+                m.insert(next.id.clone(), OrderRecord::Order(Box::new(next.clone())));
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Newest first by `created_at_ms`, ties by id (descending). As a DynamoDB query with
+    /// `Limit`, a full page always carries a cursor, even when nothing follows it.
+    async fn list_for_user(
+        &self,
+        user: &UserId,
+        after: Option<&OrderCursor>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)> {
+        if limit == 0 {
+            anyhow::bail!("Query: Limit must be at least 1");
+        }
+        let m = lock(&self.records);
+        let mut mine: Vec<&Order> = m
+            .values()
+            .filter_map(|r| match r {
+                OrderRecord::Order(o) if &o.user == user => Some(&**o),
+                _ => None,
+            })
+            .filter(|o| after.is_none_or(|c| (o.created_at_ms, &o.id) < (c.created_at_ms, &c.order_id)))
+            .collect();
+        mine.sort_by(|a, b| (b.created_at_ms, &b.id).cmp(&(a.created_at_ms, &a.id)));
+        mine.truncate(limit);
+        let next = (mine.len() == limit)
+            .then(|| mine.last().map(|o| OrderCursor { created_at_ms: o.created_at_ms, order_id: o.id.clone() }))
+            .flatten();
+        Ok((mine.into_iter().cloned().collect(), next))
+    }
+
+    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>> {
+        let m = lock(&self.records);
+        let mut due: Vec<&Order> = m
+            .values()
+            .filter_map(|r| match r {
+                OrderRecord::Order(o) if o.status == OrderStatus::PendingPayment && o.pay_expire_at < before_s => Some(&**o),
+                _ => None,
+            })
+            .collect();
+        due.sort_by_key(|o| (o.pay_expire_at, o.id.clone()));
+        Ok(due.into_iter().map(|o| o.id.clone()).collect())
+    }
+}

@@ -1,0 +1,674 @@
+//! The template's IAM policies and environments against the declared map of what each
+//! function's code uses (`holdfast::permissions`). No emulator: the emulator does not evaluate
+//! IAM, so this is the only test that would notice a missing grant before a real deploy, and
+//! the only one that notices a grant nobody needs.
+//!
+//! [`check`] reads a template's text and returns every disagreement as a sentence. The tests
+//! run it on `template.yaml` (expecting none) and on mutated copies (expecting the mutation to
+//! be named), so a checker that silently accepts everything cannot pass.
+
+use holdfast::handlers::FUNCTIONS;
+use holdfast::permissions::{is_write_action, Resource, DEFAULTED_ENV, ENV, USES};
+use serde_yaml::Value;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn template_text() -> String {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml");
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
+}
+
+// ---------- reading the template ----------
+
+/// The intrinsic functions that appear in policies and environments.
+#[derive(Debug, Clone, PartialEq)]
+enum Expr {
+    Literal(String),
+    Ref(String),
+    GetAtt(String, String),
+    Sub(String),
+    Other(String),
+}
+
+impl std::fmt::Display for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expr::Literal(s) => write!(f, "{s:?}"),
+            Expr::Ref(s) => write!(f, "!Ref {s}"),
+            Expr::GetAtt(a, b) => write!(f, "!GetAtt {a}.{b}"),
+            Expr::Sub(s) => write!(f, "!Sub {s:?}"),
+            Expr::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+fn expr(v: &Value) -> Expr {
+    let (name, inner) = match v {
+        Value::String(s) => return Expr::Literal(s.clone()),
+        Value::Number(n) => return Expr::Literal(n.to_string()),
+        Value::Bool(b) => return Expr::Literal(b.to_string()),
+        Value::Tagged(t) => (t.tag.to_string().trim_start_matches('!').to_owned(), t.value.clone()),
+        Value::Mapping(m) if m.len() == 1 => {
+            let (k, v) = m.iter().next().unwrap();
+            match k.as_str() {
+                Some("Ref") => ("Ref".to_owned(), v.clone()),
+                Some(k) if k.starts_with("Fn::") => (k.trim_start_matches("Fn::").to_owned(), v.clone()),
+                _ => return Expr::Other(format!("{v:?}")),
+            }
+        }
+        other => return Expr::Other(format!("{other:?}")),
+    };
+    match (name.as_str(), &inner) {
+        ("Ref", Value::String(s)) => Expr::Ref(s.clone()),
+        ("GetAtt", Value::String(s)) => match s.split_once('.') {
+            Some((a, b)) => Expr::GetAtt(a.to_owned(), b.to_owned()),
+            None => Expr::Other(format!("!GetAtt {s}")),
+        },
+        ("GetAtt", Value::Sequence(seq)) if seq.len() == 2 => match (seq[0].as_str(), seq[1].as_str()) {
+            (Some(a), Some(b)) => Expr::GetAtt(a.to_owned(), b.to_owned()),
+            _ => Expr::Other(format!("!GetAtt {seq:?}")),
+        },
+        ("Sub", Value::String(s)) => Expr::Sub(s.clone()),
+        _ => Expr::Other(format!("!{name} {inner:?}")),
+    }
+}
+
+fn get<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
+    v.as_mapping()?.get(k)
+}
+
+/// A string or a list of them (`Action`, `Resource`).
+fn one_or_many(v: &Value) -> Vec<&Value> {
+    match v {
+        Value::Sequence(s) => s.iter().collect(),
+        other => vec![other],
+    }
+}
+
+struct FunctionModel {
+    logical_id: String,
+    binary: String,
+    /// Effective Allow grants the checker could map.
+    grants: BTreeSet<(String, Resource)>,
+    /// The function's own `Environment.Variables`.
+    env: BTreeMap<String, Expr>,
+}
+
+struct Model {
+    functions: Vec<FunctionModel>,
+    globals_env: BTreeSet<String>,
+    problems: Vec<String>,
+}
+
+/// `(logical id → type)` and `(table → index names)`.
+struct Resources {
+    types: BTreeMap<String, String>,
+    indexes: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Resources {
+    fn read(doc: &Value) -> Resources {
+        let mut types = BTreeMap::new();
+        let mut indexes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (k, r) in get(doc, "Resources").and_then(Value::as_mapping).into_iter().flatten() {
+            let Some(id) = k.as_str() else { continue };
+            let ty = get(r, "Type").and_then(Value::as_str).unwrap_or("").to_owned();
+            if ty == "AWS::DynamoDB::Table" {
+                let props = get(r, "Properties");
+                let mut names = BTreeSet::new();
+                for key in ["GlobalSecondaryIndexes", "LocalSecondaryIndexes"] {
+                    for ix in props.and_then(|p| get(p, key)).and_then(Value::as_sequence).into_iter().flatten() {
+                        if let Some(n) = get(ix, "IndexName").and_then(Value::as_str) {
+                            names.insert(n.to_owned());
+                        }
+                    }
+                }
+                indexes.insert(id.to_owned(), names);
+            }
+            types.insert(id.to_owned(), ty);
+        }
+        Resources { types, indexes }
+    }
+
+    /// The declared resource an ARN resolves to, or why it does not resolve to one.
+    fn resource_of(&self, e: &Expr) -> Result<Resource, String> {
+        let whole = |id: &str| {
+            Resource::ALL
+                .into_iter()
+                .find(|r| !r.is_index() && r.logical_id() == id)
+                .ok_or_else(|| format!("{e} is not one of the resources the permission map knows"))
+        };
+        match e {
+            Expr::GetAtt(id, attr) if attr == "Arn" => whole(id),
+            Expr::GetAtt(..) => Err(format!("{e} is not an ARN the permission map knows")),
+            Expr::Ref(id) => Err(format!(
+                "{e} is the name or URL of {id}, not its ARN (IAM would match nothing); grant on !GetAtt {id}.Arn"
+            )),
+            Expr::Sub(s) => {
+                let Some((inner, rest)) = s.strip_prefix("${").and_then(|t| t.split_once('}')) else {
+                    return Err(format!("{e} is not an ARN the permission map knows"));
+                };
+                let Some(id) = inner.strip_suffix(".Arn") else {
+                    return Err(format!("{e} is not an ARN the permission map knows"));
+                };
+                if rest.is_empty() {
+                    return whole(id);
+                }
+                let Some(index) = rest.strip_prefix("/index/") else {
+                    return Err(format!("{e} is not an ARN the permission map knows"));
+                };
+                let Some(known) = self.indexes.get(id) else {
+                    return Err(format!("{e}: {id} is not a DynamoDB table of the template"));
+                };
+                if index != "*" && !known.contains(index) {
+                    return Err(format!("{e}: table {id} has no index {index:?}"));
+                }
+                Resource::ALL
+                    .into_iter()
+                    .find(|r| r.is_index() && r.logical_id() == id)
+                    .ok_or_else(|| format!("{e} is not one of the resources the permission map knows"))
+            }
+            Expr::Literal(_) | Expr::Other(_) => Err(format!("{e} is not an ARN the permission map knows")),
+        }
+    }
+}
+
+/// A wildcard anywhere but the `/index/*` suffix of a table ARN.
+fn wildcard_in_resource(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(s) | Expr::Other(s) => s.contains('*'),
+        Expr::Sub(s) => s.strip_suffix("/index/*").unwrap_or(s).contains('*'),
+        Expr::Ref(_) | Expr::GetAtt(..) => false,
+    }
+}
+
+fn read_statement(
+    binary: &str,
+    st: &Value,
+    res: &Resources,
+    grants: &mut BTreeSet<(String, Resource)>,
+    problems: &mut Vec<String>,
+) {
+    for k in ["NotAction", "NotResource", "NotPrincipal"] {
+        if get(st, k).is_some() {
+            problems.push(format!("{binary} has a statement with {k}, which grants more than it names"));
+        }
+    }
+    let effect = get(st, "Effect").and_then(Value::as_str).unwrap_or("");
+    if effect != "Allow" {
+        problems.push(format!("{binary} has a statement with Effect {effect:?}; only Allow statements are understood"));
+        return;
+    }
+    let actions: Vec<String> = match get(st, "Action") {
+        Some(a) => one_or_many(a)
+            .into_iter()
+            .map(|v| match expr(v) {
+                Expr::Literal(s) => s,
+                other => other.to_string(),
+            })
+            .collect(),
+        None => {
+            problems.push(format!("{binary} has a statement without Action"));
+            Vec::new()
+        }
+    };
+    for a in &actions {
+        if a.contains('*') {
+            problems.push(format!("{binary} is granted the wildcard action {a:?}"));
+        }
+    }
+    let resources: Vec<Expr> = match get(st, "Resource") {
+        Some(r) => one_or_many(r).into_iter().map(expr).collect(),
+        None => {
+            problems.push(format!("{binary} has a statement without Resource"));
+            Vec::new()
+        }
+    };
+    for r in &resources {
+        if wildcard_in_resource(r) {
+            problems.push(format!("{binary} is granted {} on the wildcard resource {r}", actions.join(", ")));
+            continue;
+        }
+        match res.resource_of(r) {
+            Ok(resource) => {
+                for a in &actions {
+                    grants.insert((a.clone(), resource));
+                }
+            }
+            Err(why) => problems.push(format!("{binary} is granted {}: {why}", actions.join(", "))),
+        }
+    }
+}
+
+fn read_model(template_text: &str) -> Result<Model, String> {
+    let doc: Value = serde_yaml::from_str(template_text).map_err(|e| format!("template.yaml is not YAML: {e}"))?;
+    let res = Resources::read(&doc);
+    let mut problems = Vec::new();
+    for r in Resource::ALL {
+        match res.types.get(r.logical_id()) {
+            Some(t) if t == r.cfn_type() => {}
+            Some(t) => problems.push(format!("{} is a {t}, but the permission map says {}", r.logical_id(), r.cfn_type())),
+            None => problems.push(format!("the template has no resource {} (the permission map names it)", r.logical_id())),
+        }
+    }
+    let globals_env: BTreeSet<String> = get(&doc, "Globals")
+        .and_then(|g| get(g, "Function"))
+        .and_then(|f| get(f, "Environment"))
+        .and_then(|e| get(e, "Variables"))
+        .and_then(Value::as_mapping)
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, _)| k.as_str().map(str::to_owned))
+        .collect();
+    let mut functions = Vec::new();
+    for (k, r) in get(&doc, "Resources").and_then(Value::as_mapping).into_iter().flatten() {
+        if get(r, "Type").and_then(Value::as_str) != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        let logical_id = k.as_str().unwrap_or("?").to_owned();
+        let Some(binary) = get(r, "Metadata")
+            .and_then(|m| get(m, "BuildProperties"))
+            .and_then(|b| get(b, "Binary"))
+            .and_then(Value::as_str)
+        else {
+            problems.push(format!("{logical_id} has no Metadata.BuildProperties.Binary"));
+            continue;
+        };
+        let binary = binary.to_owned();
+        let props = get(r, "Properties").cloned().unwrap_or(Value::Null);
+        if get(&props, "Role").is_some() {
+            problems.push(format!("{binary} names its own Role, whose policies this test cannot see"));
+        }
+        let mut grants = BTreeSet::new();
+        for p in get(&props, "Policies").map(one_or_many).unwrap_or_default() {
+            match get(p, "Statement") {
+                Some(sts) => {
+                    for st in one_or_many(sts) {
+                        read_statement(&binary, st, &res, &mut grants, &mut problems);
+                    }
+                }
+                None => problems.push(format!(
+                    "{binary} uses the managed policy or policy template {}, which this test cannot check; use inline statements",
+                    match p {
+                        Value::String(s) => s.clone(),
+                        Value::Mapping(m) => m.keys().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
+                        other => format!("{other:?}"),
+                    }
+                )),
+            }
+        }
+        let env = get(&props, "Environment")
+            .and_then(|e| get(e, "Variables"))
+            .and_then(Value::as_mapping)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str()?.to_owned(), expr(v))))
+            .collect();
+        functions.push(FunctionModel { logical_id, binary, grants, env });
+    }
+    Ok(Model { functions, globals_env, problems })
+}
+
+// ---------- the checker ----------
+
+fn declared_uses(binary: &str) -> Option<BTreeSet<(String, Resource)>> {
+    USES.iter()
+        .find(|(f, _)| *f == binary)
+        .map(|(_, u)| u.iter().map(|(a, r)| ((*a).to_owned(), *r)).collect())
+}
+
+fn declared_env(binary: &str) -> Option<BTreeSet<&'static str>> {
+    ENV.iter().find(|(f, _)| *f == binary).map(|(_, e)| e.iter().copied().collect())
+}
+
+fn write_note(action: &str) -> &'static str {
+    if is_write_action(action) {
+        " (a write)"
+    } else {
+        ""
+    }
+}
+
+/// Every disagreement between the template and the permission map, as sentences.
+fn check(template_text: &str) -> Vec<String> {
+    let model = match read_model(template_text) {
+        Ok(m) => m,
+        Err(e) => return vec![e],
+    };
+    let mut problems = model.problems.clone();
+    problems.extend(iam_problems(&model));
+    problems.extend(env_problems(&model));
+    problems.sort();
+    problems.dedup();
+    problems
+}
+
+fn iam_problems(model: &Model) -> Vec<String> {
+    let mut problems = Vec::new();
+    let in_template: BTreeSet<&str> = model.functions.iter().map(|f| f.binary.as_str()).collect();
+    for (f, _) in USES {
+        if !in_template.contains(f) {
+            problems.push(format!("the permission map declares {f}, but the template has no function with that binary"));
+        }
+    }
+    for f in &model.functions {
+        let b = f.binary.as_str();
+        match declared_uses(b) {
+            None => problems.push(format!("{b} ({}) is not in holdfast::permissions::USES", f.logical_id)),
+            Some(declared) => {
+                for (a, r) in f.grants.difference(&declared) {
+                    problems.push(format!("{b} may {a} on {r:?}{} but its code never does", write_note(a)));
+                }
+                for (a, r) in declared.difference(&f.grants) {
+                    problems.push(format!("{b}'s code calls {a} on {r:?} but the template does not grant it"));
+                }
+            }
+        }
+    }
+    problems
+}
+
+fn env_problems(model: &Model) -> Vec<String> {
+    let mut problems = Vec::new();
+    for g in &model.globals_env {
+        if !DEFAULTED_ENV.contains(&g.as_str()) {
+            problems.push(format!("Globals give every function {g}, which is not a variable every function may have"));
+        }
+    }
+    for f in &model.functions {
+        let b = f.binary.as_str();
+        match declared_env(b) {
+            None => problems.push(format!("{b} ({}) is not in holdfast::permissions::ENV", f.logical_id)),
+            Some(declared) => {
+                for var in f.env.keys() {
+                    if !declared.contains(var.as_str()) && !DEFAULTED_ENV.contains(&var.as_str()) {
+                        problems.push(format!("{b} is given {var} but its code never reads it"));
+                    }
+                }
+                for var in &declared {
+                    if !f.env.contains_key(*var) && !model.globals_env.contains(*var) {
+                        problems.push(format!("{b}'s code reads {var} but the template does not set it"));
+                    }
+                }
+            }
+        }
+        for (var, value) in &f.env {
+            for r in Resource::ALL.into_iter().filter(|r| r.env_var() == Some(var.as_str())) {
+                let want = Expr::Ref(r.logical_id().to_owned());
+                if *value != want {
+                    problems.push(format!("{b}'s {var} is {value}, not {want}"));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// The grants the template gives each function (only what the checker could map).
+fn grants(template_text: &str) -> BTreeMap<String, BTreeSet<(String, Resource)>> {
+    let model = read_model(template_text).expect("template parses");
+    model.functions.into_iter().map(|f| (f.binary, f.grants)).collect()
+}
+
+fn writes_to(grants: &BTreeMap<String, BTreeSet<(String, Resource)>>, binary: &str, table: Resource) -> Vec<String> {
+    let idx = match table {
+        Resource::StockTable => Resource::StockTableIndexes,
+        Resource::OrderTable => Resource::OrderTableIndexes,
+        other => other,
+    };
+    grants
+        .get(binary)
+        .unwrap_or_else(|| panic!("no function {binary} in the template"))
+        .iter()
+        .filter(|(a, r)| (*r == table || *r == idx) && is_write_action(a))
+        .map(|(a, _)| a.clone())
+        .collect()
+}
+
+/// Replaces the first `from` after `anchor` with `to`; panics if either is missing, so a
+/// mutation that no longer applies fails loudly instead of testing nothing.
+fn mutate(text: &str, anchor: &str, from: &str, to: &str) -> String {
+    let at = text.find(anchor).unwrap_or_else(|| panic!("anchor {anchor:?} not in the template"));
+    let rel = text[at..].find(from).unwrap_or_else(|| panic!("{from:?} not found after {anchor:?}"));
+    let start = at + rel;
+    let mut out = String::with_capacity(text.len() + to.len());
+    out.push_str(&text[..start]);
+    out.push_str(to);
+    out.push_str(&text[start + from.len()..]);
+    assert_ne!(out, text, "the mutation changed nothing");
+    out
+}
+
+/// The problems a mutation adds to those of the real template.
+fn new_problems(mutated: &str) -> Vec<String> {
+    let before: BTreeSet<String> = check(&template_text()).into_iter().collect();
+    check(mutated).into_iter().filter(|p| !before.contains(p)).collect()
+}
+
+fn assert_reports(mutated: &str, expected: &[&str]) {
+    let added = new_problems(mutated);
+    for e in expected {
+        assert!(added.iter().any(|p| p == e), "expected the checker to report {e:?}; it added {added:#?}");
+    }
+}
+
+// ---------- the real template ----------
+
+#[test]
+fn every_function_grants_exactly_what_its_code_uses() {
+    let problems = check(&template_text());
+    assert!(problems.is_empty(), "template.yaml disagrees with holdfast::permissions:\n  {}", problems.join("\n  "));
+}
+
+#[test]
+fn no_statement_uses_a_wildcard_action_or_resource() {
+    let problems: Vec<String> = check(&template_text()).into_iter().filter(|p| p.contains("wildcard")).collect();
+    assert!(problems.is_empty(), "{problems:#?}");
+    // and the declared map itself names no wildcard action
+    for (f, uses) in USES {
+        for (a, _) in *uses {
+            assert!(!a.contains('*'), "{f} declares the wildcard action {a}");
+        }
+    }
+}
+
+#[test]
+fn the_payment_callback_cannot_write_the_stock_table() {
+    let g = grants(&template_text());
+    assert_eq!(writes_to(&g, "payment-callback", Resource::StockTable), Vec::<String>::new());
+    assert!(g["payment-callback"].iter().all(|(_, r)| !matches!(r, Resource::StockTable | Resource::StockTableIndexes)));
+    let declared = holdfast::permissions::uses("payment-callback").unwrap();
+    assert!(declared.iter().all(|(_, r)| !matches!(r, Resource::StockTable | Resource::StockTableIndexes)));
+}
+
+#[test]
+fn stock_events_cannot_write_the_order_table() {
+    let g = grants(&template_text());
+    assert_eq!(writes_to(&g, "stock-events", Resource::OrderTable), Vec::<String>::new());
+    assert!(g["stock-events"].iter().all(|(_, r)| !matches!(r, Resource::OrderTable | Resource::OrderTableIndexes)));
+}
+
+#[test]
+fn only_the_stock_service_functions_write_the_stock_table() {
+    let g = grants(&template_text());
+    let writers: BTreeSet<&str> =
+        g.keys().map(String::as_str).filter(|b| !writes_to(&g, b, Resource::StockTable).is_empty()).collect();
+    let expected: BTreeSet<&str> =
+        ["create-order", "reservations", "stock-api", "stock-events", "reservation-check", "reconcile"].into();
+    assert_eq!(writers, expected);
+}
+
+#[test]
+fn every_function_gets_exactly_the_environment_its_code_reads() {
+    let model = read_model(&template_text()).unwrap();
+    let problems = env_problems(&model);
+    assert!(problems.is_empty(), "template.yaml environments disagree with holdfast::permissions::ENV:\n  {}", problems.join("\n  "));
+    assert_eq!(model.globals_env, BTreeSet::from(["HOLDFAST_LOG_LEVEL".to_owned()]));
+}
+
+#[test]
+fn every_function_in_the_registry_is_in_the_maps_and_nothing_else_is() {
+    let registry: BTreeSet<&str> = FUNCTIONS.iter().map(|(n, _)| *n).collect();
+    let uses: Vec<&str> = USES.iter().map(|(n, _)| *n).collect();
+    let env: Vec<&str> = ENV.iter().map(|(n, _)| *n).collect();
+    assert_eq!(uses.iter().copied().collect::<BTreeSet<_>>(), registry, "USES vs handlers::FUNCTIONS");
+    assert_eq!(env.iter().copied().collect::<BTreeSet<_>>(), registry, "ENV vs handlers::FUNCTIONS");
+    assert_eq!(uses.len(), registry.len(), "a function appears twice in USES");
+    assert_eq!(env.len(), registry.len(), "a function appears twice in ENV");
+    let in_template: BTreeSet<String> = grants(&template_text()).into_keys().collect();
+    assert_eq!(in_template, registry.iter().map(|s| (*s).to_owned()).collect(), "template functions vs handlers::FUNCTIONS");
+}
+
+#[test]
+fn no_function_declares_one_use_twice() {
+    for (f, uses) in USES {
+        let set: BTreeSet<_> = uses.iter().collect();
+        assert_eq!(set.len(), uses.len(), "{f} declares a use twice");
+    }
+    for (f, vars) in ENV {
+        let set: BTreeSet<_> = vars.iter().collect();
+        assert_eq!(set.len(), vars.len(), "{f} declares a variable twice");
+    }
+}
+
+#[test]
+fn a_function_is_told_the_name_of_exactly_the_resources_it_uses() {
+    let resource_vars: BTreeSet<&str> = Resource::ALL.iter().filter_map(|r| r.env_var()).collect();
+    for (f, uses) in USES {
+        let needed: BTreeSet<&str> = uses.iter().filter_map(|(_, r)| r.env_var()).collect();
+        let given: BTreeSet<&str> =
+            holdfast::permissions::env(f).unwrap().iter().copied().filter(|v| resource_vars.contains(v)).collect();
+        assert_eq!(given, needed, "{f}: resource-name variables in ENV vs resources in USES");
+    }
+}
+
+#[test]
+fn every_declared_variable_is_one_the_configuration_reads() {
+    let seen = RefCell::new(BTreeSet::<String>::new());
+    holdfast::config::Config::from_lookup(&|k| {
+        seen.borrow_mut().insert(k.to_owned());
+        None
+    })
+    .unwrap();
+    let read = seen.into_inner();
+    // read by telemetry::init_logs, not by Config
+    let also_read = ["HOLDFAST_LOG_LEVEL"];
+    let declared: BTreeSet<&str> = ENV.iter().flat_map(|(_, v)| v.iter().copied()).chain(DEFAULTED_ENV.iter().copied()).collect();
+    for v in &declared {
+        assert!(read.contains(*v) || also_read.contains(v), "{v} is declared but Config never reads it");
+    }
+    for v in &read {
+        assert!(declared.contains(v.as_str()), "Config reads {v} but no function declares it and it is not in DEFAULTED_ENV");
+    }
+}
+
+// ---------- the checker can fail ----------
+
+#[test]
+fn an_extra_action_in_a_copy_of_the_template_is_reported() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: payment-callback", "[dynamodb:GetItem, dynamodb:PutItem]", "[dynamodb:GetItem, dynamodb:PutItem, dynamodb:DeleteItem]");
+    assert_reports(&m, &["payment-callback may dynamodb:DeleteItem on OrderTable (a write) but its code never does"]);
+    assert_eq!(new_problems(&m).len(), 1, "{:#?}", new_problems(&m));
+}
+
+#[test]
+fn a_payment_callback_that_may_write_stock_is_reported() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: payment-callback", "Resource: !GetAtt OrderTable.Arn", "Resource: [!GetAtt OrderTable.Arn, !GetAtt StockTable.Arn]");
+    assert_reports(
+        &m,
+        &[
+            "payment-callback may dynamodb:PutItem on StockTable (a write) but its code never does",
+            "payment-callback may dynamodb:GetItem on StockTable but its code never does",
+        ],
+    );
+    // and the spot check itself would fail on it
+    assert_eq!(writes_to(&grants(&m), "payment-callback", Resource::StockTable), vec!["dynamodb:PutItem".to_owned()]);
+}
+
+#[test]
+fn stock_events_that_may_write_orders_is_reported() {
+    let t = template_text();
+    let m = mutate(
+        &t,
+        "Binary: stock-events",
+        "            - Effect: Allow\n              Action: events:PutEvents",
+        "            - Effect: Allow\n              Action: dynamodb:PutItem\n              Resource: !GetAtt OrderTable.Arn\n            - Effect: Allow\n              Action: events:PutEvents",
+    );
+    assert_reports(&m, &["stock-events may dynamodb:PutItem on OrderTable (a write) but its code never does"]);
+    assert_eq!(writes_to(&grants(&m), "stock-events", Resource::OrderTable), vec!["dynamodb:PutItem".to_owned()]);
+}
+
+#[test]
+fn a_missing_action_in_a_copy_of_the_template_is_reported() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: create-order", ", dynamodb:UpdateItem]", "]");
+    assert_reports(&m, &["create-order's code calls dynamodb:UpdateItem on StockTable but the template does not grant it"]);
+    let m = mutate(&t, "Binary: reconcile", "Resource: !GetAtt EventBus.Arn", "Resource: !GetAtt StockEventsQueue.Arn");
+    let added = new_problems(&m);
+    assert!(added.iter().any(|p| p == "reconcile's code calls events:PutEvents on EventBus but the template does not grant it"), "{added:#?}");
+    assert!(added.iter().any(|p| p.contains("StockEventsQueue.Arn is not one of the resources")), "{added:#?}");
+}
+
+#[test]
+fn wildcards_in_a_copy_of_the_template_are_reported() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: publish-events", "Resource: !GetAtt EventBus.Arn", "Resource: \"*\"");
+    assert_reports(
+        &m,
+        &[
+            "publish-events is granted events:PutEvents on the wildcard resource \"*\"",
+            "publish-events's code calls events:PutEvents on EventBus but the template does not grant it",
+        ],
+    );
+    let m = mutate(&t, "Binary: orders-api", "[dynamodb:GetItem, dynamodb:PutItem, dynamodb:BatchGetItem]", "dynamodb:*");
+    assert_reports(&m, &["orders-api is granted the wildcard action \"dynamodb:*\""]);
+    let m = mutate(&t, "Binary: reconcile", "!Sub \"${StockTable.Arn}/index/*\"", "!Sub \"${StockTable.Arn}*\"");
+    assert!(new_problems(&m).iter().any(|p| p.contains("wildcard resource")), "{:#?}", new_problems(&m));
+}
+
+#[test]
+fn a_grant_on_a_name_instead_of_an_arn_is_reported() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: stock-events", "Resource: !GetAtt EventBus.Arn", "Resource: !Ref EventBus");
+    let added = new_problems(&m);
+    assert!(added.iter().any(|p| p.contains("!Ref EventBus is the name or URL of EventBus, not its ARN")), "{added:#?}");
+    assert!(added.iter().any(|p| p == "stock-events's code calls events:PutEvents on EventBus but the template does not grant it"));
+}
+
+#[test]
+fn a_grant_on_an_index_that_does_not_exist_is_reported() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: orders-api", "/index/by-user", "/index/by-usr");
+    let added = new_problems(&m);
+    assert!(added.iter().any(|p| p.contains("table OrderTable has no index \"by-usr\"")), "{added:#?}");
+    assert!(added.iter().any(|p| p == "orders-api's code calls dynamodb:Query on OrderTableIndexes but the template does not grant it"));
+}
+
+#[test]
+fn environment_mistakes_in_a_copy_of_the_template_are_reported() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: orders-api", "ORDER_TABLE: !Ref OrderTable", "ORDER_TABLE: !Ref OrderTable\n          STOCK_TABLE: !Ref StockTable");
+    assert_reports(&m, &["orders-api is given STOCK_TABLE but its code never reads it"]);
+    let m = mutate(&t, "Binary: reconcile", "          HOLDFAST_STALE_LOCK_SECONDS: !Ref StaleLockSeconds\n", "");
+    assert_reports(&m, &["reconcile's code reads HOLDFAST_STALE_LOCK_SECONDS but the template does not set it"]);
+    let m = mutate(&t, "Binary: stock-api", "STOCK_TABLE: !Ref StockTable", "STOCK_TABLE: !Ref OrderTable");
+    assert_reports(&m, &["stock-api's STOCK_TABLE is !Ref OrderTable, not !Ref StockTable"]);
+}
+
+#[test]
+fn a_function_the_map_does_not_know_is_reported() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: reconcile", "Binary: reconcile", "Binary: reconcile-v2");
+    let added = new_problems(&m);
+    assert!(added.iter().any(|p| p.starts_with("reconcile-v2 (ReconcileFunction) is not in holdfast::permissions::USES")), "{added:#?}");
+    assert!(added.iter().any(|p| p == "the permission map declares reconcile, but the template has no function with that binary"));
+}
+
+#[test]
+fn managed_policies_are_reported_as_uncheckable() {
+    let t = template_text();
+    let m = mutate(&t, "Binary: stock-api", "      Policies:\n", "      Policies:\n        - AmazonDynamoDBFullAccess\n");
+    assert_reports(&m, &["stock-api uses the managed policy or policy template AmazonDynamoDBFullAccess, which this test cannot check; use inline statements"]);
+}
