@@ -1,0 +1,493 @@
+//! The services over the in-memory ports: the use cases of DESIGN §3–§5 end to end, and the
+//! DynamoDB-shaped answers of the ports themselves.
+
+use super::*;
+use crate::app::App;
+use crate::clock;
+use crate::domain::allocation::Piece;
+use crate::domain::events::EventKind;
+use crate::domain::invariants::{check_all, ShardCounts};
+use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus};
+use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
+use crate::domain::{Currency, IdempotencyKey, OrderId, Quantity, ReservationId, Sku, UserId};
+use crate::ports::{FreezeRejection, OrderCursor, OrderStore, SkuMeta, StockStore};
+use crate::service::admin::{self, AdminError, SkuSpec};
+use crate::service::checks::{self, CheckOutcome};
+use crate::service::orders::{self, CreateError, TimeoutOutcome};
+use crate::service::payments::{self, PaymentNotice, PaymentResult};
+use crate::service::stock::{self, FreezeError, FreezeRequest, Frozen, LockChange, LockError, OnReleased};
+use crate::service::reconcile;
+use std::collections::HashMap;
+
+fn config() -> Config {
+    let mut c = Config::from_lookup(&|_| None).unwrap();
+    // No warm-Lambda staleness between the steps of a test.
+    c.soldout_cache_ms = 0;
+    c.sku_cache_ms = 0;
+    c
+}
+
+fn sku(s: &str) -> Sku {
+    Sku::parse(s).unwrap()
+}
+
+fn user(u: &str) -> UserId {
+    UserId::parse(u).unwrap()
+}
+
+fn eur() -> Currency {
+    Currency::parse("EUR").unwrap()
+}
+
+fn meta(s: &str, shards: u16, per_user_limit: Option<u32>) -> SkuMeta {
+    SkuMeta {
+        sku: sku(s),
+        name: format!("{s} name"),
+        price: 500,
+        currency: eur(),
+        shards,
+        slots: shards,
+        per_user_limit,
+        stocked: 0,
+        version: 1,
+    }
+}
+
+/// An app whose SKUs are seeded with the given shards.
+fn world(skus: &[(SkuMeta, &[i64])]) -> (App, MemoryWorld) {
+    world_with(config(), skus)
+}
+
+fn world_with(config: Config, skus: &[(SkuMeta, &[i64])]) -> (App, MemoryWorld) {
+    let (app, w) = memory_app("test", config).unwrap();
+    for (m, shards) in skus {
+        w.stock.seed(m.clone(), shards);
+    }
+    (app, w)
+}
+
+fn lines(l: &[(&str, u32)]) -> Vec<(Sku, Quantity)> {
+    l.iter().map(|(s, q)| (sku(s), Quantity::new(u64::from(*q)).unwrap())).collect()
+}
+
+fn freeze_request(order: &str, buyer: &str, l: &[(&str, u32)]) -> FreezeRequest {
+    let lines = lines(l);
+    FreezeRequest {
+        id: ReservationId::for_order(&OrderId::parse(order).unwrap()),
+        kind: ReservationKind::Order,
+        user: Some(user(buyer)),
+        request_hash: orders::request_hash(&lines),
+        lines,
+        expires_at: clock::now_s() + 900,
+    }
+}
+
+async fn freeze(app: &App, req: &FreezeRequest) -> Result<Frozen, FreezeError> {
+    let skus: Vec<Sku> = req.lines.iter().map(|(s, _)| s.clone()).collect();
+    let metas = stock::metas(app, &skus).await?;
+    stock::freeze(app, req, &metas).await
+}
+
+fn totals(w: &MemoryWorld, s: &str) -> ShardCounts {
+    w.stock.shards(&sku(s)).iter().fold(ShardCounts::default(), |a, c| ShardCounts {
+        available: a.available + c.available,
+        locked: a.locked + c.locked,
+        sold: a.sold + c.sold,
+    })
+}
+
+fn counts(available: i64, locked: i64, sold: i64) -> ShardCounts {
+    ShardCounts { available, locked, sold }
+}
+
+fn assert_invariants(w: &MemoryWorld) {
+    let v = check_all(&w.snapshot(300));
+    assert!(v.is_empty(), "invariants violated: {v:?}");
+}
+
+async fn order(w: &MemoryWorld, id: &OrderId) -> Order {
+    match w.orders.get(id).await.unwrap() {
+        Some(OrderRecord::Order(o)) => *o,
+        other => panic!("no order {id}: {other:?}"),
+    }
+}
+
+/// Moves an order's payment deadline `secs` into the past (through the port's CAS).
+async fn make_overdue(w: &MemoryWorld, o: &Order, secs: i64) -> Order {
+    let next = o.next(clock::now_ms(), |x| x.pay_expire_at = clock::now_s() - secs);
+    assert!(w.orders.replace(o, &next).await.unwrap());
+    next
+}
+
+async fn checkout(app: &App, buyer: &str, key: &str, l: &[(&str, u32)]) -> Result<(Order, bool), CreateError> {
+    orders::create(app, &user(buyer), &IdempotencyKey::parse(key).unwrap(), lines(l)).await
+}
+
+fn notice(o: &Order, payment_id: &str) -> PaymentNotice {
+    PaymentNotice {
+        payment_id: payment_id.into(),
+        order_id: o.id.clone(),
+        amount: o.amount,
+        currency: o.currency.to_string(),
+        succeeded: true,
+    }
+}
+
+// ---------- stock service ----------
+
+#[tokio::test]
+async fn a_freeze_locks_the_units_and_a_replay_returns_the_same_reservation() {
+    let (app, w) = world(&[(meta("A", 1, None), &[10])]);
+    let req = freeze_request("o1", "alice", &[("A", 3)]);
+    let Ok(Frozen::Created(first)) = freeze(&app, &req).await else { panic!("not created") };
+    assert_eq!(totals(&w, "A"), counts(7, 3, 0));
+
+    let Ok(Frozen::Replayed(again)) = freeze(&app, &req).await else { panic!("not a replay") };
+    assert_eq!(again, first);
+    assert_eq!(totals(&w, "A"), counts(7, 3, 0), "a replay locks nothing more");
+
+    let other_body = FreezeRequest { request_hash: "other".into(), ..req };
+    assert!(matches!(freeze(&app, &other_body).await, Err(FreezeError::RequestMismatch)));
+    assert_invariants(&w);
+}
+
+#[tokio::test]
+async fn a_freeze_beyond_the_stock_is_refused_and_writes_nothing() {
+    let (app, w) = world(&[(meta("A", 1, None), &[10]), (meta("B", 2, None), &[1, 1])]);
+    let r = freeze(&app, &freeze_request("o1", "alice", &[("A", 2), ("B", 3)])).await;
+    assert!(matches!(r, Err(FreezeError::Insufficient(s)) if s == sku("B")));
+    assert_eq!(totals(&w, "A"), counts(10, 0, 0), "all lines or none");
+    assert_eq!(totals(&w, "B"), counts(2, 0, 0));
+    assert!(w.stock.reservations().is_empty());
+}
+
+#[tokio::test]
+async fn a_line_no_single_shard_can_hold_is_split_over_several() {
+    let (app, w) = world(&[(meta("A", 4, None), &[2, 2, 2, 2])]);
+    let Ok(Frozen::Created(r)) = freeze(&app, &freeze_request("o1", "alice", &[("A", 5)])).await else { panic!() };
+    assert!(r.lines[0].pieces.len() >= 3, "{:?}", r.lines[0].pieces);
+    assert_eq!(r.lines[0].pieces.iter().map(|p| p.quantity).sum::<u32>(), 5);
+    assert_eq!(totals(&w, "A"), counts(3, 5, 0));
+    assert!(w.stock.shards(&sku("A")).iter().all(|c| c.available >= 0));
+    assert_invariants(&w);
+}
+
+#[tokio::test]
+async fn a_freeze_past_the_per_user_limit_is_refused() {
+    let (app, w) = world(&[(meta("A", 1, Some(2)), &[10])]);
+    let over = freeze(&app, &freeze_request("o0", "alice", &[("A", 3)])).await;
+    assert!(matches!(over, Err(FreezeError::LimitExceeded(_))), "more than the limit in one line");
+
+    assert!(matches!(freeze(&app, &freeze_request("o1", "alice", &[("A", 2)])).await, Ok(Frozen::Created(_))));
+    assert_eq!(w.stock.user_counter(&sku("A"), &user("alice")), Some(2));
+    let again = freeze(&app, &freeze_request("o2", "alice", &[("A", 1)])).await;
+    assert!(matches!(again, Err(FreezeError::LimitExceeded(s)) if s == sku("A")), "the counter refuses");
+    assert!(matches!(freeze(&app, &freeze_request("o3", "bob", &[("A", 1)])).await, Ok(Frozen::Created(_))));
+    assert_eq!(totals(&w, "A"), counts(7, 3, 0));
+    assert_invariants(&w);
+}
+
+#[tokio::test]
+async fn confirm_turns_locked_units_into_sold_and_a_duplicate_changes_nothing() {
+    let (app, w) = world(&[(meta("A", 1, Some(5)), &[10])]);
+    let req = freeze_request("o1", "alice", &[("A", 3)]);
+    freeze(&app, &req).await.unwrap();
+    assert!(matches!(stock::confirm(&app, &req.id, OnReleased::Retake).await, Ok(LockChange::Moved(r)) if r.status == LockStatus::Sold));
+    assert_eq!(totals(&w, "A"), counts(7, 0, 3));
+    assert!(matches!(stock::confirm(&app, &req.id, OnReleased::Retake).await, Ok(LockChange::Unchanged(_))));
+    assert!(matches!(stock::release(&app, &req.id).await, Err(LockError::InvalidTransition(LockStatus::Sold))));
+    assert_eq!(totals(&w, "A"), counts(7, 0, 3));
+    assert_eq!(w.stock.user_counter(&sku("A"), &user("alice")), Some(3), "sold units stay charged");
+}
+
+#[tokio::test]
+async fn release_puts_the_units_back_and_gives_the_per_user_counter_back() {
+    let (app, w) = world(&[(meta("A", 1, Some(2)), &[10])]);
+    let req = freeze_request("o1", "alice", &[("A", 2)]);
+    freeze(&app, &req).await.unwrap();
+    assert!(matches!(stock::release(&app, &req.id).await, Ok(LockChange::Moved(_))));
+    assert_eq!(totals(&w, "A"), counts(10, 0, 0));
+    assert_eq!(w.stock.user_counter(&sku("A"), &user("alice")), Some(0));
+    assert!(matches!(stock::release(&app, &req.id).await, Ok(LockChange::Unchanged(_))));
+    assert!(matches!(freeze(&app, &freeze_request("o2", "alice", &[("A", 2)])).await, Ok(Frozen::Created(_))), "the limit is free again");
+    assert_eq!(stock::release(&app, &ReservationId::from_stored("nope").unwrap()).await.err().map(|e| e.to_string()), Some("no such reservation".into()));
+}
+
+#[tokio::test]
+async fn confirming_a_released_lock_takes_the_units_again_or_records_one_oversell() {
+    let (app, w) = world(&[(meta("A", 1, None), &[5]), (meta("B", 1, None), &[2])]);
+    let a = freeze_request("o1", "alice", &[("A", 2)]);
+    freeze(&app, &a).await.unwrap();
+    stock::release(&app, &a.id).await.unwrap();
+    assert!(matches!(stock::confirm(&app, &a.id, OnReleased::Refuse).await, Err(LockError::InvalidTransition(LockStatus::Released))));
+    assert!(matches!(stock::confirm(&app, &a.id, OnReleased::Retake).await, Ok(LockChange::Retaken(_))));
+    assert_eq!(totals(&w, "A"), counts(3, 0, 2));
+
+    let b = freeze_request("o2", "alice", &[("B", 2)]);
+    freeze(&app, &b).await.unwrap();
+    stock::release(&app, &b.id).await.unwrap();
+    freeze(&app, &freeze_request("o3", "bob", &[("B", 2)])).await.unwrap();
+    assert!(matches!(stock::confirm(&app, &b.id, OnReleased::Retake).await, Ok(LockChange::Oversold(_))));
+    assert!(matches!(stock::confirm(&app, &b.id, OnReleased::Retake).await, Ok(LockChange::Oversold(_))));
+    let oversells: Vec<_> = w.bus.published().into_iter().filter(|e| e.kind == EventKind::OversellDetected).collect();
+    assert_eq!(oversells.len(), 1, "recorded once");
+    assert!(w.stock.get_reservation(&b.id).await.unwrap().unwrap().oversold);
+    assert_eq!(totals(&w, "B"), counts(0, 2, 0), "nothing was taken twice");
+}
+
+// ---------- the stock port's DynamoDB-shaped answers ----------
+
+fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)]) -> Reservation {
+    Reservation {
+        id: ReservationId::from_stored(id).unwrap(),
+        kind: ReservationKind::Order,
+        status: LockStatus::Frozen,
+        user: Some(user(buyer)),
+        request_hash: "h".into(),
+        created_at_ms,
+        expires_at: clock::now_s() + 900,
+        lines: l
+            .iter()
+            .map(|(s, q, limited)| ReservedLine {
+                sku: sku(s),
+                quantity: *q,
+                unit_price: 500,
+                currency: eur(),
+                limited: *limited,
+                pieces: vec![Piece { shard: 0, quantity: *q }],
+            })
+            .collect(),
+        oversold: false,
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_freeze_names_a_replay_first_then_a_limit_then_short_shards() {
+    let (_, w) = world(&[(meta("A", 1, Some(1)), &[5]), (meta("B", 1, None), &[0])]);
+    let limits = HashMap::from([(sku("A"), 1)]);
+    let now = clock::now_ms();
+    assert_eq!(w.stock.put_frozen(&reservation("o1", "alice", now, &[("A", 1, true)]), &limits).await.unwrap(), Ok(()));
+
+    let both = [("A", 1, true), ("B", 1, false)];
+    let replay = w.stock.put_frozen(&reservation("o1", "alice", now, &both), &limits).await.unwrap();
+    assert_eq!(replay, Err(FreezeRejection::AlreadyExists));
+    let limit = w.stock.put_frozen(&reservation("o2", "alice", now, &both), &limits).await.unwrap();
+    assert_eq!(limit, Err(FreezeRejection::LimitExceeded(sku("A"))));
+    let short = w.stock.put_frozen(&reservation("o3", "alice", now, &[("B", 1, false)]), &limits).await.unwrap();
+    assert_eq!(short, Err(FreezeRejection::ShardShort(vec![sku("B")])));
+
+    assert_eq!(w.stock.user_counter(&sku("A"), &user("alice")), Some(1), "cancelled transactions write nothing");
+    assert_eq!(totals(&w, "A"), counts(4, 1, 0));
+    assert_eq!(w.stock.reservations().len(), 1);
+}
+
+#[tokio::test]
+async fn a_transaction_touching_one_shard_twice_is_an_error_as_in_dynamodb() {
+    let (_, w) = world(&[(meta("A", 1, None), &[5])]);
+    let mut r = reservation("o1", "alice", clock::now_ms(), &[("A", 2, false)]);
+    r.lines[0].pieces = vec![Piece { shard: 0, quantity: 1 }, Piece { shard: 0, quantity: 1 }];
+    assert!(w.stock.put_frozen(&r, &HashMap::new()).await.is_err());
+    assert_eq!(totals(&w, "A"), counts(5, 0, 0));
+}
+
+// ---------- admin ----------
+
+#[tokio::test]
+async fn an_adjustment_applies_once_per_id_and_a_shard_count_change_keeps_every_unit() {
+    let (app, w) = world(&[]);
+    let spec = SkuSpec { name: "Hat".into(), price: 900, currency: eur(), shards: 4, per_user_limit: None };
+    let (_, created) = admin::put_sku(&app, &sku("H"), &spec).await.unwrap();
+    assert!(created);
+    assert!(admin::adjust(&app, &sku("H"), "a1", 10, "delivery").await.unwrap());
+    assert_eq!(w.stock.shards(&sku("H")).iter().map(|c| c.available).collect::<Vec<_>>(), vec![3, 3, 2, 2]);
+    assert!(!admin::adjust(&app, &sku("H"), "a1", 10, "delivery").await.unwrap(), "a replay");
+    assert!(matches!(admin::adjust(&app, &sku("H"), "a1", 5, "other").await, Err(AdminError::AdjustmentReused)));
+    assert!(admin::adjust(&app, &sku("H"), "a2", -4, "damaged").await.unwrap());
+    assert!(matches!(admin::adjust(&app, &sku("H"), "a3", -7, "too many").await, Err(AdminError::Insufficient(7))));
+
+    let (m, created) = admin::put_sku(&app, &sku("H"), &SkuSpec { shards: 2, ..spec }).await.unwrap();
+    assert!(!created);
+    assert_eq!((m.shards, m.slots, m.stocked), (2, 4, 6));
+    assert_eq!(w.stock.shards(&sku("H")).iter().map(|c| c.available).collect::<Vec<_>>(), vec![3, 3, 0, 0]);
+    let v = admin::view(&app, &sku("H")).await.unwrap().unwrap();
+    assert_eq!(v.totals, counts(6, 0, 0));
+    assert_invariants(&w);
+}
+
+// ---------- order service ----------
+
+#[tokio::test]
+async fn creating_an_order_twice_with_one_key_returns_the_same_order() {
+    let (app, w) = world(&[(meta("A", 2, None), &[5, 5])]);
+    let (first, replayed) = checkout(&app, "alice", "k1", &[("A", 2)]).await.unwrap();
+    assert!(!replayed);
+    assert_eq!((first.status, first.amount, first.version), (OrderStatus::PendingPayment, 1000, 1));
+    let (again, replayed) = checkout(&app, "alice", "k1", &[("A", 2)]).await.unwrap();
+    assert!(replayed);
+    assert_eq!(again, first);
+    assert_eq!(totals(&w, "A"), counts(8, 2, 0), "one freeze");
+    assert!(matches!(checkout(&app, "alice", "k1", &[("A", 3)]).await, Err(CreateError::KeyReused)));
+
+    let sent = w.messages.sent();
+    assert!(sent.iter().any(|(m, d)| matches!(m, Message::ReservationCheck { .. }) && *d == 300));
+    assert!(sent.iter().any(|(m, d)| matches!(m, Message::PaymentTimeout { order_id, .. } if order_id == first.id.as_str()) && *d <= 900));
+    assert_invariants(&w);
+}
+
+#[tokio::test]
+async fn a_payment_marks_the_order_paid_and_the_same_payment_again_is_a_duplicate() {
+    let (app, w) = world(&[(meta("A", 1, None), &[5])]);
+    let (o, _) = checkout(&app, "alice", "k1", &[("A", 1)]).await.unwrap();
+    assert_eq!(payments::apply(&app, &notice(&o, "p1")).await.unwrap(), PaymentResult::Applied);
+    let paid = order(&w, &o.id).await;
+    assert_eq!((paid.status, paid.version, paid.payment_id.as_deref()), (OrderStatus::Paid, 2, Some("p1")));
+
+    assert_eq!(payments::apply(&app, &notice(&o, "p1")).await.unwrap(), PaymentResult::Duplicate);
+    assert_eq!(order(&w, &o.id).await, paid, "a duplicate writes nothing");
+    assert_eq!(payments::apply(&app, &notice(&o, "p2")).await.unwrap(), PaymentResult::RefundRequested);
+    assert_eq!(order(&w, &o.id).await.refund_requests(), 1);
+}
+
+#[tokio::test]
+async fn a_payment_timeout_re_arms_before_the_deadline_and_expires_the_order_once_due() {
+    let (app, w) = world(&[(meta("A", 1, None), &[5])]);
+    let (o, _) = checkout(&app, "alice", "k1", &[("A", 1)]).await.unwrap();
+    let before = w.messages.sent().len();
+    let TimeoutOutcome::ReArmed(wait) = orders::payment_timeout(&app, &o.id, o.pay_expire_at).await.unwrap() else { panic!() };
+    assert!((1..=900).contains(&wait));
+    assert_eq!(w.messages.sent().len(), before + 1);
+
+    let overdue = make_overdue(&w, &o, 60).await;
+    assert_eq!(orders::payment_timeout(&app, &o.id, overdue.pay_expire_at).await.unwrap(), TimeoutOutcome::Expired);
+    assert_eq!(order(&w, &o.id).await.status, OrderStatus::Expired);
+    assert_eq!(orders::payment_timeout(&app, &o.id, overdue.pay_expire_at).await.unwrap(), TimeoutOutcome::Ignored);
+
+    // The OrderExpired event's consumer releases the stock.
+    stock::release(&app, &ReservationId::for_order(&o.id)).await.unwrap();
+    assert_eq!(totals(&w, "A"), counts(5, 0, 0));
+    assert_invariants(&w);
+}
+
+#[tokio::test]
+async fn a_reservation_check_voids_the_id_of_an_orphan_freeze_and_releases_its_stock() {
+    let (app, w) = world(&[(meta("A", 1, None), &[5])]);
+    // A checkout that froze and died before writing its order.
+    let id = OrderId::derive(&user("alice"), &IdempotencyKey::parse("k1").unwrap());
+    let mut req = freeze_request(id.as_str(), "alice", &[("A", 2)]);
+    req.request_hash = orders::request_hash(&req.lines);
+    freeze(&app, &req).await.unwrap();
+
+    let now = clock::now_s();
+    assert_eq!(checks::reservation_check(&app, &req.id, ReservationKind::Order, now + 100).await.unwrap(), CheckOutcome::ReArmed);
+    assert_eq!(checks::reservation_check(&app, &req.id, ReservationKind::Order, now - 1).await.unwrap(), CheckOutcome::Released);
+    assert_eq!(w.orders.get(&id).await.unwrap(), Some(OrderRecord::Void));
+    assert_eq!(totals(&w, "A"), counts(5, 0, 0));
+    assert!(matches!(checkout(&app, "alice", "k1", &[("A", 2)]).await, Err(CreateError::ReservationExpired)), "the fence holds");
+    assert_eq!(checks::reservation_check(&app, &req.id, ReservationKind::Order, now - 1).await.unwrap(), CheckOutcome::Fine);
+    assert_invariants(&w);
+}
+
+#[tokio::test]
+async fn a_reservation_check_leaves_the_lock_of_an_existing_order_alone() {
+    let (app, w) = world(&[(meta("A", 1, None), &[5])]);
+    let (o, _) = checkout(&app, "alice", "k1", &[("A", 2)]).await.unwrap();
+    let rid = ReservationId::for_order(&o.id);
+    assert_eq!(checks::reservation_check(&app, &rid, ReservationKind::Order, clock::now_s() - 1).await.unwrap(), CheckOutcome::Fine);
+    assert_eq!(totals(&w, "A"), counts(3, 2, 0));
+}
+
+#[tokio::test]
+async fn reconcile_expires_an_overdue_order_and_finds_the_stock_consistent() {
+    let mut c = config();
+    c.stale_lock_s = 1;
+    let (app, w) = world_with(c, &[(meta("A", 2, None), &[5, 5]), (meta("B", 1, None), &[3])]);
+    let (o, _) = checkout(&app, "alice", "k1", &[("A", 1), ("B", 1)]).await.unwrap();
+    let (fresh, _) = checkout(&app, "bob", "k1", &[("A", 1)]).await.unwrap();
+    make_overdue(&w, &o, 120).await;
+
+    let rep = reconcile::run(&app).await.unwrap();
+    assert_eq!((rep.overdue_orders, rep.orders_expired), (1, 1));
+    assert_eq!((rep.skus_checked, rep.skus_inconclusive), (2, 0));
+    assert!(rep.violations.is_empty(), "{:?}", rep.violations);
+    assert_eq!(order(&w, &o.id).await.status, OrderStatus::Expired);
+    assert_eq!(order(&w, &fresh.id).await.status, OrderStatus::PendingPayment);
+
+    let rep = reconcile::run(&app).await.unwrap();
+    assert_eq!(rep.orders_expired, 0, "a second run repairs nothing twice");
+}
+
+#[tokio::test]
+async fn reconcile_releases_a_stale_orphan_freeze() {
+    let (app, w) = world(&[(meta("A", 1, None), &[10])]);
+    let hour_ago = clock::now_ms() - 3_600_000;
+    let r = reservation("orphan-1", "alice", hour_ago, &[("A", 2, false)]);
+    assert_eq!(w.stock.put_frozen(&r, &HashMap::new()).await.unwrap(), Ok(()));
+
+    let rep = reconcile::run(&app).await.unwrap();
+    assert_eq!((rep.stale_locks, rep.locks_released), (1, 1));
+    assert_eq!(w.orders.get(&OrderId::parse("orphan-1").unwrap()).await.unwrap(), Some(OrderRecord::Void));
+    assert_eq!(totals(&w, "A"), counts(10, 0, 0));
+    assert_invariants(&w);
+}
+
+// ---------- order port, messages, bus ----------
+
+fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
+    Order {
+        id: OrderId::parse(id).unwrap(),
+        user: user(buyer),
+        status: OrderStatus::PendingPayment,
+        lines: vec![OrderLine { sku: sku("A"), quantity: 1, unit_price: 500 }],
+        amount: 500,
+        currency: eur(),
+        pay_expire_at: created_at_ms / 1000 + 900,
+        created_at_ms,
+        updated_at_ms: created_at_ms,
+        version: 1,
+        payment_id: None,
+        payments: vec![],
+        request_hash: "h".into(),
+        cancel_reason: None,
+    }
+}
+
+#[tokio::test]
+async fn a_users_orders_are_listed_newest_first_a_page_at_a_time() {
+    let w = MemoryWorld::default();
+    for (id, who, at) in [("o1", "alice", 1_000), ("o2", "alice", 3_000), ("o3", "alice", 2_000), ("o4", "bob", 4_000)] {
+        assert!(w.orders.put_new(&stored_order(id, who, at)).await.unwrap());
+    }
+    assert!(!w.orders.put_new(&stored_order("o1", "alice", 9_000)).await.unwrap(), "puts only if absent");
+    assert!(!w.orders.put_void(&OrderId::parse("o1").unwrap()).await.unwrap());
+
+    let ids = |v: &[Order]| v.iter().map(|o| o.id.to_string()).collect::<Vec<_>>();
+    let (page, next) = w.orders.list_for_user(&user("alice"), None, 2).await.unwrap();
+    assert_eq!(ids(&page), ["o2", "o3"]);
+    assert_eq!(next, Some(OrderCursor { created_at_ms: 2_000, order_id: OrderId::parse("o3").unwrap() }));
+    let (page, next) = w.orders.list_for_user(&user("alice"), next.as_ref(), 2).await.unwrap();
+    assert_eq!((ids(&page), next), (vec!["o1".to_owned()], None));
+}
+
+#[tokio::test]
+async fn an_order_is_replaced_only_from_the_version_it_was_read_at() {
+    let w = MemoryWorld::default();
+    let o = stored_order("o1", "alice", 1_000);
+    w.orders.put_new(&o).await.unwrap();
+    let paid = o.next(2_000, |x| x.status = OrderStatus::Paid);
+    assert!(w.orders.replace(&o, &paid).await.unwrap());
+    assert!(!w.orders.replace(&o, &paid).await.unwrap(), "stale version");
+    assert!(w.orders.pending_due(i64::MAX).await.unwrap().is_empty(), "no longer pending");
+    let ghost = stored_order("o9", "alice", 1_000);
+    assert!(!w.orders.replace(&ghost, &ghost).await.unwrap(), "nothing to replace");
+}
+
+#[tokio::test]
+async fn the_bus_rejects_as_many_events_as_it_was_told_to() {
+    let w = MemoryWorld::default();
+    let o = stored_order("o1", "alice", 1_000);
+    let ev = crate::domain::events::OrderEvent::of(EventKind::OrderCreated, &o, None);
+    w.bus.fail_next(2);
+    assert_eq!(w.bus.publish(&[ev.clone(), ev.clone(), ev.clone()]).await.unwrap(), [false, false, true]);
+    assert_eq!(w.bus.publish(std::slice::from_ref(&ev)).await.unwrap(), [true]);
+    assert_eq!(w.bus.published().len(), 2);
+}

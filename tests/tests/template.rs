@@ -1,0 +1,54 @@
+//! template.yaml is the single source of truth: the local stack refuses to run a template whose
+//! functions, routes or event sources the code does not handle, and code the template does not
+//! route to. These tests need no emulator.
+
+use holdfast_local::stack::coverage_problems;
+use holdfast_local::template::{Auth, Event, Template};
+
+fn text() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml")).expect("template.yaml")
+}
+
+fn problems(t: &str) -> Vec<String> {
+    coverage_problems(&Template::parse(t).expect("template parses"))
+}
+
+#[test]
+fn every_function_route_and_event_source_in_the_template_has_its_handler_and_vice_versa() {
+    assert_eq!(problems(&text()), Vec::<String>::new());
+}
+
+#[test]
+fn a_route_the_code_does_not_handle_is_reported() {
+    let t = text().replace("Path: /orders/{order_id}/cancel", "Path: /orders/{order_id}/refund");
+    let p = problems(&t);
+    assert!(p.iter().any(|p| p.contains("POST /orders/{order_id}/refund")), "{p:?}");
+    assert!(p.iter().any(|p| p.contains("handles POST /orders/{order_id}/cancel")), "{p:?}");
+}
+
+#[test]
+fn a_function_without_a_handler_is_reported() {
+    let t = text().replace("Binary: reconcile", "Binary: reconciler");
+    let p = problems(&t);
+    assert!(p.iter().any(|p| p.contains("reconciler has no handler")), "{p:?}");
+    assert!(p.iter().any(|p| p.contains("function reconcile is in the library but not in template.yaml")), "{p:?}");
+}
+
+#[test]
+fn scoped_public_and_user_routes_are_read_as_declared() {
+    let t = Template::parse(&text()).unwrap();
+    let routes = t.routes();
+    let auth = |k: &str| routes.iter().find(|(r, _, _)| r == k).map(|(_, _, a)| a.clone()).unwrap();
+    assert_eq!(auth("GET /skus/{sku}"), Auth::Public);
+    assert_eq!(auth("POST /payments/callback"), Auth::Public);
+    assert_eq!(auth("POST /orders"), Auth::Jwt { scopes: vec![] });
+    assert_eq!(auth("PUT /admin/skus/{sku}"), Auth::Jwt { scopes: vec!["stock:admin".into()] });
+    assert_eq!(auth("POST /reservations"), Auth::Jwt { scopes: vec!["reservations:write".into()] });
+    let queues: Vec<_> = t.queues.iter().filter(|q| q.redrive.is_some()).map(|q| q.logical_id.as_str()).collect();
+    assert_eq!(queues.len(), 3, "{queues:?}");
+    let stream = t.function("publish-events").unwrap().events.iter().find_map(|(_, e)| match e {
+        Event::Stream { table, on_failure, .. } => Some((table.clone(), on_failure.clone())),
+        _ => None,
+    });
+    assert_eq!(stream, Some(("OrderTable".into(), Some("PublishEventsFailureQueue".into()))));
+}
