@@ -4,6 +4,7 @@
 mod common;
 mod emulator;
 mod events;
+mod hostile;
 mod orders;
 mod soak;
 mod stock;

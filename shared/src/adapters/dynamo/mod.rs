@@ -5,26 +5,46 @@ pub mod json;
 pub mod orders;
 pub mod stock;
 
-use aws_sdk_dynamodb::types::ConsumedCapacity;
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::HashMap;
 
-/// Records what a response says it consumed.
-pub(crate) fn consumed<'a>(op: &str, caps: impl IntoIterator<Item = &'a ConsumedCapacity>) {
-    super::usage::call(op);
-    for c in caps {
-        let r = c.read_capacity_units().unwrap_or(0.0);
-        let w = c.write_capacity_units().unwrap_or(0.0);
-        let t = c.capacity_units().unwrap_or(0.0);
-        // Some emulators only fill the total; count it as writes for write operations.
-        if r == 0.0 && w == 0.0 {
-            if op.contains("Get") || op.contains("Query") {
-                super::usage::capacity(t, 0.0);
-            } else {
-                super::usage::capacity(0.0, t);
-            }
-        } else {
-            super::usage::capacity(r, w);
+/// Approximate stored size of an item by DynamoDB's rules (attribute names + values).
+pub(crate) fn item_bytes(item: &HashMap<String, AttributeValue>) -> usize {
+    fn value(v: &AttributeValue) -> usize {
+        match v {
+            AttributeValue::S(s) => s.len(),
+            AttributeValue::N(n) => n.len() / 2 + 2,
+            AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+            AttributeValue::B(b) => b.as_ref().len(),
+            AttributeValue::L(l) => 3 + l.iter().map(|x| 1 + value(x)).sum::<usize>(),
+            AttributeValue::M(m) => 3 + m.iter().map(|(k, x)| 1 + k.len() + value(x)).sum::<usize>(),
+            AttributeValue::Ss(v) | AttributeValue::Ns(v) => v.iter().map(String::len).sum(),
+            _ => 8,
         }
     }
+    item.iter().map(|(k, v)| k.len() + value(v)).sum()
+}
+
+/// Write request units of one item write of `bytes` (on-demand: 1 per KB, rounded up).
+pub(crate) fn wru(bytes: usize) -> f64 {
+    bytes.div_ceil(1024).max(1) as f64
+}
+
+/// Read request units of reading `bytes` (1 per 4 KB strongly consistent, half that eventually).
+pub(crate) fn rru(bytes: usize, consistent: bool) -> f64 {
+    let u = bytes.div_ceil(4096).max(1) as f64;
+    if consistent {
+        u
+    } else {
+        u / 2.0
+    }
+}
+
+/// Records one request and the capacity AWS would bill for it. Computed from item sizes with
+/// AWS's rules, because the emulator reports constants (and nothing for transactions).
+pub(crate) fn charge(op: &str, read: f64, write: f64) {
+    super::usage::call(op);
+    super::usage::capacity(read, write);
 }
 
 /// Number of buckets of the sparse indexes (DESIGN §3.1, §4.1): spreads index writes of a

@@ -3,13 +3,13 @@
 //! the sparse, bucketed `pending-by-deadline` (present only while PENDING_PAYMENT).
 
 use super::item::{get_n, get_s, key, n, opt_s, s, values, Item};
-use super::{bucket_of, consumed};
+use super::{bucket_of, charge, item_bytes, rru, wru};
 use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus, PaymentRecord};
 use crate::domain::{Currency, OrderId, UserId};
 use crate::ports::{OrderCursor, OrderStore};
 use anyhow::{anyhow, Context};
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{KeysAndAttributes, ReturnConsumedCapacity};
+use aws_sdk_dynamodb::types::KeysAndAttributes;
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 
@@ -99,7 +99,9 @@ impl DynamoOrders {
         Self { client, table: table.into() }
     }
 
-    async fn conditional_put(&self, item: Item, cond: &str, vals: Option<Item>) -> anyhow::Result<bool> {
+    /// A conditional PutItem; `index_writes` = GSI entries it adds or removes (billed too).
+    async fn conditional_put(&self, item: Item, cond: &str, vals: Option<Item>, index_writes: f64) -> anyhow::Result<bool> {
+        charge("dynamodb:PutItem", 0.0, wru(item_bytes(&item)) + index_writes);
         let r = self
             .client
             .put_item()
@@ -107,18 +109,11 @@ impl DynamoOrders {
             .set_item(Some(item))
             .condition_expression(cond)
             .set_expression_attribute_values(vals)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
         match r {
-            Ok(out) => {
-                consumed("dynamodb:PutItem", out.consumed_capacity());
-                Ok(true)
-            }
-            Err(e) if is_ccf(&e) => {
-                super::super::usage::call("dynamodb:PutItem");
-                Ok(false)
-            }
+            Ok(_) => Ok(true),
+            Err(e) if is_ccf(&e) => Ok(false),
             Err(e) => Err(anyhow::Error::new(e).context("PutItem on the order table")),
         }
     }
@@ -133,26 +128,29 @@ impl OrderStore for DynamoOrders {
             .table_name(&self.table)
             .set_key(Some(key(order_pk(id))))
             .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
             .context("GetItem order")?;
-        consumed("dynamodb:GetItem", r.consumed_capacity());
+        charge("dynamodb:GetItem", rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
         r.item().map(decode_record).transpose()
     }
 
     async fn put_new(&self, o: &Order) -> anyhow::Result<bool> {
-        self.conditional_put(encode_order(o)?, "attribute_not_exists(pk)", None).await
+        // by-user and pending-by-deadline entries
+        self.conditional_put(encode_order(o)?, "attribute_not_exists(pk)", None, 2.0).await
     }
 
     async fn put_void(&self, id: &OrderId) -> anyhow::Result<bool> {
         let ttl = crate::clock::now_s() + VOID_RETENTION_S;
         let item = values([("pk", s(order_pk(id))), ("st", s("VOID")), ("ttl", n(ttl))]);
-        self.conditional_put(item, "attribute_not_exists(pk)", None).await
+        self.conditional_put(item, "attribute_not_exists(pk)", None, 0.0).await
     }
 
     async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
-        self.conditional_put(encode_order(next)?, "v = :v", Some(values([(":v", n(prev.version))])))
+        // KEYS_ONLY indexes are written only when their keys change: leaving PENDING removes the
+        // pending-by-deadline entry; by-user keys never change.
+        let index = f64::from(u8::from((prev.status == OrderStatus::PendingPayment) != (next.status == OrderStatus::PendingPayment)));
+        self.conditional_put(encode_order(next)?, "v = :v", Some(values([(":v", n(prev.version))])), index)
             .await
     }
 
@@ -179,11 +177,10 @@ impl OrderStore for DynamoOrders {
             .scan_index_forward(false)
             .limit(limit as i32)
             .set_exclusive_start_key(start)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
             .context("Query by-user")?;
-        consumed("dynamodb:Query", r.consumed_capacity());
+        charge("dynamodb:Query", rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
         let keys: Vec<Item> = r.items().iter().filter_map(|it| Some(key(opt_s(it, "pk")?.to_owned()))).collect();
         let next = r.last_evaluated_key().and_then(|k| {
             let ca = get_n::<i64>(k, "ca").ok()?;
@@ -201,11 +198,14 @@ impl OrderStore for DynamoOrders {
                 .client
                 .batch_get_item()
                 .request_items(&self.table, ka)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await
                 .context("BatchGetItem orders")?;
-            consumed("dynamodb:BatchGetItem", b.consumed_capacity());
+            charge(
+                "dynamodb:BatchGetItem",
+                b.responses().and_then(|m| m.get(&self.table)).into_iter().flatten().map(|it| rru(item_bytes(it), false)).sum(),
+                0.0,
+            );
             for it in b.responses().and_then(|m| m.get(&self.table)).into_iter().flatten() {
                 if let OrderRecord::Order(o) = decode_record(it)? {
                     by_pk.insert(order_pk(&o.id), *o);
@@ -238,11 +238,10 @@ impl OrderStore for DynamoOrders {
                     .expression_attribute_values(":b", s(format!("P#{b}")))
                     .expression_attribute_values(":d", n(before_s))
                     .set_exclusive_start_key(start)
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
                     .send()
                     .await
                     .context("Query pending-by-deadline")?;
-                consumed("dynamodb:Query", r.consumed_capacity());
+                charge("dynamodb:Query", rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
                 for it in r.items() {
                     if let Some(id) = get_s(it, "pk")?.strip_prefix("ORD#") {
                         out.push(OrderId::parse(id)?);

@@ -4,7 +4,7 @@
 //! Sparse KEYS_ONLY indexes: `frozen-by-age` (bucketed; only FROZEN reservations) and `skus`.
 
 use super::item::{get_n, get_s, key, n, opt_n, opt_s, s, values, Item};
-use super::{bucket_of, consumed};
+use super::{bucket_of, charge, item_bytes, rru, wru};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{Currency, ReservationId, Sku, UserId};
@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, KeysAndAttributes, Put, ReturnConsumedCapacity, TransactWriteItem, Update,
+    AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
@@ -200,22 +200,23 @@ impl DynamoStock {
         Self { client, table: table.into() }
     }
 
-    /// Runs one transaction; `Ok(Err(codes))` when DynamoDB cancelled it.
-    async fn transact(&self, items: Vec<TransactWriteItem>) -> anyhow::Result<Result<(), Option<Vec<String>>>> {
+    /// Runs one transaction; `Ok(Err(codes))` when DynamoDB cancelled it. Billed (cancelled or
+    /// not) at 2 write units per item-KB, plus `index_writes` GSI entries.
+    async fn transact(&self, items: Vec<TransactWriteItem>, index_writes: f64) -> anyhow::Result<Result<(), Option<Vec<String>>>> {
+        let units: f64 = items
+            .iter()
+            .map(|i| 2.0 * i.put().map(|p| wru(item_bytes(p.item()))).unwrap_or(1.0))
+            .sum();
+        charge("dynamodb:TransactWriteItems", 0.0, units + index_writes);
         let r = self
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
         match r {
-            Ok(out) => {
-                consumed("dynamodb:TransactWriteItems", out.consumed_capacity());
-                Ok(Ok(()))
-            }
+            Ok(_) => Ok(Ok(())),
             Err(e) => {
-                super::super::usage::call("dynamodb:TransactWriteItems");
                 if let Some(codes) = cancellation_codes(&e) {
                     Ok(Err(Some(codes)))
                 } else if is_conflict(&e) {
@@ -241,11 +242,14 @@ impl DynamoStock {
                     .client
                     .batch_get_item()
                     .request_items(&self.table, ka)
-                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
                     .send()
                     .await
                     .context("BatchGetItem on the stock table")?;
-                consumed("dynamodb:BatchGetItem", r.consumed_capacity());
+                // every requested key is billed, found or not
+                let found: Vec<usize> = r.responses().and_then(|m| m.get(&self.table)).into_iter().flatten().map(item_bytes).collect();
+                let missing = chunk.len().saturating_sub(found.len());
+                let read: f64 = found.iter().map(|b| rru(*b, consistent)).sum::<f64>() + missing as f64 * rru(0, consistent);
+                charge("dynamodb:BatchGetItem", read, 0.0);
                 if let Some(items) = r.responses().and_then(|m| m.get(&self.table)) {
                     out.extend(items.iter().cloned());
                 }
@@ -278,11 +282,10 @@ impl DynamoStock {
                 .key_condition_expression(cond)
                 .set_expression_attribute_values(Some(vals.clone()))
                 .set_exclusive_start_key(start)
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
                 .await
                 .with_context(|| format!("Query {index}"))?;
-            consumed("dynamodb:Query", r.consumed_capacity());
+            charge("dynamodb:Query", rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
             for it in r.items() {
                 out.push(get_s(it, "pk")?.to_owned());
             }
@@ -353,7 +356,7 @@ impl StockStore for DynamoStock {
             let shard = values([("pk", s(shard_pk(&meta.sku, i))), ("av", n(0)), ("lk", n(0)), ("sd", n(0))]);
             items.push(put(t, shard, "attribute_not_exists(pk)")?);
         }
-        Ok(self.transact(items).await?.is_ok())
+        Ok(self.transact(items, if expected_version.is_none() { 1.0 } else { 0.0 }).await?.is_ok())
     }
 
     async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
@@ -384,7 +387,7 @@ impl StockStore for DynamoStock {
                 None => items.push(put(t, values([("pk", s(pk)), ("av", n(av)), ("lk", n(0)), ("sd", n(0))]), "attribute_not_exists(pk)")?),
             }
         }
-        Ok(self.transact(items).await?.is_ok())
+        Ok(self.transact(items, 0.0).await?.is_ok())
     }
 
     async fn adjust(&self, adj: &Adjustment, _meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
@@ -408,7 +411,7 @@ impl StockStore for DynamoStock {
             items.push(update(t, shard_pk(&adj.sku, shard), "ADD av :d", cond.or(Some("attribute_exists(pk)")), v)?);
             roles.push(Role::Shard(adj.sku.clone()));
         }
-        match self.transact(items).await? {
+        match self.transact(items, 0.0).await? {
             Ok(()) => Ok(Ok(())),
             Err(None) => Ok(Err(AdjustRejection::Conflict)),
             Err(Some(codes)) => match classify(&codes, &roles) {
@@ -451,7 +454,8 @@ impl StockStore for DynamoStock {
                 roles.push(Role::Limit(l.sku.clone()));
             }
         }
-        match self.transact(items).await? {
+        // + the frozen-by-age index entry
+        match self.transact(items, 1.0).await? {
             Ok(()) => Ok(Ok(())),
             Err(None) => Ok(Err(FreezeRejection::Conflict)),
             Err(Some(codes)) => Ok(Err(match classify(&codes, &roles) {
@@ -482,17 +486,17 @@ impl StockStore for DynamoStock {
             .table_name(&self.table)
             .set_key(Some(key(res_pk(id))))
             .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await
             .context("GetItem reservation")?;
-        consumed("dynamodb:GetItem", r.consumed_capacity());
+        charge("dynamodb:GetItem", rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
         r.item().map(decode_reservation).transpose()
     }
 
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
         let items = self.lock_move_items(r, LockStatus::Frozen, to)?;
-        Ok(match self.transact(items).await? {
+        // + removing the frozen-by-age index entry
+        Ok(match self.transact(items, 1.0).await? {
             Ok(()) => Ok(()),
             Err(None) => Err(MoveRejection::Conflict),
             Err(Some(codes)) if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
@@ -502,7 +506,7 @@ impl StockStore for DynamoStock {
 
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
         let items = self.lock_move_items(r, LockStatus::Released, LockStatus::Sold)?;
-        Ok(match self.transact(items).await? {
+        Ok(match self.transact(items, 0.0).await? {
             Ok(()) => Ok(()),
             Err(None) => Err(MoveRejection::Conflict),
             Err(Some(codes)) => match codes.first().map(String::as_str) {
@@ -524,7 +528,7 @@ impl StockStore for DynamoStock {
             .expression_attribute_values(":t", AttributeValue::Bool(true))
             .send()
             .await;
-        super::super::usage::call("dynamodb:UpdateItem");
+        charge("dynamodb:UpdateItem", 0.0, 1.0);
         match out {
             Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
