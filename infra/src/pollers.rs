@@ -21,6 +21,8 @@ pub struct SqsSource {
     pub report_failures: bool,
     /// (DLQ url, maxReceiveCount): enforced here too, whatever the emulator does.
     pub redrive: Option<(String, i64)>,
+    /// An EventBridge rule delivers into this queue (each message was one SQS send by the rule).
+    pub fed_by_rule: bool,
 }
 
 impl SqsSource {
@@ -91,6 +93,16 @@ impl SqsSource {
         if records.is_empty() {
             return;
         }
+        // What AWS would bill for this batch: the receive that returned it, one rule delivery per
+        // message if a rule feeds the queue, and the invocation.
+        use holdfast::adapters::usage;
+        usage::call("sqs:ReceiveMessage");
+        if self.fed_by_rule {
+            for _ in &records {
+                usage::call("sqs:SendMessage(rule target)");
+            }
+        }
+        usage::invocation(&self.function);
         let ids: Vec<String> = records.iter().filter_map(|r| r.message_id.clone()).collect();
         let app = self.app.clone();
         let function = self.function.clone();
@@ -118,6 +130,7 @@ impl SqsSource {
             })
             .collect();
         if !entries.is_empty() {
+            holdfast::adapters::usage::call("sqs:DeleteMessageBatch");
             if let Err(e) = self.client.delete_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await {
                 tracing::warn!(function = self.function, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "DeleteMessageBatch failed");
             }
@@ -260,6 +273,7 @@ impl StreamSource {
             let app = self.app.clone();
             let function = self.function.clone();
             let ev = StreamEvent { records: batch.clone() };
+            holdfast::adapters::usage::invocation(&function);
             let out = tokio::spawn(async move { holdfast::handlers::stream(&function, &app, ev).await }).await;
             let retry_from = match out {
                 Ok(Some(Ok(resp))) => match resp.batch_item_failures.first() {
@@ -293,6 +307,7 @@ pub async fn schedule(function: String, app: Arc<App>, every: Duration, mut shut
         let ev = serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
         let f = function.clone();
         let a = app.clone();
+        holdfast::adapters::usage::invocation(&f);
         match tokio::spawn(async move { holdfast::handlers::schedule(&f, &a, ev).await }).await {
             Ok(Some(Ok(report))) => tracing::info!(function, %report, "scheduled run done"),
             Ok(Some(Err(e))) => tracing::warn!(function, error = format!("{e:#}"), "scheduled run failed"),

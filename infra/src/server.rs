@@ -181,6 +181,7 @@ impl Server {
             return gateway_error(500, "Internal Server Error");
         };
         let function = route.function.clone();
+        holdfast::adapters::usage::invocation(&function);
         // Run the handler in its own task: a panic becomes a 500, as a crashed Lambda would.
         let out = tokio::spawn(async move { holdfast::handlers::http(&function, &app, event).await }).await;
         let Ok(Some(resp)) = out else {

@@ -190,6 +190,7 @@ impl LocalStack {
                             batch_size: *batch_size as i32,
                             report_failures: *report_failures,
                             redrive,
+                            fed_by_rule: template.rules.iter().any(|r| r.targets.iter().any(|(_, q)| q == queue)),
                         });
                         for _ in 0..opts.sqs_pollers.max(1) {
                             tasks.push(tokio::spawn(src.clone().run(rx.clone())));
