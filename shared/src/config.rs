@@ -21,7 +21,16 @@ pub struct Config {
     pub webhook_secret: String,
     pub faults: String,
     pub max_body_bytes: usize,
+    /// Event kinds publish-events puts on the bus. `OrderCreated` is off by default: nothing in
+    /// the stack consumes it, and EventBridge bills every event.
+    pub publish_events: Vec<crate::domain::events::EventKind>,
 }
+
+/// Events published unless `HOLDFAST_PUBLISH_EVENTS` says otherwise.
+pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 5] = {
+    use crate::domain::events::EventKind::*;
+    [OrderPaid, OrderCancelled, OrderExpired, RefundRequested, OversellDetected]
+};
 
 #[derive(Debug, thiserror::Error)]
 #[error("configuration {name}: {reason}")]
@@ -63,6 +72,16 @@ impl Config {
             webhook_secret: get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default(),
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
+            publish_events: match get("HOLDFAST_PUBLISH_EVENTS").filter(|v| !v.is_empty()) {
+                None => DEFAULT_PUBLISHED.to_vec(),
+                Some(list) => list
+                    .split(',')
+                    .map(|k| {
+                        crate::domain::events::EventKind::parse(k.trim())
+                            .ok_or_else(|| ConfigError { name: "HOLDFAST_PUBLISH_EVENTS", reason: format!("unknown event {k}") })
+                    })
+                    .collect::<Result<_, _>>()?,
+            },
         };
         for (name, v) in [
             ("HOLDFAST_PAYMENT_TTL_SECONDS", c.payment_ttl_s),
@@ -89,6 +108,14 @@ mod tests {
         assert_eq!(c.reservation_check_delay_s, 300);
         assert_eq!(c.reconcile_interval_s, 600);
         assert_eq!(c.stale_lock_s, 600);
+        assert!(!c.publish_events.contains(&crate::domain::events::EventKind::OrderCreated));
+    }
+
+    #[test]
+    fn published_events_are_configurable_and_checked() {
+        let c = Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderCreated, OrderPaid".into())).unwrap();
+        assert_eq!(c.publish_events.len(), 2);
+        assert!(Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderShipped".into())).is_err());
     }
 
     #[test]

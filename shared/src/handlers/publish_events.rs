@@ -42,7 +42,7 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
             batch_item_failures: vec![StreamItemFailure { item_identifier: r.dynamodb.sequence_number.clone() }],
         };
         let events = match record_events(r) {
-            Ok(e) => e,
+            Ok(e) => e.into_iter().filter(|e| app.config.publish_events.contains(&e.kind)).collect::<Vec<_>>(),
             Err(e) => {
                 // An undecodable order image is a bug, not a transient: report it so it is retried
                 // and lands in the on-failure destination instead of vanishing.
@@ -71,7 +71,7 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
         if !pending.is_empty() {
             return Ok(fail());
         }
-        for e in record_events(r).unwrap_or_default() {
+        for e in record_events(r).unwrap_or_default().iter().filter(|e| app.config.publish_events.contains(&e.kind)) {
             tracing::info!(order_id = e.detail.order_id, event = e.kind.as_str(), version = e.detail.version, "event published");
         }
         if i == 0 && crate::fault!(app.faults, faults::PUBLISH_EVENTS_CRASH) {
