@@ -96,10 +96,10 @@ impl SqsSource {
         // What AWS would bill for this batch: the receive that returned it, one rule delivery per
         // message if a rule feeds the queue, and the invocation.
         use holdfast::adapters::usage;
-        usage::call("sqs:ReceiveMessage");
+        drop(usage::call("sqs:ReceiveMessage"));
         if self.fed_by_rule {
             for _ in &records {
-                usage::call("sqs:SendMessage(rule target)");
+                drop(usage::call("sqs:SendMessage(rule target)"));
             }
         }
         usage::invocation(&self.function);
@@ -130,7 +130,7 @@ impl SqsSource {
             })
             .collect();
         if !entries.is_empty() {
-            holdfast::adapters::usage::call("sqs:DeleteMessageBatch");
+            drop(holdfast::adapters::usage::call("sqs:DeleteMessageBatch"));
             if let Err(e) = self.client.delete_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await {
                 tracing::warn!(function = self.function, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "DeleteMessageBatch failed");
             }

@@ -321,9 +321,9 @@ pub const ENV: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Variables `Config` (or the log setup) reads in every function whose defaults are the
-/// production values, or which only local/test builds use: a function's template environment
-/// may omit them. (`HOLDFAST_LOG_LEVEL` is set for all functions in the template's Globals.)
+/// Variables `Config` (or the log setup) reads whose defaults are the production values, or
+/// which only local/test builds use: a function's template environment may omit them, and may
+/// set them. (`HOLDFAST_LOG_LEVEL` is set for all functions in the template's Globals.)
 pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_LOG_LEVEL",
     "HOLDFAST_SOLDOUT_CACHE_MS",
@@ -333,6 +333,8 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_RECONCILE_INTERVAL_SECONDS",
     // local/test builds only (DESIGN §6)
     "HOLDFAST_FAULTS",
+    // publish-events: which event kinds go on the bus (default `config::DEFAULT_PUBLISHED`)
+    "HOLDFAST_PUBLISH_EVENTS",
 ];
 
 /// The declared uses of `function`.

@@ -243,6 +243,24 @@ fn the_stream_sample_announces_one_order_paid_which_is_the_stock_events_sample()
     assert_eq!(ev.records.len(), 1);
     let r = &ev.records[0];
     assert_eq!(r.event_name, "MODIFY");
+    // Both images are exactly what the order adapter writes for the order they decode to.
+    for (which, image) in [
+        ("OldImage", &r.dynamodb.old_image),
+        ("NewImage", &r.dynamodb.new_image),
+    ] {
+        let item =
+            holdfast::adapters::dynamo::json::item_from_json(image.as_ref().unwrap()).unwrap();
+        let holdfast::domain::order::OrderRecord::Order(order) =
+            holdfast::adapters::dynamo::orders::decode_record(&item).unwrap()
+        else {
+            panic!("{which} is not an order")
+        };
+        let encoded = holdfast::adapters::dynamo::orders::encode_order(&order).unwrap();
+        assert_eq!(
+            encoded, item,
+            "events/publish-events.json {which} differs from encode_order of its order"
+        );
+    }
     let events = handlers::publish_events::record_events(r).unwrap();
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].kind, EventKind::OrderPaid);

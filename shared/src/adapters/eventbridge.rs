@@ -35,7 +35,7 @@ impl EventBus for EventBridgeBus {
                         .build())
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            super::usage::call("events:PutEvents");
+            let _span = super::usage::call("events:PutEvents");
             let out = self
                 .client
                 .put_events()

@@ -25,7 +25,7 @@ impl Messages for SqsMessages {
             Message::PaymentTimeout { .. } => &self.payment_timeout_url,
             Message::ReservationCheck { .. } => &self.reservation_check_url,
         };
-        super::usage::call("sqs:SendMessage");
+        let _span = super::usage::call("sqs:SendMessage");
         self.client
             .send_message()
             .queue_url(url)

@@ -15,33 +15,55 @@ pub struct Usage {
     pub events: u64,
 }
 
-/// When tracing, the start of every AWS request (for counting sequential round trips).
-fn trace() -> &'static Mutex<Option<Vec<(std::time::Instant, String)>>> {
-    static T: OnceLock<Mutex<Option<Vec<(std::time::Instant, String)>>>> = OnceLock::new();
+type Trace = Vec<(std::time::Instant, Option<std::time::Instant>, String)>;
+
+/// When tracing, the start and end of every AWS request (for counting sequential round trips).
+fn trace() -> &'static Mutex<Option<Trace>> {
+    static T: OnceLock<Mutex<Option<Trace>>> = OnceLock::new();
     T.get_or_init(|| Mutex::new(None))
 }
 
-/// Starts recording request start times.
+/// Starts recording requests.
 pub fn trace_start() {
     if let Ok(mut t) = trace().lock() {
         *t = Some(Vec::new());
     }
 }
 
-/// Stops recording and groups the requests into sequential round trips: requests started
-/// within `gap` of the previous one ran in parallel (they were issued in one poll).
-pub fn trace_rounds(gap: std::time::Duration) -> Vec<Vec<String>> {
-    let calls = trace().lock().ok().and_then(|mut t| t.take()).unwrap_or_default();
+/// Stops recording and groups the requests into sequential round trips: requests whose
+/// lifetimes overlap ran in parallel and count as one round trip.
+pub fn trace_rounds() -> Vec<Vec<String>> {
+    let mut calls = trace().lock().ok().and_then(|mut t| t.take()).unwrap_or_default();
+    calls.sort_by_key(|c| c.0);
     let mut rounds: Vec<Vec<String>> = Vec::new();
-    let mut last: Option<std::time::Instant> = None;
-    for (at, op) in calls {
-        match (last, rounds.last_mut()) {
-            (Some(l), Some(r)) if at.duration_since(l) < gap => r.push(op),
-            _ => rounds.push(vec![op]),
+    let mut round_end: Option<std::time::Instant> = None;
+    for (start, end, op) in calls {
+        let end = end.unwrap_or(start);
+        match (round_end, rounds.last_mut()) {
+            (Some(e), Some(r)) if start < e => {
+                r.push(op);
+                round_end = Some(e.max(end));
+            }
+            _ => {
+                rounds.push(vec![op]);
+                round_end = Some(end);
+            }
         }
-        last = Some(at);
     }
     rounds
+}
+
+/// Marks the end of a traced request when dropped: hold it across the request's `.await`.
+pub struct Span(Option<usize>);
+
+impl Drop for Span {
+    fn drop(&mut self) {
+        if let (Some(i), Ok(mut t)) = (self.0, trace().lock()) {
+            if let Some(c) = t.as_mut().and_then(|v| v.get_mut(i)) {
+                c.1 = Some(std::time::Instant::now());
+            }
+        }
+    }
 }
 
 fn tally() -> &'static Mutex<Usage> {
@@ -49,20 +71,24 @@ fn tally() -> &'static Mutex<Usage> {
     T.get_or_init(|| Mutex::new(Usage::default()))
 }
 
-pub fn call(op: &str) {
+/// Counts one request; the returned span, held until the response, times it when tracing.
+pub fn call(op: &str) -> Span {
     if let Ok(mut t) = tally().lock() {
         *t.calls.entry(op.to_owned()).or_default() += 1;
     }
+    let mut idx = None;
     if let Ok(mut t) = trace().lock() {
         if let Some(v) = t.as_mut() {
-            v.push((std::time::Instant::now(), op.to_owned()));
+            v.push((std::time::Instant::now(), None, op.to_owned()));
+            idx = Some(v.len() - 1);
         }
     }
+    Span(idx)
 }
 
 /// A Lambda invocation (counted by the local runner, which plays Lambda).
 pub fn invocation(function: &str) {
-    call(&format!("lambda:Invoke:{function}"));
+    drop(call(&format!("lambda:Invoke:{function}")));
 }
 
 pub fn capacity(read: f64, write: f64) {

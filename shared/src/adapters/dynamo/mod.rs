@@ -42,9 +42,9 @@ pub(crate) fn rru(bytes: usize, consistent: bool) -> f64 {
 
 /// Records one request and the capacity AWS would bill for it. Computed from item sizes with
 /// AWS's rules, because the emulator reports constants (and nothing for transactions).
-pub(crate) fn charge(op: &str, read: f64, write: f64) {
-    super::usage::call(op);
+pub(crate) fn charge(op: &str, read: f64, write: f64) -> super::usage::Span {
     super::usage::capacity(read, write);
+    super::usage::call(op)
 }
 
 /// Number of buckets of the sparse indexes (DESIGN §3.1, §4.1): spreads index writes of a

@@ -101,7 +101,7 @@ impl DynamoOrders {
 
     /// A conditional PutItem; `index_writes` = GSI entries it adds or removes (billed too).
     async fn conditional_put(&self, item: Item, cond: &str, vals: Option<Item>, index_writes: f64) -> anyhow::Result<bool> {
-        charge("dynamodb:PutItem", 0.0, wru(item_bytes(&item)) + index_writes);
+        let _span = charge("dynamodb:PutItem", 0.0, wru(item_bytes(&item)) + index_writes);
         let r = self
             .client
             .put_item()
@@ -122,6 +122,7 @@ impl DynamoOrders {
 #[async_trait]
 impl OrderStore for DynamoOrders {
     async fn get(&self, id: &OrderId) -> anyhow::Result<Option<OrderRecord>> {
+        let _span = super::super::usage::call("dynamodb:GetItem");
         let r = self
             .client
             .get_item()
@@ -131,7 +132,7 @@ impl OrderStore for DynamoOrders {
             .send()
             .await
             .context("GetItem order")?;
-        charge("dynamodb:GetItem", rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
+        super::super::usage::capacity(rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
         r.item().map(decode_record).transpose()
     }
 
@@ -167,6 +168,7 @@ impl OrderStore for DynamoOrders {
                 ("pk", s(order_pk(&c.order_id))),
             ])
         });
+        let _span = super::super::usage::call("dynamodb:Query");
         let r = self
             .client
             .query()
@@ -180,7 +182,7 @@ impl OrderStore for DynamoOrders {
             .send()
             .await
             .context("Query by-user")?;
-        charge("dynamodb:Query", rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
+        super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
         let keys: Vec<Item> = r.items().iter().filter_map(|it| Some(key(opt_s(it, "pk")?.to_owned()))).collect();
         let next = r.last_evaluated_key().and_then(|k| {
             let ca = get_n::<i64>(k, "ca").ok()?;
@@ -194,6 +196,7 @@ impl OrderStore for DynamoOrders {
         let mut pending = keys.clone();
         while !pending.is_empty() {
             let ka = KeysAndAttributes::builder().set_keys(Some(pending)).build()?;
+            let _span = super::super::usage::call("dynamodb:BatchGetItem");
             let b = self
                 .client
                 .batch_get_item()
@@ -201,11 +204,7 @@ impl OrderStore for DynamoOrders {
                 .send()
                 .await
                 .context("BatchGetItem orders")?;
-            charge(
-                "dynamodb:BatchGetItem",
-                b.responses().and_then(|m| m.get(&self.table)).into_iter().flatten().map(|it| rru(item_bytes(it), false)).sum(),
-                0.0,
-            );
+            super::super::usage::capacity(b.responses().and_then(|m| m.get(&self.table)).into_iter().flatten().map(|it| rru(item_bytes(it), false)).sum(), 0.0);
             for it in b.responses().and_then(|m| m.get(&self.table)).into_iter().flatten() {
                 if let OrderRecord::Order(o) = decode_record(it)? {
                     by_pk.insert(order_pk(&o.id), *o);
@@ -229,6 +228,7 @@ impl OrderStore for DynamoOrders {
         for b in 0..super::INDEX_BUCKETS {
             let mut start: Option<Item> = None;
             loop {
+                let _span = super::super::usage::call("dynamodb:Query");
                 let r = self
                     .client
                     .query()
@@ -241,7 +241,7 @@ impl OrderStore for DynamoOrders {
                     .send()
                     .await
                     .context("Query pending-by-deadline")?;
-                charge("dynamodb:Query", rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
+                super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
                 for it in r.items() {
                     if let Some(id) = get_s(it, "pk")?.strip_prefix("ORD#") {
                         out.push(OrderId::parse(id)?);

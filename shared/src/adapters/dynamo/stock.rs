@@ -207,7 +207,7 @@ impl DynamoStock {
             .iter()
             .map(|i| 2.0 * i.put().map(|p| wru(item_bytes(p.item()))).unwrap_or(1.0))
             .sum();
-        charge("dynamodb:TransactWriteItems", 0.0, units + index_writes);
+        let _span = charge("dynamodb:TransactWriteItems", 0.0, units + index_writes);
         let r = self
             .client
             .transact_write_items()
@@ -238,6 +238,7 @@ impl DynamoStock {
                     .set_keys(Some(keys))
                     .consistent_read(consistent)
                     .build()?;
+                let _span = super::super::usage::call("dynamodb:BatchGetItem");
                 let r = self
                     .client
                     .batch_get_item()
@@ -249,7 +250,7 @@ impl DynamoStock {
                 let found: Vec<usize> = r.responses().and_then(|m| m.get(&self.table)).into_iter().flatten().map(item_bytes).collect();
                 let missing = chunk.len().saturating_sub(found.len());
                 let read: f64 = found.iter().map(|b| rru(*b, consistent)).sum::<f64>() + missing as f64 * rru(0, consistent);
-                charge("dynamodb:BatchGetItem", read, 0.0);
+                super::super::usage::capacity(read, 0.0);
                 if let Some(items) = r.responses().and_then(|m| m.get(&self.table)) {
                     out.extend(items.iter().cloned());
                 }
@@ -274,6 +275,7 @@ impl DynamoStock {
         let mut out = Vec::new();
         let mut start: Option<Item> = None;
         loop {
+            let _span = super::super::usage::call("dynamodb:Query");
             let r = self
                 .client
                 .query()
@@ -285,7 +287,7 @@ impl DynamoStock {
                 .send()
                 .await
                 .with_context(|| format!("Query {index}"))?;
-            charge("dynamodb:Query", rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
+            super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
             for it in r.items() {
                 out.push(get_s(it, "pk")?.to_owned());
             }
@@ -480,6 +482,7 @@ impl StockStore for DynamoStock {
     }
 
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
+        let _span = super::super::usage::call("dynamodb:GetItem");
         let r = self
             .client
             .get_item()
@@ -489,7 +492,7 @@ impl StockStore for DynamoStock {
             .send()
             .await
             .context("GetItem reservation")?;
-        charge("dynamodb:GetItem", rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
+        super::super::usage::capacity(rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
         r.item().map(decode_reservation).transpose()
     }
 
@@ -528,7 +531,7 @@ impl StockStore for DynamoStock {
             .expression_attribute_values(":t", AttributeValue::Bool(true))
             .send()
             .await;
-        charge("dynamodb:UpdateItem", 0.0, 1.0);
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         match out {
             Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
