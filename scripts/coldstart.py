@@ -152,10 +152,15 @@ class Stub(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self):
+    def __init__(self, run: "Run", stray: list[str]):
         super().__init__(("127.0.0.1", 0), Handler)
-        self.current: Run | None = None
-        self.stray: list[str] = []
+        # One server (and port) per spawned process: a request still buffered from the
+        # previous, killed process can never be taken for this one's first poll.
+        self.current: Run | None = run
+        self.stray = stray
+
+    def handle_error(self, request, client_address):
+        pass  # the process is SIGKILLed mid long-poll: broken pipes are expected
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -193,9 +198,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         now = time.perf_counter_ns()
         run = self.server.current
-        if self.path != f"{API}/invocation/next" or run is None:
+        if self.path != f"{API}/invocation/next":
             self.server.stray.append(f"GET {self.path}")
             return self._reply(404, b'{"errorMessage":"not found"}')
+        if run is None:  # a later poll, after the run ended (the process is being killed)
+            return self._reply(500, b'{"errorMessage":"coldstart: run over"}')
         with run.lock:
             first = not run.delivered
             if first:
@@ -304,9 +311,11 @@ def outcome_of(run: Run) -> str:
     return run.kind or "none"
 
 
-def one_run(stub: Stub, name: str, binary: Path, event: bytes, timeout: float, home: str, sdk_retries: bool, log: Path) -> dict:
+def one_run(name: str, binary: Path, event: bytes, timeout: float, home: str, sdk_retries: bool, log: Path, stray: list[str]) -> dict:
     run = Run(name, event)
-    stub.current = run
+    stub = Stub(run, stray)
+    server = threading.Thread(target=stub.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    server.start()
     env = child_env(name, stub.server_address[1], home, sdk_retries)
     with open(log, "wb") as err:
         t0 = time.perf_counter_ns()
@@ -325,6 +334,8 @@ def one_run(stub: Stub, name: str, binary: Path, event: bytes, timeout: float, h
         proc.wait()
     stub.current = None
     run.done.set()  # release a blocked second /next
+    stub.shutdown()
+    stub.server_close()
     ms = lambda t: None if t is None else (t - t0) / 1e6  # noqa: E731
     return {
         "next_ms": ms(run.t_next),
@@ -387,15 +398,15 @@ def markdown(report: dict) -> str:
         f"{m['runs']} runs per function after {m['warmup']} discarded warm-up, round-robin · "
         f"SDK retries {'default' if m['sdk_retries'] else 'off (AWS_MAX_ATTEMPTS=1)'} · times in ms from spawn",
         "",
-        "| function | bootstrap KiB | exec→/next min | median | p95 | exec→response min | median | p95 | peak RSS KiB | outcome |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| function | bootstrap KiB | exec→/next min | median | p95 | exec→response min | median | p95 | /next→response median | peak RSS KiB | outcome |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, f in report["functions"].items():
-        a, b = f["exec_to_next_ms"], f["exec_to_response_ms"]
+        a, b, c = f["exec_to_next_ms"], f["exec_to_response_ms"], f["next_to_response_ms"]
         rss = f["peak_rss_kib_median"]
         lines.append(
             f"| {name} | {f['size_bytes'] / 1024:.0f} | {fmt(a, 'min')} | {fmt(a, 'median')} | {fmt(a, 'p95')} | "
-            f"{fmt(b, 'min')} | {fmt(b, 'median')} | {fmt(b, 'p95')} | {rss if rss is not None else '-'} | {', '.join(f['outcomes'])} |"
+            f"{fmt(b, 'min')} | {fmt(b, 'median')} | {fmt(b, 'p95')} | {fmt(c, 'median')} | {rss if rss is not None else '-'} | {', '.join(f['outcomes'])} |"
         )
     lines += [
         "",
@@ -448,8 +459,7 @@ def main() -> int:
     funcs = {b.parent.name: b for b in bins}
     events = {n: load_event(n, args.events_dir, overrides) for n in funcs}
 
-    stub = Stub()
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    stray: list[str] = []
     home = tempfile.mkdtemp(prefix="coldstart-home-")
     logs = Path(tempfile.mkdtemp(prefix="coldstart-logs-"))
     samples: dict[str, list[dict]] = {n: [] for n in funcs}
@@ -457,12 +467,11 @@ def main() -> int:
         total = args.warmup + args.runs
         for i in range(total):
             for name, binary in funcs.items():
-                r = one_run(stub, name, binary, events[name][0], args.timeout, home, args.sdk_retries, logs / f"{name}.log")
+                r = one_run(name, binary, events[name][0], args.timeout, home, args.sdk_retries, logs / f"{name}.log", stray)
                 if i >= args.warmup:
                     samples[name].append(r)
             print(f"coldstart: round {i + 1}/{total}{' (warm-up)' if i < args.warmup else ''} done", file=sys.stderr)
     finally:
-        stub.shutdown()
         shutil.rmtree(home, ignore_errors=True)
 
     report = {
@@ -474,7 +483,7 @@ def main() -> int:
             "warmup": args.warmup,
             "sdk_retries": args.sdk_retries,
             "lambda_dir": str(args.lambda_dir),
-            "stray_requests": sorted(set(stub.stray)),
+            "stray_requests": sorted(set(stray)),
         },
         "functions": {},
     }

@@ -43,7 +43,8 @@ pub fn count(function: &str, name: &str, n: u64) {
             "Timestamp": ts,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [["Function"]],
+                // per function, and the total the alarms watch (whoever emits it)
+                "Dimensions": [["Function"], []],
                 "Metrics": [{"Name": name, "Unit": "Count"}],
             }],
         },

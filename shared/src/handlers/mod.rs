@@ -4,6 +4,8 @@
 
 pub mod common;
 pub mod create_order;
+#[cfg(test)]
+mod fuzz;
 pub mod orders_api;
 pub mod payment_callback;
 pub mod payment_timeout;
