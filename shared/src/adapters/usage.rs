@@ -30,27 +30,52 @@ pub fn trace_start() {
     }
 }
 
-/// Stops recording and groups the requests into sequential round trips: requests whose
-/// lifetimes overlap ran in parallel and count as one round trip.
+/// Stops recording and returns the sequential round trips: the longest chain of requests each
+/// of which started after the previous one ended (the critical path), each with the requests
+/// that started during it (those ran in parallel).
 pub fn trace_rounds() -> Vec<Vec<String>> {
     let mut calls = trace().lock().ok().and_then(|mut t| t.take()).unwrap_or_default();
-    calls.sort_by_key(|c| c.0);
-    let mut rounds: Vec<Vec<String>> = Vec::new();
-    let mut round_end: Option<std::time::Instant> = None;
-    for (start, end, op) in calls {
-        let end = end.unwrap_or(start);
-        match (round_end, rounds.last_mut()) {
-            (Some(e), Some(r)) if start < e => {
-                r.push(op);
-                round_end = Some(e.max(end));
-            }
-            _ => {
-                rounds.push(vec![op]);
-                round_end = Some(end);
-            }
+    for c in &mut calls {
+        c.1 = Some(c.1.unwrap_or(c.0));
+    }
+    // activity selection by earliest end = the most mutually sequential requests
+    let mut by_end: Vec<usize> = (0..calls.len()).collect();
+    by_end.sort_by_key(|&i| calls[i].1);
+    let mut chain: Vec<usize> = Vec::new();
+    for i in by_end {
+        if chain.last().is_none_or(|&j| calls[i].0 >= calls[j].1.unwrap_or(calls[j].0)) {
+            chain.push(i);
+        }
+    }
+    let mut rounds: Vec<Vec<String>> = vec![Vec::new(); chain.len()];
+    for (start, _, op) in &calls {
+        // the round whose window [previous end, own end) the request started in
+        let k = chain.iter().position(|&j| *start < calls[j].1.unwrap_or(calls[j].0)).unwrap_or(chain.len().saturating_sub(1));
+        if let Some(r) = rounds.get_mut(k) {
+            r.push(op.clone());
         }
     }
     rounds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn overlapping_requests_count_as_one_round_trip_and_chains_as_many() {
+        trace_start();
+        let t0 = std::time::Instant::now();
+        let mk = |a: u64, b: u64, op: &str| (t0 + Duration::from_millis(a), Some(t0 + Duration::from_millis(b)), op.to_owned());
+        if let Ok(mut t) = trace().lock() {
+            // freeze ∥ long message send; then (meta ∥ shards); then freeze; then order put ∥ send
+            *t = Some(vec![mk(0, 5, "twi"), mk(0, 12, "send"), mk(6, 8, "bg1"), mk(6, 8, "bg2"), mk(9, 13, "twi2"), mk(14, 16, "put"), mk(14, 15, "send2")]);
+        }
+        let r = trace_rounds();
+        assert_eq!(r.len(), 4, "{r:?}");
+        assert_eq!(r[0], vec!["twi", "send"]);
+    }
 }
 
 /// Marks the end of a traced request when dropped: hold it across the request's `.await`.
