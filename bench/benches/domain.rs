@@ -53,9 +53,13 @@ fn domain(c: &mut Criterion) {
     g.bench_function("split-short", |b| b.iter(|| split(black_box(&short), black_box(2), black_box(9))));
 
     let s = sku("SKU-HOODIE-M");
-    g.bench_function("start-shard", |b| b.iter(|| start_shard(black_box("o3f6c0d2a9b8e7f6a5b4c3d2e1f0a9b8"), black_box(&s), black_box(64))));
+    g.bench_function("start-shard", |b| {
+        b.iter(|| start_shard(black_box("o3f6c0d2a9b8e7f6a5b4c3d2e1f0a9b8"), black_box(&s), black_box(64)))
+    });
 
-    g.bench_function("transition", |b| b.iter(|| transition(black_box(OrderStatus::PendingPayment), black_box(OrderAction::Pay))));
+    g.bench_function("transition", |b| {
+        b.iter(|| transition(black_box(OrderStatus::PendingPayment), black_box(OrderAction::Pay)))
+    });
 
     let body = br#"{"payment_id":"pay_1N2b3C4d5E6f7G8h","order_id":"o3f6c0d2a9b8e7f6a5b4c3d2e1f0a9b8","amount":8494,"currency":"EUR","status":"SUCCEEDED","extra_padding":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#;
     let secret = b"whsec_benchmark_secret";
@@ -67,7 +71,9 @@ fn domain(c: &mut Criterion) {
 
     let pending = order();
     let paid_order = paid(&pending);
-    g.bench_function("events-for-change", |b| b.iter(|| events_for_change(black_box(Some(&pending)), black_box(Some(&paid_order)))));
+    g.bench_function("events-for-change", |b| {
+        b.iter(|| events_for_change(black_box(Some(&pending)), black_box(Some(&paid_order))))
+    });
 
     let items: serde_json::Value = serde_json::json!({"items": [
         {"sku": "SKU-HOODIE-M", "quantity": 1},

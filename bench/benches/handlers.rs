@@ -17,7 +17,9 @@ use holdfast::handlers;
 use holdfast::http::{Request, Response};
 use holdfast::ports::Message;
 use holdfast::service::orders;
-use holdfast_bench::{app, envelope, http_request, modify_record, quiet_metrics, runtime, sku, sqs_event, stock, stream_event, SECRET};
+use holdfast_bench::{
+    app, envelope, http_request, modify_record, quiet_metrics, runtime, sku, sqs_event, stock, stream_event, SECRET,
+};
 use serde_json::json;
 use tokio::runtime::Runtime;
 
@@ -54,12 +56,24 @@ fn callback(o: &Order, payment_id: &str) -> Request {
     })
     .to_string();
     let sig = signature::sign(SECRET.as_bytes(), clock::now_s(), body.as_bytes());
-    http_request("POST /payments/callback", &[], &[("x-signature", &sig), ("content-type", "application/json")], None, Some(body))
+    http_request(
+        "POST /payments/callback",
+        &[],
+        &[("x-signature", &sig), ("content-type", "application/json")],
+        None,
+        Some(body),
+    )
 }
 
 fn create_order_request(key: &str) -> Request {
     let body = r#"{"items":[{"sku":"HOT","quantity":1}]}"#.to_owned();
-    http_request("POST /orders", &[], &[("idempotency-key", key), ("content-type", "application/json")], Some(USER), Some(body))
+    http_request(
+        "POST /orders",
+        &[],
+        &[("idempotency-key", key), ("content-type", "application/json")],
+        Some(USER),
+        Some(body),
+    )
 }
 
 fn http_benches(c: &mut Criterion) {
@@ -70,7 +84,11 @@ fn http_benches(c: &mut Criterion) {
     {
         let (app, w) = app("create-order");
         stock(&w, "HOT", 8, None);
-        expect(&rt.block_on(handlers::http("create-order", &app, create_order_request("warm"))).unwrap(), 201, "PENDING_PAYMENT");
+        expect(
+            &rt.block_on(handlers::http("create-order", &app, create_order_request("warm"))).unwrap(),
+            201,
+            "PENDING_PAYMENT",
+        );
         let mut n = 0_u64;
         g.bench_function("create-order", |b| {
             b.iter_batched(
@@ -91,7 +109,13 @@ fn http_benches(c: &mut Criterion) {
         let o = new_order(&rt, &app, "k1");
         let req = http_request("GET /orders/{order_id}", &[("order_id", o.id.as_str())], &[], Some(USER), None);
         expect(&rt.block_on(handlers::http("orders-api", &app, req.clone())).unwrap(), 200, o.id.as_str());
-        g.bench_function("orders-api", |b| b.iter_batched(|| req.clone(), |req| rt.block_on(handlers::http("orders-api", &app, req)), BatchSize::SmallInput));
+        g.bench_function("orders-api", |b| {
+            b.iter_batched(
+                || req.clone(),
+                |req| rt.block_on(handlers::http("orders-api", &app, req)),
+                BatchSize::SmallInput,
+            )
+        });
     }
 
     // payment-callback: the same signed callback again (a duplicate: identical work each time),
@@ -104,7 +128,11 @@ fn http_benches(c: &mut Criterion) {
         expect(&rt.block_on(handlers::http("payment-callback", &app, req.clone())).unwrap(), 200, "\"applied\"");
         expect(&rt.block_on(handlers::http("payment-callback", &app, req.clone())).unwrap(), 200, "\"duplicate\"");
         g.bench_function("payment-callback", |b| {
-            b.iter_batched(|| req.clone(), |req| rt.block_on(handlers::http("payment-callback", &app, req)), BatchSize::SmallInput)
+            b.iter_batched(
+                || req.clone(),
+                |req| rt.block_on(handlers::http("payment-callback", &app, req)),
+                BatchSize::SmallInput,
+            )
         });
 
         let mut n = 0_u64;
@@ -127,8 +155,16 @@ fn http_benches(c: &mut Criterion) {
         let (app, w) = app("reservations");
         stock(&w, "HOT", 8, None);
         let req = |n: u64| {
-            let body = json!({"order_id": format!("ext-{n}"), "ttl_seconds": 600, "items": [{"sku": "HOT", "quantity": 1}]}).to_string();
-            http_request("POST /reservations", &[], &[("content-type", "application/json")], Some("partner-system"), Some(body))
+            let body =
+                json!({"order_id": format!("ext-{n}"), "ttl_seconds": 600, "items": [{"sku": "HOT", "quantity": 1}]})
+                    .to_string();
+            http_request(
+                "POST /reservations",
+                &[],
+                &[("content-type", "application/json")],
+                Some("partner-system"),
+                Some(body),
+            )
         };
         expect(&rt.block_on(handlers::http("reservations", &app, req(0))).unwrap(), 201, "FROZEN");
         let mut n = 0_u64;
@@ -150,7 +186,13 @@ fn http_benches(c: &mut Criterion) {
         stock(&w, "HOT", 8, None);
         let req = http_request("GET /skus/{sku}", &[("sku", "HOT")], &[], Some(USER), None);
         expect(&rt.block_on(handlers::http("stock-api", &app, req.clone())).unwrap(), 200, "\"available\"");
-        g.bench_function("stock-api", |b| b.iter_batched(|| req.clone(), |req| rt.block_on(handlers::http("stock-api", &app, req)), BatchSize::SmallInput));
+        g.bench_function("stock-api", |b| {
+            b.iter_batched(
+                || req.clone(),
+                |req| rt.block_on(handlers::http("stock-api", &app, req)),
+                BatchSize::SmallInput,
+            )
+        });
     }
 
     g.finish();
@@ -170,7 +212,13 @@ fn async_benches(c: &mut Criterion) {
         let ev = sqs_event(&[envelope(EventKind::OrderPaid, &o.apply(OrderAction::Pay, clock::now_ms()).unwrap())]);
         no_failures(rt.block_on(handlers::sqs("stock-events", &app, ev.clone())).unwrap().unwrap());
         assert_eq!(w.stock.shards(&sku("HOT")).iter().map(|c| c.sold).sum::<i64>(), 1);
-        g.bench_function("stock-events", |b| b.iter_batched(|| ev.clone(), |ev| rt.block_on(handlers::sqs("stock-events", &app, ev)), BatchSize::SmallInput));
+        g.bench_function("stock-events", |b| {
+            b.iter_batched(
+                || ev.clone(),
+                |ev| rt.block_on(handlers::sqs("stock-events", &app, ev)),
+                BatchSize::SmallInput,
+            )
+        });
 
         let mut n = 0_u64;
         g.bench_function("stock-events-fresh", |b| {
@@ -198,7 +246,13 @@ fn async_benches(c: &mut Criterion) {
         let before = w.messages.sent().len();
         no_failures(rt.block_on(handlers::sqs("payment-timeout", &app, ev.clone())).unwrap().unwrap());
         assert_eq!(w.messages.sent().len(), before + 1, "re-armed");
-        g.bench_function("payment-timeout", |b| b.iter_batched(|| ev.clone(), |ev| rt.block_on(handlers::sqs("payment-timeout", &app, ev)), BatchSize::SmallInput));
+        g.bench_function("payment-timeout", |b| {
+            b.iter_batched(
+                || ev.clone(),
+                |ev| rt.block_on(handlers::sqs("payment-timeout", &app, ev)),
+                BatchSize::SmallInput,
+            )
+        });
     }
 
     // reservation-check: due, and the order exists (Fine).
@@ -206,11 +260,22 @@ fn async_benches(c: &mut Criterion) {
         let (app, w) = app("reservation-check");
         stock(&w, "HOT", 1, None);
         let o = new_order(&rt, &app, "k1");
-        let msg = Message::ReservationCheck { schema: 1, reservation_id: o.id.to_string(), kind: ReservationKind::Order, due_at: clock::now_s() - 1 };
+        let msg = Message::ReservationCheck {
+            schema: 1,
+            reservation_id: o.id.to_string(),
+            kind: ReservationKind::Order,
+            due_at: clock::now_s() - 1,
+        };
         let ev = sqs_event(&[serde_json::to_string(&msg).unwrap()]);
         no_failures(rt.block_on(handlers::sqs("reservation-check", &app, ev.clone())).unwrap().unwrap());
         assert_eq!(w.stock.shards(&sku("HOT"))[0].locked, 1, "the lock of an existing order stays");
-        g.bench_function("reservation-check", |b| b.iter_batched(|| ev.clone(), |ev| rt.block_on(handlers::sqs("reservation-check", &app, ev)), BatchSize::SmallInput));
+        g.bench_function("reservation-check", |b| {
+            b.iter_batched(
+                || ev.clone(),
+                |ev| rt.block_on(handlers::sqs("reservation-check", &app, ev)),
+                BatchSize::SmallInput,
+            )
+        });
     }
 
     // publish-events: one MODIFY record PENDING_PAYMENT → PAID (one OrderPaid on the bus).
@@ -224,7 +289,13 @@ fn async_benches(c: &mut Criterion) {
         let r = rt.block_on(handlers::stream("publish-events", &app, ev.clone())).unwrap().unwrap();
         assert!(r.batch_item_failures.is_empty());
         assert_eq!(w.bus.published().last().map(|e| e.kind), Some(EventKind::OrderPaid));
-        g.bench_function("publish-events", |b| b.iter_batched(|| ev.clone(), |ev| rt.block_on(handlers::stream("publish-events", &app, ev)), BatchSize::SmallInput));
+        g.bench_function("publish-events", |b| {
+            b.iter_batched(
+                || ev.clone(),
+                |ev| rt.block_on(handlers::stream("publish-events", &app, ev)),
+                BatchSize::SmallInput,
+            )
+        });
     }
 
     // reconcile: nothing stale; three SKUs (1, 4 and 8 shards) with a fresh order each.

@@ -80,7 +80,13 @@ pub fn stock(w: &MemoryWorld, name: &str, shards: u16, per_user_limit: Option<u3
 }
 
 /// An API Gateway HTTP API (payload v2) request as the JWT authorizer passes it on.
-pub fn http_request(route: &str, path: &[(&str, &str)], headers: &[(&str, &str)], sub: Option<&str>, body: Option<String>) -> Request {
+pub fn http_request(
+    route: &str,
+    path: &[(&str, &str)],
+    headers: &[(&str, &str)],
+    sub: Option<&str>,
+    body: Option<String>,
+) -> Request {
     let mut req = Request { route_key: Some(route.to_owned()), body, ..Default::default() };
     req.request_context.route_key = Some(route.to_owned());
     req.path_parameters = path.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
@@ -110,7 +116,11 @@ pub fn sqs_event(bodies: &[String]) -> SqsEvent {
         records: bodies
             .iter()
             .enumerate()
-            .map(|(i, b)| SqsMessage { message_id: Some(format!("m-{i}")), body: Some(b.clone()), ..Default::default() })
+            .map(|(i, b)| SqsMessage {
+                message_id: Some(format!("m-{i}")),
+                body: Some(b.clone()),
+                ..Default::default()
+            })
             .collect(),
     }
 }

@@ -46,8 +46,8 @@ pub fn verify(secret: &str, authorization: Option<&str>, now_s: i64) -> Result<C
     let (Some(h), Some(p), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
         return Err("malformed token");
     };
-    let header: serde_json::Value =
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(h).map_err(|_| "malformed header")?).map_err(|_| "malformed header")?;
+    let header: serde_json::Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(h).map_err(|_| "malformed header")?)
+        .map_err(|_| "malformed header")?;
     if header.get("alg").and_then(|a| a.as_str()) != Some("HS256") {
         return Err("unsupported alg");
     }
@@ -56,20 +56,19 @@ pub fn verify(secret: &str, authorization: Option<&str>, now_s: i64) -> Result<C
     m.update(format!("{h}.{p}").as_bytes());
     m.verify_slice(&sig).map_err(|_| "bad signature")?;
     let payload: serde_json::Value =
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).map_err(|_| "malformed payload")?).map_err(|_| "malformed payload")?;
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).map_err(|_| "malformed payload")?)
+            .map_err(|_| "malformed payload")?;
     let obj = payload.as_object().ok_or("malformed payload")?;
     if let Some(exp) = obj.get("exp") {
         if exp.as_i64().is_none_or(|e| e < now_s) {
             return Err("token expired");
         }
     }
-    if !obj.get("sub").is_some_and(|s| s.as_str().is_some_and(|s| !s.is_empty())) {
+    if obj.get("sub").and_then(|s| s.as_str()).is_none_or(str::is_empty) {
         return Err("token has no sub");
     }
-    let claims: HashMap<String, String> = obj
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string())))
-        .collect();
+    let claims: HashMap<String, String> =
+        obj.iter().map(|(k, v)| (k.clone(), v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))).collect();
     let scopes = claims
         .get("scope")
         .or_else(|| claims.get("scp"))

@@ -14,7 +14,8 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("token") => {
-            let secret = std::env::var("LOCAL_JWT_SECRET").unwrap_or_else(|_| holdfast_local::auth::DEFAULT_SECRET.into());
+            let secret =
+                std::env::var("LOCAL_JWT_SECRET").unwrap_or_else(|_| holdfast_local::auth::DEFAULT_SECRET.into());
             let sub = arg(&args, "--sub").unwrap_or_else(|| "alice".into());
             let scope = arg(&args, "--scope").unwrap_or_default();
             let scopes: Vec<&str> = scope.split_whitespace().collect();

@@ -64,14 +64,30 @@ impl SqsSource {
         for m in msgs {
             let id = m.message_id().unwrap_or_default().to_owned();
             let receipt = m.receipt_handle().unwrap_or_default().to_owned();
-            let attrs: HashMap<String, String> =
-                m.attributes().map(|a| a.iter().map(|(k, v)| (k.as_str().to_owned(), v.clone())).collect()).unwrap_or_default();
+            let attrs: HashMap<String, String> = m
+                .attributes()
+                .map(|a| a.iter().map(|(k, v)| (k.as_str().to_owned(), v.clone())).collect())
+                .unwrap_or_default();
             let count: i64 = attrs.get("ApproximateReceiveCount").and_then(|c| c.parse().ok()).unwrap_or(1);
             if let Some((dlq, max)) = &self.redrive {
                 if count > *max {
                     // Past maxReceiveCount: the message goes to the DLQ, not to the function.
-                    if self.client.send_message().queue_url(dlq).message_body(m.body().unwrap_or_default()).send().await.is_ok() {
-                        let _ = self.client.delete_message().queue_url(&self.queue_url).receipt_handle(&receipt).send().await;
+                    if self
+                        .client
+                        .send_message()
+                        .queue_url(dlq)
+                        .message_body(m.body().unwrap_or_default())
+                        .send()
+                        .await
+                        .is_ok()
+                    {
+                        let _ = self
+                            .client
+                            .delete_message()
+                            .queue_url(&self.queue_url)
+                            .receipt_handle(&receipt)
+                            .send()
+                            .await;
                         tracing::warn!(function = self.function, message_id = id, "message moved to the DLQ");
                     }
                     continue;
@@ -106,7 +122,8 @@ impl SqsSource {
         let ids: Vec<String> = records.iter().filter_map(|r| r.message_id.clone()).collect();
         let app = self.app.clone();
         let function = self.function.clone();
-        let out = tokio::spawn(async move { holdfast::handlers::sqs(&function, &app, SqsEvent { records }).await }).await;
+        let out =
+            tokio::spawn(async move { holdfast::handlers::sqs(&function, &app, SqsEvent { records }).await }).await;
         let succeeded: Vec<String> = match out {
             Ok(Some(Ok(resp))) if self.report_failures => {
                 let failed: Vec<&str> = resp.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
@@ -114,7 +131,11 @@ impl SqsSource {
             }
             Ok(Some(Ok(_))) => ids,
             Ok(Some(Err(e))) => {
-                tracing::warn!(function = self.function, error = format!("{e:#}"), "invocation failed; batch will be retried");
+                tracing::warn!(
+                    function = self.function,
+                    error = format!("{e:#}"),
+                    "invocation failed; batch will be retried"
+                );
                 Vec::new()
             }
             _ => {
@@ -126,12 +147,18 @@ impl SqsSource {
             .iter()
             .enumerate()
             .filter_map(|(i, id)| {
-                DeleteMessageBatchRequestEntry::builder().id(format!("m{i}")).receipt_handle(handles.get(id)?).build().ok()
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(format!("m{i}"))
+                    .receipt_handle(handles.get(id)?)
+                    .build()
+                    .ok()
             })
             .collect();
         if !entries.is_empty() {
             drop(holdfast::adapters::usage::call("sqs:DeleteMessageBatch"));
-            if let Err(e) = self.client.delete_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await {
+            if let Err(e) =
+                self.client.delete_message_batch().queue_url(&self.queue_url).set_entries(Some(entries)).send().await
+            {
                 tracing::warn!(function = self.function, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "DeleteMessageBatch failed");
             }
         }
@@ -154,7 +181,8 @@ pub struct StreamSource {
 fn stream_av_json(v: &aws_sdk_dynamodbstreams::types::AttributeValue) -> serde_json::Value {
     use aws_sdk_dynamodbstreams::types::AttributeValue as A;
     use serde_json::json;
-    let b64 = |b: &aws_sdk_dynamodbstreams::primitives::Blob| base64::engine::general_purpose::STANDARD.encode(b.as_ref());
+    let b64 =
+        |b: &aws_sdk_dynamodbstreams::primitives::Blob| base64::engine::general_purpose::STANDARD.encode(b.as_ref());
     use base64::Engine;
     match v {
         A::S(s) => json!({"S": s}),
@@ -166,12 +194,16 @@ fn stream_av_json(v: &aws_sdk_dynamodbstreams::types::AttributeValue) -> serde_j
         A::Ns(v) => json!({"NS": v}),
         A::Bs(v) => json!({"BS": v.iter().map(b64).collect::<Vec<_>>()}),
         A::L(v) => json!({"L": v.iter().map(stream_av_json).collect::<Vec<_>>()}),
-        A::M(m) => json!({"M": m.iter().map(|(k, v)| (k.clone(), stream_av_json(v))).collect::<serde_json::Map<_, _>>()}),
+        A::M(m) => {
+            json!({"M": m.iter().map(|(k, v)| (k.clone(), stream_av_json(v))).collect::<serde_json::Map<_, _>>()})
+        }
         _ => json!({"NULL": true}),
     }
 }
 
-fn image(m: Option<&HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>) -> Option<serde_json::Map<String, serde_json::Value>> {
+fn image(
+    m: Option<&HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
     m.map(|m| m.iter().map(|(k, v)| (k.clone(), stream_av_json(v))).collect())
 }
 
@@ -223,7 +255,9 @@ impl StreamSource {
                     Some(seq) => req.shard_iterator_type(T::AfterSequenceNumber).sequence_number(seq.clone()),
                     None => req.shard_iterator_type(T::TrimHorizon),
                 };
-                let Some(it) = req.send().await.ok().and_then(|o| o.shard_iterator().map(str::to_owned)) else { continue };
+                let Some(it) = req.send().await.ok().and_then(|o| o.shard_iterator().map(str::to_owned)) else {
+                    continue;
+                };
                 match self.streams.get_records().shard_iterator(&it).limit(1000).send().await {
                     Ok(out) => {
                         for r in out.records() {
@@ -285,7 +319,11 @@ impl StreamSource {
             batch.drain(..retry_from);
             attempts += 1;
             if self.max_retries >= 0 && attempts > self.max_retries {
-                tracing::error!(function = self.function, records = batch.len(), "stream batch failed past its retries; sent to the on-failure destination");
+                tracing::error!(
+                    function = self.function,
+                    records = batch.len(),
+                    "stream batch failed past its retries; sent to the on-failure destination"
+                );
                 if let Some(url) = &self.on_failure_url {
                     let body = serde_json::json!({"records": batch.iter().map(|r| &r.dynamodb.sequence_number).collect::<Vec<_>>(), "function": self.function}).to_string();
                     let _ = self.sqs.send_message().queue_url(url).message_body(body).send().await;

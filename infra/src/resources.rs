@@ -112,7 +112,10 @@ pub async fn create(sdk: &aws_config::SdkConfig, t: &Template, prefix: &str) -> 
         }
         if let Some(view) = p.get("StreamSpecification").and_then(|v| v.get("StreamViewType")).and_then(Value::as_str) {
             req = req.stream_specification(
-                StreamSpecification::builder().stream_enabled(true).stream_view_type(StreamViewType::from(view)).build()?,
+                StreamSpecification::builder()
+                    .stream_enabled(true)
+                    .stream_view_type(StreamViewType::from(view))
+                    .build()?,
             );
         }
         req.send().await.with_context(|| format!("CreateTable {name}"))?;
@@ -121,7 +124,10 @@ pub async fn create(sdk: &aws_config::SdkConfig, t: &Template, prefix: &str) -> 
                 ddb.update_time_to_live()
                     .table_name(&name)
                     .time_to_live_specification(
-                        TimeToLiveSpecification::builder().attribute_name(s(ttl, "AttributeName")?).enabled(true).build()?,
+                        TimeToLiveSpecification::builder()
+                            .attribute_name(s(ttl, "AttributeName")?)
+                            .enabled(true)
+                            .build()?,
                     )
                     .send()
                     .await
@@ -152,8 +158,10 @@ pub async fn create(sdk: &aws_config::SdkConfig, t: &Template, prefix: &str) -> 
             let policy = serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max}).to_string();
             req = req.attributes(QueueAttributeName::RedrivePolicy, policy);
         }
-        let url = req.send().await.with_context(|| format!("CreateQueue {name}"))?.queue_url().unwrap_or_default().to_owned();
-        let attrs = sqs.get_queue_attributes().queue_url(&url).attribute_names(QueueAttributeName::QueueArn).send().await?;
+        let url =
+            req.send().await.with_context(|| format!("CreateQueue {name}"))?.queue_url().unwrap_or_default().to_owned();
+        let attrs =
+            sqs.get_queue_attributes().queue_url(&url).attribute_names(QueueAttributeName::QueueArn).send().await?;
         let arn = attrs
             .attributes()
             .and_then(|a| a.get(&QueueAttributeName::QueueArn))

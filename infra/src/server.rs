@@ -198,7 +198,8 @@ impl Server {
             bytes
         };
         let mut r = hyper::Response::new(Full::new(bytes));
-        *r.status_mut() = hyper::StatusCode::from_u16(resp.status_code as u16).unwrap_or(hyper::StatusCode::BAD_GATEWAY);
+        *r.status_mut() =
+            hyper::StatusCode::from_u16(resp.status_code as u16).unwrap_or(hyper::StatusCode::BAD_GATEWAY);
         for (k, v) in resp.headers.iter() {
             r.headers_mut().insert(k.clone(), v.clone());
         }

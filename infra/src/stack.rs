@@ -140,7 +140,8 @@ impl LocalStack {
                 q.visibility_timeout = Some(q.visibility_timeout.unwrap_or(30).min(cap));
             }
         }
-        let res = resources::create(&sdk, &template, &opts.prefix).await.context("creating resources in the emulator")?;
+        let res =
+            resources::create(&sdk, &template, &opts.prefix).await.context("creating resources in the emulator")?;
 
         let mut apps = HashMap::new();
         for f in &template.functions {
@@ -164,7 +165,8 @@ impl LocalStack {
 
         let (tx, rx) = watch::channel(false);
         let mut tasks = Vec::new();
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await.context("binding the local API port")?;
+        let listener =
+            tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await.context("binding the local API port")?;
         let base_url = format!("http://{}", listener.local_addr()?);
         let routes = template.routes().into_iter().map(|(k, f, a)| Route::new(&k, &f, a)).collect();
         let server = Arc::new(Server { routes, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone() });
@@ -176,7 +178,11 @@ impl LocalStack {
             for (_, e) in &f.events {
                 match e {
                     Event::Sqs { queue, batch_size, report_failures } => {
-                        let q = template.queues.iter().find(|q| &q.logical_id == queue).ok_or_else(|| anyhow!("no queue {queue}"))?;
+                        let q = template
+                            .queues
+                            .iter()
+                            .find(|q| &q.logical_id == queue)
+                            .ok_or_else(|| anyhow!("no queue {queue}"))?;
                         let redrive = match &q.redrive {
                             Some((dlq, max)) => Some((res.queue_url(dlq)?.to_owned(), *max)),
                             None => None,
@@ -206,7 +212,10 @@ impl LocalStack {
                             table: res.table(table)?.to_owned(),
                             batch_size: *batch_size as usize,
                             max_retries: *max_retries,
-                            on_failure_url: on_failure.as_ref().map(|q| res.queue_url(q).map(str::to_owned)).transpose()?,
+                            on_failure_url: on_failure
+                                .as_ref()
+                                .map(|q| res.queue_url(q).map(str::to_owned))
+                                .transpose()?,
                             filters: filters.clone(),
                         });
                         tasks.push(tokio::spawn(src.run(rx.clone())));
@@ -220,7 +229,16 @@ impl LocalStack {
                 }
             }
         }
-        Ok(LocalStack { base_url, resources: res, template, sdk, jwt_secret: opts.jwt_secret, apps, shutdown: tx, tasks })
+        Ok(LocalStack {
+            base_url,
+            resources: res,
+            template,
+            sdk,
+            jwt_secret: opts.jwt_secret,
+            apps,
+            shutdown: tx,
+            tasks,
+        })
     }
 
     pub fn app(&self, function: &str) -> anyhow::Result<&Arc<App>> {
@@ -230,7 +248,9 @@ impl LocalStack {
     /// Runs a scheduled function once, now.
     pub async fn run_schedule(&self, function: &str) -> anyhow::Result<serde_json::Value> {
         let ev = serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
-        holdfast::handlers::schedule(function, self.app(function)?, ev).await.ok_or_else(|| anyhow!("{function} is not scheduled"))?
+        holdfast::handlers::schedule(function, self.app(function)?, ev)
+            .await
+            .ok_or_else(|| anyhow!("{function} is not scheduled"))?
     }
 
     /// Changes the active fault points of every function (`HOLDFAST_FAULTS` syntax).
@@ -257,10 +277,14 @@ impl LocalStack {
             .send()
             .await?;
         let attrs = out.attributes().cloned().unwrap_or_default();
-        Ok([A::ApproximateNumberOfMessages, A::ApproximateNumberOfMessagesNotVisible, A::ApproximateNumberOfMessagesDelayed]
-            .iter()
-            .filter_map(|a| attrs.get(a).and_then(|v| v.parse::<i64>().ok()))
-            .sum())
+        Ok([
+            A::ApproximateNumberOfMessages,
+            A::ApproximateNumberOfMessagesNotVisible,
+            A::ApproximateNumberOfMessagesDelayed,
+        ]
+        .iter()
+        .filter_map(|a| attrs.get(a).and_then(|v| v.parse::<i64>().ok()))
+        .sum())
     }
 
     /// Everything the invariants of DESIGN §5 are checked over (scans both tables).

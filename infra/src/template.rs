@@ -61,10 +61,26 @@ pub enum Auth {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    Http { method: String, path: String, auth: Auth },
-    Sqs { queue: String, batch_size: i64, report_failures: bool },
-    Stream { table: String, batch_size: i64, max_retries: i64, on_failure: Option<String>, filters: Vec<serde_json::Value> },
-    Schedule { expression: String },
+    Http {
+        method: String,
+        path: String,
+        auth: Auth,
+    },
+    Sqs {
+        queue: String,
+        batch_size: i64,
+        report_failures: bool,
+    },
+    Stream {
+        table: String,
+        batch_size: i64,
+        max_retries: i64,
+        on_failure: Option<String>,
+        filters: Vec<serde_json::Value>,
+    },
+    Schedule {
+        expression: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -163,7 +179,14 @@ impl Template {
 
     pub fn parse(text: &str) -> anyhow::Result<Template> {
         let doc: Value = serde_yaml::from_str(text).context("template.yaml is not YAML")?;
-        let mut t = Template { parameters: BTreeMap::new(), tables: vec![], queues: vec![], buses: vec![], rules: vec![], functions: vec![] };
+        let mut t = Template {
+            parameters: BTreeMap::new(),
+            tables: vec![],
+            queues: vec![],
+            buses: vec![],
+            rules: vec![],
+            functions: vec![],
+        };
         if let Some(params) = get(&doc, "Parameters").and_then(Value::as_mapping) {
             for (k, v) in params {
                 let name = k.as_str().ok_or_else(|| anyhow!("parameter name"))?.to_owned();
@@ -296,14 +319,20 @@ fn parse_function(id: &str, r: &Value, props: &Value, globals_env: Option<&Value
                     }
                 }
                 "SQS" => Event::Sqs {
-                    queue: get(&p, "Queue").and_then(getatt_target).map(|(a, _)| a).ok_or_else(|| anyhow!("{id}.{name}: Queue must be !GetAtt <Queue>.Arn"))?,
+                    queue: get(&p, "Queue")
+                        .and_then(getatt_target)
+                        .map(|(a, _)| a)
+                        .ok_or_else(|| anyhow!("{id}.{name}: Queue must be !GetAtt <Queue>.Arn"))?,
                     batch_size: int(get(&p, "BatchSize")).unwrap_or(10),
                     report_failures: get(&p, "FunctionResponseTypes")
                         .and_then(Value::as_sequence)
                         .is_some_and(|s| s.iter().any(|x| x.as_str() == Some("ReportBatchItemFailures"))),
                 },
                 "DynamoDB" => Event::Stream {
-                    table: get(&p, "Stream").and_then(getatt_target).map(|(a, _)| a).ok_or_else(|| anyhow!("{id}.{name}: Stream must be !GetAtt <Table>.StreamArn"))?,
+                    table: get(&p, "Stream")
+                        .and_then(getatt_target)
+                        .map(|(a, _)| a)
+                        .ok_or_else(|| anyhow!("{id}.{name}: Stream must be !GetAtt <Table>.StreamArn"))?,
                     batch_size: int(get(&p, "BatchSize")).unwrap_or(100),
                     max_retries: int(get(&p, "MaximumRetryAttempts")).unwrap_or(-1),
                     on_failure: get(&p, "DestinationConfig")
@@ -323,7 +352,10 @@ fn parse_function(id: &str, r: &Value, props: &Value, globals_env: Option<&Value
                         .unwrap_or_default(),
                 },
                 "Schedule" | "ScheduleV2" => Event::Schedule {
-                    expression: get(&p, "Schedule").or_else(|| get(&p, "ScheduleExpression")).map(|v| format!("{:?}", to_json(v))).unwrap_or_default(),
+                    expression: get(&p, "Schedule")
+                        .or_else(|| get(&p, "ScheduleExpression"))
+                        .map(|v| format!("{:?}", to_json(v)))
+                        .unwrap_or_default(),
                 },
                 other => bail!("{id}.{name}: event type {other} is not supported by the local stack"),
             };

@@ -51,7 +51,16 @@ impl App {
         bus: Arc<dyn EventBus>,
     ) -> anyhow::Result<App> {
         let faults = Faults::parse(&config.faults)?;
-        Ok(App { function: function.to_owned(), config, stock, orders, messages, bus, faults, caches: Caches::default() })
+        Ok(App {
+            function: function.to_owned(),
+            config,
+            stock,
+            orders,
+            messages,
+            bus,
+            faults,
+            caches: Caches::default(),
+        })
     }
 
     pub fn count(&self, metric: &str, n: u64) {

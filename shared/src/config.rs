@@ -77,8 +77,10 @@ impl Config {
                 Some(list) => list
                     .split(',')
                     .map(|k| {
-                        crate::domain::events::EventKind::parse(k.trim())
-                            .ok_or_else(|| ConfigError { name: "HOLDFAST_PUBLISH_EVENTS", reason: format!("unknown event {k}") })
+                        crate::domain::events::EventKind::parse(k.trim()).ok_or_else(|| ConfigError {
+                            name: "HOLDFAST_PUBLISH_EVENTS",
+                            reason: format!("unknown event {k}"),
+                        })
                     })
                     .collect::<Result<_, _>>()?,
             },
@@ -113,7 +115,8 @@ mod tests {
 
     #[test]
     fn published_events_are_configurable_and_checked() {
-        let c = Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderCreated, OrderPaid".into())).unwrap();
+        let c = Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderCreated, OrderPaid".into()))
+            .unwrap();
         assert_eq!(c.publish_events.len(), 2);
         assert!(Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderShipped".into())).is_err());
     }

@@ -85,10 +85,7 @@ pub fn finish(r: Result<Response, Problem>) -> Response {
 }
 
 pub fn route(req: &Request) -> &str {
-    req.route_key
-        .as_deref()
-        .or(req.request_context.route_key.as_deref())
-        .unwrap_or("")
+    req.route_key.as_deref().or(req.request_context.route_key.as_deref()).unwrap_or("")
 }
 
 pub fn path_param<'a>(req: &'a Request, name: &str) -> Result<&'a str, Problem> {

@@ -78,23 +78,19 @@ impl Resource {
     /// The CloudFormation type the logical id must have.
     pub fn cfn_type(self) -> &'static str {
         match self {
-            Resource::StockTable
-            | Resource::StockTableIndexes
-            | Resource::OrderTable
-            | Resource::OrderTableIndexes => "AWS::DynamoDB::Table",
-            Resource::PaymentTimeoutQueue
-            | Resource::ReservationCheckQueue
-            | Resource::PublishEventsFailureQueue => "AWS::SQS::Queue",
+            Resource::StockTable | Resource::StockTableIndexes | Resource::OrderTable | Resource::OrderTableIndexes => {
+                "AWS::DynamoDB::Table"
+            }
+            Resource::PaymentTimeoutQueue | Resource::ReservationCheckQueue | Resource::PublishEventsFailureQueue => {
+                "AWS::SQS::Queue"
+            }
             Resource::EventBus => "AWS::Events::EventBus",
         }
     }
 
     /// Whether this stands for a table's secondary indexes.
     pub fn is_index(self) -> bool {
-        matches!(
-            self,
-            Resource::StockTableIndexes | Resource::OrderTableIndexes
-        )
+        matches!(self, Resource::StockTableIndexes | Resource::OrderTableIndexes)
     }
 
     /// The environment variable through which the code learns this resource's name or URL
@@ -285,40 +281,16 @@ pub const ENV: &[(&str, &[&str])] = &[
     ),
     ("orders-api", &["ORDER_TABLE"]),
     // the webhook's HMAC key (a Secrets Manager dynamic reference in the template)
-    (
-        "payment-callback",
-        &["ORDER_TABLE", "PAYMENT_WEBHOOK_SECRET"],
-    ),
+    ("payment-callback", &["ORDER_TABLE", "PAYMENT_WEBHOOK_SECRET"]),
     // default ttl_seconds of a hold
-    (
-        "reservations",
-        &[
-            "STOCK_TABLE",
-            "RESERVATION_CHECK_QUEUE_URL",
-            "HOLDFAST_PAYMENT_TTL_SECONDS",
-        ],
-    ),
+    ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
     ("stock-api", &["STOCK_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
     ("stock-events", &["STOCK_TABLE", "EVENT_BUS_NAME"]),
-    (
-        "payment-timeout",
-        &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"],
-    ),
-    (
-        "reservation-check",
-        &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"],
-    ),
+    ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),
+    ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
     // the sweep's age threshold
-    (
-        "reconcile",
-        &[
-            "STOCK_TABLE",
-            "ORDER_TABLE",
-            "EVENT_BUS_NAME",
-            "HOLDFAST_STALE_LOCK_SECONDS",
-        ],
-    ),
+    ("reconcile", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME", "HOLDFAST_STALE_LOCK_SECONDS"]),
 ];
 
 /// Variables `Config` (or the log setup) reads whose defaults are the production values, or

@@ -63,9 +63,8 @@ pub fn snapshot() -> BTreeMap<String, u64> {
 
 /// JSON logs at the level of `RUST_LOG` / `HOLDFAST_LOG_LEVEL` (default `info`).
 pub fn init_logs() {
-    let filter = std::env::var("RUST_LOG")
-        .or_else(|_| std::env::var("HOLDFAST_LOG_LEVEL"))
-        .unwrap_or_else(|_| "info".into());
+    let filter =
+        std::env::var("RUST_LOG").or_else(|_| std::env::var("HOLDFAST_LOG_LEVEL")).unwrap_or_else(|_| "info".into());
     let _ = tracing_subscriber::fmt()
         .json()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))

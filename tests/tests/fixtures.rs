@@ -27,40 +27,29 @@ fn fixtures() -> BTreeMap<String, (&'static str, String)> {
     for entry in std::fs::read_dir(events_dir()).expect("events/ exists") {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(
-            name.ends_with(".json"),
-            "events/{name}: only .json files belong in events/"
-        );
+        assert!(name.ends_with(".json"), "events/{name}: only .json files belong in events/");
         let stem = name.trim_end_matches(".json");
         let function = FUNCTIONS
             .iter()
             .map(|(f, _)| *f)
             .filter(|f| stem == *f || stem.starts_with(&format!("{f}-")))
             .max_by_key(|f| f.len())
-            .unwrap_or_else(|| {
-                panic!("events/{name} is not named after a function (<function>[-<what>].json)")
-            });
+            .unwrap_or_else(|| panic!("events/{name} is not named after a function (<function>[-<what>].json)"));
         out.insert(name, (function, std::fs::read_to_string(&path).unwrap()));
     }
     out
 }
 
 fn of(function: &str) -> Vec<(String, String)> {
-    fixtures()
-        .into_iter()
-        .filter(|(_, (f, _))| *f == function)
-        .map(|(n, (_, t))| (n, t))
-        .collect()
+    fixtures().into_iter().filter(|(_, (f, _))| *f == function).map(|(n, (_, t))| (n, t)).collect()
 }
 
 fn one(name: &str) -> String {
-    std::fs::read_to_string(events_dir().join(name))
-        .unwrap_or_else(|e| panic!("events/{name}: {e}"))
+    std::fs::read_to_string(events_dir().join(name)).unwrap_or_else(|e| panic!("events/{name}: {e}"))
 }
 
 fn http_request(name: &str, text: &str) -> ApiGatewayV2httpRequest {
-    serde_json::from_str(text)
-        .unwrap_or_else(|e| panic!("events/{name} is not an HTTP API v2 request: {e}"))
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("events/{name} is not an HTTP API v2 request: {e}"))
 }
 
 fn sqs_event(name: &str, text: &str) -> SqsEvent {
@@ -68,18 +57,14 @@ fn sqs_event(name: &str, text: &str) -> SqsEvent {
 }
 
 fn stream_event(name: &str, text: &str) -> StreamEvent {
-    serde_json::from_str(text)
-        .unwrap_or_else(|e| panic!("events/{name} is not a DynamoDB stream event: {e}"))
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("events/{name} is not a DynamoDB stream event: {e}"))
 }
 
 #[test]
 fn every_function_has_a_sample_event() {
     let all = fixtures();
     for (f, _) in FUNCTIONS {
-        assert!(
-            all.values().any(|(g, _)| g == f),
-            "no events/{f}*.json for {f}"
-        );
+        assert!(all.values().any(|(g, _)| g == f), "no events/{f}*.json for {f}");
     }
 }
 
@@ -89,47 +74,22 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
         match handlers::trigger_of(function).unwrap() {
             Trigger::Http => {
                 let req = http_request(&name, &text);
-                assert_eq!(
-                    req.version.as_deref(),
-                    Some("2.0"),
-                    "events/{name}: payload version"
-                );
+                assert_eq!(req.version.as_deref(), Some("2.0"), "events/{name}: payload version");
                 let route = req.route_key.clone().unwrap_or_default();
-                let routes = ROUTES
-                    .iter()
-                    .find(|(f, _)| *f == function)
-                    .map(|(_, r)| *r)
-                    .unwrap();
-                assert!(
-                    routes.contains(&route.as_str()),
-                    "events/{name}: {route:?} is not a route of {function}"
-                );
-                assert_eq!(
-                    req.request_context.route_key.as_deref(),
-                    Some(route.as_str()),
-                    "events/{name}"
-                );
+                let routes = ROUTES.iter().find(|(f, _)| *f == function).map(|(_, r)| *r).unwrap();
+                assert!(routes.contains(&route.as_str()), "events/{name}: {route:?} is not a route of {function}");
+                assert_eq!(req.request_context.route_key.as_deref(), Some(route.as_str()), "events/{name}");
                 let (method, path) = route.split_once(' ').unwrap();
-                assert_eq!(
-                    req.request_context.http.method.as_str(),
-                    method,
-                    "events/{name}: method"
-                );
+                assert_eq!(req.request_context.http.method.as_str(), method, "events/{name}: method");
                 // every {param} of the route is a path parameter, substituted into rawPath
                 let mut expected_path = path.to_owned();
                 for seg in path.split('/').filter(|s| s.starts_with('{')) {
                     let p = seg.trim_matches(|c| c == '{' || c == '}');
-                    let v = req
-                        .path_parameters
-                        .get(p)
-                        .unwrap_or_else(|| panic!("events/{name}: no path parameter {p}"));
+                    let v =
+                        req.path_parameters.get(p).unwrap_or_else(|| panic!("events/{name}: no path parameter {p}"));
                     expected_path = expected_path.replace(seg, v);
                 }
-                assert_eq!(
-                    req.raw_path.as_deref(),
-                    Some(expected_path.as_str()),
-                    "events/{name}: rawPath"
-                );
+                assert_eq!(req.raw_path.as_deref(), Some(expected_path.as_str()), "events/{name}: rawPath");
             }
             Trigger::Sqs => {
                 let ev = sqs_event(&name, &text);
@@ -137,21 +97,16 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
                 for m in &ev.records {
                     let body = m.body.as_deref().unwrap_or("");
                     if function == "stock-events" {
-                        parse_event(body).unwrap_or_else(|e| {
-                            panic!("events/{name}: stock-events refuses its body: {e:#}")
-                        });
+                        parse_event(body)
+                            .unwrap_or_else(|e| panic!("events/{name}: stock-events refuses its body: {e:#}"));
                     } else {
-                        let msg = handlers::sqs::parse_message(m).unwrap_or_else(|e| {
-                            panic!("events/{name}: {function} refuses its body: {e:#}")
-                        });
+                        let msg = handlers::sqs::parse_message(m)
+                            .unwrap_or_else(|e| panic!("events/{name}: {function} refuses its body: {e:#}"));
                         let right_kind = match msg {
                             Message::PaymentTimeout { .. } => function == "payment-timeout",
                             Message::ReservationCheck { .. } => function == "reservation-check",
                         };
-                        assert!(
-                            right_kind,
-                            "events/{name}: {function} would reject a {msg:?}"
-                        );
+                        assert!(right_kind, "events/{name}: {function} would reject a {msg:?}");
                     }
                 }
             }
@@ -159,9 +114,8 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
                 let ev = stream_event(&name, &text);
                 assert!(!ev.records.is_empty(), "events/{name}: no records");
                 for r in &ev.records {
-                    handlers::publish_events::record_events(r).unwrap_or_else(|e| {
-                        panic!("events/{name}: publish-events cannot decode a record: {e:#}")
-                    });
+                    handlers::publish_events::record_events(r)
+                        .unwrap_or_else(|e| panic!("events/{name}: publish-events cannot decode a record: {e:#}"));
                 }
             }
             Trigger::Schedule => {
@@ -176,43 +130,17 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
 #[test]
 fn the_sample_checkout_is_one_order_throughout() {
     let create = http_request("create-order.json", &one("create-order.json"));
-    let user = create
-        .request_context
-        .authorizer
-        .as_ref()
-        .and_then(|a| a.jwt.as_ref())
-        .unwrap()
-        .claims["sub"]
-        .clone();
-    let key = create
-        .headers
-        .get("idempotency-key")
-        .expect("create-order.json sends an Idempotency-Key")
-        .to_str()
-        .unwrap();
-    let id = OrderId::derive(
-        &UserId::parse(&user).unwrap(),
-        &IdempotencyKey::parse(key).unwrap(),
-    );
+    let user = create.request_context.authorizer.as_ref().and_then(|a| a.jwt.as_ref()).unwrap().claims["sub"].clone();
+    let key =
+        create.headers.get("idempotency-key").expect("create-order.json sends an Idempotency-Key").to_str().unwrap();
+    let id = OrderId::derive(&UserId::parse(&user).unwrap(), &IdempotencyKey::parse(key).unwrap());
     let items = serde_json::from_str::<serde_json::Value>(create.body.as_deref().unwrap()).unwrap();
-    handlers::common::parse_items(items.as_object().unwrap())
-        .expect("create-order.json's items parse");
+    handlers::common::parse_items(items.as_object().unwrap()).expect("create-order.json's items parse");
     for f in ["orders-api-get.json", "orders-api-cancel.json"] {
         let r = http_request(f, &one(f));
+        assert_eq!(r.path_parameters["order_id"], id.as_str(), "events/{f} names the sample order");
         assert_eq!(
-            r.path_parameters["order_id"],
-            id.as_str(),
-            "events/{f} names the sample order"
-        );
-        assert_eq!(
-            r.request_context
-                .authorizer
-                .as_ref()
-                .unwrap()
-                .jwt
-                .as_ref()
-                .unwrap()
-                .claims["sub"],
+            r.request_context.authorizer.as_ref().unwrap().jwt.as_ref().unwrap().claims["sub"],
             user,
             "events/{f}: owner"
         );
@@ -244,30 +172,22 @@ fn the_stream_sample_announces_one_order_paid_which_is_the_stock_events_sample()
     let r = &ev.records[0];
     assert_eq!(r.event_name, "MODIFY");
     // Both images are exactly what the order adapter writes for the order they decode to.
-    for (which, image) in [
-        ("OldImage", &r.dynamodb.old_image),
-        ("NewImage", &r.dynamodb.new_image),
-    ] {
-        let item =
-            holdfast::adapters::dynamo::json::item_from_json(image.as_ref().unwrap()).unwrap();
+    for (which, image) in [("OldImage", &r.dynamodb.old_image), ("NewImage", &r.dynamodb.new_image)] {
+        let item = holdfast::adapters::dynamo::json::item_from_json(image.as_ref().unwrap()).unwrap();
         let holdfast::domain::order::OrderRecord::Order(order) =
             holdfast::adapters::dynamo::orders::decode_record(&item).unwrap()
         else {
             panic!("{which} is not an order")
         };
         let encoded = holdfast::adapters::dynamo::orders::encode_order(&order).unwrap();
-        assert_eq!(
-            encoded, item,
-            "events/publish-events.json {which} differs from encode_order of its order"
-        );
+        assert_eq!(encoded, item, "events/publish-events.json {which} differs from encode_order of its order");
     }
     let events = handlers::publish_events::record_events(r).unwrap();
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].kind, EventKind::OrderPaid);
     // What stock-events receives is what publish-events would have put on the bus.
     let paid = sqs_event("stock-events.json", &one("stock-events.json"));
-    let envelope: serde_json::Value =
-        serde_json::from_str(paid.records[0].body.as_deref().unwrap()).unwrap();
+    let envelope: serde_json::Value = serde_json::from_str(paid.records[0].body.as_deref().unwrap()).unwrap();
     assert_eq!(envelope["detail-type"], events[0].kind.as_str());
     assert_eq!(envelope["source"], holdfast::domain::events::SOURCE);
     let detail: EventDetail = serde_json::from_value(envelope["detail"].clone()).unwrap();
@@ -277,33 +197,15 @@ fn the_stream_sample_announces_one_order_paid_which_is_the_stock_events_sample()
 #[test]
 fn the_payment_callback_sample_is_signed_with_the_local_secret() {
     let req = http_request("payment-callback.json", &one("payment-callback.json"));
-    assert!(
-        req.request_context.authorizer.is_none(),
-        "the callback route has no JWT authorizer"
-    );
-    let header = req
-        .headers
-        .get("x-signature")
-        .expect("X-Signature")
-        .to_str()
-        .unwrap();
+    assert!(req.request_context.authorizer.is_none(), "the callback route has no JWT authorizer");
+    let header = req.headers.get("x-signature").expect("X-Signature").to_str().unwrap();
     let body = req.body.as_deref().unwrap().as_bytes();
-    let t: i64 = header
-        .split(',')
-        .find_map(|p| p.strip_prefix("t="))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let t: i64 = header.split(',').find_map(|p| p.strip_prefix("t=")).unwrap().parse().unwrap();
     holdfast::domain::signature::verify(WEBHOOK_SECRET.as_bytes(), header, body, t)
         .expect("signature matches at its own time");
     // Its timestamp is fixed, so against the real clock it is stale: it shows the shape only.
     assert_eq!(
-        holdfast::domain::signature::verify(
-            WEBHOOK_SECRET.as_bytes(),
-            header,
-            body,
-            holdfast::clock::now_s()
-        ),
+        holdfast::domain::signature::verify(WEBHOOK_SECRET.as_bytes(), header, body, holdfast::clock::now_s()),
         Err(holdfast::domain::signature::SignatureError::Stale)
     );
     holdfast::handlers::payment_callback::parse_notice(body).expect("the body is a valid notice");
@@ -312,42 +214,15 @@ fn the_payment_callback_sample_is_signed_with_the_local_secret() {
 #[test]
 fn the_reservation_sample_asks_for_an_internal_scope_and_valid_items() {
     let req = http_request("reservations.json", &one("reservations.json"));
-    let jwt = req
-        .request_context
-        .authorizer
-        .as_ref()
-        .unwrap()
-        .jwt
-        .as_ref()
-        .unwrap();
-    assert!(jwt
-        .scopes
-        .as_ref()
-        .unwrap()
-        .iter()
-        .any(|s| s == "reservations:write"));
+    let jwt = req.request_context.authorizer.as_ref().unwrap().jwt.as_ref().unwrap();
+    assert!(jwt.scopes.as_ref().unwrap().iter().any(|s| s == "reservations:write"));
     let b: serde_json::Value = serde_json::from_str(req.body.as_deref().unwrap()).unwrap();
     handlers::common::parse_items(b.as_object().unwrap()).unwrap();
     for f in of("stock-api") {
         let r = http_request(&f.0, &f.1);
         if r.route_key.as_deref().unwrap_or("").contains("/admin/") {
-            let jwt = r
-                .request_context
-                .authorizer
-                .as_ref()
-                .unwrap()
-                .jwt
-                .as_ref()
-                .unwrap();
-            assert!(
-                jwt.scopes
-                    .as_ref()
-                    .unwrap()
-                    .iter()
-                    .any(|s| s == "stock:admin"),
-                "events/{}: admin scope",
-                f.0
-            );
+            let jwt = r.request_context.authorizer.as_ref().unwrap().jwt.as_ref().unwrap();
+            assert!(jwt.scopes.as_ref().unwrap().iter().any(|s| s == "stock:admin"), "events/{}: admin scope", f.0);
         }
     }
 }
@@ -359,10 +234,9 @@ fn the_reservation_sample_asks_for_an_internal_scope_and_valid_items() {
 async fn the_http_samples_run_through_their_handlers_without_a_server_error() {
     use holdfast::adapters::memory::MemoryWorld;
     use holdfast::app::App;
-    let config = holdfast::config::Config::from_lookup(&|k| {
-        (k == "PAYMENT_WEBHOOK_SECRET").then(|| WEBHOOK_SECRET.to_owned())
-    })
-    .unwrap();
+    let config =
+        holdfast::config::Config::from_lookup(&|k| (k == "PAYMENT_WEBHOOK_SECRET").then(|| WEBHOOK_SECRET.to_owned()))
+            .unwrap();
     let world = MemoryWorld::default();
     let app = |function: &str| {
         App::with_ports(
@@ -390,27 +264,18 @@ async fn the_http_samples_run_through_their_handlers_without_a_server_error() {
     for (function, _) in FUNCTIONS.iter().filter(|(_, t)| *t == Trigger::Http) {
         for (name, (f, _)) in &all {
             if f == function {
-                assert!(
-                    sequence.iter().any(|(n, _)| n == name),
-                    "events/{name} is not in the smoke sequence"
-                );
+                assert!(sequence.iter().any(|(n, _)| n == name), "events/{name} is not in the smoke sequence");
             }
         }
     }
     for (name, expected) in sequence {
         let (function, text) = &all[name];
-        let res = handlers::http(function, &app(function), http_request(name, text))
-            .await
-            .unwrap();
+        let res = handlers::http(function, &app(function), http_request(name, text)).await.unwrap();
         let body = match &res.body {
             Some(aws_lambda_events::encodings::Body::Text(t)) => t.clone(),
             other => format!("{other:?}"),
         };
-        assert!(
-            res.status_code < 500,
-            "events/{name} → {} {body}",
-            res.status_code
-        );
+        assert!(res.status_code < 500, "events/{name} → {} {body}", res.status_code);
         assert_eq!(res.status_code, expected, "events/{name} → {body}");
     }
 }

@@ -48,8 +48,16 @@ impl Bench {
         Ok(Bench { stack, http: reqwest::Client::new(), admin })
     }
 
-    async fn call(&self, method: &str, path: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<Value>) -> (u16, Value) {
-        let mut rb = self.http.request(method.parse().unwrap_or(reqwest::Method::GET), format!("{}{path}", self.stack.base_url));
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut rb =
+            self.http.request(method.parse().unwrap_or(reqwest::Method::GET), format!("{}{path}", self.stack.base_url));
         if let Some(t) = token {
             rb = rb.bearer_auth(t);
         }
@@ -69,20 +77,45 @@ impl Bench {
     }
 
     async fn sku(&self, sku: &str, units: i64, shards: u16) {
-        self.call("PUT", &format!("/admin/skus/{sku}"), Some(&self.admin), &[], Some(json!({"name": sku, "price": 1000, "currency": "EUR", "shards": shards}))).await;
+        self.call(
+            "PUT",
+            &format!("/admin/skus/{sku}"),
+            Some(&self.admin),
+            &[],
+            Some(json!({"name": sku, "price": 1000, "currency": "EUR", "shards": shards})),
+        )
+        .await;
         if units > 0 {
-            self.call("POST", &format!("/admin/skus/{sku}/adjustments"), Some(&self.admin), &[], Some(json!({"adjustment_id": "init", "delta": units, "reason": "bench"}))).await;
+            self.call(
+                "POST",
+                &format!("/admin/skus/{sku}/adjustments"),
+                Some(&self.admin),
+                &[],
+                Some(json!({"adjustment_id": "init", "delta": units, "reason": "bench"})),
+            )
+            .await;
         }
     }
 
     async fn order(&self, user: &str, key: &str, sku: &str, q: u32) -> (u16, Value) {
         let t = self.stack.token(user, &[]);
-        self.call("POST", "/orders", Some(&t), &[("idempotency-key", key)], Some(json!({"items": [{"sku": sku, "quantity": q}]}))).await
+        self.call(
+            "POST",
+            "/orders",
+            Some(&t),
+            &[("idempotency-key", key)],
+            Some(json!({"items": [{"sku": sku, "quantity": q}]})),
+        )
+        .await
     }
 
     async fn pay(&self, id: &str, amount: u64) -> (u16, Value) {
         let body = json!({"payment_id": format!("p-{id}"), "order_id": id, "amount": amount, "currency": "EUR", "status": "SUCCEEDED"}).to_string();
-        let sig = signature::sign(holdfast_local::stack::DEFAULT_WEBHOOK_SECRET.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
+        let sig = signature::sign(
+            holdfast_local::stack::DEFAULT_WEBHOOK_SECRET.as_bytes(),
+            holdfast::clock::now_s(),
+            body.as_bytes(),
+        );
         self.call("POST", "/payments/callback", None, &[("x-signature", &sig)], serde_json::from_str(&body).ok()).await
     }
 
@@ -116,7 +149,12 @@ fn delta(before: &Usage, after: &Usage) -> Usage {
             calls.insert(k.clone(), d);
         }
     }
-    Usage { calls, read_units: after.read_units - before.read_units, write_units: after.write_units - before.write_units, events: after.events - before.events }
+    Usage {
+        calls,
+        read_units: after.read_units - before.read_units,
+        write_units: after.write_units - before.write_units,
+        events: after.events - before.events,
+    }
 }
 
 /// Dollar cost of a usage, by service.
@@ -139,7 +177,11 @@ fn usage_json(u: &Usage, per: f64) -> Value {
 }
 
 async fn paid_lifecycles(endpoint: &str, n: usize) -> anyhow::Result<Value> {
-    let b = Bench::start(endpoint, &[("HOLDFAST_PAYMENT_TTL_SECONDS", "3"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "1")]).await?;
+    let b = Bench::start(
+        endpoint,
+        &[("HOLDFAST_PAYMENT_TTL_SECONDS", "3"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "1")],
+    )
+    .await?;
     b.sku("COST", 1_000_000, 1).await;
     // warm the SKU cache of create-order, as a warm Lambda has it
     let (_, o) = b.order("warm", "warm", "COST", 1).await;
@@ -168,7 +210,15 @@ async fn paid_lifecycles(endpoint: &str, n: usize) -> anyhow::Result<Value> {
 
 async fn refused(endpoint: &str, n: usize, fast_path: bool) -> anyhow::Result<Value> {
     let cache = if fast_path { "1000" } else { "0" };
-    let b = Bench::start(endpoint, &[("HOLDFAST_SOLDOUT_CACHE_MS", cache), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "1"), ("HOLDFAST_PAYMENT_TTL_SECONDS", "3")]).await?;
+    let b = Bench::start(
+        endpoint,
+        &[
+            ("HOLDFAST_SOLDOUT_CACHE_MS", cache),
+            ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "1"),
+            ("HOLDFAST_PAYMENT_TTL_SECONDS", "3"),
+        ],
+    )
+    .await?;
     b.sku("GONE", 1, 8).await;
     b.order("first", "k", "GONE", 1).await;
     b.drain(Duration::from_secs(2)).await;
@@ -190,9 +240,23 @@ async fn round_trips(endpoint: &str) -> anyhow::Result<Value> {
     let b = Bench::start(endpoint, &[]).await?;
     b.sku("RT", 100, 1).await;
     b.sku("SHORT", 0, 8).await;
-    b.call("PUT", "/admin/skus/SHORT", Some(&b.admin), &[], Some(json!({"name": "SHORT", "price": 1000, "currency": "EUR", "shards": 8}))).await;
+    b.call(
+        "PUT",
+        "/admin/skus/SHORT",
+        Some(&b.admin),
+        &[],
+        Some(json!({"name": "SHORT", "price": 1000, "currency": "EUR", "shards": 8})),
+    )
+    .await;
     // one unit on each of 8 shards: a 3-unit line fits on no single shard
-    b.call("POST", "/admin/skus/SHORT/adjustments", Some(&b.admin), &[], Some(json!({"adjustment_id": "a", "delta": 8, "reason": "bench"}))).await;
+    b.call(
+        "POST",
+        "/admin/skus/SHORT/adjustments",
+        Some(&b.admin),
+        &[],
+        Some(json!({"adjustment_id": "a", "delta": 8, "reason": "bench"})),
+    )
+    .await;
     b.order("warm", "warm", "RT", 1).await; // warm caches
     b.order("warm", "warm2", "SHORT", 1).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -202,7 +266,16 @@ async fn round_trips(endpoint: &str) -> anyhow::Result<Value> {
         let (st, _) = b.order("rt", label, sku, q).await;
         let rounds: Vec<Vec<String>> = usage::trace_rounds()
             .into_iter()
-            .map(|r| r.into_iter().filter(|op| !op.starts_with("lambda:") && !op.contains("rule target") && op != "sqs:ReceiveMessage" && op != "sqs:DeleteMessageBatch").collect::<Vec<_>>())
+            .map(|r| {
+                r.into_iter()
+                    .filter(|op| {
+                        !op.starts_with("lambda:")
+                            && !op.contains("rule target")
+                            && op != "sqs:ReceiveMessage"
+                            && op != "sqs:DeleteMessageBatch"
+                    })
+                    .collect::<Vec<_>>()
+            })
             .filter(|r| !r.is_empty())
             .collect();
         out.insert(label.into(), json!({"status": st, "round_trips": rounds.len(), "rounds": rounds}));
@@ -220,7 +293,15 @@ async fn false_sold_out(endpoint: &str) -> anyhow::Result<Value> {
         let (b, internal) = (&b, &internal);
         async move {
             let q = 1 + i % 3;
-            let (st, _) = b.call("POST", "/reservations", Some(internal), &[], Some(json!({"order_id": format!("h{i}"), "items": [{"sku": "HOT", "quantity": q}]}))).await;
+            let (st, _) = b
+                .call(
+                    "POST",
+                    "/reservations",
+                    Some(internal),
+                    &[],
+                    Some(json!({"order_id": format!("h{i}"), "items": [{"sku": "HOT", "quantity": q}]})),
+                )
+                .await;
             (q, st)
         }
     }))
@@ -228,7 +309,8 @@ async fn false_sold_out(endpoint: &str) -> anyhow::Result<Value> {
     let granted: u32 = results.iter().filter(|(_, st)| *st == 201).map(|(q, _)| q).sum();
     let (_, v) = b.call("GET", "/skus/HOT", None, &[], None).await;
     let left = v["available"].as_i64().unwrap_or(-1);
-    let smallest_refused = results.iter().filter(|(_, st)| *st == 409).map(|(q, _)| i64::from(*q)).min().unwrap_or(i64::MAX);
+    let smallest_refused =
+        results.iter().filter(|(_, st)| *st == 409).map(|(q, _)| i64::from(*q)).min().unwrap_or(i64::MAX);
     b.stack.shutdown().await;
     Ok(json!({"requests": 300, "units": 160, "shards": 8, "granted_units": granted, "left": left,
               "false_sold_outs": u32::from(left >= smallest_refused), "identity_holds": i64::from(granted) + left == 160}))
@@ -253,7 +335,8 @@ fn svg_chart() -> String {
         let _ = write!(pts, "{:.1},{:.1} ", x(f64::from(s)), y(ceiling(s)));
     }
     let need = (20_000.0 / 500.0_f64).ceil();
-    let mut svg = format!(r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">
+    let mut svg = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">
 <rect width="100%" height="100%" fill="white"/>
 <text x="{cx}" y="20" text-anchor="middle" font-size="14">Hot-SKU ceiling (model): sustainable freezes/s of one SKU vs shards</text>
 <line x1="{pad}" y1="{b}" x2="{r}" y2="{b}" stroke="black"/><line x1="{pad}" y1="{pad}" x2="{pad}" y2="{b}" stroke="black"/>
@@ -263,12 +346,23 @@ fn svg_chart() -> String {
 <line x1="{nx}" y1="{b}" x2="{nx}" y2="{t20}" stroke="#888" stroke-dasharray="3,3"/>
 <text x="{nx}" y="{nyl}" text-anchor="middle" fill="#444">{need} shards</text>
 <text x="{cx}" y="{xl}" text-anchor="middle">shards</text>
-"##, cx = w / 2.0, b = h - pad, r = w - pad, t20 = y(20_000.0), t20l = y(20_000.0) - 6.0, nx = x(need), nyl = h - pad + 28.0, xl = h - 8.0);
+"##,
+        cx = w / 2.0,
+        b = h - pad,
+        r = w - pad,
+        t20 = y(20_000.0),
+        t20l = y(20_000.0) - 6.0,
+        nx = x(need),
+        nyl = h - pad + 28.0,
+        xl = h - 8.0
+    );
     for s in [1, 8, 16, 32, 48, 64] {
-        let _ = writeln!(svg, r#"<text x="{:.1}" y="{}" text-anchor="middle">{s}</text>"#, x(f64::from(s)), h - pad + 15.0);
+        let _ =
+            writeln!(svg, r#"<text x="{:.1}" y="{}" text-anchor="middle">{s}</text>"#, x(f64::from(s)), h - pad + 15.0);
     }
     for v in [0, 10_000, 20_000, 30_000] {
-        let _ = writeln!(svg, r#"<text x="{}" y="{:.1}" text-anchor="end">{v}</text>"#, pad - 5.0, y(f64::from(v)) + 4.0);
+        let _ =
+            writeln!(svg, r#"<text x="{}" y="{:.1}" text-anchor="end">{v}</text>"#, pad - 5.0, y(f64::from(v)) + 4.0);
     }
     svg.push_str("</svg>\n");
     svg
@@ -296,7 +390,8 @@ fn usd(v: f64) -> String {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     std::env::set_var("HOLDFAST_QUIET_METRICS", "1");
-    let endpoint = std::env::var("HOLDFAST_EMULATOR_ENDPOINT").map_err(|_| anyhow::anyhow!("run through `make bench`"))?;
+    let endpoint =
+        std::env::var("HOLDFAST_EMULATOR_ENDPOINT").map_err(|_| anyhow::anyhow!("run through `make bench`"))?;
     let n: usize = std::env::var("HOLDFAST_BENCH_LIFECYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(48);
     let out = PathBuf::from("bench");
     eprintln!("bench: {n} paid lifecycles …");
@@ -328,29 +423,65 @@ async fn main() -> anyhow::Result<()> {
     let mut md = String::new();
     let _ = writeln!(md, "# Holdfast benchmark report\n\nGenerated by `make bench` on this machine (2 cores, moto emulator, x86_64 debug local stack; release Lambda binaries for sizes and cold starts). Figures marked **model** are computed, everything else is **measured**.\n");
     let _ = writeln!(md, "## Targets\n\n| target | figure | status |\n|---|---|---|");
-    let _ = writeln!(md, "| ≤ $0.000015 per paid single-line order | {} (measured units × list prices) | {} |", usd(per_paid), if per_paid <= TARGET_PER_PAID_ORDER { "met" } else { "**missed**" });
+    let _ = writeln!(
+        md,
+        "| ≤ $0.000015 per paid single-line order | {} (measured units × list prices) | {} |",
+        usd(per_paid),
+        if per_paid <= TARGET_PER_PAID_ORDER { "met" } else { "**missed**" }
+    );
     let rt1 = rt["create_order"]["round_trips"].as_u64().unwrap_or(0);
-    let _ = writeln!(md, "| ≤ 2 sequential AWS round trips on create-order | {rt1} (measured) | {} |", if rt1 <= 2 { "met" } else { "**missed**" });
-    let max_cpu = criterion.as_object().map(|m| m.iter().filter(|(k, _)| k.starts_with("handler/")).filter_map(|(_, v)| v["mean_ns"].as_f64()).fold(0.0, f64::max));
+    let _ = writeln!(
+        md,
+        "| ≤ 2 sequential AWS round trips on create-order | {rt1} (measured) | {} |",
+        if rt1 <= 2 { "met" } else { "**missed**" }
+    );
+    let max_cpu = criterion.as_object().map(|m| {
+        m.iter()
+            .filter(|(k, _)| k.starts_with("handler/"))
+            .filter_map(|(_, v)| v["mean_ns"].as_f64())
+            .fold(0.0, f64::max)
+    });
     match max_cpu {
         Some(c) if c > 0.0 => {
-            let _ = writeln!(md, "| ≤ 200 µs CPU per handler invocation | worst handler {:.1} µs (criterion, in-memory ports) | {} |", c / 1000.0, if c <= 200_000.0 { "met" } else { "**missed**" });
+            let _ = writeln!(
+                md,
+                "| ≤ 200 µs CPU per handler invocation | worst handler {:.1} µs (criterion, in-memory ports) | {} |",
+                c / 1000.0,
+                if c <= 200_000.0 { "met" } else { "**missed**" }
+            );
         }
         _ => {
             let _ = writeln!(md, "| ≤ 200 µs CPU per handler invocation | not measured in this run (criterion output missing) | **unknown** |");
         }
     }
-    let worst_poll = coldstart.get("functions").and_then(Value::as_object).map(|m| m.values().filter_map(|v| v["first_poll_ms"]["median"].as_f64()).fold(0.0, f64::max));
+    let worst_poll = coldstart
+        .get("functions")
+        .and_then(Value::as_object)
+        .map(|m| m.values().filter_map(|v| v["first_poll_ms"]["median"].as_f64()).fold(0.0, f64::max));
     match worst_poll {
         Some(p) if p > 0.0 => {
-            let _ = writeln!(md, "| ≤ 30 ms exec → first runtime-API poll | worst median {p:.1} ms (stub Runtime API, x86_64) | {} |", if p <= 30.0 { "met" } else { "**missed**" });
+            let _ = writeln!(
+                md,
+                "| ≤ 30 ms exec → first runtime-API poll | worst median {p:.1} ms (stub Runtime API, x86_64) | {} |",
+                if p <= 30.0 { "met" } else { "**missed**" }
+            );
         }
         _ => {
             let _ = writeln!(md, "| ≤ 30 ms exec → first runtime-API poll | not measured in this run (bench/coldstart.json missing) | **unknown** |");
         }
     }
-    let _ = writeln!(md, "| 20,000 freezes/s on one SKU with ≤ 64 shards | {} shards (**model**) | {} |", need.map(|n| n.to_string()).unwrap_or("none".into()), if need.is_some() { "met" } else { "**missed**" });
-    let _ = writeln!(md, "| no false sold-out in measured runs | {} false sold-outs in a 300-request, 8-shard run (measured) | {} |\n", fso["false_sold_outs"], if fso["false_sold_outs"] == 0 { "met" } else { "**missed**" });
+    let _ = writeln!(
+        md,
+        "| 20,000 freezes/s on one SKU with ≤ 64 shards | {} shards (**model**) | {} |",
+        need.map(|n| n.to_string()).unwrap_or("none".into()),
+        if need.is_some() { "met" } else { "**missed**" }
+    );
+    let _ = writeln!(
+        md,
+        "| no false sold-out in measured runs | {} false sold-outs in a 300-request, 8-shard run (measured) | {} |\n",
+        fso["false_sold_outs"],
+        if fso["false_sold_outs"] == 0 { "met" } else { "**missed**" }
+    );
 
     let _ = writeln!(md, "## Cost per paid order (measured units, priced)\n\n{n} full single-line lifecycles (create → pay → confirm via the event flow → reservation check → payment timeout), counted by the adapters (DynamoDB units computed from item sizes with AWS's on-demand rules: 1 WRU per KB written, ×2 in transactions, +1 per GSI entry written or removed; reads 1 RRU per 4 KB strongly consistent, ½ eventually) and by the local runner playing Lambda (invocations, SQS receives/deletes of non-empty batches, EventBridge rule deliveries). Prices: {PRICES_DATE}; Lambda billed as 256 MB × 10 ms per invocation (**model**).\n");
     let _ = writeln!(md, "| service | per paid order |\n|---|---|");
@@ -358,12 +489,26 @@ async fn main() -> anyhow::Result<()> {
         let _ = writeln!(md, "| {k} | {} |", usd(v.as_f64().unwrap_or(0.0)));
     }
     let _ = writeln!(md, "| **total** | **{}** |\n", usd(per_paid));
-    let _ = writeln!(md, "Units per paid order: {:.2} WRU, {:.2} RRU, {:.2} events. Requests per paid order:\n\n```\n{}\n```\n",
-        paid["usage"]["write_units"].as_f64().unwrap_or(0.0), paid["usage"]["read_units"].as_f64().unwrap_or(0.0), paid["usage"]["events"].as_f64().unwrap_or(0.0),
-        serde_json::to_string_pretty(&paid["usage"]["per_unit_calls"]).unwrap_or_default());
-    let _ = writeln!(md, "## A refused freeze on a sold-out SKU\n\n| | per refused request | requests |\n|---|---|---|");
-    for (label, r) in [("with the sold-out fast path (1 s mark)", &refused_fast), ("without (HOLDFAST_SOLDOUT_CACHE_MS=0)", &refused_slow)] {
-        let _ = writeln!(md, "| {label} | {} | `{}` |", usd(r["usage"]["total_usd"].as_f64().unwrap_or(0.0)), r["usage"]["per_unit_calls"]);
+    let _ = writeln!(
+        md,
+        "Units per paid order: {:.2} WRU, {:.2} RRU, {:.2} events. Requests per paid order:\n\n```\n{}\n```\n",
+        paid["usage"]["write_units"].as_f64().unwrap_or(0.0),
+        paid["usage"]["read_units"].as_f64().unwrap_or(0.0),
+        paid["usage"]["events"].as_f64().unwrap_or(0.0),
+        serde_json::to_string_pretty(&paid["usage"]["per_unit_calls"]).unwrap_or_default()
+    );
+    let _ =
+        writeln!(md, "## A refused freeze on a sold-out SKU\n\n| | per refused request | requests |\n|---|---|---|");
+    for (label, r) in [
+        ("with the sold-out fast path (1 s mark)", &refused_fast),
+        ("without (HOLDFAST_SOLDOUT_CACHE_MS=0)", &refused_slow),
+    ] {
+        let _ = writeln!(
+            md,
+            "| {label} | {} | `{}` |",
+            usd(r["usage"]["total_usd"].as_f64().unwrap_or(0.0)),
+            r["usage"]["per_unit_calls"]
+        );
     }
     let _ = writeln!(md, "\n## Round trips (measured)\n\nSequential AWS round trips after validation, from the request trace (requests whose lifetimes overlap count once).\n");
     for (label, v) in rt.as_object().into_iter().flatten() {
@@ -373,7 +518,12 @@ async fn main() -> anyhow::Result<()> {
     if let Some(m) = criterion.as_object() {
         let _ = writeln!(md, "| benchmark | mean | median |\n|---|---|---|");
         for (k, v) in m {
-            let _ = writeln!(md, "| {k} | {:.1} µs | {:.1} µs |", v["mean_ns"].as_f64().unwrap_or(0.0) / 1000.0, v["median_ns"].as_f64().unwrap_or(0.0) / 1000.0);
+            let _ = writeln!(
+                md,
+                "| {k} | {:.1} µs | {:.1} µs |",
+                v["mean_ns"].as_f64().unwrap_or(0.0) / 1000.0,
+                v["median_ns"].as_f64().unwrap_or(0.0) / 1000.0
+            );
         }
     } else {
         let _ = writeln!(md, "Not in this run (run `make bench`, which runs `cargo bench` first).");
@@ -383,7 +533,14 @@ async fn main() -> anyhow::Result<()> {
         let _ = writeln!(md, "| function | size | exec → first poll (median / p95) | exec → first response (median / p95) |\n|---|---|---|---|");
         for (k, v) in m {
             let size = sizes.get(k).map(|s| format!("{:.0} KiB", *s as f64 / 1024.0)).unwrap_or("?".into());
-            let _ = writeln!(md, "| {k} | {size} | {:.1} / {:.1} ms | {:.1} / {:.1} ms |", v["first_poll_ms"]["median"].as_f64().unwrap_or(0.0), v["first_poll_ms"]["p95"].as_f64().unwrap_or(0.0), v["first_response_ms"]["median"].as_f64().unwrap_or(0.0), v["first_response_ms"]["p95"].as_f64().unwrap_or(0.0));
+            let _ = writeln!(
+                md,
+                "| {k} | {size} | {:.1} / {:.1} ms | {:.1} / {:.1} ms |",
+                v["first_poll_ms"]["median"].as_f64().unwrap_or(0.0),
+                v["first_poll_ms"]["p95"].as_f64().unwrap_or(0.0),
+                v["first_response_ms"]["median"].as_f64().unwrap_or(0.0),
+                v["first_response_ms"]["p95"].as_f64().unwrap_or(0.0)
+            );
         }
     } else {
         let _ = writeln!(md, "Sizes: {sizes:?}. Cold starts not in this run (bench/coldstart.json missing).");
@@ -392,7 +549,11 @@ async fn main() -> anyhow::Result<()> {
     for (s, c) in &ceilings {
         let _ = writeln!(md, "| {s} | {c:.0} |");
     }
-    let _ = writeln!(md, "\nThe seeds' flash-sale peak of 20,000 freezes/s on one SKU needs **{} shards** in this model.\n", need.map(|n| n.to_string()).unwrap_or("more than 64".into()));
+    let _ = writeln!(
+        md,
+        "\nThe seeds' flash-sale peak of 20,000 freezes/s on one SKU needs **{} shards** in this model.\n",
+        need.map(|n| n.to_string()).unwrap_or("more than 64".into())
+    );
     let _ = writeln!(md, "## No false sold-out (measured)\n\n`{fso}`\n");
     std::fs::write(out.join("REPORT.md"), &md)?;
     println!("{md}");

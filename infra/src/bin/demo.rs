@@ -72,7 +72,15 @@ struct Client {
 }
 
 impl Client {
-    async fn call(&self, route: &'static str, method: &str, path: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<String>) -> (u16, Value) {
+    async fn call(
+        &self,
+        route: &'static str,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> (u16, Value) {
         let mut rb = self.http.request(method.parse().unwrap_or(reqwest::Method::GET), format!("{}{path}", self.base));
         if let Some(t) = token {
             rb = rb.bearer_auth(t);
@@ -96,9 +104,12 @@ impl Client {
     }
 
     async fn pay(&self, order: &str, pid: &str, amount: u64, secret: &str) -> (u16, Value) {
-        let body = json!({"payment_id": pid, "order_id": order, "amount": amount, "currency": "EUR", "status": "SUCCEEDED"}).to_string();
+        let body =
+            json!({"payment_id": pid, "order_id": order, "amount": amount, "currency": "EUR", "status": "SUCCEEDED"})
+                .to_string();
         let sig = signature::sign(secret.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
-        self.call("POST /payments/callback", "POST", "/payments/callback", None, &[("x-signature", &sig)], Some(body)).await
+        self.call("POST /payments/callback", "POST", "/payments/callback", None, &[("x-signature", &sig)], Some(body))
+            .await
     }
 }
 
@@ -123,7 +134,8 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 async fn main() -> anyhow::Result<()> {
     std::env::set_var("HOLDFAST_QUIET_METRICS", "1");
     let a = parse_args();
-    let endpoint = std::env::var("HOLDFAST_EMULATOR_ENDPOINT").map_err(|_| anyhow::anyhow!("run through `make demo` (it starts the emulator)"))?;
+    let endpoint = std::env::var("HOLDFAST_EMULATOR_ENDPOINT")
+        .map_err(|_| anyhow::anyhow!("run through `make demo` (it starts the emulator)"))?;
     let mut opts = Options::new(&endpoint, PathBuf::from("template.yaml"));
     for (k, v) in [
         ("HOLDFAST_PAYMENT_TTL_SECONDS", "6"),
@@ -141,10 +153,22 @@ async fn main() -> anyhow::Result<()> {
     let admin = stack.token("admin", &["stock:admin"]);
     let sku = "FLASH-1";
     let spec = json!({"name": "Limited sneaker", "price": 12900, "currency": "EUR", "shards": a.shards, "per_user_limit": a.limit});
-    c.call("PUT /admin/skus/{sku}", "PUT", &format!("/admin/skus/{sku}"), Some(&admin), &[], Some(spec.to_string())).await;
-    c.call("POST /admin/skus/{sku}/adjustments", "POST", &format!("/admin/skus/{sku}/adjustments"), Some(&admin), &[], Some(json!({"adjustment_id": "drop-1", "delta": a.units, "reason": "flash sale"}).to_string())).await;
+    c.call("PUT /admin/skus/{sku}", "PUT", &format!("/admin/skus/{sku}"), Some(&admin), &[], Some(spec.to_string()))
+        .await;
+    c.call(
+        "POST /admin/skus/{sku}/adjustments",
+        "POST",
+        &format!("/admin/skus/{sku}/adjustments"),
+        Some(&admin),
+        &[],
+        Some(json!({"adjustment_id": "drop-1", "delta": a.units, "reason": "flash sale"}).to_string()),
+    )
+    .await;
 
-    eprintln!("\nHoldfast flash sale: {} buyers, {} units of {sku} on {} shards, limit {}/user, concurrency {}", a.buyers, a.units, a.shards, a.limit, a.concurrency);
+    eprintln!(
+        "\nHoldfast flash sale: {} buyers, {} units of {sku} on {} shards, limit {}/user, concurrency {}",
+        a.buyers, a.units, a.shards, a.limit, a.concurrency
+    );
     eprintln!("  shares: pay {:.0}% · cancel {:.0}% · abandon {:.0}% · crash {:.0}% · duplicate webhooks {:.0}% · late {:.0}% of payers", a.pay * 100.0, a.cancel * 100.0, a.abandon * 100.0, a.crash * 100.0, a.duplicate * 100.0, a.late * 100.0);
     let started = Instant::now();
     let done = AtomicUsize::new(0);
@@ -154,7 +178,8 @@ async fn main() -> anyhow::Result<()> {
     let late_payments: Mutex<Vec<(String, u64, String)>> = Mutex::new(Vec::new());
     stream::iter(0..a.buyers)
         .for_each_concurrent(a.concurrency, |i| {
-            let (c, stack, done, ok, refused, intents, late_payments, a) = (&c, &stack, &done, &ok, &refused, &intents, &late_payments, &a);
+            let (c, stack, done, ok, refused, intents, late_payments, a) =
+                (&c, &stack, &done, &ok, &refused, &intents, &late_payments, &a);
             async move {
                 let mut rng = fastrand::Rng::with_seed(i as u64);
                 let user = format!("buyer-{i}");
@@ -188,7 +213,15 @@ async fn main() -> anyhow::Result<()> {
                             "pay"
                         }
                     } else if p < (a.pay + a.cancel) / total {
-                        c.call("POST /orders/{order_id}/cancel", "POST", &format!("/orders/{id}/cancel"), Some(&token), &[], None).await;
+                        c.call(
+                            "POST /orders/{order_id}/cancel",
+                            "POST",
+                            &format!("/orders/{id}/cancel"),
+                            Some(&token),
+                            &[],
+                            None,
+                        )
+                        .await;
                         "cancel"
                     } else {
                         "abandon"
@@ -221,7 +254,10 @@ async fn main() -> anyhow::Result<()> {
         eprint!(".");
         let snap = stack.snapshot().await?;
         let v = check_all(&snap);
-        let pending = snap.orders.iter().any(|(_, o)| matches!(o, OrderRecord::Order(o) if o.status == OrderStatus::PendingPayment));
+        let pending = snap
+            .orders
+            .iter()
+            .any(|(_, o)| matches!(o, OrderRecord::Order(o) if o.status == OrderStatus::PendingPayment));
         if (v.is_empty() && !pending) || settle.elapsed() > Duration::from_secs(120) {
             break v;
         }
@@ -246,7 +282,11 @@ async fn main() -> anyhow::Result<()> {
     let mut lat = c.lat.0.lock().map(|l| l.clone()).unwrap_or_default();
 
     println!("\n== Holdfast flash-sale report ==");
-    println!("buyers {} · checkouts/s {:.0} (sale phase {sale_secs:.1}s, this machine, moto emulator)", a.buyers, a.buyers as f64 / sale_secs);
+    println!(
+        "buyers {} · checkouts/s {:.0} (sale phase {sale_secs:.1}s, this machine, moto emulator)",
+        a.buyers,
+        a.buyers as f64 / sale_secs
+    );
     println!("buyer intents: {:?}", intents.lock().map(|m| m.clone()).unwrap_or_default());
     println!("orders by final state: {by_state:?}");
     println!("units: stocked {} · sold {} · available {} · locked {}", a.units, view.sold, view.available, view.locked);
@@ -260,7 +300,10 @@ async fn main() -> anyhow::Result<()> {
         routes_json.insert((*route).into(), json!({"calls": v.len(), "p50_ms": p50, "p95_ms": p95, "p99_ms": p99}));
     }
     let clean = violations.is_empty() && oversell == 0;
-    println!("oversell = {oversell} · invariants {}", if violations.is_empty() { "clean".to_owned() } else { format!("VIOLATED: {violations:#?}") });
+    println!(
+        "oversell = {oversell} · invariants {}",
+        if violations.is_empty() { "clean".to_owned() } else { format!("VIOLATED: {violations:#?}") }
+    );
     if let Some(path) = &a.json {
         let out = json!({
             "buyers": a.buyers, "concurrency": a.concurrency, "units": a.units, "shards": a.shards,

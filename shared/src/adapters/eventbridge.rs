@@ -36,13 +36,7 @@ impl EventBus for EventBridgeBus {
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let _span = super::usage::call("events:PutEvents");
-            let out = self
-                .client
-                .put_events()
-                .set_entries(Some(entries))
-                .send()
-                .await
-                .context("PutEvents")?;
+            let out = self.client.put_events().set_entries(Some(entries)).send().await.context("PutEvents")?;
             let results = out.entries();
             for i in 0..chunk.len() {
                 let ok = results.get(i).is_some_and(|r| r.error_code().is_none() && r.event_id().is_some());

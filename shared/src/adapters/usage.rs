@@ -50,32 +50,15 @@ pub fn trace_rounds() -> Vec<Vec<String>> {
     let mut rounds: Vec<Vec<String>> = vec![Vec::new(); chain.len()];
     for (start, _, op) in &calls {
         // the round whose window [previous end, own end) the request started in
-        let k = chain.iter().position(|&j| *start < calls[j].1.unwrap_or(calls[j].0)).unwrap_or(chain.len().saturating_sub(1));
+        let k = chain
+            .iter()
+            .position(|&j| *start < calls[j].1.unwrap_or(calls[j].0))
+            .unwrap_or(chain.len().saturating_sub(1));
         if let Some(r) = rounds.get_mut(k) {
             r.push(op.clone());
         }
     }
     rounds
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn overlapping_requests_count_as_one_round_trip_and_chains_as_many() {
-        trace_start();
-        let t0 = std::time::Instant::now();
-        let mk = |a: u64, b: u64, op: &str| (t0 + Duration::from_millis(a), Some(t0 + Duration::from_millis(b)), op.to_owned());
-        if let Ok(mut t) = trace().lock() {
-            // freeze ∥ long message send; then (meta ∥ shards); then freeze; then order put ∥ send
-            *t = Some(vec![mk(0, 5, "twi"), mk(0, 12, "send"), mk(6, 8, "bg1"), mk(6, 8, "bg2"), mk(9, 13, "twi2"), mk(14, 16, "put"), mk(14, 15, "send2")]);
-        }
-        let r = trace_rounds();
-        assert_eq!(r.len(), 4, "{r:?}");
-        assert_eq!(r[0], vec!["twi", "send"]);
-    }
 }
 
 /// Marks the end of a traced request when dropped: hold it across the request's `.await`.
@@ -136,5 +119,35 @@ pub fn snapshot() -> Usage {
 pub fn reset() {
     if let Ok(mut t) = tally().lock() {
         *t = Usage::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn overlapping_requests_count_as_one_round_trip_and_chains_as_many() {
+        trace_start();
+        let t0 = std::time::Instant::now();
+        let mk = |a: u64, b: u64, op: &str| {
+            (t0 + Duration::from_millis(a), Some(t0 + Duration::from_millis(b)), op.to_owned())
+        };
+        if let Ok(mut t) = trace().lock() {
+            // freeze ∥ long message send; then (meta ∥ shards); then freeze; then order put ∥ send
+            *t = Some(vec![
+                mk(0, 5, "twi"),
+                mk(0, 12, "send"),
+                mk(6, 8, "bg1"),
+                mk(6, 8, "bg2"),
+                mk(9, 13, "twi2"),
+                mk(14, 16, "put"),
+                mk(14, 15, "send2"),
+            ]);
+        }
+        let r = trace_rounds();
+        assert_eq!(r.len(), 4, "{r:?}");
+        assert_eq!(r[0], vec!["twi", "send"]);
     }
 }

@@ -86,11 +86,7 @@ impl OrderEvent {
                 version: order.version,
                 amount: order.amount,
                 currency: order.currency.to_string(),
-                lines: order
-                    .lines
-                    .iter()
-                    .map(|l| EventLine { sku: l.sku.to_string(), quantity: l.quantity })
-                    .collect(),
+                lines: order.lines.iter().map(|l| EventLine { sku: l.sku.to_string(), quantity: l.quantity }).collect(),
                 payment_id,
             },
         }

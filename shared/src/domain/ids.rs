@@ -18,14 +18,8 @@ fn check_token(field: &'static str, s: &str, max: usize) -> Result<(), IdError> 
     if s.len() > max {
         return Err(IdError { field, reason: "is too long" });
     }
-    if !s
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
-        return Err(IdError {
-            field,
-            reason: "may contain only ASCII letters, digits, '-', '_' and '.'",
-        });
+    if !s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+        return Err(IdError { field, reason: "may contain only ASCII letters, digits, '-', '_' and '.'" });
     }
     Ok(())
 }
@@ -132,10 +126,7 @@ fn printable<'a>(field: &'static str, s: &'a str, max: usize) -> Result<&'a str,
         return Err(IdError { field, reason: "is too long" });
     }
     if !s.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-        return Err(IdError {
-            field,
-            reason: "may contain only printable ASCII without spaces",
-        });
+        return Err(IdError { field, reason: "may contain only printable ASCII without spaces" });
     }
     Ok(s)
 }

@@ -35,20 +35,48 @@ impl SkuSnapshot {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {
     /// Invariant 1: a counter below zero.
-    NegativeCounter { sku: Sku, shard: usize },
+    NegativeCounter {
+        sku: Sku,
+        shard: usize,
+    },
     /// Invariant 1: `available + locked + sold` differs from what was stocked.
-    TotalMismatch { sku: Sku, total: i64, stocked: i64 },
+    TotalMismatch {
+        sku: Sku,
+        total: i64,
+        stocked: i64,
+    },
     /// Invariant 2: `locked` differs from the sum of FROZEN lock quantities.
-    LockedMismatch { sku: Sku, locked: i64, frozen: i64 },
+    LockedMismatch {
+        sku: Sku,
+        locked: i64,
+        frozen: i64,
+    },
     /// Invariant 2: a FROZEN lock nobody will resolve.
-    StrandedLock { reservation: String },
+    StrandedLock {
+        reservation: String,
+    },
     /// Invariant 3: an order's state and its lock disagree.
-    OrderLockMismatch { order: String, status: String, lock: Option<LockStatus> },
+    OrderLockMismatch {
+        order: String,
+        status: String,
+        lock: Option<LockStatus>,
+    },
     /// Invariant 4: a payment id applied more than once, or a late payment refunded ≠ once.
-    PaymentAppliedTwice { payment_id: String },
-    RefundCount { payment_id: String, count: usize },
+    PaymentAppliedTwice {
+        payment_id: String,
+    },
+    RefundCount {
+        payment_id: String,
+        count: usize,
+    },
     /// Invariant 5: a user holds more than the per-user limit, or the counter is off.
-    UserLimit { sku: Sku, user: UserId, holds: i64, counter: i64, limit: u32 },
+    UserLimit {
+        sku: Sku,
+        user: UserId,
+        holds: i64,
+        counter: i64,
+        limit: u32,
+    },
 }
 
 /// Invariant 1 and the `locked = Σ FROZEN` half of invariant 2 for the given SKUs.
@@ -135,8 +163,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         }
     }
 
-    let limits: HashMap<&Sku, u32> =
-        s.skus.iter().filter_map(|k| k.per_user_limit.map(|l| (&k.sku, l))).collect();
+    let limits: HashMap<&Sku, u32> = s.skus.iter().filter_map(|k| k.per_user_limit.map(|l| (&k.sku, l))).collect();
     let mut holds: HashMap<(&Sku, &UserId), i64> = HashMap::new();
     for r in &s.reservations {
         if r.status == LockStatus::Released {
@@ -148,8 +175,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
             }
         }
     }
-    let counters: HashMap<(&Sku, &UserId), i64> =
-        s.user_counters.iter().map(|(k, u, n)| ((k, u), *n)).collect();
+    let counters: HashMap<(&Sku, &UserId), i64> = s.user_counters.iter().map(|(k, u, n)| ((k, u), *n)).collect();
     let mut keys: Vec<(&Sku, &UserId)> = holds.keys().chain(counters.keys()).copied().collect();
     keys.sort();
     keys.dedup();

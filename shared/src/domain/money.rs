@@ -70,9 +70,7 @@ impl Money {
 
     /// `unit_price * quantity`, checked.
     pub fn line_total(unit_price: u64, quantity: u32) -> Result<u64, MoneyError> {
-        unit_price
-            .checked_mul(u64::from(quantity))
-            .ok_or(MoneyError::Overflow)
+        unit_price.checked_mul(u64::from(quantity)).ok_or(MoneyError::Overflow)
     }
 }
 

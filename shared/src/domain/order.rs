@@ -180,16 +180,11 @@ impl Order {
     }
 
     pub fn payment(&self, payment_id: &str, succeeded: bool) -> Option<&PaymentRecord> {
-        self.payments
-            .iter()
-            .find(|p| p.payment_id == payment_id && p.succeeded == succeeded)
+        self.payments.iter().find(|p| p.payment_id == payment_id && p.succeeded == succeeded)
     }
 
     pub fn refund_requests(&self) -> usize {
-        self.payments
-            .iter()
-            .filter(|p| p.outcome == PaymentOutcome::RefundRequested)
-            .count()
+        self.payments.iter().filter(|p| p.outcome == PaymentOutcome::RefundRequested).count()
     }
 }
 

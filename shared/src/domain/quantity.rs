@@ -32,9 +32,7 @@ impl Quantity {
                 Some(n) => Self::new(n),
                 None if n.as_i64().is_some() => Err(QuantityError::NotPositive),
                 // floats and integers beyond u64
-                None if n.as_f64().is_some_and(|f| f > 0.0 && f.fract() == 0.0) => {
-                    Err(QuantityError::TooLarge)
-                }
+                None if n.as_f64().is_some_and(|f| f > 0.0 && f.fract() == 0.0) => Err(QuantityError::TooLarge),
                 None => Err(QuantityError::NotPositive),
             },
             _ => Err(QuantityError::NotPositive),

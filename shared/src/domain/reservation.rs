@@ -115,11 +115,7 @@ impl Reservation {
 
     /// Number of transaction actions a freeze of these lines needs.
     pub fn freeze_actions(&self) -> usize {
-        1 + self
-            .lines
-            .iter()
-            .map(|l| l.pieces.len() + usize::from(l.limited))
-            .sum::<usize>()
+        1 + self.lines.iter().map(|l| l.pieces.len() + usize::from(l.limited)).sum::<usize>()
     }
 }
 

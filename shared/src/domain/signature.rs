@@ -54,9 +54,7 @@ pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), 
         return Err(SignatureError::Stale);
     }
     let expected = mac(secret, t, body).finalize().into_bytes();
-    let ok = sigs
-        .iter()
-        .fold(0u8, |acc, s| acc | u8::from(bool::from(expected.as_slice().ct_eq(s))));
+    let ok = sigs.iter().fold(0u8, |acc, s| acc | u8::from(bool::from(expected.as_slice().ct_eq(s))));
     if ok == 1 {
         Ok(())
     } else {

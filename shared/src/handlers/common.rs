@@ -85,7 +85,10 @@ mod tests {
 
     #[test]
     fn duplicate_skus_are_merged_and_sorted() {
-        let l = parse_items(&body(json!({"items":[{"sku":"B","quantity":1},{"sku":"A","quantity":2},{"sku":"B","quantity":3}]}))).unwrap();
+        let l = parse_items(&body(
+            json!({"items":[{"sku":"B","quantity":1},{"sku":"A","quantity":2},{"sku":"B","quantity":3}]}),
+        ))
+        .unwrap();
         assert_eq!(l.iter().map(|(s, q)| (s.as_str(), q.get())).collect::<Vec<_>>(), vec![("A", 2), ("B", 4)]);
     }
 

@@ -44,8 +44,12 @@ fn create_problem(e: CreateError) -> Problem {
 async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
     let key = http::header(req, "idempotency-key")
-        .ok_or_else(|| Problem::new(400, "idempotency_key_required", "Idempotency-Key required", "send an Idempotency-Key header"))
-        .and_then(|k| IdempotencyKey::parse(k).map_err(|e| Problem::validation(e.to_string()).with("field", "Idempotency-Key")))?;
+        .ok_or_else(|| {
+            Problem::new(400, "idempotency_key_required", "Idempotency-Key required", "send an Idempotency-Key header")
+        })
+        .and_then(|k| {
+            IdempotencyKey::parse(k).map_err(|e| Problem::validation(e.to_string()).with("field", "Idempotency-Key"))
+        })?;
     let body = json_body(req, app.config.max_body_bytes)?;
     only_fields(&body, &["items"])?;
     let lines = parse_items(&body)?;

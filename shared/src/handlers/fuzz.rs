@@ -26,8 +26,17 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
     leaf.prop_recursive(4, 64, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
-            prop::collection::btree_map(prop_oneof![Just("sku".to_owned()), Just("quantity".to_owned()), Just("items".to_owned()), "[a-z]{1,6}"], inner, 0..5)
-                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("sku".to_owned()),
+                    Just("quantity".to_owned()),
+                    Just("items".to_owned()),
+                    "[a-z]{1,6}"
+                ],
+                inner,
+                0..5
+            )
+            .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
         ]
     })
 }

@@ -84,12 +84,18 @@ async fn list(app: &App, req: &Request) -> Result<Response, Problem> {
         None => DEFAULT_PAGE,
         Some(l) => match l.parse::<usize>() {
             Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => return Err(Problem::validation(format!("limit must be an integer in 1..={MAX_PAGE}")).with("field", "limit")),
+            _ => {
+                return Err(
+                    Problem::validation(format!("limit must be an integer in 1..={MAX_PAGE}")).with("field", "limit")
+                )
+            }
         },
     };
     let cursor = match query(req, "cursor") {
         None => None,
-        Some(c) => Some(decode_cursor(c).ok_or_else(|| Problem::validation("cursor is not valid").with("field", "cursor"))?),
+        Some(c) => {
+            Some(decode_cursor(c).ok_or_else(|| Problem::validation("cursor is not valid").with("field", "cursor"))?)
+        }
     };
     let (orders, next) = app.orders.list_for_user(&user, cursor.as_ref(), limit).await?;
     Ok(json_response(

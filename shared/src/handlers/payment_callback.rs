@@ -26,13 +26,15 @@ pub fn parse_notice(raw: &[u8]) -> Result<PaymentNotice, Problem> {
     only_fields(&b, &["payment_id", "order_id", "amount", "currency", "status"])?;
     let payment_id = str_field(&b, "payment_id")?;
     if payment_id.is_empty() || payment_id.len() > 128 || !payment_id.bytes().all(|c| (0x21..=0x7e).contains(&c)) {
-        return Err(Problem::validation("payment_id must be 1-128 printable ASCII characters").with("field", "payment_id"));
+        return Err(
+            Problem::validation("payment_id must be 1-128 printable ASCII characters").with("field", "payment_id")
+        );
     }
-    let order_id = OrderId::parse(str_field(&b, "order_id")?).map_err(|e| Problem::validation(e.to_string()).with("field", "order_id"))?;
-    let amount = b
-        .get("amount")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| Problem::validation("amount must be a non-negative integer of minor units").with("field", "amount"))?;
+    let order_id = OrderId::parse(str_field(&b, "order_id")?)
+        .map_err(|e| Problem::validation(e.to_string()).with("field", "order_id"))?;
+    let amount = b.get("amount").and_then(Value::as_u64).ok_or_else(|| {
+        Problem::validation("amount must be a non-negative integer of minor units").with("field", "amount")
+    })?;
     let currency = str_field(&b, "currency")?.to_owned();
     let succeeded = match str_field(&b, "status")? {
         "SUCCEEDED" => true,
@@ -54,8 +56,12 @@ async fn callback(app: &App, req: &Request) -> Result<Response, Problem> {
     match payments::apply(app, &notice).await {
         Ok(r) => Ok(json_response(200, &json!({"result": r.as_str(), "order_id": notice.order_id.as_str()}))),
         Err(PaymentError::UnknownOrder) => Err(Problem::not_found("no such order")),
-        Err(PaymentError::AmountMismatch) => Err(Problem::new(409, "amount_mismatch", "Amount mismatch", "amount or currency does not match the order")),
-        Err(PaymentError::TooManyPayments) => Err(Problem::new(409, "too_many_payments", "Too many payments", "this order has too many payment records")),
+        Err(PaymentError::AmountMismatch) => {
+            Err(Problem::new(409, "amount_mismatch", "Amount mismatch", "amount or currency does not match the order"))
+        }
+        Err(PaymentError::TooManyPayments) => {
+            Err(Problem::new(409, "too_many_payments", "Too many payments", "this order has too many payment records"))
+        }
         Err(PaymentError::Store(e)) => Err(e.into()),
     }
 }

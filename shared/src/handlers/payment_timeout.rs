@@ -1,6 +1,6 @@
 //! payment-timeout: the delay-queue consumer that expires unpaid orders (DESIGN §4.6).
 
-use super::sqs::{each, ConsumerFaults, parse_message, Handled};
+use super::sqs::{each, parse_message, ConsumerFaults, Handled};
 use crate::app::App;
 use crate::domain::OrderId;
 use crate::faults;
@@ -10,19 +10,26 @@ use crate::telemetry::names;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 
 pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    each(&app.function, ev, || ConsumerFaults {
-        drop: crate::fault!(app.faults, faults::PAYMENT_TIMEOUT_DROP),
-        crash: crate::fault!(app.faults, faults::PAYMENT_TIMEOUT_CRASH).then_some(faults::PAYMENT_TIMEOUT_CRASH),
-        fail: false,
-    }, |m| async move {
-        let Message::PaymentTimeout { order_id, due_at, .. } = parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))? else {
-            app.count(names::REJECTED_MESSAGES, 1);
-            anyhow::bail!("rejected message: not a payment timeout");
-        };
-        let id = OrderId::parse(&order_id)?;
-        let outcome = orders::payment_timeout(app, &id, due_at).await?;
-        tracing::info!(order_id = %id, ?outcome, "payment timeout handled");
-        Ok(Handled::Done)
-    })
+    each(
+        &app.function,
+        ev,
+        || ConsumerFaults {
+            drop: crate::fault!(app.faults, faults::PAYMENT_TIMEOUT_DROP),
+            crash: crate::fault!(app.faults, faults::PAYMENT_TIMEOUT_CRASH).then_some(faults::PAYMENT_TIMEOUT_CRASH),
+            fail: false,
+        },
+        |m| async move {
+            let Message::PaymentTimeout { order_id, due_at, .. } =
+                parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?
+            else {
+                app.count(names::REJECTED_MESSAGES, 1);
+                anyhow::bail!("rejected message: not a payment timeout");
+            };
+            let id = OrderId::parse(&order_id)?;
+            let outcome = orders::payment_timeout(app, &id, due_at).await?;
+            tracing::info!(order_id = %id, ?outcome, "payment timeout handled");
+            Ok(Handled::Done)
+        },
+    )
     .await
 }

@@ -46,7 +46,11 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
             Err(e) => {
                 // An undecodable order image is a bug, not a transient: report it so it is retried
                 // and lands in the on-failure destination instead of vanishing.
-                tracing::error!(seq = r.dynamodb.sequence_number, error = format!("{e:#}"), "cannot decode stream record");
+                tracing::error!(
+                    seq = r.dynamodb.sequence_number,
+                    error = format!("{e:#}"),
+                    "cannot decode stream record"
+                );
                 return Ok(fail());
             }
         };
@@ -72,7 +76,12 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
             return Ok(fail());
         }
         for e in record_events(r).unwrap_or_default().iter().filter(|e| app.config.publish_events.contains(&e.kind)) {
-            tracing::info!(order_id = e.detail.order_id, event = e.kind.as_str(), version = e.detail.version, "event published");
+            tracing::info!(
+                order_id = e.detail.order_id,
+                event = e.kind.as_str(),
+                version = e.detail.version,
+                "event published"
+            );
         }
         if i == 0 && crate::fault!(app.faults, faults::PUBLISH_EVENTS_CRASH) {
             return Err(InjectedCrash(faults::PUBLISH_EVENTS_CRASH).into());

@@ -1,6 +1,6 @@
 //! reservation-check: the delayed, fenced orphan check sent at every freeze (DESIGN §4.4).
 
-use super::sqs::{each, ConsumerFaults, parse_message, Handled};
+use super::sqs::{each, parse_message, ConsumerFaults, Handled};
 use crate::app::App;
 use crate::domain::ReservationId;
 use crate::faults;
@@ -10,19 +10,27 @@ use crate::telemetry::names;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 
 pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    each(&app.function, ev, || ConsumerFaults {
-        drop: crate::fault!(app.faults, faults::RESERVATION_CHECK_DROP),
-        crash: crate::fault!(app.faults, faults::RESERVATION_CHECK_CRASH).then_some(faults::RESERVATION_CHECK_CRASH),
-        fail: false,
-    }, |m| async move {
-        let Message::ReservationCheck { reservation_id, kind, due_at, .. } = parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))? else {
-            app.count(names::REJECTED_MESSAGES, 1);
-            anyhow::bail!("rejected message: not a reservation check");
-        };
-        let id = ReservationId::from_stored(&reservation_id)?;
-        let outcome = checks::reservation_check(app, &id, kind, due_at).await?;
-        tracing::info!(reservation = %id, ?outcome, "reservation check handled");
-        Ok(Handled::Done)
-    })
+    each(
+        &app.function,
+        ev,
+        || ConsumerFaults {
+            drop: crate::fault!(app.faults, faults::RESERVATION_CHECK_DROP),
+            crash: crate::fault!(app.faults, faults::RESERVATION_CHECK_CRASH)
+                .then_some(faults::RESERVATION_CHECK_CRASH),
+            fail: false,
+        },
+        |m| async move {
+            let Message::ReservationCheck { reservation_id, kind, due_at, .. } =
+                parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?
+            else {
+                app.count(names::REJECTED_MESSAGES, 1);
+                anyhow::bail!("rejected message: not a reservation check");
+            };
+            let id = ReservationId::from_stored(&reservation_id)?;
+            let outcome = checks::reservation_check(app, &id, kind, due_at).await?;
+            tracing::info!(reservation = %id, ?outcome, "reservation check handled");
+            Ok(Handled::Done)
+        },
+    )
     .await
 }

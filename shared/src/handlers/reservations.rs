@@ -7,7 +7,9 @@ use crate::app::App;
 use crate::clock;
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
 use crate::domain::{OrderId, ReservationId, UserId};
-use crate::http::{self, finish, json_body, json_response, only_fields, path_param, str_field, subject, Problem, Request, Response};
+use crate::http::{
+    self, finish, json_body, json_response, only_fields, path_param, str_field, subject, Problem, Request, Response,
+};
 use crate::ports::{Message, MAX_DELAY_SECONDS};
 use crate::service::orders::request_hash;
 use crate::service::stock::{self, FreezeRequest, Frozen, LockChange, LockError, OnReleased};
@@ -17,7 +19,8 @@ use serde_json::{json, Value};
 pub const MAX_TTL_SECONDS: i64 = 7 * 24 * 3600;
 
 /// The routes this function handles (checked against template.yaml).
-pub const ROUTES: &[&str] = &["POST /reservations", "POST /reservations/{order_id}/confirm", "POST /reservations/{order_id}/release"];
+pub const ROUTES: &[&str] =
+    &["POST /reservations", "POST /reservations/{order_id}/confirm", "POST /reservations/{order_id}/release"];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
@@ -43,17 +46,23 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     let caller = subject(req)?;
     let b = json_body(req, app.config.max_body_bytes)?;
     only_fields(&b, &["order_id", "user_id", "ttl_seconds", "items"])?;
-    let order_id = OrderId::parse(str_field(&b, "order_id")?).map_err(|e| Problem::validation(e.to_string()).with("field", "order_id"))?;
+    let order_id = OrderId::parse(str_field(&b, "order_id")?)
+        .map_err(|e| Problem::validation(e.to_string()).with("field", "order_id"))?;
     let user = match b.get("user_id") {
         None | Some(Value::Null) => None,
-        Some(Value::String(u)) => Some(UserId::parse(u).map_err(|e| Problem::validation(e.to_string()).with("field", "user_id"))?),
+        Some(Value::String(u)) => {
+            Some(UserId::parse(u).map_err(|e| Problem::validation(e.to_string()).with("field", "user_id"))?)
+        }
         Some(_) => return Err(Problem::validation("user_id must be a string").with("field", "user_id")),
     };
     let ttl = match b.get("ttl_seconds") {
         None | Some(Value::Null) => app.config.payment_ttl_s,
         Some(v) => match v.as_i64() {
             Some(t) if (1..=MAX_TTL_SECONDS).contains(&t) => t,
-            _ => return Err(Problem::validation(format!("ttl_seconds must be an integer in 1..={MAX_TTL_SECONDS}")).with("field", "ttl_seconds")),
+            _ => {
+                return Err(Problem::validation(format!("ttl_seconds must be an integer in 1..={MAX_TTL_SECONDS}"))
+                    .with("field", "ttl_seconds"))
+            }
         },
     };
     let lines = parse_items(&b)?;
@@ -74,7 +83,12 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     };
     match stock::freeze(app, &freeze, &metas).await.map_err(freeze_problem)? {
         Frozen::Created(r) => {
-            let msg = Message::ReservationCheck { schema: 1, reservation_id: id.to_string(), kind: ReservationKind::External, due_at: r.expires_at };
+            let msg = Message::ReservationCheck {
+                schema: 1,
+                reservation_id: id.to_string(),
+                kind: ReservationKind::External,
+                due_at: r.expires_at,
+            };
             if let Err(e) = app.messages.send(&msg, ttl.min(MAX_DELAY_SECONDS) as u32).await {
                 // reconcile releases it once it is stale and past its deadline
                 tracing::warn!(reservation = %id, error = format!("{e:#}"), "reservation-check message not sent");
@@ -87,7 +101,8 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
 
 async fn change(app: &App, req: &Request, to: LockStatus) -> Result<Response, Problem> {
     let caller = subject(req)?;
-    let order_id = OrderId::parse(path_param(req, "order_id")?).map_err(|_| Problem::not_found("no such reservation"))?;
+    let order_id =
+        OrderId::parse(path_param(req, "order_id")?).map_err(|_| Problem::not_found("no such reservation"))?;
     http::body_bytes(req, app.config.max_body_bytes)?;
     let id = ReservationId::external(&caller, &order_id);
     let r = match to {
@@ -98,7 +113,12 @@ async fn change(app: &App, req: &Request, to: LockStatus) -> Result<Response, Pr
         Ok(LockChange::Moved(r)) | Ok(LockChange::Unchanged(r)) | Ok(LockChange::Retaken(r)) => {
             Ok(json_response(200, &reservation_json(order_id.as_str(), &r)))
         }
-        Ok(LockChange::Oversold(_)) => Err(Problem::new(409, "oversold", "Stock no longer available", "the reservation was released and its stock sold; nothing was confirmed")),
+        Ok(LockChange::Oversold(_)) => Err(Problem::new(
+            409,
+            "oversold",
+            "Stock no longer available",
+            "the reservation was released and its stock sold; nothing was confirmed",
+        )),
         Err(LockError::NotFound) => Err(Problem::not_found("no such reservation")),
         Err(LockError::InvalidTransition(LockStatus::Released)) if to == LockStatus::Sold => Err(Problem::new(
             409,
@@ -106,7 +126,9 @@ async fn change(app: &App, req: &Request, to: LockStatus) -> Result<Response, Pr
             "Reservation released",
             "the reservation was released (by the caller or at its deadline); create a new one",
         )),
-        Err(LockError::InvalidTransition(st)) => Err(Problem::invalid_transition(format!("the reservation is {}", st.as_str()))),
+        Err(LockError::InvalidTransition(st)) => {
+            Err(Problem::invalid_transition(format!("the reservation is {}", st.as_str())))
+        }
         Err(LockError::Store(e)) => Err(e.into()),
     }
 }

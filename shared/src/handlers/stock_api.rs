@@ -4,7 +4,9 @@ use crate::app::App;
 use crate::domain::allocation::MAX_SHARDS;
 use crate::domain::money::Money;
 use crate::domain::{Currency, Sku};
-use crate::http::{self, finish, json_body, json_response, only_fields, path_param, str_field, Problem, Request, Response};
+use crate::http::{
+    self, finish, json_body, json_response, only_fields, path_param, str_field, Problem, Request, Response,
+};
 use crate::service::admin::{self, AdminError, SkuSpec, StockView};
 use serde_json::{json, Map, Value};
 
@@ -31,9 +33,12 @@ fn sku_param(req: &Request) -> Result<Sku, Problem> {
 fn admin_problem(e: AdminError) -> Problem {
     match e {
         AdminError::UnknownSku(s) => Problem::not_found(format!("no SKU {s}")).with("sku", s.as_str()),
-        AdminError::Insufficient(n) => {
-            Problem::new(409, "insufficient_stock", "Insufficient stock", format!("cannot remove {n} units: not that many available"))
-        }
+        AdminError::Insufficient(n) => Problem::new(
+            409,
+            "insufficient_stock",
+            "Insufficient stock",
+            format!("cannot remove {n} units: not that many available"),
+        ),
         AdminError::AdjustmentReused => Problem::new(
             422,
             "idempotency_key_reused",
@@ -64,23 +69,33 @@ fn parse_spec(b: &Map<String, Value>) -> Result<SkuSpec, Problem> {
     only_fields(b, &["name", "price", "currency", "shards", "per_user_limit"])?;
     let name = str_field(b, "name")?;
     if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err(Problem::validation("name must be 1-200 characters without control characters").with("field", "name"));
+        return Err(
+            Problem::validation("name must be 1-200 characters without control characters").with("field", "name")
+        );
     }
     let price = Money::price_from_json(b.get("price").unwrap_or(&Value::Null))
         .map_err(|e| Problem::validation(e.to_string()).with("field", "price"))?;
-    let currency = Currency::parse(str_field(b, "currency")?).map_err(|e| Problem::validation(e.to_string()).with("field", "currency"))?;
+    let currency = Currency::parse(str_field(b, "currency")?)
+        .map_err(|e| Problem::validation(e.to_string()).with("field", "currency"))?;
     let shards = match b.get("shards") {
         None | Some(Value::Null) => 1,
         Some(v) => match v.as_u64() {
             Some(n) if (1..=u64::from(MAX_SHARDS)).contains(&n) => n as u16,
-            _ => return Err(Problem::validation(format!("shards must be an integer in 1..={MAX_SHARDS}")).with("field", "shards")),
+            _ => {
+                return Err(Problem::validation(format!("shards must be an integer in 1..={MAX_SHARDS}"))
+                    .with("field", "shards"))
+            }
         },
     };
     let per_user_limit = match b.get("per_user_limit") {
         None | Some(Value::Null) => None,
         Some(v) => match v.as_u64() {
             Some(n) if (1..=u64::from(crate::domain::quantity::MAX_QUANTITY)).contains(&n) => Some(n as u32),
-            _ => return Err(Problem::validation("per_user_limit must be a positive integer").with("field", "per_user_limit")),
+            _ => {
+                return Err(
+                    Problem::validation("per_user_limit must be a positive integer").with("field", "per_user_limit")
+                )
+            }
         },
     };
     Ok(SkuSpec { name: name.to_owned(), price, currency, shards, per_user_limit })
@@ -104,11 +119,16 @@ async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
     })?;
     let delta = match b.get("delta").and_then(Value::as_i64) {
         Some(d) if d != 0 && d.abs() <= MAX_DELTA => d,
-        _ => return Err(Problem::validation(format!("delta must be a non-zero integer within ±{MAX_DELTA}")).with("field", "delta")),
+        _ => {
+            return Err(Problem::validation(format!("delta must be a non-zero integer within ±{MAX_DELTA}"))
+                .with("field", "delta"))
+        }
     };
     let reason = str_field(&b, "reason")?;
     if reason.trim().is_empty() || reason.chars().count() > 500 || reason.chars().any(char::is_control) {
-        return Err(Problem::validation("reason must be 1-500 characters without control characters").with("field", "reason"));
+        return Err(
+            Problem::validation("reason must be 1-500 characters without control characters").with("field", "reason")
+        );
     }
     let applied = admin::adjust(app, &sku, id, delta, reason).await.map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;

@@ -21,7 +21,12 @@ pub enum CheckOutcome {
     Released,
 }
 
-pub async fn reservation_check(app: &App, id: &ReservationId, kind: ReservationKind, due_at: i64) -> anyhow::Result<CheckOutcome> {
+pub async fn reservation_check(
+    app: &App,
+    id: &ReservationId,
+    kind: ReservationKind,
+    due_at: i64,
+) -> anyhow::Result<CheckOutcome> {
     let now = clock::now_s();
     if now < due_at {
         let msg = Message::ReservationCheck { schema: 1, reservation_id: id.to_string(), kind, due_at };

@@ -52,7 +52,12 @@ impl From<anyhow::Error> for CreateError {
 /// Creates the order of one checkout, or returns the one it already created.
 /// Round trips after validation: (freeze ∥ reservation-check message), then (order put ∥
 /// payment-timeout message) — two sequential steps.
-pub async fn create(app: &App, user: &UserId, key: &IdempotencyKey, lines: Vec<(Sku, Quantity)>) -> Result<(Order, bool), CreateError> {
+pub async fn create(
+    app: &App,
+    user: &UserId,
+    key: &IdempotencyKey,
+    lines: Vec<(Sku, Quantity)>,
+) -> Result<(Order, bool), CreateError> {
     let id = OrderId::derive(user, key);
     let rid = ReservationId::for_order(&id);
     let skus: Vec<Sku> = lines.iter().map(|(s, _)| s.clone()).collect();
@@ -127,7 +132,11 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation, currency: Currency) ->
         id: id.clone(),
         user: user.clone(),
         status: OrderStatus::PendingPayment,
-        lines: r.lines.iter().map(|l| OrderLine { sku: l.sku.clone(), quantity: l.quantity, unit_price: l.unit_price }).collect(),
+        lines: r
+            .lines
+            .iter()
+            .map(|l| OrderLine { sku: l.sku.clone(), quantity: l.quantity, unit_price: l.unit_price })
+            .collect(),
         amount,
         currency,
         pay_expire_at: r.expires_at,

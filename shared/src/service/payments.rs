@@ -139,7 +139,13 @@ mod tests {
     }
 
     fn notice(amount: u64, succeeded: bool) -> PaymentNotice {
-        PaymentNotice { payment_id: "p1".into(), order_id: OrderId::parse("o1").unwrap(), amount, currency: "EUR".into(), succeeded }
+        PaymentNotice {
+            payment_id: "p1".into(),
+            order_id: OrderId::parse("o1").unwrap(),
+            amount,
+            currency: "EUR".into(),
+            succeeded,
+        }
     }
 
     #[test]

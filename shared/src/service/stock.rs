@@ -3,10 +3,10 @@
 use crate::app::App;
 use crate::clock;
 use crate::domain::allocation::{split, start_shard, Piece, MAX_SHARDS};
+use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
 use crate::domain::reservation::{
     plan_move, LockMove, LockStatus, Reservation, ReservationKind, ReservedLine, MAX_TRANSACTION_ACTIONS,
 };
-use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
 use crate::domain::{Quantity, ReservationId, Sku, UserId};
 use crate::ports::{FreezeRejection, MoveRejection, SkuMeta};
 use crate::telemetry::names;
@@ -164,7 +164,8 @@ async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, metas: &HashMap<Sku,
     // The short path reads the metadata afresh (in parallel with the shards): a cached shard
     // count may be stale, and sold-out must be judged on every shard the SKU has.
     let slots = cached.slots.max(cached.shards);
-    let (fresh, counts) = tokio::join!(app.stock.get_skus(std::slice::from_ref(sku)), app.stock.read_shards(sku, slots));
+    let (fresh, counts) =
+        tokio::join!(app.stock.get_skus(std::slice::from_ref(sku)), app.stock.read_shards(sku, slots));
     let meta = fresh?.remove(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
     app.caches.put_sku(&meta, clock::now_ms());
     let mut counts = counts?;
@@ -237,7 +238,12 @@ pub async fn confirm(app: &App, id: &ReservationId, on_released: OnReleased) -> 
     change(app, id, LockStatus::Sold, on_released).await
 }
 
-async fn change(app: &App, id: &ReservationId, to: LockStatus, on_released: OnReleased) -> Result<LockChange, LockError> {
+async fn change(
+    app: &App,
+    id: &ReservationId,
+    to: LockStatus,
+    on_released: OnReleased,
+) -> Result<LockChange, LockError> {
     for attempt in 1..=FREEZE_ATTEMPTS {
         let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
         match plan_move(r.status, to) {
@@ -253,7 +259,9 @@ async fn change(app: &App, id: &ReservationId, to: LockStatus, on_released: OnRe
                 }
                 Err(_) => super::backoff(attempt).await,
             },
-            LockMove::Conflict if to == LockStatus::Sold && on_released == OnReleased::Retake => return retake(app, r).await,
+            LockMove::Conflict if to == LockStatus::Sold && on_released == OnReleased::Retake => {
+                return retake(app, r).await
+            }
             LockMove::Conflict => return Err(LockError::InvalidTransition(r.status)),
         }
     }

@@ -59,7 +59,14 @@ impl Stack {
         self.local.token(sub, &[])
     }
 
-    pub async fn call(&self, method: &str, path: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<String>) -> Answer {
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Option<String>,
+    ) -> Answer {
         let url = format!("{}{}", self.local.base_url, path);
         let mut rb = self.http.request(method.parse().expect("method"), url);
         if let Some(t) = token {
@@ -97,7 +104,11 @@ impl Stack {
         assert_eq!(a.status, 201, "create SKU: {}", a.body);
         if units != 0 {
             let a = self
-                .post(&format!("/admin/skus/{sku}/adjustments"), &self.admin, json!({"adjustment_id": format!("init-{sku}"), "delta": units, "reason": "initial stock"}))
+                .post(
+                    &format!("/admin/skus/{sku}/adjustments"),
+                    &self.admin,
+                    json!({"adjustment_id": format!("init-{sku}"), "delta": units, "reason": "initial stock"}),
+                )
                 .await;
             assert_eq!(a.status, 201, "stock SKU: {}", a.body);
         }
@@ -111,7 +122,8 @@ impl Stack {
 
     pub async fn order(&self, user: &str, key: &str, items: Value) -> Answer {
         let t = self.user(user);
-        self.call("POST", "/orders", Some(&t), &[("idempotency-key", key)], Some(json!({ "items": items }).to_string())).await
+        self.call("POST", "/orders", Some(&t), &[("idempotency-key", key)], Some(json!({ "items": items }).to_string()))
+            .await
     }
 
     pub async fn get_order(&self, user: &str, id: &str) -> Answer {

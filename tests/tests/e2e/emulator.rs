@@ -3,7 +3,8 @@
 
 use crate::common::emulator;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType, TransactWriteItem, Update,
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 use futures::future::join_all;
@@ -15,7 +16,9 @@ async fn client_and_table() -> (Client, String) {
     c.create_table()
         .table_name(&table)
         .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(AttributeDefinition::builder().attribute_name("pk").attribute_type(ScalarAttributeType::S).build().unwrap())
+        .attribute_definitions(
+            AttributeDefinition::builder().attribute_name("pk").attribute_type(ScalarAttributeType::S).build().unwrap(),
+        )
         .key_schema(KeySchemaElement::builder().attribute_name("pk").key_type(KeyType::Hash).build().unwrap())
         .send()
         .await
@@ -34,7 +37,14 @@ async fn put_counter(c: &Client, table: &str, pk: &str, n: i64) {
 }
 
 async fn read_counter(c: &Client, table: &str, pk: &str) -> i64 {
-    let r = c.get_item().table_name(table).key("pk", AttributeValue::S(pk.into())).consistent_read(true).send().await.unwrap();
+    let r = c
+        .get_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S(pk.into()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap();
     r.item().unwrap()["av"].as_n().unwrap().parse().unwrap()
 }
 

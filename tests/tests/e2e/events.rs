@@ -19,7 +19,8 @@ async fn paying_sells_and_cancelling_or_expiring_puts_stock_back_on_sale() {
     assert_eq!(s.cancel("u2", &cancelled).await.status, 200);
     eventually("locks to follow their orders", WAIT, || async {
         let (a, b, c) = (s.lock_status(&paid).await, s.lock_status(&cancelled).await, s.lock_status(&expired).await);
-        (a.as_deref() == Some("SOLD") && b.as_deref() == Some("RELEASED") && c.as_deref() == Some("RELEASED")).then_some(())
+        (a.as_deref() == Some("SOLD") && b.as_deref() == Some("RELEASED") && c.as_deref() == Some("RELEASED"))
+            .then_some(())
     })
     .await;
     assert_eq!(s.get_order("u3", &expired).await.body["status"], "EXPIRED");
@@ -30,7 +31,11 @@ async fn paying_sells_and_cancelling_or_expiring_puts_stock_back_on_sale() {
 
 #[tokio::test]
 async fn a_crash_after_freeze_is_released_by_the_check_and_a_later_retry_gets_reservation_expired() {
-    let s = spawn_with(&[("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "2"), ("HOLDFAST_FAULTS", "create-order.after-freeze")]).await;
+    let s = spawn_with(&[
+        ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "2"),
+        ("HOLDFAST_FAULTS", "create-order.after-freeze"),
+    ])
+    .await;
     s.sku("ORPH", 100, 5, 1, None).await;
     let crashed = s.order("kim", "k-crash", json!([{"sku": "ORPH", "quantity": 2}])).await;
     assert_eq!(crashed.status, 500, "{}", crashed.body);
@@ -164,7 +169,15 @@ async fn every_stock_event_delivered_three_times_and_shuffled_ends_as_if_deliver
     let start = std::time::Instant::now();
     while bodies.len() < 12 {
         assert!(start.elapsed() < WAIT, "only {} of 12 events arrived", bodies.len());
-        let got = sqs.receive_message().queue_url(&url).max_number_of_messages(10).visibility_timeout(120).wait_time_seconds(1).send().await.unwrap();
+        let got = sqs
+            .receive_message()
+            .queue_url(&url)
+            .max_number_of_messages(10)
+            .visibility_timeout(120)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
         bodies.extend(got.messages().iter().filter_map(|m| m.body().map(str::to_owned)));
     }
     assert_eq!(bodies.len(), 12);
@@ -175,7 +188,11 @@ async fn every_stock_event_delivered_three_times_and_shuffled_ends_as_if_deliver
         let records = chunk
             .iter()
             .enumerate()
-            .map(|(i, b)| SqsMessage { message_id: Some(format!("m{n}-{i}")), body: Some(b.clone()), ..Default::default() })
+            .map(|(i, b)| SqsMessage {
+                message_id: Some(format!("m{n}-{i}")),
+                body: Some(b.clone()),
+                ..Default::default()
+            })
             .collect();
         let resp = holdfast::handlers::sqs("stock-events", app, SqsEvent { records }).await.unwrap().unwrap();
         assert!(resp.batch_item_failures.is_empty(), "{resp:?}");

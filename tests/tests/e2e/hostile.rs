@@ -6,6 +6,9 @@ use holdfast::domain::signature;
 use serde_json::json;
 use std::time::Duration;
 
+/// (method, path, token, headers, body, expected status)
+type Case<'a> = (&'a str, String, Option<&'a str>, Vec<(&'a str, &'a str)>, Option<String>, u16);
+
 /// Everything stored, in a stable textual form.
 async fn fingerprint(s: &Stack) -> String {
     let snap = s.local.snapshot().await.unwrap();
@@ -38,26 +41,96 @@ async fn hostile_requests_on_every_route_get_a_clear_4xx_and_write_nothing() {
     let wrong_key = holdfast_local::auth::mint("not-the-secret", "mallory", &["stock:admin"], 60);
     let ok_items = json!({"items": [{"sku": "SAFE", "quantity": 1}]}).to_string();
     let k = [("idempotency-key", "hostile")];
-    let cases: Vec<(&str, String, Option<&str>, Vec<(&str, &str)>, Option<String>, u16)> = vec![
+    let cases: Vec<Case> = vec![
         // create-order
         ("POST", "/orders".into(), None, k.to_vec(), Some(ok_items.clone()), 401),
         ("POST", "/orders".into(), Some(none_alg.as_str()), k.to_vec(), Some(ok_items.clone()), 401),
         ("POST", "/orders".into(), Some(wrong_key.as_str()), k.to_vec(), Some(ok_items.clone()), 401),
         ("POST", "/orders".into(), Some(user.as_str()), vec![], Some(ok_items.clone()), 400),
-        ("POST", "/orders".into(), Some(user.as_str()), vec![("idempotency-key", "has space")], Some(ok_items.clone()), 422),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            vec![("idempotency-key", "has space")],
+            Some(ok_items.clone()),
+            422,
+        ),
         ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some(big.clone()), 413),
         ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some(deep.clone()), 400),
         ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":".into()), 400),
         ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[]}".into()), 422),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":0}]}".into()), 422),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":-2}]}".into()), 422),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":18446744073709551616}]}".into()), 422),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":\"1\"}]}".into()), 422),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"S\u{0}AFE\",\"quantity\":1}]}".into()), 422),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"SÄFE\",\"quantity\":1}]}".into()), 422),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"NOPE\",\"quantity\":1}]}".into()), 422),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":9}]}".into()), 409),
-        ("POST", "/orders".into(), Some(user.as_str()), k.to_vec(), Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}],\"amount\":0}".into()), 422),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":0}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":-2}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":18446744073709551616}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":\"1\"}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"S\u{0}AFE\",\"quantity\":1}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"SÄFE\",\"quantity\":1}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"NOPE\",\"quantity\":1}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":9}]}".into()),
+            409,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}],\"amount\":0}".into()),
+            422,
+        ),
         // orders-api
         ("GET", format!("/orders/{order}"), Some(user.as_str()), vec![], None, 404),
         ("POST", format!("/orders/{order}/cancel"), Some(user.as_str()), vec![], None, 404),
@@ -66,28 +139,147 @@ async fn hostile_requests_on_every_route_get_a_clear_4xx_and_write_nothing() {
         ("GET", "/orders?cursor=%00%01".into(), Some(user.as_str()), vec![], None, 422),
         ("GET", "/orders".into(), None, vec![], None, 401),
         // stock-api
-        ("PUT", "/admin/skus/SAFE".into(), Some(user.as_str()), vec![], Some("{\"name\":\"x\",\"price\":1,\"currency\":\"EUR\"}".into()), 403),
-        ("PUT", "/admin/skus/SAFE".into(), Some(admin.as_str()), vec![], Some("{\"name\":\"x\",\"price\":-1,\"currency\":\"EUR\"}".into()), 422),
-        ("PUT", "/admin/skus/SAFE".into(), Some(admin.as_str()), vec![], Some("{\"name\":\"x\",\"price\":9223372036854775808,\"currency\":\"EUR\"}".into()), 422),
-        ("PUT", "/admin/skus/SAFE".into(), Some(admin.as_str()), vec![], Some("{\"name\":\"x\",\"price\":1,\"currency\":\"euro\"}".into()), 422),
-        ("PUT", "/admin/skus/SAFE".into(), Some(admin.as_str()), vec![], Some("{\"name\":\"x\",\"price\":1,\"currency\":\"EUR\",\"shards\":65}".into()), 422),
-        ("PUT", "/admin/skus/SAFE".into(), Some(admin.as_str()), vec![], Some("{\"name\":\"a\u{7}b\",\"price\":1,\"currency\":\"EUR\"}".into()), 422),
-        ("PUT", "/admin/skus/B%C3%84D".into(), Some(admin.as_str()), vec![], Some("{\"name\":\"x\",\"price\":1,\"currency\":\"EUR\"}".into()), 422),
+        (
+            "PUT",
+            "/admin/skus/SAFE".into(),
+            Some(user.as_str()),
+            vec![],
+            Some("{\"name\":\"x\",\"price\":1,\"currency\":\"EUR\"}".into()),
+            403,
+        ),
+        (
+            "PUT",
+            "/admin/skus/SAFE".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"name\":\"x\",\"price\":-1,\"currency\":\"EUR\"}".into()),
+            422,
+        ),
+        (
+            "PUT",
+            "/admin/skus/SAFE".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"name\":\"x\",\"price\":9223372036854775808,\"currency\":\"EUR\"}".into()),
+            422,
+        ),
+        (
+            "PUT",
+            "/admin/skus/SAFE".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"name\":\"x\",\"price\":1,\"currency\":\"euro\"}".into()),
+            422,
+        ),
+        (
+            "PUT",
+            "/admin/skus/SAFE".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"name\":\"x\",\"price\":1,\"currency\":\"EUR\",\"shards\":65}".into()),
+            422,
+        ),
+        (
+            "PUT",
+            "/admin/skus/SAFE".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"name\":\"a\u{7}b\",\"price\":1,\"currency\":\"EUR\"}".into()),
+            422,
+        ),
+        (
+            "PUT",
+            "/admin/skus/B%C3%84D".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"name\":\"x\",\"price\":1,\"currency\":\"EUR\"}".into()),
+            422,
+        ),
         ("PUT", "/admin/skus/SAFE".into(), Some(admin.as_str()), vec![], Some(big.clone()), 413),
-        ("POST", "/admin/skus/SAFE/adjustments".into(), Some(admin.as_str()), vec![], Some("{\"adjustment_id\":\"a\",\"delta\":-11,\"reason\":\"r\"}".into()), 409),
-        ("POST", "/admin/skus/SAFE/adjustments".into(), Some(admin.as_str()), vec![], Some("{\"adjustment_id\":\"a\",\"delta\":99999999999999,\"reason\":\"r\"}".into()), 422),
-        ("POST", "/admin/skus/SAFE/adjustments".into(), Some(admin.as_str()), vec![], Some("{\"adjustment_id\":\"a\",\"delta\":0,\"reason\":\"r\"}".into()), 422),
-        ("POST", "/admin/skus/SAFE/adjustments".into(), Some(admin.as_str()), vec![], Some("{\"adjustment_id\":\"init-SAFE\",\"delta\":5,\"reason\":\"r\"}".into()), 422),
-        ("POST", "/admin/skus/NOPE/adjustments".into(), Some(admin.as_str()), vec![], Some("{\"adjustment_id\":\"a\",\"delta\":5,\"reason\":\"r\"}".into()), 404),
+        (
+            "POST",
+            "/admin/skus/SAFE/adjustments".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"adjustment_id\":\"a\",\"delta\":-11,\"reason\":\"r\"}".into()),
+            409,
+        ),
+        (
+            "POST",
+            "/admin/skus/SAFE/adjustments".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"adjustment_id\":\"a\",\"delta\":99999999999999,\"reason\":\"r\"}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/admin/skus/SAFE/adjustments".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"adjustment_id\":\"a\",\"delta\":0,\"reason\":\"r\"}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/admin/skus/SAFE/adjustments".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"adjustment_id\":\"init-SAFE\",\"delta\":5,\"reason\":\"r\"}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/admin/skus/NOPE/adjustments".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"adjustment_id\":\"a\",\"delta\":5,\"reason\":\"r\"}".into()),
+            404,
+        ),
         ("GET", "/skus/NOPE".into(), None, vec![], None, 404),
         ("GET", "/skus/%E2%98%83".into(), None, vec![], None, 404),
         // reservations
         ("POST", "/reservations".into(), Some(user.as_str()), vec![], Some(ok_items.clone()), 403),
-        ("POST", "/reservations".into(), Some(internal.as_str()), vec![], Some("{\"order_id\":\"x y\",\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}]}".into()), 422),
-        ("POST", "/reservations".into(), Some(internal.as_str()), vec![], Some("{\"order_id\":\"ok\",\"ttl_seconds\":0,\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}]}".into()), 422),
-        ("POST", "/reservations".into(), Some(internal.as_str()), vec![], Some("{\"order_id\":\"ok\",\"ttl_seconds\":1.5,\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}]}".into()), 422),
-        ("POST", "/reservations".into(), Some(internal.as_str()), vec![], Some("{\"order_id\":\"ok\",\"user_id\":\"a\\nb\",\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}]}".into()), 422),
-        ("POST", "/reservations".into(), Some(internal.as_str()), vec![], Some("{\"order_id\":\"ok\",\"user_id\":\"u\",\"items\":[{\"sku\":\"SAFE\",\"quantity\":6}]}".into()), 409),
+        (
+            "POST",
+            "/reservations".into(),
+            Some(internal.as_str()),
+            vec![],
+            Some("{\"order_id\":\"x y\",\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/reservations".into(),
+            Some(internal.as_str()),
+            vec![],
+            Some("{\"order_id\":\"ok\",\"ttl_seconds\":0,\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/reservations".into(),
+            Some(internal.as_str()),
+            vec![],
+            Some("{\"order_id\":\"ok\",\"ttl_seconds\":1.5,\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/reservations".into(),
+            Some(internal.as_str()),
+            vec![],
+            Some("{\"order_id\":\"ok\",\"user_id\":\"a\\nb\",\"items\":[{\"sku\":\"SAFE\",\"quantity\":1}]}".into()),
+            422,
+        ),
+        (
+            "POST",
+            "/reservations".into(),
+            Some(internal.as_str()),
+            vec![],
+            Some("{\"order_id\":\"ok\",\"user_id\":\"u\",\"items\":[{\"sku\":\"SAFE\",\"quantity\":6}]}".into()),
+            409,
+        ),
         ("POST", format!("/reservations/{order}/confirm"), Some(internal.as_str()), vec![], None, 404),
         ("POST", "/reservations/nope/release".into(), Some(internal.as_str()), vec![], None, 404),
         // payment-callback
@@ -102,15 +294,25 @@ async fn hostile_requests_on_every_route_get_a_clear_4xx_and_write_nothing() {
         let a = s.call(method, &path, token, &headers, body).await;
         assert_eq!(a.status, want, "{method} {path}: {}", a.body);
         if a.status != 401 && a.status != 403 && a.status != 404 || a.body.get("code").is_some() {
-            assert!(a.body.get("code").is_some() || a.body.get("message").is_some(), "{method} {path}: unclear error {}", a.body);
+            assert!(
+                a.body.get("code").is_some() || a.body.get("message").is_some(),
+                "{method} {path}: unclear error {}",
+                a.body
+            );
         }
     }
     // a correctly signed body that is not a valid notice, and a valid one for an unknown order
     for (body, want) in [
         (json!({"payment_id": "p", "order_id": order, "amount": -5, "currency": "EUR", "status": "SUCCEEDED"}), 422),
         (json!({"payment_id": "p", "order_id": order, "amount": 100, "currency": "EUR", "status": "MAYBE"}), 422),
-        (json!({"payment_id": "p", "order_id": "o-none", "amount": 100, "currency": "EUR", "status": "SUCCEEDED"}), 404),
-        (json!({"payment_id": "p", "order_id": order, "amount": 100, "currency": "EUR", "status": "SUCCEEDED", "admin": true}), 422),
+        (
+            json!({"payment_id": "p", "order_id": "o-none", "amount": 100, "currency": "EUR", "status": "SUCCEEDED"}),
+            404,
+        ),
+        (
+            json!({"payment_id": "p", "order_id": order, "amount": 100, "currency": "EUR", "status": "SUCCEEDED", "admin": true}),
+            422,
+        ),
     ] {
         let b = body.to_string();
         let sig = signature::sign(WEBHOOK_SECRET.as_bytes(), holdfast::clock::now_s(), b.as_bytes());
@@ -125,7 +327,8 @@ async fn a_replayed_webhook_is_a_duplicate_and_a_stale_replay_is_refused() {
     let s = spawn_opts(&[], |_| {}).await;
     s.sku("RW", 100, 2, 1, None).await;
     let id = s.order_id("sam", "k", json!([{"sku": "RW", "quantity": 1}])).await;
-    let body = json!({"payment_id": "rw-1", "order_id": id, "amount": 100, "currency": "EUR", "status": "SUCCEEDED"}).to_string();
+    let body = json!({"payment_id": "rw-1", "order_id": id, "amount": 100, "currency": "EUR", "status": "SUCCEEDED"})
+        .to_string();
     let sig = signature::sign(WEBHOOK_SECRET.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
     let first = s.call("POST", "/payments/callback", None, &[("x-signature", &sig)], Some(body.clone())).await;
     assert_eq!(first.body["result"], "applied");
@@ -144,7 +347,9 @@ async fn forged_queue_messages_are_refused_into_the_dlq_and_never_applied() {
     let id = s.order_id("tia", "k", json!([{"sku": "FG", "quantity": 1}])).await;
     let before = fingerprint(&s).await;
     let detail = json!({"schema": 1, "order_id": id, "user_id": "tia", "status": "PAID", "version": 2, "amount": 100, "currency": "EUR", "lines": [{"sku": "FG", "quantity": 1}]});
-    let envelope = |dt: &str, d: &serde_json::Value, src: &str| json!({"version": "0", "id": "x", "detail-type": dt, "source": src, "detail": d}).to_string();
+    let envelope = |dt: &str, d: &serde_json::Value, src: &str| {
+        json!({"version": "0", "id": "x", "detail-type": dt, "source": src, "detail": d}).to_string()
+    };
     let mut unknown_field = detail.clone();
     unknown_field["force"] = json!(true);
     let mut v2 = detail.clone();
@@ -159,11 +364,14 @@ async fn forged_queue_messages_are_refused_into_the_dlq_and_never_applied() {
     let timeout_forgeries = [
         json!({"type": "PaymentTimeout", "schema": 1, "order_id": id, "due_at": 0, "extra": 1}).to_string(),
         json!({"type": "PaymentTimeout", "schema": 9, "order_id": id, "due_at": 0}).to_string(),
-        json!({"type": "ReservationCheck", "schema": 1, "reservation_id": id, "kind": "order", "due_at": 0}).to_string(),
+        json!({"type": "ReservationCheck", "schema": 1, "reservation_id": id, "kind": "order", "due_at": 0})
+            .to_string(),
     ];
     let check_forgeries = [
-        json!({"type": "ReservationCheck", "schema": 1, "reservation_id": "../../x", "kind": "order", "due_at": 0}).to_string(),
-        json!({"type": "ReservationCheck", "schema": 1, "reservation_id": id, "kind": "sideways", "due_at": 0}).to_string(),
+        json!({"type": "ReservationCheck", "schema": 1, "reservation_id": "../../x", "kind": "order", "due_at": 0})
+            .to_string(),
+        json!({"type": "ReservationCheck", "schema": 1, "reservation_id": id, "kind": "sideways", "due_at": 0})
+            .to_string(),
     ];
     let sqs = aws_sdk_sqs::Client::new(&s.local.sdk);
     for (queue, bodies) in [
@@ -172,7 +380,12 @@ async fn forged_queue_messages_are_refused_into_the_dlq_and_never_applied() {
         ("ReservationCheckQueue", check_forgeries.to_vec()),
     ] {
         for b in bodies {
-            sqs.send_message().queue_url(s.local.resources.queue_url(queue).unwrap()).message_body(b).send().await.unwrap();
+            sqs.send_message()
+                .queue_url(s.local.resources.queue_url(queue).unwrap())
+                .message_body(b)
+                .send()
+                .await
+                .unwrap();
         }
     }
     for (dlq, n) in [("StockEventsDLQ", 5), ("PaymentTimeoutDLQ", 3), ("ReservationCheckDLQ", 2)] {

@@ -18,7 +18,12 @@ async fn three_hundred_buyers_for_fifty_units_leave_fifty_pending_orders() {
     .await;
     let created: Vec<_> = results.iter().filter(|a| a.status == 201).collect();
     let refused = results.iter().filter(|a| a.status == 409 && a.body["code"] == "insufficient_stock").count();
-    assert_eq!((created.len(), refused), (50, 250), "{:?}", results.iter().find(|a| a.status != 201 && a.status != 409).map(|a| &a.body));
+    assert_eq!(
+        (created.len(), refused),
+        (50, 250),
+        "{:?}",
+        results.iter().find(|a| a.status != 201 && a.status != 409).map(|a| &a.body)
+    );
     assert!(created.iter().all(|a| a.body["status"] == "PENDING_PAYMENT" && a.body["amount"] == 2500));
     let v = s.view("DROP").await;
     assert_eq!((v["available"].as_i64(), v["locked"].as_i64()), (Some(0), Some(50)));
@@ -29,11 +34,16 @@ async fn three_hundred_buyers_for_fifty_units_leave_fifty_pending_orders() {
 async fn the_same_checkout_sent_five_times_at_once_makes_one_order_and_five_identical_answers() {
     let s = spawn().await;
     s.sku("ONE", 700, 10, 2, None).await;
-    let answers = join_all((0..5).map(|_| s.order("erin", "k-1", json!([{"sku": "ONE", "quantity": 2}, {"sku": "ONE", "quantity": 1}])))).await;
+    let answers = join_all(
+        (0..5).map(|_| s.order("erin", "k-1", json!([{"sku": "ONE", "quantity": 2}, {"sku": "ONE", "quantity": 1}]))),
+    )
+    .await;
     for a in &answers {
         assert_eq!(a.status, 201, "{}", a.body);
         assert_eq!(a.body, answers[0].body);
     }
+    let fresh = answers.iter().filter(|a| a.headers.get("idempotent-replayed").is_none()).count();
+    assert_eq!(fresh, 1, "exactly one answer wrote the order; the others are marked as replays");
     assert_eq!(answers[0].body["items"], json!([{"sku": "ONE", "quantity": 3, "unit_price": 700}]));
     assert_eq!(answers[0].body["amount"], 2100);
     assert_eq!(s.view("ONE").await["locked"], 3);
@@ -53,7 +63,8 @@ async fn a_signed_callback_pays_once_and_forgeries_change_nothing() {
     let o = s.order("frank", "k", json!([{"sku": "PAY", "quantity": 1}])).await;
     let id = o.body["order_id"].as_str().unwrap().to_owned();
 
-    let body = json!({"payment_id": "pay-1", "order_id": id, "amount": 1234, "currency": "EUR", "status": "SUCCEEDED"}).to_string();
+    let body = json!({"payment_id": "pay-1", "order_id": id, "amount": 1234, "currency": "EUR", "status": "SUCCEEDED"})
+        .to_string();
     let now = holdfast::clock::now_s();
     for (sig, what) in [
         (signature::sign(b"wrong-secret", now, body.as_bytes()), "wrong secret"),
@@ -64,7 +75,9 @@ async fn a_signed_callback_pays_once_and_forgeries_change_nothing() {
         assert_eq!(a.status, 401, "{what}: {}", a.body);
     }
     let tampered_sig = signature::sign(WEBHOOK_SECRET.as_bytes(), now, body.as_bytes());
-    let a = s.call("POST", "/payments/callback", None, &[("x-signature", &tampered_sig)], Some(body.replace("1234", "1"))).await;
+    let a = s
+        .call("POST", "/payments/callback", None, &[("x-signature", &tampered_sig)], Some(body.replace("1234", "1")))
+        .await;
     assert_eq!(a.status, 401);
     let a = s.call("POST", "/payments/callback", None, &[], Some(body.clone())).await;
     assert_eq!(a.status, 401);
@@ -158,11 +171,16 @@ async fn a_pending_order_cancels_a_paid_one_does_not_and_nobody_else_can_touch_i
 async fn a_failed_payment_is_recorded_and_the_order_stays_payable() {
     let s = spawn().await;
     s.sku("FP", 100, 1, 1, None).await;
-    let id = s.order("jo", "k", json!([{"sku": "FP", "quantity": 1}])).await.body["order_id"].as_str().unwrap().to_owned();
+    let id =
+        s.order("jo", "k", json!([{"sku": "FP", "quantity": 1}])).await.body["order_id"].as_str().unwrap().to_owned();
     assert_eq!(s.pay(&id, "try-1", 100, "FAILED").await.body["result"], "failed_recorded");
     assert_eq!(s.pay(&id, "try-1", 100, "FAILED").await.body["result"], "duplicate");
     assert_eq!(s.get_order("jo", &id).await.body["status"], "PENDING_PAYMENT");
     assert_eq!(s.pay(&id, "try-2", 100, "SUCCEEDED").await.body["result"], "applied");
-    assert_eq!(s.pay(&id, "try-3", 100, "SUCCEEDED").await.body["result"], "refund_requested", "a second payment for a paid order is refunded");
+    assert_eq!(
+        s.pay(&id, "try-3", 100, "SUCCEEDED").await.body["result"],
+        "refund_requested",
+        "a second payment for a paid order is refunded"
+    );
     s.assert_invariants().await;
 }

@@ -31,9 +31,8 @@ pub fn item_to_json(m: &HashMap<String, AttributeValue>) -> Map<String, Value> {
 pub fn from_json(v: &Value) -> Option<AttributeValue> {
     let o = v.as_object()?;
     let (t, v) = o.iter().next()?;
-    let strings = |v: &Value| -> Option<Vec<String>> {
-        v.as_array()?.iter().map(|x| x.as_str().map(str::to_owned)).collect()
-    };
+    let strings =
+        |v: &Value| -> Option<Vec<String>> { v.as_array()?.iter().map(|x| x.as_str().map(str::to_owned)).collect() };
     let blob = |v: &Value| -> Option<Blob> {
         base64::engine::general_purpose::STANDARD.decode(v.as_str()?).ok().map(Blob::new)
     };

@@ -89,9 +89,7 @@ pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
 }
 
 fn is_ccf<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(e: &aws_sdk_dynamodb::error::SdkError<E>) -> bool {
-    e.as_service_error()
-        .and_then(|se| se.code())
-        .is_some_and(|c| c == "ConditionalCheckFailedException")
+    e.as_service_error().and_then(|se| se.code()).is_some_and(|c| c == "ConditionalCheckFailedException")
 }
 
 impl DynamoOrders {
@@ -100,7 +98,13 @@ impl DynamoOrders {
     }
 
     /// A conditional PutItem; `index_writes` = GSI entries it adds or removes (billed too).
-    async fn conditional_put(&self, item: Item, cond: &str, vals: Option<Item>, index_writes: f64) -> anyhow::Result<bool> {
+    async fn conditional_put(
+        &self,
+        item: Item,
+        cond: &str,
+        vals: Option<Item>,
+        index_writes: f64,
+    ) -> anyhow::Result<bool> {
         let _span = charge("dynamodb:PutItem", 0.0, wru(item_bytes(&item)) + index_writes);
         let r = self
             .client
@@ -150,9 +154,10 @@ impl OrderStore for DynamoOrders {
     async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
         // KEYS_ONLY indexes are written only when their keys change: leaving PENDING removes the
         // pending-by-deadline entry; by-user keys never change.
-        let index = f64::from(u8::from((prev.status == OrderStatus::PendingPayment) != (next.status == OrderStatus::PendingPayment)));
-        self.conditional_put(encode_order(next)?, "v = :v", Some(values([(":v", n(prev.version))])), index)
-            .await
+        let index = f64::from(u8::from(
+            (prev.status == OrderStatus::PendingPayment) != (next.status == OrderStatus::PendingPayment),
+        ));
+        self.conditional_put(encode_order(next)?, "v = :v", Some(values([(":v", n(prev.version))])), index).await
     }
 
     async fn list_for_user(
@@ -161,13 +166,8 @@ impl OrderStore for DynamoOrders {
         after: Option<&OrderCursor>,
         limit: usize,
     ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)> {
-        let start = after.map(|c| {
-            values([
-                ("uid", s(user.as_str())),
-                ("ca", n(c.created_at_ms)),
-                ("pk", s(order_pk(&c.order_id))),
-            ])
-        });
+        let start = after
+            .map(|c| values([("uid", s(user.as_str())), ("ca", n(c.created_at_ms)), ("pk", s(order_pk(&c.order_id)))]));
         let _span = super::super::usage::call("dynamodb:Query");
         let r = self
             .client
@@ -204,22 +204,24 @@ impl OrderStore for DynamoOrders {
                 .send()
                 .await
                 .context("BatchGetItem orders")?;
-            super::super::usage::capacity(b.responses().and_then(|m| m.get(&self.table)).into_iter().flatten().map(|it| rru(item_bytes(it), false)).sum(), 0.0);
+            super::super::usage::capacity(
+                b.responses()
+                    .and_then(|m| m.get(&self.table))
+                    .into_iter()
+                    .flatten()
+                    .map(|it| rru(item_bytes(it), false))
+                    .sum(),
+                0.0,
+            );
             for it in b.responses().and_then(|m| m.get(&self.table)).into_iter().flatten() {
                 if let OrderRecord::Order(o) = decode_record(it)? {
                     by_pk.insert(order_pk(&o.id), *o);
                 }
             }
-            pending = b
-                .unprocessed_keys()
-                .and_then(|m| m.get(&self.table))
-                .map(|k| k.keys().to_vec())
-                .unwrap_or_default();
+            pending =
+                b.unprocessed_keys().and_then(|m| m.get(&self.table)).map(|k| k.keys().to_vec()).unwrap_or_default();
         }
-        let orders = keys
-            .iter()
-            .filter_map(|k| opt_s(k, "pk").and_then(|pk| by_pk.remove(pk)))
-            .collect();
+        let orders = keys.iter().filter_map(|k| opt_s(k, "pk").and_then(|pk| by_pk.remove(pk))).collect();
         Ok((orders, next))
     }
 

@@ -13,9 +13,7 @@ use anyhow::{anyhow, Context};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 
@@ -55,12 +53,9 @@ enum Role {
 fn cancellation_codes(e: &SdkError<TransactWriteItemsError>) -> Option<Vec<String>> {
     match e {
         SdkError::ServiceError(se) => match se.err() {
-            TransactWriteItemsError::TransactionCanceledException(c) => Some(
-                c.cancellation_reasons()
-                    .iter()
-                    .map(|r| r.code().unwrap_or("None").to_owned())
-                    .collect(),
-            ),
+            TransactWriteItemsError::TransactionCanceledException(c) => {
+                Some(c.cancellation_reasons().iter().map(|r| r.code().unwrap_or("None").to_owned()).collect())
+            }
             _ => None,
         },
         _ => None,
@@ -187,11 +182,7 @@ fn update(table: &str, pk: String, expr: &str, cond: Option<&str>, vals: Item) -
 }
 
 fn put(table: &str, item: Item, cond: &str) -> anyhow::Result<TransactWriteItem> {
-    let p = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .condition_expression(cond)
-        .build()?;
+    let p = Put::builder().table_name(table).set_item(Some(item)).condition_expression(cond).build()?;
     Ok(TransactWriteItem::builder().put(p).build())
 }
 
@@ -202,18 +193,14 @@ impl DynamoStock {
 
     /// Runs one transaction; `Ok(Err(codes))` when DynamoDB cancelled it. Billed (cancelled or
     /// not) at 2 write units per item-KB, plus `index_writes` GSI entries.
-    async fn transact(&self, items: Vec<TransactWriteItem>, index_writes: f64) -> anyhow::Result<Result<(), Option<Vec<String>>>> {
-        let units: f64 = items
-            .iter()
-            .map(|i| 2.0 * i.put().map(|p| wru(item_bytes(p.item()))).unwrap_or(1.0))
-            .sum();
+    async fn transact(
+        &self,
+        items: Vec<TransactWriteItem>,
+        index_writes: f64,
+    ) -> anyhow::Result<Result<(), Option<Vec<String>>>> {
+        let units: f64 = items.iter().map(|i| 2.0 * i.put().map(|p| wru(item_bytes(p.item()))).unwrap_or(1.0)).sum();
         let _span = charge("dynamodb:TransactWriteItems", 0.0, units + index_writes);
-        let r = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await;
+        let r = self.client.transact_write_items().set_transact_items(Some(items)).send().await;
         match r {
             Ok(_) => Ok(Ok(())),
             Err(e) => {
@@ -234,10 +221,7 @@ impl DynamoStock {
             let mut keys: Vec<Item> = chunk.iter().cloned().map(key).collect();
             let mut tries = 0;
             while !keys.is_empty() {
-                let ka = KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .consistent_read(consistent)
-                    .build()?;
+                let ka = KeysAndAttributes::builder().set_keys(Some(keys)).consistent_read(consistent).build()?;
                 let _span = super::super::usage::call("dynamodb:BatchGetItem");
                 let r = self
                     .client
@@ -247,9 +231,11 @@ impl DynamoStock {
                     .await
                     .context("BatchGetItem on the stock table")?;
                 // every requested key is billed, found or not
-                let found: Vec<usize> = r.responses().and_then(|m| m.get(&self.table)).into_iter().flatten().map(item_bytes).collect();
+                let found: Vec<usize> =
+                    r.responses().and_then(|m| m.get(&self.table)).into_iter().flatten().map(item_bytes).collect();
                 let missing = chunk.len().saturating_sub(found.len());
-                let read: f64 = found.iter().map(|b| rru(*b, consistent)).sum::<f64>() + missing as f64 * rru(0, consistent);
+                let read: f64 =
+                    found.iter().map(|b| rru(*b, consistent)).sum::<f64>() + missing as f64 * rru(0, consistent);
                 super::super::usage::capacity(read, 0.0);
                 if let Some(items) = r.responses().and_then(|m| m.get(&self.table)) {
                     out.extend(items.iter().cloned());
@@ -298,7 +284,12 @@ impl DynamoStock {
         }
     }
 
-    fn lock_move_items(&self, r: &Reservation, from: LockStatus, to: LockStatus) -> anyhow::Result<Vec<TransactWriteItem>> {
+    fn lock_move_items(
+        &self,
+        r: &Reservation,
+        from: LockStatus,
+        to: LockStatus,
+    ) -> anyhow::Result<Vec<TransactWriteItem>> {
         let t = &self.table;
         let mut items = vec![update(
             t,
@@ -318,7 +309,13 @@ impl DynamoStock {
                 items.push(update(t, shard_pk(&l.sku, p.shard), expr, cond, values([(":q", n(p.quantity))]))?);
             }
             if let (true, Some(u)) = (l.limited, &r.user) {
-                let delta = if to == LockStatus::Released { -i64::from(l.quantity) } else if from == LockStatus::Released { i64::from(l.quantity) } else { 0 };
+                let delta = if to == LockStatus::Released {
+                    -i64::from(l.quantity)
+                } else if from == LockStatus::Released {
+                    i64::from(l.quantity)
+                } else {
+                    0
+                };
                 if delta != 0 {
                     items.push(update(t, limit_pk(&l.sku, u), "ADD n :d", None, values([(":d", n(delta))]))?);
                 }
@@ -366,13 +363,21 @@ impl StockStore for DynamoStock {
         let by_pk: HashMap<&str, &Item> = items.iter().filter_map(|it| Some((opt_s(it, "pk")?, it))).collect();
         (0..slots)
             .map(|i| match by_pk.get(shard_pk(sku, i).as_str()) {
-                Some(it) => Ok(ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? }),
+                Some(it) => {
+                    Ok(ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? })
+                }
                 None => Ok(ShardCounts::default()),
             })
             .collect()
     }
 
-    async fn rebalance(&self, meta: &SkuMeta, expected_version: u64, old: &[ShardCounts], new_available: &[i64]) -> anyhow::Result<bool> {
+    async fn rebalance(
+        &self,
+        meta: &SkuMeta,
+        expected_version: u64,
+        old: &[ShardCounts],
+        new_available: &[i64],
+    ) -> anyhow::Result<bool> {
         let t = &self.table;
         let p = Put::builder()
             .table_name(t)
@@ -385,8 +390,18 @@ impl StockStore for DynamoStock {
             let pk = shard_pk(&meta.sku, i as u16);
             match old.get(i) {
                 Some(o) if o.available == av => {}
-                Some(o) => items.push(update(t, pk, "SET av = :new", Some("av = :old"), values([(":new", n(av)), (":old", n(o.available))]))?),
-                None => items.push(put(t, values([("pk", s(pk)), ("av", n(av)), ("lk", n(0)), ("sd", n(0))]), "attribute_not_exists(pk)")?),
+                Some(o) => items.push(update(
+                    t,
+                    pk,
+                    "SET av = :new",
+                    Some("av = :old"),
+                    values([(":new", n(av)), (":old", n(o.available))]),
+                )?),
+                None => items.push(put(
+                    t,
+                    values([("pk", s(pk)), ("av", n(av)), ("lk", n(0)), ("sd", n(0))]),
+                    "attribute_not_exists(pk)",
+                )?),
             }
         }
         Ok(self.transact(items, 0.0).await?.is_ok())
@@ -402,7 +417,13 @@ impl StockStore for DynamoStock {
         ]);
         let mut items = vec![put(t, rec, "attribute_not_exists(pk)")?];
         let mut roles = vec![Role::Adjustment];
-        items.push(update(t, meta_pk(&adj.sku), "ADD stocked :d", Some("attribute_exists(pk)"), values([(":d", n(adj.delta))]))?);
+        items.push(update(
+            t,
+            meta_pk(&adj.sku),
+            "ADD stocked :d",
+            Some("attribute_exists(pk)"),
+            values([(":d", n(adj.delta))]),
+        )?);
         roles.push(Role::Meta);
         for &(shard, d) in &adj.pieces {
             let cond = (d < 0).then_some("av >= :m");
@@ -428,7 +449,11 @@ impl StockStore for DynamoStock {
         }
     }
 
-    async fn put_frozen(&self, r: &Reservation, limits: &HashMap<Sku, u32>) -> anyhow::Result<Result<(), FreezeRejection>> {
+    async fn put_frozen(
+        &self,
+        r: &Reservation,
+        limits: &HashMap<Sku, u32>,
+    ) -> anyhow::Result<Result<(), FreezeRejection>> {
         let t = &self.table;
         // The reservation goes first so a replay is the first reason reported.
         let mut items = vec![put(t, encode_reservation(r)?, "attribute_not_exists(pk)")?];
@@ -469,10 +494,8 @@ impl StockStore for DynamoStock {
                     } else if let Some(Role::Limit(sku)) = f.iter().find(|r| matches!(r, Role::Limit(_))) {
                         FreezeRejection::LimitExceeded(sku.clone())
                     } else {
-                        let mut skus: Vec<Sku> = f
-                            .into_iter()
-                            .filter_map(|r| if let Role::Shard(s) = r { Some(s) } else { None })
-                            .collect();
+                        let mut skus: Vec<Sku> =
+                            f.into_iter().filter_map(|r| if let Role::Shard(s) = r { Some(s) } else { None }).collect();
                         skus.dedup();
                         FreezeRejection::ShardShort(skus)
                     }
@@ -543,7 +566,11 @@ impl StockStore for DynamoStock {
         let mut out = Vec::new();
         for b in 0..super::INDEX_BUCKETS {
             let pks = self
-                .query_keys(FROZEN_INDEX, "fzb = :b AND fza < :c", values([(":b", s(format!("F#{b}"))), (":c", n(before_ms))]))
+                .query_keys(
+                    FROZEN_INDEX,
+                    "fzb = :b AND fza < :c",
+                    values([(":b", s(format!("F#{b}"))), (":c", n(before_ms))]),
+                )
                 .await?;
             for pk in pks {
                 if let Some(id) = pk.strip_prefix("RES#") {
@@ -561,9 +588,7 @@ impl StockStore for DynamoStock {
 
     async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
         let pks = self.query_keys(SKU_INDEX, "skl = :k", values([(":k", s("SKU"))])).await?;
-        pks.iter()
-            .map(|pk| Sku::parse(pk.trim_start_matches("SKU#")).map_err(anyhow::Error::from))
-            .collect()
+        pks.iter().map(|pk| Sku::parse(pk.trim_start_matches("SKU#")).map_err(anyhow::Error::from)).collect()
     }
 }
 
@@ -603,7 +628,10 @@ pub mod audit {
                     user_counters.push((Sku::parse(sku)?, UserId::parse(user)?, opt_n(it, "n").unwrap_or(0)));
                 }
             } else if pk.starts_with("SKU#") && it.contains_key("av") {
-                shards.insert(pk.to_owned(), ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? });
+                shards.insert(
+                    pk.to_owned(),
+                    ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? },
+                );
             } else if pk.starts_with("SKU#") {
                 metas.push(decode_meta(it)?);
             }

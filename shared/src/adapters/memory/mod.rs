@@ -17,7 +17,7 @@ pub use stock::MemoryStock;
 use crate::app::App;
 use crate::config::Config;
 use crate::domain::events::OrderEvent;
-use crate::domain::invariants::{Snapshot, SkuSnapshot};
+use crate::domain::invariants::{SkuSnapshot, Snapshot};
 use crate::ports::{EventBus, Message, Messages, MAX_DELAY_SECONDS};
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -96,7 +96,9 @@ impl OrderStore for MemoryOrders {
         let mut due: Vec<&Order> = m
             .values()
             .filter_map(|r| match r {
-                OrderRecord::Order(o) if o.status == OrderStatus::PendingPayment && o.pay_expire_at < before_s => Some(&**o),
+                OrderRecord::Order(o) if o.status == OrderStatus::PendingPayment && o.pay_expire_at < before_s => {
+                    Some(&**o)
+                }
                 _ => None,
             })
             .collect();

@@ -116,18 +116,27 @@ impl MemoryStock {
     fn move_from(&self, r: &Reservation, from: LockStatus, to: LockStatus) -> anyhow::Result<Result<(), bool>> {
         type Cond = fn(&ShardCounts, i64) -> bool;
         let (cond, apply): (Cond, fn(&mut ShardCounts, i64)) = match (from, to) {
-            (LockStatus::Frozen, LockStatus::Sold) => (|c, q| c.locked >= q, |c, q| {
-                c.locked -= q;
-                c.sold += q;
-            }),
-            (LockStatus::Frozen, LockStatus::Released) => (|c, q| c.locked >= q, |c, q| {
-                c.locked -= q;
-                c.available += q;
-            }),
-            (LockStatus::Released, LockStatus::Sold) => (|c, q| c.available >= q, |c, q| {
-                c.available -= q;
-                c.sold += q;
-            }),
+            (LockStatus::Frozen, LockStatus::Sold) => (
+                |c, q| c.locked >= q,
+                |c, q| {
+                    c.locked -= q;
+                    c.sold += q;
+                },
+            ),
+            (LockStatus::Frozen, LockStatus::Released) => (
+                |c, q| c.locked >= q,
+                |c, q| {
+                    c.locked -= q;
+                    c.available += q;
+                },
+            ),
+            (LockStatus::Released, LockStatus::Sold) => (
+                |c, q| c.available >= q,
+                |c, q| {
+                    c.available -= q;
+                    c.sold += q;
+                },
+            ),
             _ => return Err(anyhow!("no lock move {from:?} -> {to:?}")),
         };
         let counters = r.lines.iter().filter(|l| l.limited && r.user.is_some()).count();
@@ -149,7 +158,13 @@ impl MemoryStock {
         if let Some(u) = &r.user {
             for l in r.lines.iter().filter(|l| l.limited) {
                 let q = i64::from(l.quantity);
-                let delta = if to == LockStatus::Released { -q } else if from == LockStatus::Released { q } else { 0 };
+                let delta = if to == LockStatus::Released {
+                    -q
+                } else if from == LockStatus::Released {
+                    q
+                } else {
+                    0
+                };
                 if delta != 0 {
                     s.add_to_counter(&l.sku, u, delta);
                 }
@@ -193,7 +208,13 @@ impl StockStore for MemoryStock {
         Ok((0..slots).map(|i| s.shard(sku, i).copied().unwrap_or_default()).collect())
     }
 
-    async fn rebalance(&self, meta: &SkuMeta, expected_version: u64, old: &[ShardCounts], new_available: &[i64]) -> anyhow::Result<bool> {
+    async fn rebalance(
+        &self,
+        meta: &SkuMeta,
+        expected_version: u64,
+        old: &[ShardCounts],
+        new_available: &[i64],
+    ) -> anyhow::Result<bool> {
         let mut s = lock(&self.state);
         if s.metas.get(&meta.sku).is_none_or(|m| m.version != expected_version) {
             return Ok(false);
@@ -227,7 +248,8 @@ impl StockStore for MemoryStock {
             return Ok(Err(AdjustRejection::Duplicate { delta: prev.delta }));
         }
         let meta_ok = s.metas.contains_key(&adj.sku);
-        let shards_ok = adj.pieces.iter().all(|&(i, d)| s.shard(&adj.sku, i).is_some_and(|c| d >= 0 || c.available >= -d));
+        let shards_ok =
+            adj.pieces.iter().all(|&(i, d)| s.shard(&adj.sku, i).is_some_and(|c| d >= 0 || c.available >= -d));
         if !(meta_ok && shards_ok) {
             return Ok(Err(AdjustRejection::ShardShort));
         }
@@ -241,7 +263,11 @@ impl StockStore for MemoryStock {
         Ok(Ok(()))
     }
 
-    async fn put_frozen(&self, r: &Reservation, limits: &HashMap<Sku, u32>) -> anyhow::Result<Result<(), FreezeRejection>> {
+    async fn put_frozen(
+        &self,
+        r: &Reservation,
+        limits: &HashMap<Sku, u32>,
+    ) -> anyhow::Result<Result<(), FreezeRejection>> {
         let user = r.user.as_ref();
         let charged: Vec<(&Sku, i64, i64)> = r
             .lines
@@ -322,11 +348,8 @@ impl StockStore for MemoryStock {
 
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>> {
         let s = lock(&self.state);
-        let mut found: Vec<&Reservation> = s
-            .reservations
-            .values()
-            .filter(|r| r.status == LockStatus::Frozen && r.created_at_ms < before_ms)
-            .collect();
+        let mut found: Vec<&Reservation> =
+            s.reservations.values().filter(|r| r.status == LockStatus::Frozen && r.created_at_ms < before_ms).collect();
         found.sort_by_key(|r| (r.created_at_ms, r.id.clone()));
         Ok(found.into_iter().map(|r| r.id.clone()).collect())
     }

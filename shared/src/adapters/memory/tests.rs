@@ -15,8 +15,8 @@ use crate::service::admin::{self, AdminError, SkuSpec};
 use crate::service::checks::{self, CheckOutcome};
 use crate::service::orders::{self, CreateError, TimeoutOutcome};
 use crate::service::payments::{self, PaymentNotice, PaymentResult};
-use crate::service::stock::{self, FreezeError, FreezeRequest, Frozen, LockChange, LockError, OnReleased};
 use crate::service::reconcile;
+use crate::service::stock::{self, FreezeError, FreezeRequest, Frozen, LockChange, LockError, OnReleased};
 use std::collections::HashMap;
 
 fn config() -> Config {
@@ -192,7 +192,9 @@ async fn confirm_turns_locked_units_into_sold_and_a_duplicate_changes_nothing() 
     let (app, w) = world(&[(meta("A", 1, Some(5)), &[10])]);
     let req = freeze_request("o1", "alice", &[("A", 3)]);
     freeze(&app, &req).await.unwrap();
-    assert!(matches!(stock::confirm(&app, &req.id, OnReleased::Retake).await, Ok(LockChange::Moved(r)) if r.status == LockStatus::Sold));
+    assert!(
+        matches!(stock::confirm(&app, &req.id, OnReleased::Retake).await, Ok(LockChange::Moved(r)) if r.status == LockStatus::Sold)
+    );
     assert_eq!(totals(&w, "A"), counts(7, 0, 3));
     assert!(matches!(stock::confirm(&app, &req.id, OnReleased::Retake).await, Ok(LockChange::Unchanged(_))));
     assert!(matches!(stock::release(&app, &req.id).await, Err(LockError::InvalidTransition(LockStatus::Sold))));
@@ -209,8 +211,14 @@ async fn release_puts_the_units_back_and_gives_the_per_user_counter_back() {
     assert_eq!(totals(&w, "A"), counts(10, 0, 0));
     assert_eq!(w.stock.user_counter(&sku("A"), &user("alice")), Some(0));
     assert!(matches!(stock::release(&app, &req.id).await, Ok(LockChange::Unchanged(_))));
-    assert!(matches!(freeze(&app, &freeze_request("o2", "alice", &[("A", 2)])).await, Ok(Frozen::Created(_))), "the limit is free again");
-    assert_eq!(stock::release(&app, &ReservationId::from_stored("nope").unwrap()).await.err().map(|e| e.to_string()), Some("no such reservation".into()));
+    assert!(
+        matches!(freeze(&app, &freeze_request("o2", "alice", &[("A", 2)])).await, Ok(Frozen::Created(_))),
+        "the limit is free again"
+    );
+    assert_eq!(
+        stock::release(&app, &ReservationId::from_stored("nope").unwrap()).await.err().map(|e| e.to_string()),
+        Some("no such reservation".into())
+    );
 }
 
 #[tokio::test]
@@ -219,7 +227,10 @@ async fn confirming_a_released_lock_takes_the_units_again_or_records_one_oversel
     let a = freeze_request("o1", "alice", &[("A", 2)]);
     freeze(&app, &a).await.unwrap();
     stock::release(&app, &a.id).await.unwrap();
-    assert!(matches!(stock::confirm(&app, &a.id, OnReleased::Refuse).await, Err(LockError::InvalidTransition(LockStatus::Released))));
+    assert!(matches!(
+        stock::confirm(&app, &a.id, OnReleased::Refuse).await,
+        Err(LockError::InvalidTransition(LockStatus::Released))
+    ));
     assert!(matches!(stock::confirm(&app, &a.id, OnReleased::Retake).await, Ok(LockChange::Retaken(_))));
     assert_eq!(totals(&w, "A"), counts(3, 0, 2));
 
@@ -330,7 +341,10 @@ async fn creating_an_order_twice_with_one_key_returns_the_same_order() {
 
     let sent = w.messages.sent();
     assert!(sent.iter().any(|(m, d)| matches!(m, Message::ReservationCheck { .. }) && *d == 300));
-    assert!(sent.iter().any(|(m, d)| matches!(m, Message::PaymentTimeout { order_id, .. } if order_id == first.id.as_str()) && *d <= 900));
+    assert!(sent
+        .iter()
+        .any(|(m, d)| matches!(m, Message::PaymentTimeout { order_id, .. } if order_id == first.id.as_str())
+            && *d <= 900));
     assert_invariants(&w);
 }
 
@@ -353,7 +367,9 @@ async fn a_payment_timeout_re_arms_before_the_deadline_and_expires_the_order_onc
     let (app, w) = world(&[(meta("A", 1, None), &[5])]);
     let (o, _) = checkout(&app, "alice", "k1", &[("A", 1)]).await.unwrap();
     let before = w.messages.sent().len();
-    let TimeoutOutcome::ReArmed(wait) = orders::payment_timeout(&app, &o.id, o.pay_expire_at).await.unwrap() else { panic!() };
+    let TimeoutOutcome::ReArmed(wait) = orders::payment_timeout(&app, &o.id, o.pay_expire_at).await.unwrap() else {
+        panic!()
+    };
     assert!((1..=900).contains(&wait));
     assert_eq!(w.messages.sent().len(), before + 1);
 
@@ -377,12 +393,24 @@ async fn a_reservation_check_voids_the_id_of_an_orphan_freeze_and_releases_its_s
     freeze(&app, &req).await.unwrap();
 
     let now = clock::now_s();
-    assert_eq!(checks::reservation_check(&app, &req.id, ReservationKind::Order, now + 100).await.unwrap(), CheckOutcome::ReArmed);
-    assert_eq!(checks::reservation_check(&app, &req.id, ReservationKind::Order, now - 1).await.unwrap(), CheckOutcome::Released);
+    assert_eq!(
+        checks::reservation_check(&app, &req.id, ReservationKind::Order, now + 100).await.unwrap(),
+        CheckOutcome::ReArmed
+    );
+    assert_eq!(
+        checks::reservation_check(&app, &req.id, ReservationKind::Order, now - 1).await.unwrap(),
+        CheckOutcome::Released
+    );
     assert_eq!(w.orders.get(&id).await.unwrap(), Some(OrderRecord::Void));
     assert_eq!(totals(&w, "A"), counts(5, 0, 0));
-    assert!(matches!(checkout(&app, "alice", "k1", &[("A", 2)]).await, Err(CreateError::ReservationExpired)), "the fence holds");
-    assert_eq!(checks::reservation_check(&app, &req.id, ReservationKind::Order, now - 1).await.unwrap(), CheckOutcome::Fine);
+    assert!(
+        matches!(checkout(&app, "alice", "k1", &[("A", 2)]).await, Err(CreateError::ReservationExpired)),
+        "the fence holds"
+    );
+    assert_eq!(
+        checks::reservation_check(&app, &req.id, ReservationKind::Order, now - 1).await.unwrap(),
+        CheckOutcome::Fine
+    );
     assert_invariants(&w);
 }
 
@@ -391,7 +419,10 @@ async fn a_reservation_check_leaves_the_lock_of_an_existing_order_alone() {
     let (app, w) = world(&[(meta("A", 1, None), &[5])]);
     let (o, _) = checkout(&app, "alice", "k1", &[("A", 2)]).await.unwrap();
     let rid = ReservationId::for_order(&o.id);
-    assert_eq!(checks::reservation_check(&app, &rid, ReservationKind::Order, clock::now_s() - 1).await.unwrap(), CheckOutcome::Fine);
+    assert_eq!(
+        checks::reservation_check(&app, &rid, ReservationKind::Order, clock::now_s() - 1).await.unwrap(),
+        CheckOutcome::Fine
+    );
     assert_eq!(totals(&w, "A"), counts(3, 2, 0));
 }
 
@@ -453,7 +484,8 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
 #[tokio::test]
 async fn a_users_orders_are_listed_newest_first_a_page_at_a_time() {
     let w = MemoryWorld::default();
-    for (id, who, at) in [("o1", "alice", 1_000), ("o2", "alice", 3_000), ("o3", "alice", 2_000), ("o4", "bob", 4_000)] {
+    for (id, who, at) in [("o1", "alice", 1_000), ("o2", "alice", 3_000), ("o3", "alice", 2_000), ("o4", "bob", 4_000)]
+    {
         assert!(w.orders.put_new(&stored_order(id, who, at)).await.unwrap());
     }
     assert!(!w.orders.put_new(&stored_order("o1", "alice", 9_000)).await.unwrap(), "puts only if absent");
