@@ -50,7 +50,7 @@ pub enum AdjustRejection {
     Duplicate { delta: i64 },
     /// A shard no longer had what the plan removes (re-read and retry).
     ShardShort,
-    /// The SKU's metadata changed under us (re-read and retry).
+    /// DynamoDB reported a transaction conflict (re-read and retry).
     Conflict,
 }
 

@@ -57,7 +57,7 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
         if events.is_empty() {
             continue;
         }
-        let mut pending = events;
+        let mut pending = events.clone();
         for attempt in 1..=PUBLISH_ATTEMPTS {
             let accepted = match app.bus.publish(&pending).await {
                 Ok(a) => a,
@@ -75,7 +75,7 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
         if !pending.is_empty() {
             return Ok(fail());
         }
-        for e in record_events(r).unwrap_or_default().iter().filter(|e| app.config.publish_events.contains(&e.kind)) {
+        for e in &events {
             tracing::info!(
                 order_id = e.detail.order_id,
                 event = e.kind.as_str(),

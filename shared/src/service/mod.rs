@@ -9,6 +9,9 @@ pub mod stock;
 
 use std::time::Duration;
 
+/// Attempts of a compare-and-set loop on one order before giving up with a retryable error.
+pub(crate) const CAS_ATTEMPTS: u32 = 10;
+
 /// Jittered backoff for conditional-write races: 5–25 ms times the attempt number.
 pub(crate) async fn backoff(attempt: u32) {
     let ms = u64::from(attempt.max(1)) * fastrand::u64(5..=25);

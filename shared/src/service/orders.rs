@@ -210,7 +210,7 @@ pub async fn get_owned(app: &App, user: &UserId, id: &OrderId) -> Result<Order, 
 
 /// PENDING_PAYMENT → CANCELLED (compare-and-set). The stock is released by the event flow.
 pub async fn cancel(app: &App, user: &UserId, id: &OrderId) -> Result<Order, OrderError> {
-    loop {
+    for attempt in 1..=super::CAS_ATTEMPTS {
         let o = get_owned(app, user, id).await?;
         let next = o.apply(OrderAction::Cancel, clock::now_ms())?;
         let next = Order { cancel_reason: Some("cancelled by user".into()), ..next };
@@ -218,7 +218,9 @@ pub async fn cancel(app: &App, user: &UserId, id: &OrderId) -> Result<Order, Ord
             tracing::info!(order_id = %id, "order cancelled");
             return Ok(next);
         }
+        super::backoff(attempt).await;
     }
+    Err(OrderError::Store(anyhow::anyhow!("order {id} kept changing under the cancel; retry")))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,7 +232,7 @@ pub enum TimeoutOutcome {
 
 /// Expires an unpaid order at its deadline; re-arms if the deadline is further than one hop.
 pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Result<TimeoutOutcome> {
-    loop {
+    for attempt in 1..=super::CAS_ATTEMPTS {
         let now = clock::now_s();
         let o = match app.orders.get(id).await? {
             Some(OrderRecord::Order(o)) if o.status == OrderStatus::PendingPayment => o,
@@ -246,7 +248,9 @@ pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Re
         if expire(app, &o).await? {
             return Ok(TimeoutOutcome::Expired);
         }
+        super::backoff(attempt).await;
     }
+    anyhow::bail!("order {id} kept changing under the timeout; the message will be retried")
 }
 
 /// CAS PENDING_PAYMENT → EXPIRED; `false` if the order moved first (caller re-reads).

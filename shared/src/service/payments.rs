@@ -52,7 +52,7 @@ pub enum PaymentError {
 }
 
 pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, PaymentError> {
-    loop {
+    for attempt in 1..=super::CAS_ATTEMPTS {
         let o = match app.orders.get(&n.order_id).await? {
             Some(OrderRecord::Order(o)) => *o,
             _ => return Err(PaymentError::UnknownOrder),
@@ -77,7 +77,9 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
             return result;
         }
         // lost a race (expiry, cancel, another callback): re-read and decide again
+        super::backoff(attempt).await;
     }
+    Err(PaymentError::Store(anyhow::anyhow!("order {} kept changing under the callback; retry", n.order_id)))
 }
 
 /// The order after this notice, and the answer. Pure.

@@ -285,13 +285,14 @@ async fn retake(app: &App, r: Reservation) -> Result<LockChange, LockError> {
             Box::pin(change(app, &r.id, LockStatus::Sold, OnReleased::Retake)).await
         }
         Err(MoveRejection::ShardShort) => {
+            // Publish before marking: if the publish fails the message is retried and publishes
+            // again (consumers are idempotent); marking first could lose the event for good.
+            tracing::error!(reservation = %r.id, "OVERSELL: paid order whose stock was released and resold");
+            if !app.bus.publish(&[oversell_event(&r)]).await?.iter().all(|ok| *ok) {
+                return Err(LockError::Store(anyhow::anyhow!("could not publish OversellDetected")));
+            }
             if app.stock.mark_oversold(&r).await? {
-                tracing::error!(reservation = %r.id, "OVERSELL: paid order whose stock was released and resold");
                 app.count(names::OVERSELL, 1);
-                let ev = oversell_event(&r);
-                if !app.bus.publish(&[ev]).await?.iter().all(|ok| *ok) {
-                    return Err(LockError::Store(anyhow::anyhow!("could not publish OversellDetected")));
-                }
             }
             Ok(LockChange::Oversold(r))
         }

@@ -97,6 +97,14 @@ async fn hostile_requests_on_every_route_get_a_clear_4xx_and_write_nothing() {
             Some(user.as_str()),
             k.to_vec(),
             Some("{\"items\":[{\"sku\":\"S\u{0}AFE\",\"quantity\":1}]}".into()),
+            400,
+        ),
+        (
+            "POST",
+            "/orders".into(),
+            Some(user.as_str()),
+            k.to_vec(),
+            Some("{\"items\":[{\"sku\":\"S\\u0000AFE\",\"quantity\":1}]}".into()),
             422,
         ),
         (
@@ -184,7 +192,7 @@ async fn hostile_requests_on_every_route_get_a_clear_4xx_and_write_nothing() {
             "/admin/skus/SAFE".into(),
             Some(admin.as_str()),
             vec![],
-            Some("{\"name\":\"a\u{7}b\",\"price\":1,\"currency\":\"EUR\"}".into()),
+            Some("{\"name\":\"a\\u0007b\",\"price\":1,\"currency\":\"EUR\"}".into()),
             422,
         ),
         (

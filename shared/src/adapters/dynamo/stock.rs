@@ -420,9 +420,11 @@ impl StockStore for DynamoStock {
         items.push(update(
             t,
             meta_pk(&adj.sku),
-            "ADD stocked :d",
+            // bumping the version makes a concurrent metadata write (which carries `stocked`)
+            // lose its condition and re-read, instead of writing the old `stocked` back
+            "ADD stocked :d, v :one",
             Some("attribute_exists(pk)"),
-            values([(":d", n(adj.delta))]),
+            values([(":d", n(adj.delta)), (":one", n(1))]),
         )?);
         roles.push(Role::Meta);
         for &(shard, d) in &adj.pieces {

@@ -258,6 +258,7 @@ impl StockStore for MemoryStock {
         }
         if let Some(m) = s.metas.get_mut(&adj.sku) {
             m.stocked += adj.delta;
+            m.version += 1;
         }
         s.adjustments.insert(key, adj.clone());
         Ok(Ok(()))
