@@ -6,13 +6,15 @@ VENV := .venv
 LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
-.PHONY: help venv emulator build run test lint unit e2e cfn-lint demo clean
+.PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench package clean
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
 	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint"
 	@echo "make emulator - the emulator alone, in the foreground, on 127.0.0.1:$(EMULATOR_PORT)"
 	@echo "make demo     - a 1,000-buyer flash sale with a live progress bar and a report"
+	@echo "make bench    - bench/REPORT.md: cost per order, round trips, CPU, cold start, hot-SKU model"
+	@echo "make package  - one Lambda bootstrap per function (cargo-lambda), fault-free"
 
 venv:
 	@bash scripts/venv.sh
@@ -45,6 +47,20 @@ cfn-lint: venv
 	$(VENV)/bin/cfn-lint template.yaml
 
 test: lint cfn-lint unit e2e
+
+# One bootstrap per function under $(CARGO_TARGET_DIR)/lambda/<name>/ (cargo-lambda from PyPI),
+# checked to contain no fault-injection code.
+package: venv
+	bash scripts/package.sh
+
+# bench/REPORT.md + bench/report.json + bench/ceiling.svg: criterion CPU figures, release
+# binary sizes and cold starts, then cost / round trips / false sold-outs on the local stack.
+bench: venv package
+	$(CARGO) bench -p holdfast-bench -- --warm-up-time 1 --measurement-time 3
+	python3 bench/criterion_summary.py > bench/criterion.json
+	$(VENV)/bin/python scripts/coldstart.py --json bench/coldstart.json --markdown bench/coldstart.md
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 clean:
 	rm -rf $(VENV) .local

@@ -11,18 +11,18 @@ exec bash scripts/with-emulator.sh bash -c '
   trap "kill -TERM $STACK 2>/dev/null; wait $STACK 2>/dev/null" EXIT INT TERM
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:'"$PORT"'/skus/none" && break; sleep 0.1; done
   ADMIN=$("'"$BIN"'" token --sub admin --scope stock:admin)
-  USER=$("'"$BIN"'" token --sub alice)
+  BUYER=$("'"$BIN"'" token --sub alice)
   cat <<MSG
 
 Holdfast is running on http://127.0.0.1:'"$PORT"'  (emulator: $HOLDFAST_EMULATOR_ENDPOINT)
 
   # tokens (HS256, LOCAL_JWT_SECRET): target/debug/holdfast-local token --sub alice [--scope stock:admin]
   export ADMIN=$ADMIN
-  export USER=$USER
+  export BUYER=$BUYER
   curl -s -XPUT  http://127.0.0.1:'"$PORT"'/admin/skus/tee -H "authorization: Bearer \$ADMIN" -d '"'"'{"name":"T-shirt","price":1999,"currency":"EUR","shards":4}'"'"'
   curl -s -XPOST http://127.0.0.1:'"$PORT"'/admin/skus/tee/adjustments -H "authorization: Bearer \$ADMIN" -d '"'"'{"adjustment_id":"a1","delta":100,"reason":"first delivery"}'"'"'
   curl -s http://127.0.0.1:'"$PORT"'/skus/tee
-  curl -s -XPOST http://127.0.0.1:'"$PORT"'/orders -H "authorization: Bearer \$USER" -H "idempotency-key: checkout-1" -d '"'"'{"items":[{"sku":"tee","quantity":1}]}'"'"'
+  curl -s -XPOST http://127.0.0.1:'"$PORT"'/orders -H "authorization: Bearer \$BUYER" -H "idempotency-key: checkout-1" -d '"'"'{"items":[{"sku":"tee","quantity":1}]}'"'"'
 
 Ctrl-C stops the stack and the emulator.
 MSG

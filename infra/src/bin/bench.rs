@@ -457,7 +457,7 @@ async fn main() -> anyhow::Result<()> {
     let worst_poll = coldstart
         .get("functions")
         .and_then(Value::as_object)
-        .map(|m| m.values().filter_map(|v| v["first_poll_ms"]["median"].as_f64()).fold(0.0, f64::max));
+        .map(|m| m.values().filter_map(|v| v["exec_to_next_ms"]["median"].as_f64()).fold(0.0, f64::max));
     match worst_poll {
         Some(p) if p > 0.0 => {
             let _ = writeln!(
@@ -536,10 +536,10 @@ async fn main() -> anyhow::Result<()> {
             let _ = writeln!(
                 md,
                 "| {k} | {size} | {:.1} / {:.1} ms | {:.1} / {:.1} ms |",
-                v["first_poll_ms"]["median"].as_f64().unwrap_or(0.0),
-                v["first_poll_ms"]["p95"].as_f64().unwrap_or(0.0),
-                v["first_response_ms"]["median"].as_f64().unwrap_or(0.0),
-                v["first_response_ms"]["p95"].as_f64().unwrap_or(0.0)
+                v["exec_to_next_ms"]["median"].as_f64().unwrap_or(0.0),
+                v["exec_to_next_ms"]["p95"].as_f64().unwrap_or(0.0),
+                v["exec_to_response_ms"]["median"].as_f64().unwrap_or(0.0),
+                v["exec_to_response_ms"]["p95"].as_f64().unwrap_or(0.0)
             );
         }
     } else {
