@@ -3,6 +3,7 @@
 //! stream pollers and schedules.
 
 pub mod auth;
+pub mod client;
 pub mod pollers;
 pub mod resources;
 pub mod server;

@@ -6,7 +6,7 @@
 
 use futures::future::join_all;
 use holdfast::adapters::usage::{self, Usage};
-use holdfast::domain::signature;
+use holdfast_local::client::ApiClient;
 use holdfast_local::{LocalStack, Options};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -33,7 +33,7 @@ const TARGET_PER_PAID_ORDER: f64 = 0.000_015;
 
 struct Bench {
     stack: LocalStack,
-    http: reqwest::Client,
+    api: ApiClient,
     admin: String,
 }
 
@@ -45,7 +45,8 @@ impl Bench {
         }
         let stack = LocalStack::start(o).await?;
         let admin = stack.token("admin", &["stock:admin"]);
-        Ok(Bench { stack, http: reqwest::Client::new(), admin })
+        let api = ApiClient::new(&stack.base_url);
+        Ok(Bench { stack, api, admin })
     }
 
     async fn call(
@@ -56,24 +57,8 @@ impl Bench {
         headers: &[(&str, &str)],
         body: Option<Value>,
     ) -> (u16, Value) {
-        let mut rb =
-            self.http.request(method.parse().unwrap_or(reqwest::Method::GET), format!("{}{path}", self.stack.base_url));
-        if let Some(t) = token {
-            rb = rb.bearer_auth(t);
-        }
-        for (k, v) in headers {
-            rb = rb.header(*k, *v);
-        }
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
-        match rb.send().await {
-            Ok(r) => {
-                let st = r.status().as_u16();
-                (st, r.json().await.unwrap_or(Value::Null))
-            }
-            Err(_) => (599, Value::Null),
-        }
+        let a = self.api.call(method, path, token, headers, body.map(|b| b.to_string())).await;
+        (a.status, a.body)
     }
 
     async fn sku(&self, sku: &str, units: i64, shards: u16) {
@@ -110,13 +95,8 @@ impl Bench {
     }
 
     async fn pay(&self, id: &str, amount: u64) -> (u16, Value) {
-        let body = json!({"payment_id": format!("p-{id}"), "order_id": id, "amount": amount, "currency": "EUR", "status": "SUCCEEDED"}).to_string();
-        let sig = signature::sign(
-            holdfast_local::stack::DEFAULT_WEBHOOK_SECRET.as_bytes(),
-            holdfast::clock::now_s(),
-            body.as_bytes(),
-        );
-        self.call("POST", "/payments/callback", None, &[("x-signature", &sig)], serde_json::from_str(&body).ok()).await
+        let a = self.api.pay(id, &format!("p-{id}"), amount, "SUCCEEDED").await;
+        (a.status, a.body)
     }
 
     /// Waits until no queue holds a message and the stream has been drained.

@@ -9,7 +9,7 @@
 use futures::stream::{self, StreamExt};
 use holdfast::domain::invariants::check_all;
 use holdfast::domain::order::{OrderRecord, OrderStatus};
-use holdfast::domain::signature;
+use holdfast_local::client::ApiClient;
 use holdfast_local::{LocalStack, Options};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -66,8 +66,7 @@ impl Latencies {
 }
 
 struct Client {
-    http: reqwest::Client,
-    base: String,
+    api: ApiClient,
     lat: Latencies,
 }
 
@@ -81,35 +80,17 @@ impl Client {
         headers: &[(&str, &str)],
         body: Option<String>,
     ) -> (u16, Value) {
-        let mut rb = self.http.request(method.parse().unwrap_or(reqwest::Method::GET), format!("{}{path}", self.base));
-        if let Some(t) = token {
-            rb = rb.bearer_auth(t);
-        }
-        for (k, v) in headers {
-            rb = rb.header(*k, *v);
-        }
-        if let Some(b) = body {
-            rb = rb.header("content-type", "application/json").body(b);
-        }
         let t0 = Instant::now();
-        let r = rb.send().await;
+        let a = self.api.call(method, path, token, headers, body).await;
         self.lat.record(route, t0.elapsed());
-        match r {
-            Ok(r) => {
-                let st = r.status().as_u16();
-                (st, r.json().await.unwrap_or(Value::Null))
-            }
-            Err(_) => (599, Value::Null),
-        }
+        (a.status, a.body)
     }
 
-    async fn pay(&self, order: &str, pid: &str, amount: u64, secret: &str) -> (u16, Value) {
-        let body =
-            json!({"payment_id": pid, "order_id": order, "amount": amount, "currency": "EUR", "status": "SUCCEEDED"})
-                .to_string();
-        let sig = signature::sign(secret.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
-        self.call("POST /payments/callback", "POST", "/payments/callback", None, &[("x-signature", &sig)], Some(body))
-            .await
+    async fn pay(&self, order: &str, pid: &str, amount: u64) -> (u16, Value) {
+        let t0 = Instant::now();
+        let a = self.api.pay(order, pid, amount, "SUCCEEDED").await;
+        self.lat.record("POST /payments/callback", t0.elapsed());
+        (a.status, a.body)
     }
 }
 
@@ -148,8 +129,7 @@ async fn main() -> anyhow::Result<()> {
     opts.schedule_every = Some(Duration::from_secs(3));
     opts.sqs_pollers = 3;
     let stack = LocalStack::start(opts).await?;
-    let secret = holdfast_local::stack::DEFAULT_WEBHOOK_SECRET;
-    let c = Arc::new(Client { http: reqwest::Client::new(), base: stack.base_url.clone(), lat: Latencies::default() });
+    let c = Arc::new(Client { api: ApiClient::new(&stack.base_url), lat: Latencies::default() });
     let admin = stack.token("admin", &["stock:admin"]);
     let sku = "FLASH-1";
     let spec = json!({"name": "Limited sneaker", "price": 12900, "currency": "EUR", "shards": a.shards, "per_user_limit": a.limit});
@@ -206,9 +186,9 @@ async fn main() -> anyhow::Result<()> {
                             late_payments.lock().map(|mut v| v.push((id, amount, format!("pay-{i}")))).ok();
                             "pay late"
                         } else {
-                            c.pay(&id, &format!("pay-{i}"), amount, secret).await;
+                            c.pay(&id, &format!("pay-{i}"), amount).await;
                             if rng.f64() < a.duplicate {
-                                c.pay(&id, &format!("pay-{i}"), amount, secret).await;
+                                c.pay(&id, &format!("pay-{i}"), amount).await;
                             }
                             "pay"
                         }
@@ -245,7 +225,7 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("\n  sale over in {sale_secs:.1}s; late payers wait for their deadline, then pay …");
     tokio::time::sleep(Duration::from_secs(7)).await;
     for (id, amount, pid) in late_payments.lock().map(|v| v.clone()).unwrap_or_default() {
-        c.pay(&id, &pid, amount, secret).await;
+        c.pay(&id, &pid, amount).await;
     }
     eprint!("  settling (reservation checks, timeouts, reconcile) ");
     let settle = Instant::now();

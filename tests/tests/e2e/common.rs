@@ -2,7 +2,8 @@
 //! client that speaks to it over HTTP like any caller would.
 
 use holdfast::domain::invariants::{check_all, Violation};
-use holdfast::domain::signature;
+pub use holdfast_local::client::Answer;
+use holdfast_local::client::ApiClient;
 use holdfast_local::{LocalStack, Options};
 use serde_json::{json, Value};
 use std::future::Future;
@@ -22,7 +23,7 @@ pub fn template_path() -> PathBuf {
 
 pub struct Stack {
     pub local: LocalStack,
-    pub http: reqwest::Client,
+    pub api: ApiClient,
     pub admin: String,
     pub internal: String,
 }
@@ -44,14 +45,8 @@ pub async fn spawn_opts(env: &[(&str, &str)], tweak: impl FnOnce(&mut Options)) 
     let local = LocalStack::start(opts).await.expect("local stack starts");
     let admin = local.token("admin", &["stock:admin"]);
     let internal = local.token("partner-system", &["reservations:write"]);
-    let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().expect("client");
-    Stack { local, http, admin, internal }
-}
-
-pub struct Answer {
-    pub status: u16,
-    pub body: Value,
-    pub headers: reqwest::header::HeaderMap,
+    let api = ApiClient::new(&local.base_url);
+    Stack { local, api, admin, internal }
 }
 
 impl Stack {
@@ -67,23 +62,7 @@ impl Stack {
         headers: &[(&str, &str)],
         body: Option<String>,
     ) -> Answer {
-        let url = format!("{}{}", self.local.base_url, path);
-        let mut rb = self.http.request(method.parse().expect("method"), url);
-        if let Some(t) = token {
-            rb = rb.bearer_auth(t);
-        }
-        for (k, v) in headers {
-            rb = rb.header(*k, *v);
-        }
-        if let Some(b) = body {
-            rb = rb.header("content-type", "application/json").body(b);
-        }
-        let r = rb.send().await.expect("request reaches the local API");
-        let status = r.status().as_u16();
-        let headers = r.headers().clone();
-        let text = r.text().await.unwrap_or_default();
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        Answer { status, body, headers }
+        self.api.call(method, path, token, headers, body).await
     }
 
     pub async fn post(&self, path: &str, token: &str, body: Value) -> Answer {
@@ -132,9 +111,7 @@ impl Stack {
 
     /// Sends a payment callback signed with the local webhook secret.
     pub async fn pay(&self, order_id: &str, payment_id: &str, amount: u64, status: &str) -> Answer {
-        let body = json!({"payment_id": payment_id, "order_id": order_id, "amount": amount, "currency": "EUR", "status": status}).to_string();
-        let sig = signature::sign(WEBHOOK_SECRET.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
-        self.call("POST", "/payments/callback", None, &[("x-signature", &sig)], Some(body)).await
+        self.api.pay(order_id, payment_id, amount, status).await
     }
 
     /// Every invariant of DESIGN §5 over both tables.

@@ -47,6 +47,26 @@ pub(crate) fn charge(op: &str, read: f64, write: f64) -> super::usage::Span {
     super::usage::call(op)
 }
 
+/// A strongly consistent GetItem by `pk`, metered.
+pub(crate) async fn get_consistent(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    pk: String,
+) -> anyhow::Result<Option<HashMap<String, AttributeValue>>> {
+    use anyhow::Context;
+    let _span = super::usage::call("dynamodb:GetItem");
+    let r = client
+        .get_item()
+        .table_name(table)
+        .set_key(Some(item::key(pk)))
+        .consistent_read(true)
+        .send()
+        .await
+        .with_context(|| format!("GetItem on {table}"))?;
+    super::usage::capacity(rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
+    Ok(r.item)
+}
+
 /// Number of buckets of the sparse indexes (DESIGN §3.1, §4.1): spreads index writes of a
 /// flash sale over this many partitions. Each bucket is one GSI partition key (≤ 1,000 write
 /// units/s), and every freeze writes its entry once and removes it once: 64 buckets carry

@@ -126,18 +126,7 @@ impl DynamoOrders {
 #[async_trait]
 impl OrderStore for DynamoOrders {
     async fn get(&self, id: &OrderId) -> anyhow::Result<Option<OrderRecord>> {
-        let _span = super::super::usage::call("dynamodb:GetItem");
-        let r = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(order_pk(id))))
-            .consistent_read(true)
-            .send()
-            .await
-            .context("GetItem order")?;
-        super::super::usage::capacity(rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
-        r.item().map(decode_record).transpose()
+        super::get_consistent(&self.client, &self.table, order_pk(id)).await?.as_ref().map(decode_record).transpose()
     }
 
     async fn put_new(&self, o: &Order) -> anyhow::Result<bool> {

@@ -507,18 +507,7 @@ impl StockStore for DynamoStock {
     }
 
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
-        let _span = super::super::usage::call("dynamodb:GetItem");
-        let r = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key(res_pk(id))))
-            .consistent_read(true)
-            .send()
-            .await
-            .context("GetItem reservation")?;
-        super::super::usage::capacity(rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
-        r.item().map(decode_reservation).transpose()
+        super::get_consistent(&self.client, &self.table, res_pk(id)).await?.as_ref().map(decode_reservation).transpose()
     }
 
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
