@@ -380,6 +380,7 @@ def machine_info() -> dict:
         "cpus": os.cpu_count(),
         "kernel": platform.release(),
         "python": platform.python_version(),
+        "loadavg_1m_at_start": round(os.getloadavg()[0], 2),
     }
 
 
@@ -459,6 +460,7 @@ def main() -> int:
     funcs = {b.parent.name: b for b in bins}
     events = {n: load_event(n, args.events_dir, overrides) for n in funcs}
 
+    machine = machine_info()
     stray: list[str] = []
     home = tempfile.mkdtemp(prefix="coldstart-home-")
     logs = Path(tempfile.mkdtemp(prefix="coldstart-logs-"))
@@ -478,7 +480,7 @@ def main() -> int:
         "meta": {
             "note": NOTE,
             "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": machine_info(),
+            "machine": machine,
             "runs": args.runs,
             "warmup": args.warmup,
             "sdk_retries": args.sdk_retries,

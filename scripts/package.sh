@@ -42,7 +42,10 @@ die() { log "error: $*"; exit 1; }
 
 # --- fault-string check ------------------------------------------------------------------
 # Strings that only a `faults` build contains: every point name listed in faults.rs (the
-# quoted "<fn>.<point>" constants) and the parse error for an unknown point.
+# quoted "<fn>.<point>" constants) and the parse error for an unknown point. The error text is
+# two literals at run time ("HOLDFAST_FAULTS: {0}" and "unknown point {name}"), so the binary
+# holds "unknown point " -- with the space: the unwinder's "unknown pointer encoding" is in
+# every Rust binary and must not match.
 fault_patterns() {
   grep -o '"[a-z-]*\.[a-z-]*"' "$ROOT/shared/src/faults.rs" | tr -d '"' | sort -u
   echo "unknown point "
@@ -156,7 +159,7 @@ for path in sys.argv[1:]:
     rows.append((name, arch, len(data), buf.tell()))
     total += len(data)
 print(f"| {'function':<18} | {'arch':<6} | {'bytes':>10} | {'KiB':>8} | {'zip KiB':>8} |")
-print(f"|{'-'*20}|{'-'*8}|{'-'*12}:|{'-'*9}:|{'-'*9}:|")
+print(f"|{'-'*20}|{'-'*8}|{'-'*11}:|{'-'*9}:|{'-'*9}:|")
 for name, arch, size, z in rows:
     print(f"| {name:<18} | {arch:<6} | {size:>10} | {size/1024:>8.1f} | {z/1024:>8.1f} |")
 print(f"| {'total':<18} | {'':<6} | {total:>10} | {total/1024:>8.1f} | {'':>8} |")

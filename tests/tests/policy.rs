@@ -755,7 +755,7 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<&'static str>> {
     ];
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/adapters/");
     let mut out: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-    for file in ["dynamo/stock.rs", "dynamo/orders.rs", "sqs.rs", "eventbridge.rs"] {
+    for file in ["dynamo/mod.rs", "dynamo/stock.rs", "dynamo/orders.rs", "sqs.rs", "eventbridge.rs"] {
         let text = std::fs::read_to_string(format!("{root}{file}")).unwrap_or_else(|e| panic!("{file}: {e}"));
         for (call, action) in CALLS {
             if text.contains(call) {
