@@ -58,7 +58,7 @@ package: venv
 bench: venv package
 	$(CARGO) bench -p holdfast-bench -- --warm-up-time 1 --measurement-time 3
 	python3 bench/criterion_summary.py > bench/criterion.json
-	$(VENV)/bin/python scripts/coldstart.py --json bench/coldstart.json --markdown bench/coldstart.md
+	$(VENV)/bin/python scripts/coldstart.py --json bench/coldstart.json --markdown bench/coldstart-table.md
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 

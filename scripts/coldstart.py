@@ -395,7 +395,7 @@ def markdown(report: dict) -> str:
         "",
         f"> {NOTE}",
         "",
-        f"{m['generated']} · {m['machine']['cpu']} ({m['machine']['cpus']} CPUs, {m['machine']['arch']}, Linux {m['machine']['kernel']}) · "
+        f"{m['generated']} · {m['machine']['cpu']} ({m['machine']['cpus']} CPUs, {m['machine']['arch']}, Linux {m['machine']['kernel']}, load {m['machine']['loadavg_1m_at_start']}) · "
         f"{m['runs']} runs per function after {m['warmup']} discarded warm-up, round-robin · "
         f"SDK retries {'default' if m['sdk_retries'] else 'off (AWS_MAX_ATTEMPTS=1)'} · times in ms from spawn",
         "",

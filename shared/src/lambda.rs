@@ -7,6 +7,11 @@ use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{service_fn, Error, LambdaEvent};
 use std::sync::Arc;
 
+/// A failed invocation, as Lambda reports it (`errorType` = this type's name).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HandlerError(String);
+
 /// Runs the named function on the Lambda Runtime API until the process ends.
 pub async fn run(name: &'static str) -> Result<(), Error> {
     crate::telemetry::init_logs();
@@ -25,7 +30,7 @@ pub async fn run(name: &'static str) -> Result<(), Error> {
                 let app = app.clone();
                 async move {
                     match handlers::sqs(name, &app, e.payload).await {
-                        Some(r) => r.map_err(|e| Error::from(format!("{e:#}"))),
+                        Some(r) => r.map_err(|e| Error::from(HandlerError(format!("{e:#}")))),
                         None => Err(Error::from("not an SQS function")),
                     }
                 }
@@ -37,7 +42,7 @@ pub async fn run(name: &'static str) -> Result<(), Error> {
                 let app = app.clone();
                 async move {
                     match handlers::stream(name, &app, e.payload).await {
-                        Some(r) => r.map_err(|e| Error::from(format!("{e:#}"))),
+                        Some(r) => r.map_err(|e| Error::from(HandlerError(format!("{e:#}")))),
                         None => Err(Error::from("not a stream function")),
                     }
                 }
@@ -49,7 +54,7 @@ pub async fn run(name: &'static str) -> Result<(), Error> {
                 let app = app.clone();
                 async move {
                     match handlers::schedule(name, &app, e.payload).await {
-                        Some(r) => r.map_err(|e| Error::from(format!("{e:#}"))),
+                        Some(r) => r.map_err(|e| Error::from(HandlerError(format!("{e:#}")))),
                         None => Err(Error::from("not a scheduled function")),
                     }
                 }
