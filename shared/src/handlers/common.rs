@@ -68,7 +68,12 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
             "Id reused with another request",
             "this id was already used with a different body",
         ),
-        FreezeError::TooFragmented => Problem::internal("stock too fragmented for one transaction; retry shortly"),
+        FreezeError::TooFragmented => Problem::new(
+            409,
+            "stock_too_fragmented",
+            "Order too fragmented",
+            "these lines need more shard pieces than one transaction allows; order fewer SKUs at once",
+        ),
         FreezeError::Contention => Problem::internal("contention on the SKU; retry"),
         FreezeError::Store(e) => Problem::from(e),
     }

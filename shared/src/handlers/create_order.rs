@@ -37,6 +37,15 @@ fn create_problem(e: CreateError) -> Problem {
         CreateError::MixedCurrency => Problem::validation("all SKUs of one order must share a currency"),
         CreateError::Money(m) => Problem::validation(m.to_string()),
         CreateError::Crash(c) => Problem::new(500, "injected_crash", "Injected crash", c.to_string()),
+        CreateError::Aborted(e) => {
+            tracing::error!(error = format!("{e:#}"), "checkout aborted");
+            Problem::new(
+                503,
+                "checkout_aborted",
+                "Checkout aborted",
+                "the order could not be written and its stock was released; start a new checkout with a new Idempotency-Key",
+            )
+        }
         CreateError::Store(e) => Problem::from(e),
     }
 }

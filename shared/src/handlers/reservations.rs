@@ -81,22 +81,26 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
         request_hash: fingerprint,
         expires_at: clock::now_s() + ttl,
     };
-    match stock::freeze(app, &freeze, &metas).await.map_err(freeze_problem)? {
-        Frozen::Created(r) => {
-            let msg = Message::ReservationCheck {
-                schema: 1,
-                reservation_id: id.to_string(),
-                kind: ReservationKind::External,
-                due_at: r.expires_at,
-            };
-            if let Err(e) = app.messages.send(&msg, ttl.min(MAX_DELAY_SECONDS) as u32).await {
-                // reconcile releases it once it is stale and past its deadline
-                tracing::warn!(reservation = %id, error = format!("{e:#}"), "reservation-check message not sent");
-            }
-            Ok(json_response(201, &reservation_json(order_id.as_str(), &r)))
+    let (status, r) = match stock::freeze(app, &freeze, &metas).await.map_err(freeze_problem)? {
+        Frozen::Created(r) => (201, r),
+        Frozen::Replayed(r) => (200, r),
+    };
+    // Sent after the freeze, and again on a replay of a hold still FROZEN: a caller that retries
+    // after a crash between the two re-arms its release.
+    if r.status == LockStatus::Frozen {
+        let msg = Message::ReservationCheck {
+            schema: 1,
+            reservation_id: id.to_string(),
+            kind: ReservationKind::External,
+            due_at: r.expires_at,
+        };
+        let wait = (r.expires_at - clock::now_s()).clamp(0, MAX_DELAY_SECONDS) as u32;
+        if let Err(e) = app.messages.send(&msg, wait).await {
+            // reconcile releases it once it is stale and past its deadline
+            tracing::warn!(reservation = %id, error = format!("{e:#}"), "reservation-check message not sent");
         }
-        Frozen::Replayed(r) => Ok(json_response(200, &reservation_json(order_id.as_str(), &r))),
     }
+    Ok(json_response(status, &reservation_json(order_id.as_str(), &r)))
 }
 
 async fn change(app: &App, req: &Request, to: LockStatus) -> Result<Response, Problem> {

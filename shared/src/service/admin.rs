@@ -95,6 +95,10 @@ pub async fn adjust(app: &App, sku: &Sku, adjustment_id: &str, delta: i64, reaso
             .await?
             .remove(sku)
             .ok_or_else(|| AdminError::UnknownSku(sku.clone()))?;
+        // When the SKU cannot give up the units, the transaction still runs with the whole delta
+        // on shard 0 (its condition must fail): a replay of an adjustment that already removed
+        // them is then told apart (Duplicate, 200) from a real shortfall (409).
+        let mut short = false;
         let pieces: Vec<(u16, i64)> = if delta > 0 {
             spread(delta, meta.shards)
                 .into_iter()
@@ -106,11 +110,13 @@ pub async fn adjust(app: &App, sku: &Sku, adjustment_id: &str, delta: i64, reaso
             let counts = app.stock.read_shards(sku, meta.slots).await?;
             let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
             let want = u32::try_from(-delta).map_err(|_| AdminError::Insufficient(-delta))?;
-            split(&available, 0, want)
-                .map_err(|_| AdminError::Insufficient(-delta))?
-                .into_iter()
-                .map(|p| (p.shard, -i64::from(p.quantity)))
-                .collect()
+            match split(&available, 0, want) {
+                Ok(pieces) => pieces.into_iter().map(|p| (p.shard, -i64::from(p.quantity))).collect(),
+                Err(_) => {
+                    short = true;
+                    vec![(0, delta)]
+                }
+            }
         };
         let adj = Adjustment {
             sku: sku.clone(),
@@ -128,6 +134,7 @@ pub async fn adjust(app: &App, sku: &Sku, adjustment_id: &str, delta: i64, reaso
             }
             Err(AdjustRejection::Duplicate { delta: d }) if d == delta => return Ok(false),
             Err(AdjustRejection::Duplicate { .. }) => return Err(AdminError::AdjustmentReused),
+            Err(AdjustRejection::ShardShort) if short => return Err(AdminError::Insufficient(-delta)),
             Err(AdjustRejection::ShardShort | AdjustRejection::Conflict) => super::backoff(attempt).await,
         }
     }

@@ -39,6 +39,10 @@ pub enum CreateError {
     Money(#[from] MoneyError),
     #[error(transparent)]
     Crash(#[from] InjectedCrash),
+    /// The order could not be written and the checkout was voided: a new checkout (new
+    /// Idempotency-Key) is the only way forward.
+    #[error("checkout aborted: {0:#}")]
+    Aborted(anyhow::Error),
     #[error(transparent)]
     Store(anyhow::Error),
 }
@@ -81,10 +85,15 @@ pub async fn create(
         kind: ReservationKind::Order,
         due_at: now + app.config.reservation_check_delay_s,
     };
+    let delay = app.config.reservation_check_delay_s.min(MAX_DELAY_SECONDS) as u32;
     let frozen = if stock::fast_path_refusal(app, &req.lines).is_some() {
-        stock::freeze(app, &req, &metas).await
+        let frozen = stock::freeze(app, &req, &metas).await;
+        if let Ok(Frozen::Created(_)) = &frozen {
+            // the sold-out mark lapsed in between: this freeze still needs its check
+            app.messages.send(&check, delay).await?;
+        }
+        frozen
     } else {
-        let delay = app.config.reservation_check_delay_s.min(MAX_DELAY_SECONDS) as u32;
         let (frozen, sent) = tokio::join!(stock::freeze(app, &req, &metas), app.messages.send(&check, delay));
         if let (Ok(Frozen::Created(_)), Err(e)) = (&frozen, sent) {
             // The reconcile sweep is the second net for this freeze.
@@ -102,7 +111,14 @@ pub async fn create(
         Ok(Frozen::Replayed(r)) => match app.orders.get(&id).await? {
             Some(OrderRecord::Order(o)) => return Ok((*o, true)),
             Some(OrderRecord::Void) => return Err(CreateError::ReservationExpired),
-            None if r.status == LockStatus::Frozen => r,
+            None if r.status == LockStatus::Frozen && r.expires_at > clock::now_s() => r,
+            None if r.status == LockStatus::Frozen => {
+                // a retry after the payment deadline: no order may start on it
+                if app.orders.put_void(&id).await? {
+                    stock::release(app, &rid).await.map_err(|e| CreateError::Store(anyhow::anyhow!("{e}")))?;
+                }
+                return Err(CreateError::ReservationExpired);
+            }
             None => return Err(CreateError::ReservationExpired),
         },
         Err(FreezeError::RequestMismatch) => return Err(CreateError::KeyReused),
@@ -187,7 +203,7 @@ async fn write_order(app: &App, order: Order) -> Result<(Order, bool), CreateErr
             if app.orders.put_void(&order.id).await.unwrap_or(false) {
                 let _ = stock::release(app, &ReservationId::for_order(&order.id)).await;
             }
-            Err(CreateError::Store(e))
+            Err(CreateError::Aborted(e))
         }
     }
 }

@@ -63,7 +63,9 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
                 _ => Ok(PaymentResult::Duplicate),
             };
         }
-        if o.payments.len() >= MAX_PAYMENTS_PER_ORDER {
+        // The cap bounds FAILED and mismatched notices; a succeeded payment is always recorded,
+        // so money taken on a closed order always gets its refund request.
+        if o.payments.len() >= MAX_PAYMENTS_PER_ORDER && !n.succeeded {
             return Err(PaymentError::TooManyPayments);
         }
         let (next, result) = decide(&o, n, clock::now_ms());

@@ -20,34 +20,92 @@ pub struct ReconcileReport {
     pub skus_checked: usize,
     pub skus_inconclusive: usize,
     pub violations: Vec<String>,
+    /// Items that could not be handled this run (retried next run).
+    pub errors: usize,
 }
 
+/// Wall-clock budget of one run: the Lambda timeout is 60 s; what is left over waits for the
+/// next run (every step is idempotent, so a cut-short run loses nothing).
+const BUDGET: std::time::Duration = std::time::Duration::from_secs(45);
+
 pub async fn run(app: &App) -> anyhow::Result<ReconcileReport> {
+    let started = std::time::Instant::now();
     let mut rep = ReconcileReport::default();
     let now_ms = clock::now_ms();
     let stale_ms = app.config.stale_lock_s * 1000;
 
-    let stale = app.stock.frozen_before(now_ms - stale_ms).await?;
-    rep.stale_locks = stale.len();
-    for r in app.stock.get_reservations(&stale).await? {
-        if resolve_frozen(app, &r, true).await? == CheckOutcome::Released {
-            rep.locks_released += 1;
-        }
-    }
-
-    let overdue = app.orders.pending_due(now_ms / 1000 - app.config.stale_lock_s).await?;
-    rep.overdue_orders = overdue.len();
-    for id in overdue {
-        if let Some(OrderRecord::Order(o)) = app.orders.get(&id).await? {
-            if o.status == OrderStatus::PendingPayment && expire(app, &o).await? {
-                app.count(names::REPAIRS, 1);
-                tracing::warn!(order_id = %id, "reconcile expired an overdue order");
-                rep.orders_expired += 1;
+    // Each part runs on its own, and one item's failure is counted, not fatal: a lock that
+    // fails every time must not stop the sweep behind it.
+    match app.stock.frozen_before(now_ms - stale_ms).await {
+        Ok(stale) => {
+            rep.stale_locks = stale.len();
+            // oldest first would replay the same failures first every run; shuffle instead
+            let mut stale = stale;
+            fastrand::shuffle(&mut stale);
+            for chunk in stale.chunks(100) {
+                if started.elapsed() > BUDGET {
+                    break;
+                }
+                let locks = match app.stock.get_reservations(chunk).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        rep.errors += 1;
+                        tracing::warn!(error = format!("{e:#}"), "reconcile: reading stale locks failed");
+                        continue;
+                    }
+                };
+                for r in locks {
+                    match resolve_frozen(app, &r, true).await {
+                        Ok(CheckOutcome::Released) => rep.locks_released += 1,
+                        Ok(_) => {}
+                        Err(e) => {
+                            rep.errors += 1;
+                            tracing::warn!(reservation = %r.id, error = format!("{e:#}"), "reconcile: lock not resolved");
+                        }
+                    }
+                }
             }
         }
+        Err(e) => {
+            rep.errors += 1;
+            tracing::warn!(error = format!("{e:#}"), "reconcile: stale-lock index unreadable");
+        }
     }
 
-    let violations = check_all_skus(app, &mut rep).await?;
+    match app.orders.pending_due(now_ms / 1000 - app.config.stale_lock_s).await {
+        Ok(overdue) => {
+            rep.overdue_orders = overdue.len();
+            for id in overdue {
+                if started.elapsed() > BUDGET {
+                    break;
+                }
+                match expire_overdue(app, &id).await {
+                    Ok(true) => rep.orders_expired += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        rep.errors += 1;
+                        tracing::warn!(order_id = %id, error = format!("{e:#}"), "reconcile: order not expired");
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            rep.errors += 1;
+            tracing::warn!(error = format!("{e:#}"), "reconcile: pending index unreadable");
+        }
+    }
+
+    // A violation must survive a second look a moment later: the frozen set comes from an
+    // eventually consistent index, and a freeze in flight can make one reading disagree.
+    let first = check_all_skus(app, &mut rep).await?;
+    let violations = if first.is_empty() {
+        first
+    } else {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let mut again = ReconcileReport::default();
+        let second = check_all_skus(app, &mut again).await?;
+        first.into_iter().filter(|v| second.contains(v)).collect()
+    };
     app.count(names::INVARIANT_VIOLATIONS, violations.len() as u64);
     for v in &violations {
         tracing::error!(violation = ?v, "invariant violated");
@@ -55,6 +113,17 @@ pub async fn run(app: &App) -> anyhow::Result<ReconcileReport> {
     rep.violations = violations.iter().map(|v| format!("{v:?}")).collect();
     tracing::info!(report = ?rep, "reconcile done");
     Ok(rep)
+}
+
+async fn expire_overdue(app: &App, id: &crate::domain::OrderId) -> anyhow::Result<bool> {
+    if let Some(OrderRecord::Order(o)) = app.orders.get(id).await? {
+        if o.status == OrderStatus::PendingPayment && expire(app, &o).await? {
+            app.count(names::REPAIRS, 1);
+            tracing::warn!(order_id = %id, "reconcile expired an overdue order");
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Per-SKU identity and `locked = Σ FROZEN`. Counters are read before and after the frozen

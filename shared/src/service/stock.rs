@@ -282,6 +282,7 @@ async fn retake(app: &App, r: Reservation) -> Result<LockChange, LockError> {
             Ok(LockChange::Retaken(sold))
         }
         Err(MoveRejection::StatusChanged) | Err(MoveRejection::Conflict) => {
+            super::backoff(1).await;
             Box::pin(change(app, &r.id, LockStatus::Sold, OnReleased::Retake)).await
         }
         Err(MoveRejection::ShardShort) => {

@@ -526,10 +526,13 @@ impl StockStore for DynamoStock {
         Ok(match self.transact(items, 0.0).await? {
             Ok(()) => Ok(()),
             Err(None) => Err(MoveRejection::Conflict),
+            // item 0 is the reservation (`st = RELEASED`); only shard pieces carry the other
+            // conditions, so anything else (throttling, an empty list) is retryable, never an oversell
             Err(Some(codes)) => match codes.first().map(String::as_str) {
                 _ if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
                 Some("ConditionalCheckFailed") => Err(MoveRejection::StatusChanged),
-                _ => Err(MoveRejection::ShardShort),
+                _ if codes.iter().skip(1).any(|c| c == "ConditionalCheckFailed") => Err(MoveRejection::ShardShort),
+                _ => Err(MoveRejection::Conflict),
             },
         })
     }
