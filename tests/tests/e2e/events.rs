@@ -201,3 +201,18 @@ async fn every_stock_event_delivered_three_times_and_shuffled_ends_as_if_deliver
     assert_eq!((v["sold"].as_i64(), v["locked"].as_i64(), v["available"].as_i64()), (Some(12), Some(0), Some(18)));
     s.assert_invariants().await;
 }
+
+#[tokio::test]
+async fn a_retry_after_the_payment_deadline_is_refused_and_gives_the_stock_back() {
+    let s =
+        spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "1"), ("HOLDFAST_FAULTS", "create-order.after-freeze")]).await;
+    s.sku("LATE", 100, 2, 1, None).await;
+    assert_eq!(s.order("uma", "k", json!([{"sku": "LATE", "quantity": 2}])).await.status, 500);
+    s.local.set_faults("").unwrap();
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let retry = s.order("uma", "k", json!([{"sku": "LATE", "quantity": 2}])).await;
+    assert_eq!((retry.status, retry.body["code"].as_str()), (409, Some("reservation_expired")), "{}", retry.body);
+    let v = s.view("LATE").await;
+    assert_eq!((v["available"].as_i64(), v["locked"].as_i64()), (Some(2), Some(0)));
+    s.assert_invariants().await;
+}

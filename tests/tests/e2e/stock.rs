@@ -250,3 +250,19 @@ async fn changing_the_shard_count_keeps_every_unit_and_lock() {
     assert_eq!(reserve(&s, "rs-all", json!([{"sku": "RS", "quantity": 30}])).await.0, 201);
     s.assert_invariants().await;
 }
+
+#[tokio::test]
+async fn a_replayed_adjustment_answers_the_same_even_when_it_took_the_last_units() {
+    let s = spawn().await;
+    s.sku("ADJ", 100, 10, 2, None).await;
+    let take = json!({"adjustment_id": "shrink-1", "delta": -10, "reason": "damaged"});
+    let first = s.post("/admin/skus/ADJ/adjustments", &s.admin, take.clone()).await;
+    assert_eq!((first.status, first.body["available"].as_i64()), (201, Some(0)));
+    let again = s.post("/admin/skus/ADJ/adjustments", &s.admin, take).await;
+    assert_eq!((again.status, again.body["available"].as_i64()), (200, Some(0)), "{}", again.body);
+    let more = s
+        .post("/admin/skus/ADJ/adjustments", &s.admin, json!({"adjustment_id": "shrink-2", "delta": -1, "reason": "x"}))
+        .await;
+    assert_eq!((more.status, more.body["code"].as_str()), (409, Some("insufficient_stock")));
+    s.assert_invariants().await;
+}
