@@ -55,7 +55,10 @@ package: venv
 
 # bench/REPORT.md + bench/report.json + bench/ceiling.svg: criterion CPU figures, release
 # binary sizes and cold starts, then cost / round trips / false sold-outs on the local stack.
-bench: venv package
+# Sizes and cold starts are measured on a plain `cargo build --release` of the functions (same
+# profile as `make package`, host toolchain): it shares its dependency build with criterion.
+bench: venv
+	HOLDFAST_PACKAGE_BUILDER=cargo bash scripts/package.sh
 	$(CARGO) bench -p holdfast-bench -- --warm-up-time 1 --measurement-time 3
 	python3 bench/criterion_summary.py > bench/criterion.json
 	$(VENV)/bin/python scripts/coldstart.py --json bench/coldstart.json --markdown bench/coldstart-table.md
