@@ -498,11 +498,12 @@ async fn main() -> anyhow::Result<()> {
     if let Some(m) = criterion.as_object() {
         let _ = writeln!(md, "| benchmark | mean | median |\n|---|---|---|");
         for (k, v) in m {
+            let t = |ns: f64| if ns < 1000.0 { format!("{ns:.0} ns") } else { format!("{:.1} µs", ns / 1000.0) };
             let _ = writeln!(
                 md,
-                "| {k} | {:.1} µs | {:.1} µs |",
-                v["mean_ns"].as_f64().unwrap_or(0.0) / 1000.0,
-                v["median_ns"].as_f64().unwrap_or(0.0) / 1000.0
+                "| {k} | {} | {} |",
+                t(v["mean_ns"].as_f64().unwrap_or(0.0)),
+                t(v["median_ns"].as_f64().unwrap_or(0.0))
             );
         }
     } else {
