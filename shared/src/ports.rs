@@ -170,6 +170,3 @@ pub trait EventBus: Send + Sync {
     /// Publishes the events; the result says, per event, whether it was accepted.
     async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>>;
 }
-
-/// The user a freeze charges (for per-user limits).
-pub type Buyer = Option<UserId>;
