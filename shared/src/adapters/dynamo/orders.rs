@@ -59,7 +59,7 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     Ok(it)
 }
 
-/// Decodes an order item (also a stream image). `Ok(None)` for a VOID tombstone.
+/// Decodes an order item (also a stream image); a VOID tombstone decodes to `OrderRecord::Void`.
 pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
     let st = get_s(it, "st")?;
     if st == "VOID" {
