@@ -242,8 +242,10 @@ mod tests {
                 currency: Currency::parse("EUR").unwrap(),
                 limited: true,
                 pieces: vec![Piece { shard: 0, quantity: q }],
+                campaign: None,
             }],
             oversold: false,
+            pending: false,
         }
     }
 
