@@ -199,6 +199,26 @@ pub async fn view(app: &App, id: &CampaignId, consistent: bool) -> anyhow::Resul
     Ok(Some(CampaignView { campaign: c, items }))
 }
 
+/// Reconcile's campaign check: the quota identity of every item of every campaign (consistent
+/// reads; a counter move between two shard reads cannot break it, as each write keeps its own
+/// shard's sum).
+pub async fn check_quotas(app: &App) -> anyhow::Result<Vec<crate::domain::invariants::Violation>> {
+    let mut items = Vec::new();
+    for id in app.stock.list_campaigns().await? {
+        let Some(c) = app.stock.get_campaign(&id, true).await? else { continue };
+        for i in &c.items {
+            items.push(crate::domain::invariants::CampaignItemSnapshot {
+                campaign: c.id.clone(),
+                sku: i.sku.clone(),
+                quota: i.quota,
+                per_user_limit: i.per_user_limit,
+                shards: app.stock.read_quota_shards(&c.id, &i.sku, i.shards, true).await?,
+            });
+        }
+    }
+    Ok(crate::domain::invariants::check_quota_identity(&items))
+}
+
 /// Why a purchase would be refused now, in the order the freeze would name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ineligible {

@@ -31,6 +31,11 @@ fn encode(c: &Campaign) -> anyhow::Result<Item> {
     ]))
 }
 
+/// Decodes a `CMP#` item (also used by the audit dump).
+pub fn decode_item(it: &Item) -> anyhow::Result<Campaign> {
+    decode(it)
+}
+
 fn decode(it: &Item) -> anyhow::Result<Campaign> {
     Ok(Campaign {
         id: CampaignId::parse(get_s(it, "cid")?)?,

@@ -709,12 +709,13 @@ impl StockStore for DynamoStock {
 /// never on a request path.
 pub mod audit {
     use super::*;
-    use crate::domain::invariants::SkuSnapshot;
+    use crate::domain::invariants::{CampaignCounters, CampaignItemSnapshot, SkuSnapshot};
 
     pub struct StockDump {
         pub skus: Vec<SkuSnapshot>,
         pub reservations: Vec<Reservation>,
         pub user_counters: Vec<(Sku, UserId, i64)>,
+        pub campaigns: CampaignCounters,
     }
 
     pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
@@ -732,9 +733,26 @@ pub mod audit {
         let mut shards: HashMap<String, ShardCounts> = HashMap::new();
         let mut reservations = Vec::new();
         let mut user_counters = Vec::new();
+        let mut campaigns = Vec::new();
+        let mut campaign_counters = CampaignCounters::default();
         for it in &items {
             let pk = get_s(it, "pk")?;
-            if pk.starts_with("RES#") {
+            if pk.starts_with("CMP#") {
+                campaigns.push(super::super::campaigns::decode_item(it)?);
+            } else if pk.starts_with("CQ#") {
+                shards.insert(
+                    pk.to_owned(),
+                    ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? },
+                );
+            } else if let Some(rest) = pk.strip_prefix("LIMC#") {
+                let mut parts = rest.splitn(3, '#');
+                if let (Some(c), Some(k), Some(u)) = (parts.next(), parts.next(), parts.next()) {
+                    let n = opt_n(it, "n").unwrap_or(0);
+                    campaign_counters.user_counters.push((CampaignId::parse(c)?, Sku::parse(k)?, UserId::parse(u)?, n));
+                }
+            } else if let Some(u) = pk.strip_prefix("PEND#") {
+                campaign_counters.pending.push((UserId::parse(u)?, opt_n(it, "n").unwrap_or(0)));
+            } else if pk.starts_with("RES#") {
                 reservations.push(decode_reservation(it)?);
             } else if let Some(rest) = pk.strip_prefix("LIM#") {
                 if let Some((sku, user)) = rest.split_once('#') {
@@ -758,6 +776,19 @@ pub mod audit {
                 per_user_limit: m.per_user_limit,
             })
             .collect();
-        Ok(StockDump { skus, reservations, user_counters })
+        for c in campaigns {
+            for i in &c.items {
+                campaign_counters.items.push(CampaignItemSnapshot {
+                    campaign: c.id.clone(),
+                    sku: i.sku.clone(),
+                    quota: i.quota,
+                    per_user_limit: i.per_user_limit,
+                    shards: (0..i.shards)
+                        .map(|n| shards.get(&quota_pk(&c.id, &i.sku, n)).copied().unwrap_or_default())
+                        .collect(),
+                });
+            }
+        }
+        Ok(StockDump { skus, reservations, user_counters, campaigns: campaign_counters })
     }
 }

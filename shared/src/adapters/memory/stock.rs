@@ -232,6 +232,35 @@ impl MemoryStock {
         lock(&self.state).metas.values().cloned().collect()
     }
 
+    /// Campaign quota shards and the anti-hoarding counters, for the invariants.
+    pub fn campaign_counters(&self) -> crate::domain::invariants::CampaignCounters {
+        let s = lock(&self.state);
+        let items = s
+            .campaigns
+            .values()
+            .flat_map(|c| {
+                c.items.iter().map(|i| crate::domain::invariants::CampaignItemSnapshot {
+                    campaign: c.id.clone(),
+                    sku: i.sku.clone(),
+                    quota: i.quota,
+                    per_user_limit: i.per_user_limit,
+                    shards: (0..i.shards)
+                        .map(|n| s.quota.get(&(c.id.clone(), i.sku.clone(), n)).map(|q| q.counts).unwrap_or_default())
+                        .collect(),
+                })
+            })
+            .collect();
+        crate::domain::invariants::CampaignCounters {
+            items,
+            user_counters: s
+                .campaign_limits
+                .iter()
+                .map(|((c, k, u), n)| (c.clone(), k.clone(), u.clone(), *n))
+                .collect(),
+            pending: s.pending.iter().map(|(u, n)| (u.clone(), *n)).collect(),
+        }
+    }
+
     /// Every campaign's metadata.
     pub fn campaigns(&self) -> Vec<Campaign> {
         lock(&self.state).campaigns.values().cloned().collect()
