@@ -213,6 +213,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:UpdateItem", StockTable),
             // retake → OversellDetected
             ("events:PutEvents", EventBus),
+            // cross_check: the order's status must agree with the event (security review V4)
+            ("dynamodb:GetItem", OrderTable),
         ],
     ),
     (
@@ -286,7 +288,7 @@ pub const ENV: &[(&str, &[&str])] = &[
     ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
     ("stock-api", &["STOCK_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
-    ("stock-events", &["STOCK_TABLE", "EVENT_BUS_NAME"]),
+    ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
     ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),
     ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
     // the sweep's age threshold
