@@ -19,6 +19,9 @@ use tokio::task::JoinHandle;
 
 pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
 
+/// `HOLDFAST_SDK_TIMEOUT_SCALE` of the local stack unless a test sets it.
+pub const LOCAL_SDK_TIMEOUT_SCALE: &str = "10";
+
 #[derive(Debug, Clone)]
 pub struct Options {
     pub emulator_endpoint: String,
@@ -111,6 +114,7 @@ pub struct LocalStack {
     pub template: Template,
     pub sdk: aws_config::SdkConfig,
     pub jwt_secret: String,
+    pub emulator_endpoint: String,
     apps: HashMap<String, Arc<App>>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -153,6 +157,11 @@ impl LocalStack {
                     if let Ok(v) = std::env::var(k) {
                         return Some(v);
                     }
+                }
+                if k == "HOLDFAST_SDK_TIMEOUT_SCALE" {
+                    // The emulator serialises every DynamoDB request: under a test's load one
+                    // call can take seconds, which AWS never does. Tests of the budgets set 1.
+                    return Some(LOCAL_SDK_TIMEOUT_SCALE.to_owned());
                 }
                 match f.env.get(k)? {
                     EnvValue::Deferred(_) if k == "PAYMENT_WEBHOOK_SECRET" => Some(DEFAULT_WEBHOOK_SECRET.to_owned()),
@@ -230,6 +239,7 @@ impl LocalStack {
             }
         }
         Ok(LocalStack {
+            emulator_endpoint: opts.emulator_endpoint.clone(),
             base_url,
             resources: res,
             template,
@@ -258,6 +268,15 @@ impl LocalStack {
         for app in self.apps.values() {
             app.faults.set(spec)?;
         }
+        Ok(())
+    }
+
+    /// Replaces the emulator's fault rules (slow or throttled requests; see `FaultHook` in
+    /// infra/emulator/launcher.py). Scope each rule with a `match` unique to this stack.
+    pub async fn set_emulator_faults(&self, rules: serde_json::Value) -> anyhow::Result<()> {
+        let url = format!("{}/_holdfast/faults", self.emulator_endpoint);
+        let r = reqwest::Client::new().post(&url).body(rules.to_string()).send().await?;
+        anyhow::ensure!(r.status().is_success(), "setting emulator faults: {}", r.status());
         Ok(())
     }
 

@@ -21,6 +21,9 @@ pub struct Config {
     pub webhook_secret: String,
     pub faults: String,
     pub max_body_bytes: usize,
+    /// Multiplies every SDK timeout of [`crate::app::SdkBudget`] (1 in AWS; the local stack
+    /// raises it for the serialising emulator).
+    pub sdk_timeout_scale: f64,
     /// Event kinds publish-events puts on the bus. `OrderCreated` is off by default: nothing in
     /// the stack consumes it, and EventBridge bills every event.
     pub publish_events: Vec<crate::domain::events::EventKind>,
@@ -72,6 +75,7 @@ impl Config {
             webhook_secret: get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default(),
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
+            sdk_timeout_scale: parse(get, "HOLDFAST_SDK_TIMEOUT_SCALE", 1.0)?,
             publish_events: match get("HOLDFAST_PUBLISH_EVENTS").filter(|v| !v.is_empty()) {
                 None => DEFAULT_PUBLISHED.to_vec(),
                 Some(list) => list

@@ -303,6 +303,8 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_SOLDOUT_CACHE_MS",
     "HOLDFAST_SKU_CACHE_MS",
     "HOLDFAST_MAX_BODY_BYTES",
+    // SDK timeouts' multiplier (1 in AWS; the local stack raises it for the emulator)
+    "HOLDFAST_SDK_TIMEOUT_SCALE",
     // local runner only: the schedule's interval (the template's rate() expression says it)
     "HOLDFAST_RECONCILE_INTERVAL_SECONDS",
     // local/test builds only (DESIGN §6)

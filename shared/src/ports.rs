@@ -170,3 +170,16 @@ pub trait EventBus: Send + Sync {
     /// Publishes the events; the result says, per event, whether it was accepted.
     async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>>;
 }
+
+/// Marker error: the store refused the request for capacity (DynamoDB throttling: a hot
+/// partition, or the table's or account's request limits) after the path's bounded SDK
+/// retries. Adapters return it inside the `anyhow::Error`; the HTTP edge downcasts it and
+/// answers 429 `busy` with `Retry-After`, because a retry a moment later is the remedy.
+#[derive(Debug, thiserror::Error)]
+#[error("throttled: {0}")]
+pub struct Throttled(pub String);
+
+/// Whether `e` (or anything in its chain) is a [`Throttled`].
+pub fn is_throttled(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<Throttled>().is_some())
+}

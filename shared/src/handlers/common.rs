@@ -75,7 +75,7 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
             "these lines need more shard pieces than one transaction allows; order fewer SKUs at once",
         ),
         FreezeError::Contention => Problem::internal("contention on the SKU; retry"),
-        FreezeError::Store(e) => Problem::from(e),
+        FreezeError::Store(e) => Problem::from_store(e),
     }
 }
 
