@@ -76,8 +76,10 @@ class SerialiseDynamoDB:
 class FaultHook:
     """WSGI middleware: test-settable slow or throttled AWS requests.
 
-    ``POST /_holdfast/faults`` with a JSON list of rules replaces the rules;
-    ``DELETE /_holdfast/faults`` clears them. A rule applies to a request
+    ``POST /_holdfast/faults`` with ``{"owner": ID, "rules": [...]}``
+    replaces that owner's rules (each local stack is one owner, so tests
+    sharing the emulator do not undo each other's); ``DELETE`` clears all.
+    A rule applies to a request
     whose ``X-Amz-Target`` starts with ``target`` (default: any) and whose
     body contains ``match`` (required, so a rule scoped to one test's table
     or SKU never touches another test sharing the emulator):
@@ -97,6 +99,7 @@ class FaultHook:
     def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
         self.app = app
         self.lock = threading.Lock()
+        self.owners: dict[str, list[dict[str, Any]]] = {}
         self.rules: list[dict[str, Any]] = []
 
     def _control(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
@@ -105,16 +108,20 @@ class FaultHook:
         method = environ.get("REQUEST_METHOD", "GET")
         if method == "POST":
             size = int(environ.get("CONTENT_LENGTH") or 0)
-            rules = json.loads(environ["wsgi.input"].read(size) or b"[]")
-            if not isinstance(rules, list) or not all(
+            req = json.loads(environ["wsgi.input"].read(size) or b"{}")
+            rules = req.get("rules") if isinstance(req, dict) else None
+            owner = req.get("owner") if isinstance(req, dict) else None
+            if not isinstance(owner, str) or not isinstance(rules, list) or not all(
                 isinstance(r, dict) and isinstance(r.get("match"), str) and r["match"] for r in rules
             ):
                 start_response("400 Bad Request", [("Content-Type", "text/plain")])
-                return [b"a JSON list of rules, each with a non-empty match\n"]
+                return [b'{"owner": ID, "rules": [...]}, each rule with a non-empty match\n']
             with self.lock:
-                self.rules = rules
+                self.owners[owner] = rules
+                self.rules = [r for rs in self.owners.values() for r in rs]
         elif method == "DELETE":
             with self.lock:
+                self.owners = {}
                 self.rules = []
         with self.lock:
             body = json.dumps(self.rules).encode()

@@ -115,6 +115,8 @@ pub struct LocalStack {
     pub sdk: aws_config::SdkConfig,
     pub jwt_secret: String,
     pub emulator_endpoint: String,
+    /// The prefix of this stack's resource names (its owner id for emulator fault rules).
+    pub prefix: String,
     apps: HashMap<String, Arc<App>>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -211,7 +213,7 @@ impl LocalStack {
                             tasks.push(tokio::spawn(src.clone().run(rx.clone())));
                         }
                     }
-                    Event::Stream { table, batch_size, max_retries, on_failure, filters } => {
+                    Event::Stream { table, batch_size, max_retries, max_record_age_s, bisect, on_failure, filters } => {
                         let src = Arc::new(StreamSource {
                             function: f.binary.clone(),
                             app: app.clone(),
@@ -221,6 +223,8 @@ impl LocalStack {
                             table: res.table(table)?.to_owned(),
                             batch_size: *batch_size as usize,
                             max_retries: *max_retries,
+                            max_record_age_s: *max_record_age_s,
+                            bisect: *bisect,
                             on_failure_url: on_failure
                                 .as_ref()
                                 .map(|q| res.queue_url(q).map(str::to_owned))
@@ -240,6 +244,7 @@ impl LocalStack {
         }
         Ok(LocalStack {
             emulator_endpoint: opts.emulator_endpoint.clone(),
+            prefix: opts.prefix.clone(),
             base_url,
             resources: res,
             template,
@@ -275,7 +280,8 @@ impl LocalStack {
     /// infra/emulator/launcher.py). Scope each rule with a `match` unique to this stack.
     pub async fn set_emulator_faults(&self, rules: serde_json::Value) -> anyhow::Result<()> {
         let url = format!("{}/_holdfast/faults", self.emulator_endpoint);
-        let r = reqwest::Client::new().post(&url).body(rules.to_string()).send().await?;
+        let body = serde_json::json!({"owner": self.prefix, "rules": rules});
+        let r = reqwest::Client::new().post(&url).body(body.to_string()).send().await?;
         anyhow::ensure!(r.status().is_success(), "setting emulator faults: {}", r.status());
         Ok(())
     }

@@ -1,7 +1,6 @@
 //! DynamoDB adapters for the stock and order tables.
 
 pub mod item;
-pub mod json;
 pub mod orders;
 pub mod stock;
 
