@@ -286,6 +286,11 @@ impl LocalStack {
         Ok(())
     }
 
+    /// A buyer's token: `sub` with the user routes' scopes.
+    pub fn user_token(&self, sub: &str) -> String {
+        self.token(sub, crate::auth::USER_SCOPES)
+    }
+
     pub fn token(&self, sub: &str, scopes: &[&str]) -> String {
         crate::auth::mint(&self.jwt_secret, sub, scopes, 3600)
     }

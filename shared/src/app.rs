@@ -1,11 +1,12 @@
 //! The application: configuration, ports and warm-Lambda caches, built once per process.
 
-use crate::adapters::dynamo::{orders::DynamoOrders, stock::DynamoStock};
+use crate::adapters::dynamo::{orders::DynamoOrders, stock::DynamoStock, sweep::DynamoSweep};
+use crate::adapters::sweep::PortSweep;
 use crate::adapters::{eventbridge::EventBridgeBus, sqs::SqsMessages};
 use crate::config::Config;
 use crate::domain::Sku;
 use crate::faults::Faults;
-use crate::ports::{EventBus, Messages, OrderStore, SkuMeta, StockStore};
+use crate::ports::{EventBus, Messages, OrderStore, SkuMeta, StockStore, SweepIndex};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,6 +19,8 @@ pub struct App {
     pub orders: Arc<dyn OrderStore>,
     pub messages: Arc<dyn Messages>,
     pub bus: Arc<dyn EventBus>,
+    /// Paged reads of the sparse indexes (the reconcile sweep).
+    pub sweep: Arc<dyn SweepIndex>,
     pub faults: Faults,
     pub caches: Caches,
     /// Time limits of this function's AWS calls and of one HTTP request (docs/runbook.md,
@@ -111,14 +114,16 @@ impl App {
         let sdk = &budget.apply(sdk);
         let ddb = aws_sdk_dynamodb::Client::new(sdk);
         let stock = Arc::new(DynamoStock::new(ddb.clone(), config.stock_table.clone()));
-        let orders = Arc::new(DynamoOrders::new(ddb, config.order_table.clone()));
+        let orders = Arc::new(DynamoOrders::new(ddb.clone(), config.order_table.clone()));
+        let sweep = Arc::new(DynamoSweep::new(ddb.clone(), config.stock_table.clone(), config.order_table.clone()));
         let messages = Arc::new(SqsMessages::new(
             aws_sdk_sqs::Client::new(sdk),
             config.payment_timeout_queue_url.clone(),
             config.reservation_check_queue_url.clone(),
+            config.reconcile_work_queue_url.clone(),
         ));
         let bus = Arc::new(EventBridgeBus::new(aws_sdk_eventbridge::Client::new(sdk), config.event_bus_name.clone()));
-        Self::with_ports(function, config, stock, orders, messages, bus)
+        Ok(Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep))
     }
 
     pub fn with_ports(
@@ -131,8 +136,10 @@ impl App {
     ) -> anyhow::Result<App> {
         let faults = Faults::parse(&config.faults)?;
         let budget = SdkBudget::for_function(function).scaled(config.sdk_timeout_scale);
+        let sweep = Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::ZERO));
         Ok(App {
             budget,
+            sweep,
             function: function.to_owned(),
             config,
             stock,
@@ -142,6 +149,11 @@ impl App {
             faults,
             caches: Caches::default(),
         })
+    }
+
+    /// The same app reading the sweep's indexes through `sweep`.
+    pub fn with_sweep(self, sweep: Arc<dyn SweepIndex>) -> App {
+        App { sweep, ..self }
     }
 
     pub fn count(&self, metric: &str, n: u64) {

@@ -105,6 +105,7 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
                         let right_kind = match msg {
                             Message::PaymentTimeout { .. } => function == "payment-timeout",
                             Message::ReservationCheck { .. } => function == "reservation-check",
+                            Message::ReconcileWork { .. } => function == "reconcile-worker",
                         };
                         assert!(right_kind, "events/{name}: {function} would reject a {msg:?}");
                     }

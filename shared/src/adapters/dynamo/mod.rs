@@ -3,6 +3,7 @@
 pub mod item;
 pub mod orders;
 pub mod stock;
+pub mod sweep;
 
 use crate::ports::Throttled;
 use aws_sdk_dynamodb::types::AttributeValue;
