@@ -317,6 +317,7 @@ pub const ENV: &[(&str, &[&str])] = &[
             "EVENT_BUS_NAME",
             "RECONCILE_WORK_QUEUE_URL",
             "HOLDFAST_STALE_LOCK_SECONDS",
+            "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
             "HOLDFAST_RECONCILE_INTERVAL_MINUTES",
         ],
     ),

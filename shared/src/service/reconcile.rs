@@ -38,7 +38,8 @@ pub struct ReconcileReport {
 }
 
 impl ReconcileReport {
-    fn merge(&mut self, o: ReconcileReport) {
+    /// Adds another item's report to this one.
+    pub fn merge(&mut self, o: ReconcileReport) {
         self.stale_locks += o.stale_locks;
         self.locks_released += o.locks_released;
         self.overdue_orders += o.overdue_orders;

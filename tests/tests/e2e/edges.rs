@@ -64,7 +64,15 @@ async fn a_poison_stream_record_goes_to_the_failure_queue_and_later_records_stil
     let recs = streams.get_records().shard_iterator(it.shard_iterator().unwrap()).limit(1).send().await.unwrap();
     let keys = recs.records()[0].dynamodb().unwrap().keys().unwrap();
     assert_eq!(keys["pk"], aws_sdk_dynamodbstreams::types::AttributeValue::S("ORD#poison-1".into()));
+    // Once the poison item is dealt with (here: removed), everything else is consistent.
+    ddb.delete_item()
+        .table_name(s.local.resources.table("OrderTable").unwrap())
+        .key("pk", AttributeValue::S("ORD#poison-1".into()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(s.lock_status(&id).await.as_deref(), Some("RELEASED"));
+    s.assert_invariants().await;
 }
 
 /// One checkout's wall time and answer.
@@ -143,4 +151,61 @@ async fn a_throttled_hot_shard_answers_429_busy_with_retry_after_and_then_recove
     assert_eq!(ok.status, 201, "{}", ok.body);
     s.local.set_emulator_faults(json!([])).await.unwrap();
     s.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_reconcile_worker_that_crashes_mid_page_is_redelivered_and_the_fanned_out_sweep_completes() {
+    // Orphan freezes whose checks are dropped: only the sweep can release them.
+    let s = spawn_opts(
+        &[
+            ("HOLDFAST_STALE_LOCK_SECONDS", "1"),
+            ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "1"),
+            ("HOLDFAST_FAULTS", "create-order.after-freeze,reservation-check.drop"),
+        ],
+        |o| o.visibility_timeout_cap = Some(2),
+    )
+    .await;
+    s.sku("RCW", 100, 50, 1, None).await;
+    for i in 0..12 {
+        let a = s.order(&format!("rc{i}"), "k", json!([{"sku": "RCW", "quantity": 1}])).await;
+        assert_eq!(a.status, 500, "{}", a.body);
+    }
+    assert_eq!(s.view("RCW").await["locked"], 12);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+
+    // The schedule seeds the sweep; every worker dies half-way through its page for a while.
+    s.local.set_faults("reconcile-worker.crash-mid-page").unwrap();
+    let seeded = s.local.run_schedule("reconcile").await.unwrap();
+    assert_eq!(seeded["items_seeded"], 2 * 64 + 2, "{seeded}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(s.view("RCW").await["locked"], 12, "nothing released while every worker crashes");
+    s.local.set_faults("").unwrap();
+
+    // Redelivered items are redone from their cursor; the sweep finishes without a person.
+    eventually("the sweep to release every orphan", Duration::from_secs(90), || async {
+        (s.view("RCW").await["locked"] == 0).then_some(())
+    })
+    .await;
+    eventually("the work queue to drain", Duration::from_secs(60), || async {
+        (s.local.queue_depth("ReconcileWorkQueue").await.unwrap() == 0).then_some(())
+    })
+    .await;
+    assert_eq!(s.local.queue_depth("ReconcileWorkDLQ").await.unwrap(), 0);
+    s.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_token_without_the_order_scopes_cannot_order_or_read_orders() {
+    let s = spawn_with(&[]).await;
+    s.sku("SCP", 100, 5, 1, None).await;
+    let bare = s.local.token("ivy", &[]);
+    let read_only = s.local.token("ivy", &["orders:read"]);
+    let body = Some(json!({"items": [{"sku": "SCP", "quantity": 1}]}).to_string());
+    for (t, want) in [(&bare, 403), (&read_only, 403)] {
+        let a = s.call("POST", "/orders", Some(t), &[("idempotency-key", "k")], body.clone()).await;
+        assert_eq!(a.status, want, "{}", a.body);
+    }
+    assert_eq!(s.get("/orders", Some(&bare)).await.status, 403);
+    assert_eq!(s.get("/orders", Some(&read_only)).await.status, 200);
+    assert_eq!(s.view("SCP").await["locked"], 0);
 }
