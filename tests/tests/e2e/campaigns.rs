@@ -34,6 +34,9 @@ fn counters(v: &Value) -> (i64, i64, i64) {
     (v["available"].as_i64().unwrap(), v["locked"].as_i64().unwrap(), v["sold"].as_i64().unwrap())
 }
 
+/// (method, path, token, body, expected status)
+type Case<'a> = (&'a str, &'a str, Option<&'a str>, Option<String>, u16);
+
 /// Everything stored, campaigns included, in a stable textual form.
 async fn fingerprint(s: &Stack) -> String {
     let snap = s.local.snapshot().await.unwrap();
@@ -245,7 +248,7 @@ async fn bad_input_on_every_campaign_route_gets_a_clear_4xx_and_writes_nothing()
     let user = s.user("mallory");
     let admin = s.admin.clone();
     let good = |items: Value| json!({"name": "n", "starts_at": at(0), "ends_at": at(60), "items": items}).to_string();
-    let cases: Vec<(&str, &str, Option<&str>, Option<String>, u16)> = vec![
+    let cases: Vec<Case> = vec![
         ("PUT", "/admin/campaigns/new", None, Some(good(json!([{"sku": "BAD", "quota": 1}]))), 401),
         ("PUT", "/admin/campaigns/new", Some(&user), Some(good(json!([{"sku": "BAD", "quota": 1}]))), 403),
         ("PUT", "/admin/campaigns/new", Some(&admin), Some("{".into()), 400),

@@ -3,6 +3,7 @@
 
 mod campaigns;
 mod common;
+mod edges;
 mod emulator;
 mod events;
 mod hostile;
