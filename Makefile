@@ -35,8 +35,14 @@ lint:
 unit:
 	$(CARGO) nextest run --workspace --lib --bins --no-fail-fast
 
+# Two passes: everything in parallel, then the tests that run on production SDK budgets
+# (HOLDFAST_SDK_TIMEOUT_SCALE=1) alone, on a quiet emulator — in parallel with 70 other tests the
+# shared emulator queues requests past an 800 ms attempt timeout, which AWS does not.
+BUDGET_TESTS := test(/edges::a_hung_dependency/) | test(/edges::a_throttled_hot_shard/)
 e2e: venv
-	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast
+	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E 'not ($(BUDGET_TESTS))'
+	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E '$(BUDGET_TESTS)'
+
 
 # A flash sale against a fresh local stack; flags via DEMO_ARGS (see infra/src/bin/demo.rs).
 demo: venv
