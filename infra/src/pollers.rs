@@ -185,10 +185,7 @@ pub struct StreamSource {
 
 /// A Streams API record as Lambda delivers it (the same JSON shape: `GetRecords` output is
 /// what the runbook's replay feeds to the function).
-fn lambda_record(
-    r: &aws_sdk_dynamodbstreams::types::Record,
-    arn: &str,
-) -> Option<(StreamRecord, String)> {
+fn lambda_record(r: &aws_sdk_dynamodbstreams::types::Record, arn: &str) -> Option<(StreamRecord, String)> {
     let c = r.dynamodb()?;
     let item = |m: Option<&HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>| {
         m.map(|m| serde_dynamo::Item::from(m.clone())).unwrap_or_default()
@@ -327,10 +324,9 @@ impl StreamSource {
             let retry_from = match out {
                 Ok(Some(Ok(resp))) => match resp.batch_item_failures.first() {
                     None => continue,
-                    Some(f) => batch
-                        .iter()
-                        .position(|(_, r)| r.change.sequence_number == f.item_identifier)
-                        .unwrap_or(0),
+                    Some(f) => {
+                        batch.iter().position(|(_, r)| r.change.sequence_number == f.item_identifier).unwrap_or(0)
+                    }
                 },
                 _ => 0,
             };

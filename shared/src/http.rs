@@ -70,8 +70,13 @@ impl Problem {
     /// 429 `busy`: the store is throttling (a hot SKU past its partitions' limits); the same
     /// request succeeds a moment later. `retry_after` is also sent as the `Retry-After` header.
     pub fn busy() -> Self {
-        Self::new(429, "busy", "Busy, retry shortly", "the stock store is at capacity for this SKU; retry after a moment")
-            .with("retry_after", 1)
+        Self::new(
+            429,
+            "busy",
+            "Busy, retry shortly",
+            "the stock store is at capacity for this SKU; retry after a moment",
+        )
+        .with("retry_after", 1)
     }
 
     /// A dependency failure: [`Problem::busy`] when the store throttled, else the generic 503.

@@ -641,13 +641,18 @@ fn a_missing_action_in_a_copy_of_the_template_is_reported() {
         &m,
         &["create-order's code calls dynamodb:UpdateItem on StockTable but the template does not grant it"],
     );
-    let m =
-        mutate(&t, "Binary: reconcile-worker", "Resource: !GetAtt EventBus.Arn", "Resource: !GetAtt StockEventsQueue.Arn");
+    let m = mutate(
+        &t,
+        "Binary: reconcile-worker",
+        "Resource: !GetAtt EventBus.Arn",
+        "Resource: !GetAtt StockEventsQueue.Arn",
+    );
     let added = new_problems(&m);
     assert!(
         added
             .iter()
-            .any(|p| p == "reconcile-worker's code calls events:PutEvents on EventBus but the template does not grant it"),
+            .any(|p| p
+                == "reconcile-worker's code calls events:PutEvents on EventBus but the template does not grant it"),
         "{added:#?}"
     );
     assert!(added.iter().any(|p| p.contains("StockEventsQueue.Arn is not one of the resources")), "{added:#?}");

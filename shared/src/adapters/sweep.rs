@@ -25,14 +25,7 @@ pub struct PortSweep {
 impl PortSweep {
     /// `max_age` zero: every page reads the ports afresh (exact, for small tests).
     pub fn new(stock: Arc<dyn StockStore>, orders: Arc<dyn OrderStore>, max_age: Duration) -> Self {
-        Self {
-            stock,
-            orders,
-            max_age,
-            frozen: Mutex::new(None),
-            pending: Mutex::new(None),
-            skus: Mutex::new(None),
-        }
+        Self { stock, orders, max_age, frozen: Mutex::new(None), pending: Mutex::new(None), skus: Mutex::new(None) }
     }
 
     fn cached<T>(&self, slot: &Built<T>, key: i64) -> Option<Arc<Vec<(u32, T)>>> {

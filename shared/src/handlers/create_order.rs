@@ -72,8 +72,9 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
         Err(_) => {
             app.count(names::CHECKOUT_BUDGET_EXCEEDED, 1);
             tracing::error!(budget_ms = app.budget.request.as_millis() as u64, "checkout ran out of its time budget");
-            return Err(Problem::internal("a dependency is slow; retry with the same Idempotency-Key")
-                .with("retry_after", 1));
+            return Err(
+                Problem::internal("a dependency is slow; retry with the same Idempotency-Key").with("retry_after", 1)
+            );
         }
     };
     let (order, replayed) = created.map_err(create_problem).inspect_err(|p| {

@@ -38,7 +38,9 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
             continue;
         }
         let fail = || StreamBatchResponse {
-            batch_item_failures: vec![StreamItemFailure { item_identifier: Some(stream::sequence_number(r).to_owned()) }],
+            batch_item_failures: vec![StreamItemFailure {
+                item_identifier: Some(stream::sequence_number(r).to_owned()),
+            }],
         };
         let events = match record_events(r) {
             Ok(e) => e.into_iter().filter(|e| app.config.publish_events.contains(&e.kind)).collect::<Vec<_>>(),

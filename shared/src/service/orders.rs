@@ -258,7 +258,10 @@ pub async fn cancel(app: &App, user: &UserId, id: &OrderId) -> Result<Order, Ord
         // A put that was applied but lost its response fails its condition on the SDK's retry
         // (protocol review #10): if what is stored now is exactly our write, the cancel won.
         if let Ok(Some(OrderRecord::Order(now))) = app.orders.get(id).await {
-            if now.status == OrderStatus::Cancelled && now.version == next.version && now.updated_at_ms == next.updated_at_ms {
+            if now.status == OrderStatus::Cancelled
+                && now.version == next.version
+                && now.updated_at_ms == next.updated_at_ms
+            {
                 return Ok(*now);
             }
         }

@@ -94,7 +94,9 @@ async fn a_hung_dependency_makes_checkout_answer_503_within_its_budget_and_a_ret
     let mut figures = Vec::new();
     for (i, delay_ms) in [0u64, 200, 500].into_iter().enumerate() {
         s.local
-            .set_emulator_faults(json!([{"match": sku, "target": "DynamoDB_20120810.TransactWriteItems", "delay_ms": delay_ms}]))
+            .set_emulator_faults(
+                json!([{"match": sku, "target": "DynamoDB_20120810.TransactWriteItems", "delay_ms": delay_ms}]),
+            )
             .await
             .unwrap();
         let (took, status, body) = timed_checkout(&s, "hal", &format!("slow-{i}"), &sku).await;
@@ -104,7 +106,9 @@ async fn a_hung_dependency_makes_checkout_answer_503_within_its_budget_and_a_ret
 
     // A hung one: every freeze attempt is held 10 s. The checkout gives up inside its budget.
     s.local
-        .set_emulator_faults(json!([{"match": sku, "target": "DynamoDB_20120810.TransactWriteItems", "delay_ms": 10_000}]))
+        .set_emulator_faults(
+            json!([{"match": sku, "target": "DynamoDB_20120810.TransactWriteItems", "delay_ms": 10_000}]),
+        )
         .await
         .unwrap();
     let (took, status, body) = timed_checkout(&s, "hal", "hung", &sku).await;
