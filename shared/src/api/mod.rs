@@ -9,6 +9,7 @@ pub mod fields;
 pub mod orders;
 pub mod payments;
 pub mod reservations;
+pub mod spec;
 pub mod stock;
 
 /// Who may call a route.

@@ -2,6 +2,7 @@
 //! contract, the template, and end-to-end scenarios over HTTP on the local stack.
 
 mod common;
+mod contract;
 mod emulator;
 mod events;
 mod hostile;
