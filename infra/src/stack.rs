@@ -300,6 +300,7 @@ impl LocalStack {
             user_counters: stock.user_counters,
             now_s: holdfast::clock::now_s(),
             check_delay_s: delay,
+            campaigns: stock.campaigns,
         })
     }
 

@@ -31,13 +31,21 @@ pub enum Code {
     Oversold,
     AmountMismatch,
     TooManyPayments,
+    UnknownCampaign,
+    NotInCampaign,
+    CampaignQuotaExhausted,
+    SaleNotStarted,
+    SaleEnded,
+    SalePaused,
+    TooManyPendingOrders,
+    CampaignLockedField,
     InjectedCrash,
     TemporarilyUnavailable,
     CheckoutAborted,
 }
 
 impl Code {
-    pub const ALL: [Code; 19] = [
+    pub const ALL: [Code; 27] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -54,6 +62,14 @@ impl Code {
         Code::Oversold,
         Code::AmountMismatch,
         Code::TooManyPayments,
+        Code::UnknownCampaign,
+        Code::NotInCampaign,
+        Code::CampaignQuotaExhausted,
+        Code::SaleNotStarted,
+        Code::SaleEnded,
+        Code::SalePaused,
+        Code::TooManyPendingOrders,
+        Code::CampaignLockedField,
         Code::InjectedCrash,
         Code::TemporarilyUnavailable,
         Code::CheckoutAborted,
@@ -78,6 +94,14 @@ impl Code {
             Code::Oversold => (409, "oversold", "Stock no longer available"),
             Code::AmountMismatch => (409, "amount_mismatch", "Amount mismatch"),
             Code::TooManyPayments => (409, "too_many_payments", "Too many payments"),
+            Code::UnknownCampaign => (422, "unknown_campaign", "Unknown campaign"),
+            Code::NotInCampaign => (422, "not_in_campaign", "SKU not in campaign"),
+            Code::CampaignQuotaExhausted => (409, "campaign_quota_exhausted", "Campaign quota exhausted"),
+            Code::SaleNotStarted => (409, "sale_not_started", "Sale not started"),
+            Code::SaleEnded => (409, "sale_ended", "Sale ended"),
+            Code::SalePaused => (409, "sale_paused", "Sale paused"),
+            Code::TooManyPendingOrders => (409, "too_many_pending_orders", "Too many pending orders"),
+            Code::CampaignLockedField => (409, "campaign_locked_field", "Field fixed at creation"),
             Code::InjectedCrash => (500, "injected_crash", "Injected crash"),
             Code::TemporarilyUnavailable => (503, "temporarily_unavailable", "Temporarily unavailable, retry"),
             Code::CheckoutAborted => (503, "checkout_aborted", "Checkout aborted"),
@@ -102,6 +126,8 @@ pub struct Problem {
     pub detail: String,
     /// The SKU the problem is about, when there is one.
     pub sku: Option<String>,
+    /// The campaign the problem is about, when there is one.
+    pub campaign_id: Option<String>,
     /// Where in the request the problem is: a body field (`items[2].quantity`), a path
     /// parameter, a query parameter or a header.
     pub field: Option<String>,
@@ -120,12 +146,14 @@ pub struct ProblemBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sku: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
 }
 
 impl Problem {
     pub fn new(code: Code, detail: impl Into<String>) -> Self {
-        Problem { code, detail: detail.into(), sku: None, field: None }
+        Problem { code, detail: detail.into(), sku: None, campaign_id: None, field: None }
     }
 
     pub fn status(&self) -> u16 {
@@ -134,6 +162,11 @@ impl Problem {
 
     pub fn sku(mut self, sku: impl Into<String>) -> Self {
         self.sku = Some(sku.into());
+        self
+    }
+
+    pub fn campaign(mut self, campaign_id: impl Into<String>) -> Self {
+        self.campaign_id = Some(campaign_id.into());
         self
     }
 
@@ -169,6 +202,7 @@ impl Problem {
             code: self.code,
             detail: self.detail,
             sku: self.sku,
+            campaign_id: self.campaign_id,
             field: self.field,
         }
     }

@@ -7,7 +7,8 @@ use super::body::Object;
 use super::orders::ItemRequest;
 use crate::domain::quantity::{Quantity, MAX_QUANTITY};
 use crate::domain::reservation::MAX_LINES;
-use crate::domain::{OrderId, Sku, UserId};
+use crate::domain::{CampaignId, OrderId, Sku, UserId};
+use crate::service::stock::LineRequest;
 use serde::de::Error;
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -107,9 +108,11 @@ pub fn payment_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     Ok(s)
 }
 
-/// `[{"sku","quantity"}]` → lines merged by SKU and sorted: 1..=MAX_LINES distinct SKUs, each
-/// total within the quantity bound.
-pub fn order_lines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(Sku, Quantity)>, D::Error> {
+/// `[{"sku","quantity","campaign_id"?}]` → lines merged by SKU and sorted: 1..=MAX_LINES
+/// distinct SKUs, each total within the quantity bound. One SKU is bought under one campaign (or
+/// none) per order: its lines write the same shard items, which one transaction may not touch
+/// twice.
+pub fn order_lines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<LineRequest>, D::Error> {
     let items = Vec::<Object<ItemRequest>>::deserialize(d)?;
     if items.is_empty() {
         return Err(D::Error::custom("items must not be empty"));
@@ -117,16 +120,21 @@ pub fn order_lines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(Sku, Quantity
     if items.len() > MAX_ITEMS {
         return Err(D::Error::custom(format!("at most {MAX_ITEMS} items, {MAX_LINES} distinct SKUs, per order")));
     }
-    let mut merged: BTreeMap<Sku, Quantity> = BTreeMap::new();
-    for Object(ItemRequest { sku, quantity }) in items {
+    let mut merged: BTreeMap<Sku, (Quantity, Option<CampaignId>)> = BTreeMap::new();
+    for Object(ItemRequest { sku, quantity, campaign_id }) in items {
         let total = match merged.get(&sku) {
-            Some(prev) => prev.checked_add(quantity).map_err(|e| D::Error::custom(format!("{sku}: {e}")))?,
+            Some((_, c)) if *c != campaign_id => {
+                return Err(D::Error::custom(format!(
+                    "{sku} appears under two campaigns (or with and without one); order it once"
+                )))
+            }
+            Some((prev, _)) => prev.checked_add(quantity).map_err(|e| D::Error::custom(format!("{sku}: {e}")))?,
             None => quantity,
         };
-        merged.insert(sku, total);
+        merged.insert(sku, (total, campaign_id));
     }
     if merged.len() > MAX_LINES {
         return Err(D::Error::custom(format!("at most {MAX_LINES} distinct SKUs per order")));
     }
-    Ok(merged.into_iter().collect())
+    Ok(merged.into_iter().map(|(sku, (quantity, campaign))| LineRequest { sku, quantity, campaign }).collect())
 }

@@ -3,7 +3,8 @@
 use super::fields;
 use crate::clock;
 use crate::domain::order::{Order, ALL_STATUSES};
-use crate::domain::{Quantity, Sku};
+use crate::domain::{CampaignId, Quantity, Sku};
+use crate::service::stock::LineRequest;
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
@@ -18,6 +19,11 @@ pub struct ItemRequest {
     #[serde(deserialize_with = "fields::quantity")]
     #[schema(value_type = u32, minimum = 1, maximum = 10000)]
     pub quantity: Quantity,
+    /// Buy under this campaign (its price, quota, window and limits). One SKU is bought under
+    /// one campaign, or none, per order.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub campaign_id: Option<CampaignId>,
 }
 
 /// `POST /orders`. The same `Idempotency-Key` with the same body answers with the same order.
@@ -27,7 +33,7 @@ pub struct CreateOrderRequest {
     /// Lines are merged by SKU; at most 20 distinct SKUs.
     #[serde(deserialize_with = "fields::order_lines")]
     #[schema(value_type = Vec<ItemRequest>, min_items = 1, max_items = 80)]
-    pub items: Vec<(Sku, Quantity)>,
+    pub items: Vec<LineRequest>,
 }
 
 /// One line of an order, at the unit price it was ordered at.
@@ -109,7 +115,7 @@ mod tests {
     use crate::http::Code;
     use serde_json::{json, Value};
 
-    fn items(v: Value) -> Result<Vec<(Sku, Quantity)>, crate::http::Problem> {
+    fn items(v: Value) -> Result<Vec<LineRequest>, crate::http::Problem> {
         parse::<CreateOrderRequest>(v.to_string().as_bytes()).map(|b| b.items)
     }
 
@@ -117,7 +123,7 @@ mod tests {
     fn duplicate_skus_are_merged_and_sorted() {
         let l = items(json!({"items":[{"sku":"B","quantity":1},{"sku":"A","quantity":2},{"sku":"B","quantity":3}]}))
             .unwrap();
-        assert_eq!(l.iter().map(|(s, q)| (s.as_str(), q.get())).collect::<Vec<_>>(), vec![("A", 2), ("B", 4)]);
+        assert_eq!(l.iter().map(|l| (l.sku.as_str(), l.quantity.get())).collect::<Vec<_>>(), vec![("A", 2), ("B", 4)]);
     }
 
     #[test]
@@ -139,6 +145,12 @@ mod tests {
             (json!({"items": [{"sku": "A", "quantity": 1, "price": 0}]}), Some("items[0].price")),
             (json!({"items": [{"sku": "A", "quantity": 6000}, {"sku": "A", "quantity": 6000}]}), Some("items")),
             (json!({"items": [{"sku": "A", "quantity": 1}], "amount": 0}), Some("amount")),
+            (json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": "c b"}]}), Some("items[0].campaign_id")),
+            (json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": 3}]}), Some("items[0].campaign_id")),
+            (
+                json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": "c"}, {"sku": "A", "quantity": 1}]}),
+                Some("items"),
+            ),
         ] {
             let p = items(b.clone()).unwrap_err();
             assert_eq!((p.code, p.field.as_deref()), (Code::ValidationFailed, field), "{b}: {}", p.detail);

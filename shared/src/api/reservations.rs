@@ -5,7 +5,8 @@ use super::fields;
 use super::orders::ItemRequest;
 use crate::clock;
 use crate::domain::reservation::{LockStatus, Reservation};
-use crate::domain::{OrderId, Quantity, Sku, UserId};
+use crate::domain::{OrderId, UserId};
+use crate::service::stock::LineRequest;
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
@@ -29,7 +30,7 @@ pub struct ReservationRequest {
     pub ttl_seconds: Option<i64>,
     #[serde(deserialize_with = "fields::order_lines")]
     #[schema(value_type = Vec<ItemRequest>, min_items = 1, max_items = 80)]
-    pub items: Vec<(Sku, Quantity)>,
+    pub items: Vec<LineRequest>,
 }
 
 pub(crate) fn lock_status_schema() -> impl Into<RefOr<Schema>> {

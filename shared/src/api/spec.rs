@@ -8,6 +8,9 @@
 
 #![allow(dead_code)] // the functions exist only to carry their `#[utoipa::path]` operation
 
+use super::campaigns::{
+    Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
+};
 use super::orders::{CreateOrderRequest, ItemRequest, OrderItem, OrderList, OrderView};
 use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
@@ -55,13 +58,16 @@ impl Modify for Security {
                        application/problem+json with a stable `code`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    paths(put_sku, adjust_sku, get_sku, create_order, list_orders, get_order, cancel_order, payment_callback,
+    paths(put_sku, adjust_sku, pause_sku, resume_sku, get_sku, availability, my_availability, put_campaign,
+          adjust_campaign, pause_campaign, resume_campaign, get_campaign, create_order, list_orders, get_order, cancel_order, payment_callback,
           create_reservation, confirm_reservation, release_reservation),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
                        OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
-                       ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult)),
+                       ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult,
+                       CampaignItemRequest, CampaignRequest, CampaignAdjustmentRequest, CampaignItemView,
+                       CampaignViewBody, Availability)),
     modifiers(&Security),
-    tags((name = "stock"), (name = "orders"), (name = "payments"), (name = "reservations")),
+    tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
 )]
 pub struct ApiDoc;
 
@@ -117,6 +123,148 @@ fn adjust_sku() {}
     ))]
 fn get_sku() {}
 
+#[utoipa::path(post, path = "/admin/skus/{sku}/pause", tag = "stock", operation_id = "pauseSku",
+    description = "Stop-sale: no checkout takes the SKU until it is resumed.",
+    params(("sku" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Paused (or already paused)", body = SkuView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn pause_sku() {}
+
+#[utoipa::path(post, path = "/admin/skus/{sku}/resume", tag = "stock", operation_id = "resumeSku",
+    params(("sku" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Selling again (or was not paused)", body = SkuView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn resume_sku() {}
+
+#[utoipa::path(get, path = "/skus/{sku}/availability", tag = "stock", operation_id = "getAvailability",
+    description = "Whether `quantity` units could be checked out now. Eventually consistent and cached briefly.",
+    params(
+        ("sku" = String, Path),
+        ("quantity" = Option<u32>, Query, description = "Default 1", minimum = 1, maximum = 10000),
+        ("campaign_id" = Option<String>, Query, description = "Check the purchase under this campaign",
+         pattern = "^[A-Za-z0-9._-]{1,64}$"),
+    ),
+    responses(
+        (status = 200, description = "The answer and its first reason", body = Availability),
+        (status = 404, description = "Unknown SKU or campaign", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 422, description = "Invalid quantity or campaign_id, or the campaign does not sell the SKU",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn availability() {}
+
+#[utoipa::path(get, path = "/skus/{sku}/availability/me", tag = "stock", operation_id = "getMyAvailability",
+    description = "As `/availability`, with the caller's remaining allowance and unpaid checkouts.",
+    params(
+        ("sku" = String, Path),
+        ("quantity" = Option<u32>, Query, description = "Default 1", minimum = 1, maximum = 10000),
+        ("campaign_id" = Option<String>, Query, description = "Check the purchase under this campaign",
+         pattern = "^[A-Za-z0-9._-]{1,64}$"),
+    ),
+    security(("jwt" = [])),
+    responses(
+        (status = 200, description = "The answer for the caller", body = Availability),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 404, description = "Unknown SKU or campaign", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 422, description = "Invalid quantity or campaign_id, or the campaign does not sell the SKU",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn my_availability() {}
+
+#[utoipa::path(put, path = "/admin/campaigns/{campaign_id}", tag = "campaigns", operation_id = "putCampaign",
+    params(("campaign_id" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$")),
+    request_body = CampaignRequest,
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Updated", body = CampaignViewBody),
+        (status = 201, description = "Created", body = CampaignViewBody),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 409, description = "campaign_locked_field: the update changes what is fixed at creation",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body or unknown SKU", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn put_campaign() {}
+
+#[utoipa::path(post, path = "/admin/campaigns/{campaign_id}/adjustments", tag = "campaigns",
+    operation_id = "adjustCampaign",
+    params(("campaign_id" = String, Path)),
+    request_body = CampaignAdjustmentRequest,
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "This adjustment_id was applied before; nothing changed", body = CampaignViewBody),
+        (status = 201, description = "Applied", body = CampaignViewBody),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "insufficient_stock: removes more quota than is available", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body, SKU not in the campaign, or adjustment_id reused",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn adjust_campaign() {}
+
+#[utoipa::path(post, path = "/admin/campaigns/{campaign_id}/pause", tag = "campaigns", operation_id = "pauseCampaign",
+    params(("campaign_id" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Paused (or already paused)", body = CampaignViewBody),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn pause_campaign() {}
+
+#[utoipa::path(post, path = "/admin/campaigns/{campaign_id}/resume", tag = "campaigns",
+    operation_id = "resumeCampaign",
+    params(("campaign_id" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Selling again (or was not paused)", body = CampaignViewBody),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn resume_campaign() {}
+
+#[utoipa::path(get, path = "/campaigns/{campaign_id}", tag = "campaigns", operation_id = "getCampaign",
+    description = "Eventually consistent and cached briefly; `status` always follows the clock.",
+    params(("campaign_id" = String, Path)),
+    responses(
+        (status = 200, description = "The campaign", body = CampaignViewBody),
+        (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn get_campaign() {}
+
 #[utoipa::path(post, path = "/orders", tag = "orders", operation_id = "createOrder",
     params(("Idempotency-Key" = String, Header, description = "One per checkout; a retry sends the same key",
             pattern = "^[!-~]{1,128}$")),
@@ -128,10 +276,13 @@ fn get_sku() {}
         (status = 400, description = "Not JSON, or no Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 401, description = "No valid token", body = GatewayError),
-        (status = 409, description = "insufficient_stock, purchase_limit_exceeded, stock_too_fragmented or \
-                                      reservation_expired", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "insufficient_stock, purchase_limit_exceeded, stock_too_fragmented, \
+                                      reservation_expired, too_many_pending_orders, or a campaign's \
+                                      campaign_quota_exhausted, sale_not_started, sale_ended, sale_paused",
+         body = ProblemBody, content_type = "application/problem+json"),
         (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid body, unknown SKU, or Idempotency-Key reused with another body",
+        (status = 422, description = "Invalid body, unknown SKU or campaign, SKU not in the campaign, or \
+                                      Idempotency-Key reused with another body",
          body = ProblemBody, content_type = "application/problem+json"),
         (status = 503, description = "Retry with the same Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),

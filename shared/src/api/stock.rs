@@ -72,7 +72,7 @@ pub struct AdjustmentRequest {
 }
 
 /// A SKU and its stock summed over its shards: `total = available + locked + sold`.
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SkuView {
     pub sku: String,
     pub name: String,
@@ -86,6 +86,8 @@ pub struct SkuView {
     pub sold: i64,
     pub per_user_limit: Option<u32>,
     pub shards: u16,
+    /// Stop-sale: while true, no checkout may take this SKU.
+    pub paused: bool,
 }
 
 impl From<&StockView> for SkuView {
@@ -101,6 +103,7 @@ impl From<&StockView> for SkuView {
             sold: v.totals.sold,
             per_user_limit: v.meta.per_user_limit,
             shards: v.meta.shards,
+            paused: v.meta.paused,
         }
     }
 }

@@ -20,6 +20,30 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
             Code::StockTooFragmented,
             "these lines need more shard pieces than one transaction allows; order fewer SKUs at once",
         ),
+        FreezeError::UnknownCampaign(c) => {
+            Problem::new(Code::UnknownCampaign, format!("no campaign {c}")).campaign(c.as_str())
+        }
+        FreezeError::NotInCampaign(s, c) => {
+            Problem::new(Code::NotInCampaign, format!("campaign {c} does not sell {s}"))
+                .sku(s.as_str())
+                .campaign(c.as_str())
+        }
+        FreezeError::QuotaExhausted(s) => {
+            Problem::new(Code::CampaignQuotaExhausted, format!("the campaign has no more {s} to sell")).sku(s.as_str())
+        }
+        FreezeError::SaleNotStarted(s) => {
+            Problem::new(Code::SaleNotStarted, format!("the sale of {s} has not started")).sku(s.as_str())
+        }
+        FreezeError::SaleEnded(s) => {
+            Problem::new(Code::SaleEnded, format!("the sale of {s} has ended")).sku(s.as_str())
+        }
+        FreezeError::SalePaused(s) => {
+            Problem::new(Code::SalePaused, format!("the sale of {s} is paused")).sku(s.as_str())
+        }
+        FreezeError::TooManyPending => Problem::new(
+            Code::TooManyPendingOrders,
+            "you have the most unpaid checkouts allowed; pay or cancel one first",
+        ),
         FreezeError::Contention => Problem::internal("contention on the SKU; retry"),
         FreezeError::Store(e) => Problem::from(e),
     }

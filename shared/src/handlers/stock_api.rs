@@ -1,34 +1,54 @@
-//! stock-api: `PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`, `GET /skus/{sku}`.
+//! stock-api: SKUs (`PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`,
+//! `GET /skus/{sku}`, pause/resume, availability) and campaigns ([`super::campaigns_api`]).
 
+use super::campaigns_api;
 use crate::api::stock::{AdjustmentRequest, PutSkuRequest, SkuView};
 use crate::api::{Auth, Route, SCOPE_ADMIN};
 use crate::app::App;
 use crate::domain::Sku;
 use crate::http::{self, finish, json_response, path_param, typed_body, Code, Problem, Request, Response};
-use crate::service::admin::{self, AdminError};
+use crate::service::admin::{self, AdminError, StockView};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
     Route::new("PUT /admin/skus/{sku}", Auth::Scope(SCOPE_ADMIN)),
     Route::new("POST /admin/skus/{sku}/adjustments", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/skus/{sku}/pause", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/skus/{sku}/resume", Auth::Scope(SCOPE_ADMIN)),
     Route::new("GET /skus/{sku}", Auth::Public),
+    Route::new("GET /skus/{sku}/availability", Auth::Public),
+    Route::new("GET /skus/{sku}/availability/me", Auth::User),
+    Route::new("PUT /admin/campaigns/{campaign_id}", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/campaigns/{campaign_id}/resume", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("GET /campaigns/{campaign_id}", Auth::Public),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "PUT /admin/skus/{sku}" => put_sku(app, &req).await,
         "POST /admin/skus/{sku}/adjustments" => adjust(app, &req).await,
-        "GET /skus/{sku}" => get_sku(app, &req).await,
+        "POST /admin/skus/{sku}/pause" => campaigns_api::pause_sku(app, &req, true).await,
+        "POST /admin/skus/{sku}/resume" => campaigns_api::pause_sku(app, &req, false).await,
+        "GET /skus/{sku}" => campaigns_api::get_sku(app, &req).await,
+        "GET /skus/{sku}/availability" => campaigns_api::availability(app, &req, false).await,
+        "GET /skus/{sku}/availability/me" => campaigns_api::availability(app, &req, true).await,
+        "PUT /admin/campaigns/{campaign_id}" => campaigns_api::put_campaign(app, &req).await,
+        "POST /admin/campaigns/{campaign_id}/adjustments" => campaigns_api::adjust_campaign(app, &req).await,
+        "POST /admin/campaigns/{campaign_id}/pause" => campaigns_api::pause_campaign(app, &req, true).await,
+        "POST /admin/campaigns/{campaign_id}/resume" => campaigns_api::pause_campaign(app, &req, false).await,
+        "GET /campaigns/{campaign_id}" => campaigns_api::get_campaign(app, &req).await,
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)
 }
 
-fn sku_param(req: &Request) -> Result<Sku, Problem> {
+pub fn sku_param(req: &Request) -> Result<Sku, Problem> {
     Sku::parse(path_param(req, "sku")?).map_err(|e| Problem::validation(e.to_string()).field("sku"))
 }
 
-fn admin_problem(e: AdminError) -> Problem {
+pub fn admin_problem(e: AdminError) -> Problem {
     match e {
         AdminError::UnknownSku(s) => Problem::not_found(format!("no SKU {s}")).sku(s.as_str()),
         AdminError::Insufficient(n) => {
@@ -40,6 +60,11 @@ fn admin_problem(e: AdminError) -> Problem {
         AdminError::Contention => Problem::internal("contention; retry"),
         AdminError::Store(e) => Problem::from(e),
     }
+}
+
+/// The stock view as JSON, the form the warm-Lambda public cache keeps.
+pub fn view_json(v: &StockView) -> serde_json::Value {
+    serde_json::to_value(SkuView::from(v)).unwrap_or_default()
 }
 
 async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
@@ -56,12 +81,4 @@ async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
     let applied = admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason).await.map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if applied { 201 } else { 200 }, &SkuView::from(&v)))
-}
-
-async fn get_sku(app: &App, req: &Request) -> Result<Response, Problem> {
-    let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
-    match admin::view(app, &sku).await? {
-        Some(v) => Ok(json_response(200, &SkuView::from(&v))),
-        None => Err(Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str())),
-    }
 }

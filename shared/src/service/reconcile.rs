@@ -98,7 +98,7 @@ pub async fn run(app: &App) -> anyhow::Result<ReconcileReport> {
     // A violation must survive a second look a moment later: the frozen set comes from an
     // eventually consistent index, and a freeze in flight can make one reading disagree.
     let first = check_all_skus(app, &mut rep).await?;
-    let violations = if first.is_empty() {
+    let mut violations = if first.is_empty() {
         first
     } else {
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -106,6 +106,13 @@ pub async fn run(app: &App) -> anyhow::Result<ReconcileReport> {
         let second = check_all_skus(app, &mut again).await?;
         first.into_iter().filter(|v| second.contains(v)).collect()
     };
+    match super::campaigns::check_quotas(app).await {
+        Ok(v) => violations.extend(v),
+        Err(e) => {
+            rep.errors += 1;
+            tracing::warn!(error = format!("{e:#}"), "reconcile: campaign check failed");
+        }
+    }
     app.count(names::INVARIANT_VIOLATIONS, violations.len() as u64);
     for v in &violations {
         tracing::error!(violation = ?v, "invariant violated");

@@ -22,7 +22,7 @@ async fn the_local_stack_serves_its_openapi_document_and_a_docs_page() {
 
 /// Bounded so `make test` stays fast; raise for a deeper local run.
 fn examples() -> String {
-    std::env::var("HOLDFAST_FUZZ_EXAMPLES").unwrap_or_else(|_| "12".into())
+    std::env::var("HOLDFAST_FUZZ_EXAMPLES").unwrap_or_else(|_| "10".into())
 }
 
 /// Runs schemathesis from the project's virtualenv against `base` with `spec`; (passed, output).
@@ -42,7 +42,9 @@ async fn schemathesis(base: &str, spec: &std::path::Path, token: &str, extra: &[
         .arg("run")
         .arg(spec)
         .args(["--url", base, "--header", &format!("Authorization: Bearer {token}")])
-        .args(["--max-examples", &examples(), "--seed", &seed, "--no-shrink", "--workers", "2"])
+        // One worker: CPython 3.11's ast module is not thread-safe under hypothesis's lambda
+        // introspection ("AST constructor recursion depth mismatch" with two workers).
+        .args(["--max-examples", &examples(), "--seed", &seed, "--no-shrink", "--workers", "1"])
         .args(["--checks", "all"])
         // Excluded, with the reasons:
         // - unsupported_method: for a method with no route API Gateway HTTP APIs answer 404

@@ -1,0 +1,230 @@
+//! The campaign and sale-control routes of stock-api (docs/architecture.md, "Campaigns"):
+//! admin writes (strongly consistent), public views and the eligibility check (eventually
+//! consistent, cached per warm Lambda for `HOLDFAST_PUBLIC_CACHE_MS`, sent with
+//! `Cache-Control: max-age`).
+
+use super::stock_api::{admin_problem, sku_param, view_json};
+use crate::api::campaigns::{Availability, CampaignAdjustmentRequest, CampaignRequest, CampaignViewBody};
+use crate::api::stock::SkuView;
+use crate::app::App;
+use crate::clock;
+use crate::domain::campaign::{status_at, Campaign};
+use crate::domain::{CampaignId, Quantity};
+use crate::http::{self, json_response, path_param, subject, typed_body, Code, Problem, Request, Response};
+use crate::service::admin;
+use crate::service::campaigns::{self, CampaignError, EligibilityInput};
+use ::http::header::{HeaderValue, CACHE_CONTROL};
+use serde::de::DeserializeOwned;
+
+fn campaign_param(req: &Request) -> Result<CampaignId, Problem> {
+    CampaignId::parse(path_param(req, "campaign_id")?).map_err(|_| Problem::not_found("no such campaign"))
+}
+
+pub fn campaign_problem(e: CampaignError) -> Problem {
+    match e {
+        CampaignError::UnknownCampaign(c) => Problem::not_found(format!("no campaign {c}")).campaign(c.as_str()),
+        CampaignError::UnknownSku(s) => Problem::new(Code::UnknownSku, format!("no SKU {s}")).sku(s.as_str()),
+        CampaignError::NotInCampaign(s) => {
+            Problem::new(Code::NotInCampaign, format!("this campaign does not sell {s}")).sku(s.as_str())
+        }
+        CampaignError::Invalid(s) => Problem::validation(s.to_string()).field(s.field()),
+        CampaignError::Update(u) => Problem::new(Code::CampaignLockedField, u.to_string()),
+        CampaignError::Insufficient(n) => Problem::new(
+            Code::InsufficientStock,
+            format!("cannot remove {} units of quota: not that many available", n.unsigned_abs()),
+        ),
+        CampaignError::AdjustmentReused => {
+            Problem::new(Code::IdempotencyKeyReused, "this adjustment_id was already applied with a different change")
+        }
+        CampaignError::Contention => Problem::internal("contention; retry"),
+        CampaignError::Store(e) => Problem::from(e),
+    }
+}
+
+fn campaign_json(v: &campaigns::CampaignView, now_s: i64) -> serde_json::Value {
+    serde_json::to_value(CampaignViewBody::new(v, now_s)).unwrap_or_default()
+}
+
+fn cacheable(app: &App, mut r: Response) -> Response {
+    let secs = (app.config.public_cache_ms / 1000).max(1);
+    if let Ok(v) = HeaderValue::from_str(&format!("public, max-age={secs}")) {
+        r.headers.insert(CACHE_CONTROL, v);
+    }
+    r
+}
+
+/// A public view through the warm-Lambda cache, which keeps the JSON form of `T`.
+async fn cached<T, F, Fut>(app: &App, key: &str, load: F) -> Result<Option<T>, Problem>
+where
+    T: DeserializeOwned,
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<serde_json::Value>>>,
+{
+    let now = clock::now_ms();
+    let v = match app.caches.public(key, now, app.config.public_cache_ms) {
+        Some(v) => Some(v),
+        None => {
+            let v = load().await?;
+            if let Some(v) = &v {
+                app.caches.put_public(key, v, now);
+            }
+            v
+        }
+    };
+    v.map(|v| serde_json::from_value(v).map_err(|e| Problem::internal(format!("cached view unreadable: {e}"))))
+        .transpose()
+}
+
+async fn campaign_view(app: &App, id: &CampaignId) -> Result<Option<CampaignViewBody>, Problem> {
+    cached(app, &format!("campaign/{id}"), || async {
+        Ok(campaigns::view(app, id, false).await?.map(|v| campaign_json(&v, clock::now_s())))
+    })
+    .await
+}
+
+async fn sku_view(app: &App, sku: &crate::domain::Sku) -> Result<Option<SkuView>, Problem> {
+    cached(app, &format!("sku/{sku}"), || async { Ok(admin::public_view(app, sku).await?.map(|v| view_json(&v))) })
+        .await
+}
+
+pub async fn put_campaign(app: &App, req: &Request) -> Result<Response, Problem> {
+    let id = CampaignId::parse(path_param(req, "campaign_id")?)
+        .map_err(|e| Problem::validation(e.to_string()).field("campaign_id"))?;
+    let spec = typed_body::<CampaignRequest>(req, app.config.max_body_bytes)?.into();
+    let (c, created) = campaigns::put(app, &id, &spec).await.map_err(campaign_problem)?;
+    admin_view(app, &c, if created { 201 } else { 200 }).await
+}
+
+async fn admin_view(app: &App, c: &Campaign, status: u16) -> Result<Response, Problem> {
+    let v = campaigns::view(app, &c.id, true).await?.ok_or_else(|| Problem::internal("campaign vanished"))?;
+    Ok(json_response(status, &CampaignViewBody::new(&v, clock::now_s())))
+}
+
+pub async fn adjust_campaign(app: &App, req: &Request) -> Result<Response, Problem> {
+    let id = campaign_param(req)?;
+    let actor = subject(req).ok();
+    let b: CampaignAdjustmentRequest = typed_body(req, app.config.max_body_bytes)?;
+    let applied = campaigns::adjust(app, &id, &b.sku, &b.adjustment_id, b.delta, &b.reason, actor.as_ref())
+        .await
+        .map_err(campaign_problem)?;
+    let c = app.stock.get_campaign(&id, true).await?.ok_or_else(|| Problem::internal("campaign vanished"))?;
+    admin_view(app, &c, if applied { 201 } else { 200 }).await
+}
+
+pub async fn pause_campaign(app: &App, req: &Request, paused: bool) -> Result<Response, Problem> {
+    let id = campaign_param(req)?;
+    http::body_bytes(req, app.config.max_body_bytes)?;
+    let c = campaigns::set_paused(app, &id, paused).await.map_err(campaign_problem)?;
+    admin_view(app, &c, 200).await
+}
+
+pub async fn pause_sku(app: &App, req: &Request, paused: bool) -> Result<Response, Problem> {
+    let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
+    http::body_bytes(req, app.config.max_body_bytes)?;
+    admin::set_paused(app, &sku, paused).await.map_err(admin_problem)?;
+    let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
+    Ok(json_response(200, &SkuView::from(&v)))
+}
+
+pub async fn get_campaign(app: &App, req: &Request) -> Result<Response, Problem> {
+    let id = campaign_param(req)?;
+    match campaign_view(app, &id).await? {
+        Some(mut v) => {
+            // the status follows the clock even when the counters come from the cache
+            let at = |t: &str| clock::parse_rfc3339(t).map(|ms| ms / 1000);
+            if let (Some(starts_at), Some(ends_at)) = (at(&v.starts_at), at(&v.ends_at)) {
+                v.status = status_at(starts_at, ends_at, clock::now_s()).as_str().to_owned();
+            }
+            Ok(cacheable(app, json_response(200, &v)))
+        }
+        None => Err(Problem::not_found(format!("no campaign {id}")).campaign(id.as_str())),
+    }
+}
+
+pub async fn get_sku(app: &App, req: &Request) -> Result<Response, Problem> {
+    let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
+    match sku_view(app, &sku).await? {
+        Some(v) => Ok(cacheable(app, json_response(200, &v))),
+        None => Err(Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str())),
+    }
+}
+
+/// `GET /skus/{sku}/availability` (anyone) and `GET /skus/{sku}/availability/me` (signed in:
+/// adds the buyer's remaining allowance and pending checkouts).
+pub async fn availability(app: &App, req: &Request, signed_in: bool) -> Result<Response, Problem> {
+    let user = if signed_in { Some(subject(req)?) } else { None };
+    let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
+    let quantity = match http::query(req, "quantity") {
+        None => Quantity::new(1).ok(),
+        Some(q) => q.parse::<u64>().ok().and_then(|n| Quantity::new(n).ok()),
+    }
+    .ok_or_else(|| Problem::validation("quantity must be an integer in 1..=10000").field("quantity"))?;
+    let campaign_id = http::query(req, "campaign_id")
+        .map(|c| CampaignId::parse(c).map_err(|e| Problem::validation(e.to_string()).field("campaign_id")))
+        .transpose()?;
+    let sku_view =
+        sku_view(app, &sku).await?.ok_or_else(|| Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str()))?;
+    let campaign = match &campaign_id {
+        None => None,
+        Some(id) => {
+            let c = campaign_view(app, id)
+                .await?
+                .ok_or_else(|| Problem::not_found(format!("no campaign {id}")).campaign(id.as_str()))?;
+            let item = c.items.iter().find(|i| i.sku == sku.as_str()).cloned().ok_or_else(|| {
+                Problem::new(Code::NotInCampaign, format!("campaign {id} does not sell {sku}"))
+                    .sku(sku.as_str())
+                    .campaign(id.as_str())
+            })?;
+            Some((c, item))
+        }
+    };
+    let counters = match &user {
+        Some(u) => Some(campaigns::user_counters(app, &sku, campaign_id.as_ref(), u).await?),
+        None => None,
+    };
+    let at = |t: &str| clock::parse_rfc3339(t).map(|ms| ms / 1000).unwrap_or(0);
+    let input = EligibilityInput {
+        quantity: quantity.get(),
+        available: sku_view.available,
+        sku_paused: sku_view.paused,
+        sku_limit: sku_view.per_user_limit,
+        campaign: campaign
+            .as_ref()
+            .map(|(c, i)| (at(&c.starts_at), at(&c.ends_at), c.paused, i.available, i.per_user_limit)),
+        user: counters,
+        max_pending: app.config.max_pending_per_user,
+    };
+    let (reason, allowance) = campaigns::eligibility(&input, clock::now_s());
+    let mut out = Availability {
+        sku: sku.as_str().to_owned(),
+        quantity: quantity.get(),
+        purchasable: reason.is_none(),
+        available: input.available,
+        reason: reason.map(|r| r.code()),
+        price: sku_view.price,
+        campaign_id: None,
+        campaign_available: None,
+        starts_at: None,
+        ends_at: None,
+        remaining_allowance: None,
+        pending_orders: None,
+        max_pending_orders: None,
+    };
+    if let Some((c, i)) = campaign {
+        out.campaign_id = Some(c.campaign_id);
+        out.campaign_available = Some(i.available);
+        out.price = i.price.unwrap_or(sku_view.price);
+        out.starts_at = Some(c.starts_at);
+        out.ends_at = Some(c.ends_at);
+    }
+    if let Some(c) = counters {
+        out.remaining_allowance = Some(allowance);
+        out.pending_orders = Some(c.2);
+        out.max_pending_orders = Some(app.config.max_pending_per_user);
+        // personal answers must not be cached by shared caches
+        let mut r = json_response(200, &out);
+        r.headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+        return Ok(r);
+    }
+    Ok(cacheable(app, json_response(200, &out)))
+}
