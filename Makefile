@@ -6,7 +6,7 @@ VENV := .venv
 LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
-.PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench bench-campaigns package clean
+.PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench bench-campaigns package clean openapi fuzz
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -15,6 +15,8 @@ help:
 	@echo "make demo     - a 1,000-buyer flash sale with a live progress bar and a report"
 	@echo "make bench    - bench/REPORT.md: cost per order, round trips, CPU, cold start, hot-SKU model"
 	@echo "make package  - one Lambda bootstrap per function (cargo-lambda), fault-free"
+	@echo "make fuzz     - schemathesis against the local stack, deeper than make test (FUZZ_EXAMPLES)"
+	@echo "make openapi  - regenerate docs/openapi.json from the API types (a test checks it is current)"
 
 venv:
 	@bash scripts/venv.sh
@@ -48,6 +50,18 @@ e2e: venv
 demo: venv
 	$(CARGO) build -p holdfast-local --bin demo
 	bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/demo $(DEMO_ARGS)
+
+# `make test` runs schemathesis with a few examples per operation (tests/tests/e2e/contract.rs);
+# this runs only that, with more.
+FUZZ_EXAMPLES ?= 100
+fuzz: venv
+	HOLDFAST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh \
+		$(CARGO) nextest run -p holdfast-tests -E 'test(schemathesis)'
+
+# docs/openapi.json is generated from shared/src/api; `make test` fails while it is stale.
+openapi:
+	$(CARGO) run -q -p holdfast-local --bin openapi > docs/openapi.json.tmp
+	mv docs/openapi.json.tmp docs/openapi.json
 
 cfn-lint: venv
 	$(VENV)/bin/cfn-lint template.yaml

@@ -4,6 +4,8 @@
 
 pub mod auth;
 pub mod client;
+pub mod contract;
+pub mod docs;
 pub mod pollers;
 pub mod resources;
 pub mod server;

@@ -128,7 +128,7 @@ impl StockStore for Stock {
         self.0.set_sku_paused(meta, v).await
     }
     async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>> {
-        self.1.add("GetItem(campaign)", 1);
+        self.1.add("GetItem(campaign)", 1).await;
         self.0.get_campaign(id, consistent).await
     }
     async fn write_campaign(&self, c: &Campaign, v: Option<u64>) -> anyhow::Result<bool> {
@@ -141,7 +141,7 @@ impl StockStore for Stock {
         shards: u16,
         consistent: bool,
     ) -> anyhow::Result<Vec<ShardCounts>> {
-        self.1.add("BatchGet(quota shards)", usize::from(shards));
+        self.1.add("BatchGet(quota shards)", usize::from(shards)).await;
         self.0.read_quota_shards(id, sku, shards, consistent).await
     }
     async fn adjust_campaign(
