@@ -6,6 +6,7 @@ pub mod auth;
 pub mod client;
 pub mod pollers;
 pub mod resources;
+pub mod sam;
 pub mod server;
 pub mod stack;
 pub mod template;
