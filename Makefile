@@ -7,6 +7,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench package clean
+.PHONY: sam-validate sam-local test-sam
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -15,6 +16,8 @@ help:
 	@echo "make demo     - a 1,000-buyer flash sale with a live progress bar and a report"
 	@echo "make bench    - bench/REPORT.md: cost per order, round trips, CPU, cold start, hot-SKU model"
 	@echo "make package  - one Lambda bootstrap per function (cargo-lambda), fault-free"
+	@echo "make sam-local - sam build + sam local start-api on 127.0.0.1:3001 against the emulator (Docker)"
+	@echo "make test-sam - every function through sam local invoke + the checkout through start-api (Docker)"
 
 venv:
 	@bash scripts/venv.sh
@@ -46,7 +49,19 @@ demo: venv
 cfn-lint: venv
 	$(VENV)/bin/cfn-lint template.yaml
 
-test: lint cfn-lint unit e2e
+test: lint cfn-lint sam-validate unit e2e
+
+# SAM CLI's own template check (offline; pinned in infra/emulator/requirements-sam.txt).
+sam-validate: venv
+	@bash -c 'source scripts/sam-lib.sh && sam_venv && sam validate --lint --template template.yaml'
+
+# The functions in SAM CLI's Lambda containers against the emulator; needs a Docker engine,
+# no image registry (see scripts/sam-local.sh, scripts/sam-test.sh, README "Local test with sam local").
+sam-local: venv
+	bash scripts/sam-local.sh
+
+test-sam: venv
+	bash scripts/sam-test.sh
 
 # One bootstrap per function under $(CARGO_TARGET_DIR)/lambda/<name>/ (cargo-lambda from PyPI),
 # checked to contain no fault-injection code.
@@ -66,5 +81,5 @@ bench: venv
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 clean:
-	rm -rf $(VENV) .local
+	rm -rf $(VENV) .local .aws-sam
 	$(CARGO) clean
