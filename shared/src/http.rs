@@ -56,8 +56,36 @@ impl Problem {
         body.insert("status".into(), json!(self.status));
         body.insert("code".into(), json!(self.code));
         body.insert("detail".into(), json!(self.detail));
+        let retry_after = self.extra.get("retry_after").and_then(Value::as_u64);
         body.extend(self.extra);
-        respond(self.status, "application/problem+json", Value::Object(body).to_string())
+        let mut r = respond(self.status, "application/problem+json", Value::Object(body).to_string());
+        if let Some(s) = retry_after {
+            r.headers.insert(http::header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        r
+    }
+}
+
+impl Problem {
+    /// 429 `busy`: the store is throttling (a hot SKU past its partitions' limits); the same
+    /// request succeeds a moment later. `retry_after` is also sent as the `Retry-After` header.
+    pub fn busy() -> Self {
+        Self::new(
+            429,
+            "busy",
+            "Busy, retry shortly",
+            "the stock store is at capacity for this SKU; retry after a moment",
+        )
+        .with("retry_after", 1)
+    }
+
+    /// A dependency failure: [`Problem::busy`] when the store throttled, else the generic 503.
+    pub fn from_store(e: anyhow::Error) -> Self {
+        if crate::ports::is_throttled(&e) {
+            tracing::warn!(error = format!("{e:#}"), "throttled");
+            return Self::busy();
+        }
+        Self::from(e)
     }
 }
 

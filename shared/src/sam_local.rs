@@ -35,17 +35,26 @@ pub enum RouteAuth {
 }
 
 pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
-    ("POST /orders", RouteAuth::Jwt(&[])),
-    ("GET /orders", RouteAuth::Jwt(&[])),
-    ("GET /orders/{order_id}", RouteAuth::Jwt(&[])),
-    ("POST /orders/{order_id}/cancel", RouteAuth::Jwt(&[])),
+    ("POST /orders", RouteAuth::Jwt(&["orders:write"])),
+    ("GET /orders", RouteAuth::Jwt(&["orders:read"])),
+    ("GET /orders/{order_id}", RouteAuth::Jwt(&["orders:read"])),
+    ("POST /orders/{order_id}/cancel", RouteAuth::Jwt(&["orders:write"])),
     ("POST /payments/callback", RouteAuth::Public),
     ("POST /reservations", RouteAuth::Jwt(&["reservations:write"])),
     ("POST /reservations/{order_id}/confirm", RouteAuth::Jwt(&["reservations:write"])),
     ("POST /reservations/{order_id}/release", RouteAuth::Jwt(&["reservations:write"])),
     ("PUT /admin/skus/{sku}", RouteAuth::Jwt(&["stock:admin"])),
     ("POST /admin/skus/{sku}/adjustments", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/skus/{sku}/pause", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/skus/{sku}/resume", RouteAuth::Jwt(&["stock:admin"])),
     ("GET /skus/{sku}", RouteAuth::Public),
+    ("GET /skus/{sku}/availability", RouteAuth::Public),
+    ("GET /skus/{sku}/availability/me", RouteAuth::Jwt(&[])),
+    ("PUT /admin/campaigns/{campaign_id}", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/campaigns/{campaign_id}/adjustments", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/campaigns/{campaign_id}/pause", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/campaigns/{campaign_id}/resume", RouteAuth::Jwt(&["stock:admin"])),
+    ("GET /campaigns/{campaign_id}", RouteAuth::Public),
 ];
 
 /// A route missing from [`ROUTE_AUTH`] needs a token with no particular scope: closed by default.
@@ -192,7 +201,7 @@ mod tests {
             let gate = Gate::from_lookup(&|k| if k == SAM_LOCAL_VAR { v.map(str::to_owned) } else { None });
             assert!(!gate.enabled(), "{v:?}");
             // Off, a valid token is not turned into claims (only API Gateway may do that) ...
-            let passed = gate.check(req("POST /orders", Some(&alice(""))), NOW).unwrap();
+            let passed = gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW).unwrap();
             assert!(passed.request_context.authorizer.is_none(), "{v:?}");
             assert!(crate::http::subject(&passed).is_err());
             // ... and a missing token is not refused here: API Gateway has already decided.
@@ -203,7 +212,7 @@ mod tests {
 
     #[test]
     fn under_sam_local_a_valid_token_becomes_the_claims_the_handlers_read() {
-        let r = sam_local().check(req("GET /orders/{order_id}", Some(&alice(""))), NOW).unwrap();
+        let r = sam_local().check(req("GET /orders/{order_id}", Some(&alice("orders:read"))), NOW).unwrap();
         assert_eq!(crate::http::subject(&r).unwrap().as_str(), "alice");
         let admin = sam_local().check(req("PUT /admin/skus/{sku}", Some(&alice("x stock:admin"))), NOW).unwrap();
         let jwt = admin.request_context.authorizer.unwrap().jwt.unwrap();
@@ -215,15 +224,17 @@ mod tests {
         let gate = sam_local();
         assert_eq!(status(gate.check(req("POST /orders", None), NOW)), 401);
         assert_eq!(status(gate.check(req("POST /orders", Some("a.b")), NOW)), 401);
-        let forged = token("another-key", serde_json::json!({"sub": "alice", "exp": NOW + 60}));
+        let forged =
+            token("another-key", serde_json::json!({"sub": "alice", "scope": "orders:write", "exp": NOW + 60}));
         assert_eq!(status(gate.check(req("POST /orders", Some(&forged)), NOW)), 401);
-        assert_eq!(status(gate.check(req("POST /orders", Some(&alice(""))), NOW + 120)), 401, "expired");
+        assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW + 120)), 401, "expired");
         let none =
             format!("{}.{}.", URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#), alice("").split('.').nth(1).unwrap());
         assert_eq!(status(gate.check(req("POST /orders", Some(&none)), NOW)), 401, "alg none");
         let no_sub = token(DEFAULT_SECRET, serde_json::json!({"exp": NOW + 60}));
         assert_eq!(status(gate.check(req("POST /orders", Some(&no_sub)), NOW)), 401);
         assert_eq!(status(gate.check(req("PUT /admin/skus/{sku}", Some(&alice("reservations:write"))), NOW)), 403);
+        assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:read"))), NOW)), 403);
         assert_eq!(status(gate.check(req("POST /no/such/route", Some(&alice(""))), NOW)), 200, "closed, not open");
         assert_eq!(status(gate.check(req("POST /no/such/route", None), NOW)), 401);
     }

@@ -12,6 +12,8 @@ pub const NAMESPACE: &str = "Holdfast";
 pub mod names {
     pub const FREEZE_OK: &str = "FreezeOk";
     pub const FREEZE_REFUSED: &str = "FreezeRefused";
+    pub const PENDING_CAP_REFUSED: &str = "PendingCapRefused";
+    pub const CAMPAIGN_QUOTA_EXHAUSTED: &str = "CampaignQuotaExhausted";
     pub const SOLD_OUT_FAST_PATH: &str = "SoldOutFastPath";
     pub const OVERSELL: &str = "Oversell";
     pub const ORPHANS_RELEASED: &str = "OrphansReleased";
@@ -22,6 +24,12 @@ pub mod names {
     pub const PAYMENT_AMOUNT_MISMATCH: &str = "PaymentAmountMismatch";
     pub const REFUNDS_REQUESTED: &str = "RefundsRequested";
     pub const REJECTED_MESSAGES: &str = "RejectedMessages";
+    /// A checkout answered 429 `busy` because DynamoDB throttled (hot shard or table limits).
+    pub const THROTTLED: &str = "Throttled";
+    /// A checkout ran out of its time budget (a hung or slow dependency) and answered 503.
+    pub const CHECKOUT_BUDGET_EXCEEDED: &str = "CheckoutBudgetExceeded";
+    /// A reconcile work item could not finish inside its time budget (continued later).
+    pub const SWEEP_INCOMPLETE: &str = "ReconcileSweepIncomplete";
 }
 
 fn counters() -> &'static Mutex<BTreeMap<String, u64>> {

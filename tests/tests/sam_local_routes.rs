@@ -54,5 +54,5 @@ fn a_route_made_public_in_the_table_only_is_reported() {
     let table: Vec<_> =
         ROUTE_AUTH.iter().map(|(k, a)| (*k, if *k == "POST /orders" { RouteAuth::Public } else { *a })).collect();
     let p = problems(&text(), &table);
-    assert_eq!(p, vec![r#"POST /orders: template.yaml says Some([]), ROUTE_AUTH says None"#.to_owned()]);
+    assert_eq!(p, vec![r#"POST /orders: template.yaml says Some(["orders:write"]), ROUTE_AUTH says None"#.to_owned()]);
 }

@@ -83,7 +83,7 @@ impl Bench {
     }
 
     async fn order(&self, user: &str, key: &str, sku: &str, q: u32) -> (u16, Value) {
-        let t = self.stack.token(user, &[]);
+        let t = self.stack.user_token(user);
         self.call(
             "POST",
             "/orders",

@@ -6,6 +6,7 @@ use crate::app::App;
 use crate::domain::IdempotencyKey;
 use crate::http::{self, finish, json_body, json_response, only_fields, subject, Problem, Request, Response};
 use crate::service::orders::{self, CreateError};
+use crate::telemetry::names;
 use ::http::header::HeaderValue;
 
 /// The routes this function handles (checked against template.yaml).
@@ -46,7 +47,7 @@ fn create_problem(e: CreateError) -> Problem {
                 "the order could not be written and its stock was released; start a new checkout with a new Idempotency-Key",
             )
         }
-        CreateError::Store(e) => Problem::from(e),
+        CreateError::Store(e) => Problem::from_store(e),
     }
 }
 
@@ -62,7 +63,25 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     let body = json_body(req, app.config.max_body_bytes)?;
     only_fields(&body, &["items"])?;
     let lines = parse_items(&body)?;
-    let (order, replayed) = orders::create(app, &user, &key, lines).await.map_err(create_problem)?;
+    // The whole checkout has one budget (app.budget.request): a hung dependency gets a quick
+    // 503 "retry with the same key" instead of holding the caller until the Lambda timeout.
+    // Dropping the use case mid-way is a crash at that point, which the fence and the
+    // reservation check already cover.
+    let created = match tokio::time::timeout(app.budget.request, orders::create(app, &user, &key, lines)).await {
+        Ok(r) => r,
+        Err(_) => {
+            app.count(names::CHECKOUT_BUDGET_EXCEEDED, 1);
+            tracing::error!(budget_ms = app.budget.request.as_millis() as u64, "checkout ran out of its time budget");
+            return Err(
+                Problem::internal("a dependency is slow; retry with the same Idempotency-Key").with("retry_after", 1)
+            );
+        }
+    };
+    let (order, replayed) = created.map_err(create_problem).inspect_err(|p| {
+        if p.code == "busy" {
+            app.count(names::THROTTLED, 1);
+        }
+    })?;
     // A replay answers exactly as the first request did.
     let mut r = json_response(201, &order_json(&order));
     if replayed {
