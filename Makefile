@@ -11,7 +11,7 @@ EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
-	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint"
+	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint, sam validate --lint"
 	@echo "make emulator - the emulator alone, in the foreground, on 127.0.0.1:$(EMULATOR_PORT)"
 	@echo "make demo     - a 1,000-buyer flash sale with a live progress bar and a report"
 	@echo "make bench    - bench/REPORT.md: cost per order, round trips, CPU, cold start, hot-SKU model"

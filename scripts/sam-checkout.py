@@ -65,11 +65,14 @@ def expect(cond: bool, what: str, body: object):
         sys.exit(1)
 
 
-admin, alice = token("admin", "stock:admin"), token("alice")
+# Scopes as template.yaml demands them: stock:admin for /admin, orders:read / orders:write for orders.
+admin, alice = token("admin", "stock:admin"), token("alice", "orders:read orders:write")
 bearer = lambda t: {"authorization": f"Bearer {t}"}  # noqa: E731
 sku = f"SAM-{uuid.uuid4().hex[:8].upper()}"
 
 step("POST /orders without a token -> 401", 401, call("POST", "/orders", {"items": []}))
+step("POST /orders with only orders:read -> 403", 403,
+     call("POST", "/orders", {"items": []}, bearer(token("alice", "orders:read"))))
 step("PUT /admin/skus without stock:admin -> 403", 403,
      call("PUT", f"/admin/skus/{sku}", {"name": "x", "price": 1, "currency": "EUR"}, bearer(alice)))
 step(f"PUT /admin/skus/{sku}", 201,
@@ -88,7 +91,7 @@ oid = order["order_id"]
 expect(order.get("status") == "PENDING_PAYMENT" and order.get("amount") == 2500, "a 2500 pending order", order)
 got = step(f"GET /orders/{oid}", 200, call("GET", f"/orders/{oid}", headers=bearer(alice)))
 expect(got.get("status") == "PENDING_PAYMENT", "the order reads back pending", got)
-step("GET the order as another user -> 404", 404, call("GET", f"/orders/{oid}", headers=bearer(token("bob"))))
+step("GET the order as another user -> 404", 404, call("GET", f"/orders/{oid}", headers=bearer(token("bob", "orders:read"))))
 
 payment = json.dumps({"payment_id": f"pay-{sku}", "order_id": oid, "amount": order["amount"],
                       "currency": order["currency"], "status": "SUCCEEDED"}).encode()

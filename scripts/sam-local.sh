@@ -25,7 +25,7 @@ TOKEN_CMD="$CARGO_TARGET_DIR/debug/holdfast-local token"
 cat >&2 <<MSG
 sam: API on http://127.0.0.1:$PORT (first request per function starts its container: a few seconds)
 sam:   admin token: $TOKEN_CMD --sub admin --scope stock:admin
-sam:   user token:  $TOKEN_CMD --sub alice
+sam:   user token:  $TOKEN_CMD --sub alice --scope "orders:read orders:write"
 sam:   webhook secret: holdfast-local-webhook-secret (X-Signature, see README "API")
 MSG
 # Not exec: the EXIT trap must stop the emulator once SAM has stopped.
