@@ -43,6 +43,7 @@ esac
 SAM_BASE_IMAGE="holdfast-sam-base:$SAM_ARCH"
 SAM_BUILT_TEMPLATE="$SAM_DIR/build/template.yaml"
 SAM_ENV_FILE="$SAM_DIR/env.json"
+mkdir -p "$SAM_DIR" "$SAM_LOG_DIR"
 
 _sam_pip() { # _sam_pip STAMP REQ...
   local stamp="$1" req newer=0
