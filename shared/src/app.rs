@@ -189,6 +189,8 @@ pub struct Caches {
     closed: Mutex<HashMap<CampaignId, (i64, GateRefusal)>>,
     quota_short: Mutex<HashMap<(CampaignId, Sku), (i64, i64)>>,
     public: Mutex<HashMap<String, (i64, serde_json::Value)>>,
+    /// Held while a public view is reloaded (single flight).
+    pub public_refresh: tokio::sync::Mutex<()>,
 }
 
 impl Caches {

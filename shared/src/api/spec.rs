@@ -180,6 +180,7 @@ fn availability() {}
     responses(
         (status = 200, description = "The answer for the caller", body = Availability),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 404, description = "Unknown SKU or campaign", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 422, description = "Invalid quantity or campaign_id, or the campaign does not sell the SKU",
@@ -276,6 +277,7 @@ fn get_campaign() {}
         (status = 400, description = "Not JSON, or no Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 409, description = "insufficient_stock, purchase_limit_exceeded, stock_too_fragmented, \
                                       reservation_expired, too_many_pending_orders, or a campaign's \
                                       campaign_quota_exhausted, sale_not_started, sale_ended, sale_paused",
@@ -298,6 +300,7 @@ fn create_order() {}
     responses(
         (status = 200, description = "The caller's orders, newest first", body = OrderList),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 422, description = "Invalid limit or cursor", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
@@ -310,6 +313,7 @@ fn list_orders() {}
     responses(
         (status = 200, description = "The order", body = OrderView),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 404, description = "No such order of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
@@ -322,6 +326,7 @@ fn get_order() {}
     responses(
         (status = 200, description = "Cancelled (or already cancelled); its stock is released", body = OrderView),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 404, description = "No such order of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not pending payment", body = ProblemBody,
