@@ -7,7 +7,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam
+.PHONY: sam-validate sam-local test-sam soak
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -44,6 +44,8 @@ unit:
 # (HOLDFAST_SDK_TIMEOUT_SCALE=1) alone, on a quiet emulator — in parallel with 70 other tests the
 # shared emulator queues requests past an 800 ms attempt timeout, which AWS does not.
 BUDGET_TESTS := test(/edges::a_hung_dependency/) | test(/edges::a_throttled_hot_shard/)
+# make test runs a short soak; `make soak` the long one.
+export HOLDFAST_SOAK_ORDERS ?= 800
 e2e: venv
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E 'not ($(BUDGET_TESTS))'
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E '$(BUDGET_TESTS)'
@@ -99,6 +101,10 @@ bench: venv
 	$(VENV)/bin/python scripts/coldstart.py --json bench/coldstart.json --markdown bench/coldstart-table.md
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# The long soak alone: 3,000 random checkouts with crash points and duplicate deliveries.
+soak: venv
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_SOAK_ORDERS=3000 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E 'test(/soak::/)'
 
 # Only the campaign figures of make bench (debug local stack; no release build): bench/CAMPAIGNS.md.
 bench-campaigns: venv
