@@ -75,6 +75,23 @@ pub fn split(available: &[i64], start: u16, quantity: u32) -> Result<Vec<Piece>,
     Ok(pieces)
 }
 
+/// The per-shard changes of a stock (or quota) adjustment: an addition spread evenly over
+/// `shards`; a removal taken from the shards' `available` counts (fullest first). `short` when
+/// the shards cannot give the units: the whole delta is then planned on shard 0, so the write's
+/// condition fails — and a replay of an adjustment that already removed them is still told apart
+/// (a duplicate) from a real shortfall.
+pub fn adjustment_pieces(delta: i64, shards: u16, available: &[i64]) -> (Vec<(u16, i64)>, bool) {
+    if delta > 0 {
+        let pieces =
+            spread(delta, shards).into_iter().enumerate().filter(|(_, d)| *d > 0).map(|(i, d)| (i as u16, d)).collect();
+        return (pieces, false);
+    }
+    match u32::try_from(delta.unsigned_abs()).ok().map(|want| split(available, 0, want)) {
+        Some(Ok(pieces)) => (pieces.into_iter().map(|p| (p.shard, -i64::from(p.quantity))).collect(), false),
+        _ => (vec![(0, delta)], true),
+    }
+}
+
 /// Spreads `available` units evenly over `shards` counters (remainder to the lowest shards).
 /// Used when the shard count of a SKU changes and when stock is added.
 pub fn spread(available: i64, shards: u16) -> Vec<i64> {
@@ -152,6 +169,14 @@ mod tests {
                 Err(s) => assert!(s.available < i64::from(q)),
             }
         }
+    }
+
+    #[test]
+    fn adjustments_spread_additions_and_take_removals_where_the_units_are() {
+        assert_eq!(adjustment_pieces(10, 4, &[]), (vec![(0, 3), (1, 3), (2, 2), (3, 2)], false));
+        assert_eq!(adjustment_pieces(-3, 2, &[1, 5]), (vec![(1, -3)], false));
+        assert_eq!(adjustment_pieces(-7, 2, &[1, 5]), (vec![(0, -7)], true));
+        assert_eq!(adjustment_pieces(i64::MIN, 2, &[1, 5]), (vec![(0, i64::MIN)], true));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::app::App;
 use crate::clock;
-use crate::domain::allocation::{split, spread};
+use crate::domain::allocation::{adjustment_pieces, spread};
 use crate::domain::invariants::{ShardCounts, SkuSnapshot};
 use crate::domain::{Currency, Sku};
 use crate::ports::{AdjustRejection, Adjustment, SkuMeta};
@@ -99,26 +99,12 @@ pub async fn adjust(app: &App, sku: &Sku, adjustment_id: &str, delta: i64, reaso
         // When the SKU cannot give up the units, the transaction still runs with the whole delta
         // on shard 0 (its condition must fail): a replay of an adjustment that already removed
         // them is then told apart (Duplicate, 200) from a real shortfall (409).
-        let mut short = false;
-        let pieces: Vec<(u16, i64)> = if delta > 0 {
-            spread(delta, meta.shards)
-                .into_iter()
-                .enumerate()
-                .filter(|(_, d)| *d > 0)
-                .map(|(i, d)| (i as u16, d))
-                .collect()
+        let available: Vec<i64> = if delta < 0 {
+            app.stock.read_shards(sku, meta.slots).await?.iter().map(|c| c.available).collect()
         } else {
-            let counts = app.stock.read_shards(sku, meta.slots).await?;
-            let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
-            let want = u32::try_from(-delta).map_err(|_| AdminError::Insufficient(-delta))?;
-            match split(&available, 0, want) {
-                Ok(pieces) => pieces.into_iter().map(|p| (p.shard, -i64::from(p.quantity))).collect(),
-                Err(_) => {
-                    short = true;
-                    vec![(0, delta)]
-                }
-            }
+            Vec::new()
         };
+        let (pieces, short) = adjustment_pieces(delta, meta.shards, &available);
         let adj = Adjustment {
             sku: sku.clone(),
             adjustment_id: adjustment_id.to_owned(),

@@ -3,7 +3,7 @@
 
 use crate::app::App;
 use crate::clock;
-use crate::domain::allocation::{split, spread};
+use crate::domain::allocation::adjustment_pieces;
 use crate::domain::campaign::{check_update, gate, Campaign, CampaignSpec, GateRefusal, SpecError, UpdateRefusal};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::{CampaignId, Sku, UserId};
@@ -131,28 +131,12 @@ pub async fn adjust(
     for attempt in 1..=ATTEMPTS {
         let old = app.stock.get_campaign(id, true).await?.ok_or_else(|| CampaignError::UnknownCampaign(id.clone()))?;
         let item = old.item(sku).ok_or_else(|| CampaignError::NotInCampaign(sku.clone()))?.clone();
-        // As for SKU adjustments: a removal the quota cannot give still runs with the whole delta
-        // on shard 0, so a replay of one that did apply is told apart from a real shortfall.
-        let mut short = false;
-        let pieces: Vec<(u16, i64)> = if delta > 0 {
-            spread(delta, item.shards)
-                .into_iter()
-                .enumerate()
-                .filter(|(_, d)| *d > 0)
-                .map(|(i, d)| (i as u16, d))
-                .collect()
+        let available: Vec<i64> = if delta < 0 {
+            app.stock.read_quota_shards(id, sku, item.shards, true).await?.iter().map(|c| c.available).collect()
         } else {
-            let counts = app.stock.read_quota_shards(id, sku, item.shards, true).await?;
-            let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
-            let want = u32::try_from(delta.unsigned_abs()).map_err(|_| CampaignError::Insufficient(delta))?;
-            match split(&available, 0, want) {
-                Ok(p) => p.into_iter().map(|p| (p.shard, -i64::from(p.quantity))).collect(),
-                Err(_) => {
-                    short = true;
-                    vec![(0, delta)]
-                }
-            }
+            Vec::new()
         };
+        let (pieces, short) = adjustment_pieces(delta, item.shards, &available);
         let quota = item.quota.checked_add(delta).ok_or(CampaignError::Insufficient(delta))?;
         let mut next = Campaign { version: old.version + 1, ..old.clone() };
         if let Some(i) = next.items.iter_mut().find(|i| &i.sku == sku) {

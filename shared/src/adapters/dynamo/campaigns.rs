@@ -3,13 +3,13 @@
 //! the pause flag (`ps`) for the freeze condition, `CADJ#<id>#<adjustment>` quota adjustments.
 
 use super::item::{get_n, get_s, n, s, values, Item};
-use super::stock::{classify, put, quota_pk, update, Cancel, DynamoStock, Role};
+use super::stock::{classify, put, quota_pk, update, versioned_put, Cancel, DynamoStock, Role};
 use crate::domain::allocation::spread;
 use crate::domain::campaign::{Campaign, CampaignItem};
 use crate::domain::CampaignId;
 use crate::ports::{AdjustRejection, CampaignAdjustment};
 use anyhow::Context;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 fn campaign_pk(id: &CampaignId) -> String {
     format!("CMP#{id}")
@@ -46,16 +46,6 @@ fn decode(it: &Item) -> anyhow::Result<Campaign> {
         items: serde_json::from_str::<Vec<CampaignItem>>(get_s(it, "items")?).context("campaign items")?,
         version: get_n(it, "v")?,
     })
-}
-
-fn versioned_put(table: &str, item: Item, expected_version: u64) -> anyhow::Result<TransactWriteItem> {
-    let p = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .condition_expression("v = :v")
-        .expression_attribute_values(":v", n(expected_version))
-        .build()?;
-    Ok(TransactWriteItem::builder().put(p).build())
 }
 
 impl DynamoStock {

@@ -272,6 +272,17 @@ pub(super) fn update(
     Ok(TransactWriteItem::builder().update(u).build())
 }
 
+/// A put conditional on the stored item's version `v`.
+pub(super) fn versioned_put(table: &str, item: Item, expected_version: u64) -> anyhow::Result<TransactWriteItem> {
+    let p = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .condition_expression("v = :v")
+        .expression_attribute_values(":v", n(expected_version))
+        .build()?;
+    Ok(TransactWriteItem::builder().put(p).build())
+}
+
 pub(super) fn put(table: &str, item: Item, cond: &str) -> anyhow::Result<TransactWriteItem> {
     let p = Put::builder().table_name(table).set_item(Some(item)).condition_expression(cond).build()?;
     Ok(TransactWriteItem::builder().put(p).build())
@@ -432,15 +443,7 @@ impl StockStore for DynamoStock {
         let t = &self.table;
         let mut items = vec![match expected_version {
             None => put(t, encode_meta(meta), "attribute_not_exists(pk)")?,
-            Some(v) => {
-                let p = Put::builder()
-                    .table_name(t)
-                    .set_item(Some(encode_meta(meta)))
-                    .condition_expression("v = :v")
-                    .expression_attribute_values(":v", n(v))
-                    .build()?;
-                TransactWriteItem::builder().put(p).build()
-            }
+            Some(v) => versioned_put(t, encode_meta(meta), v)?,
         }];
         let existing = if expected_version.is_some() {
             self.batch_get((0..meta.slots).map(|i| shard_pk(&meta.sku, i)).collect(), true).await?.len() as u16
@@ -466,13 +469,7 @@ impl StockStore for DynamoStock {
         new_available: &[i64],
     ) -> anyhow::Result<bool> {
         let t = &self.table;
-        let p = Put::builder()
-            .table_name(t)
-            .set_item(Some(encode_meta(meta)))
-            .condition_expression("v = :v")
-            .expression_attribute_values(":v", n(expected_version))
-            .build()?;
-        let mut items = vec![TransactWriteItem::builder().put(p).build()];
+        let mut items = vec![versioned_put(t, encode_meta(meta), expected_version)?];
         for (i, &av) in new_available.iter().enumerate() {
             let pk = shard_pk(&meta.sku, i as u16);
             match old.get(i) {
@@ -655,13 +652,7 @@ impl StockStore for DynamoStock {
 
     async fn set_sku_paused(&self, meta: &SkuMeta, expected_version: u64) -> anyhow::Result<bool> {
         let t = &self.table;
-        let p = Put::builder()
-            .table_name(t)
-            .set_item(Some(encode_meta(meta)))
-            .condition_expression("v = :v")
-            .expression_attribute_values(":v", n(expected_version))
-            .build()?;
-        let mut items = vec![TransactWriteItem::builder().put(p).build()];
+        let mut items = vec![versioned_put(t, encode_meta(meta), expected_version)?];
         for i in 0..meta.slots {
             items.push(update(
                 t,
