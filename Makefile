@@ -6,7 +6,7 @@ VENV := .venv
 LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
-.PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench package clean openapi fuzz
+.PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench bench-campaigns package clean openapi fuzz
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -78,6 +78,11 @@ bench: venv
 	$(VENV)/bin/python scripts/coldstart.py --json bench/coldstart.json --markdown bench/coldstart-table.md
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# Only the campaign figures of make bench (debug local stack; no release build): bench/CAMPAIGNS.md.
+bench-campaigns: venv
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=campaigns bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 clean:
 	rm -rf $(VENV) .local

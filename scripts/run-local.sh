@@ -11,12 +11,12 @@ exec bash scripts/with-emulator.sh bash -c '
   trap "kill -TERM $STACK 2>/dev/null; wait $STACK 2>/dev/null" EXIT INT TERM
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:'"$PORT"'/skus/none" && break; sleep 0.1; done
   ADMIN=$("'"$BIN"'" token --sub admin --scope stock:admin)
-  BUYER=$("'"$BIN"'" token --sub alice)
+  BUYER=$("'"$BIN"'" token --sub alice --scope "orders:read orders:write")
   cat <<MSG
 
 Holdfast is running on http://127.0.0.1:'"$PORT"'  (emulator: $HOLDFAST_EMULATOR_ENDPOINT)
 
-  # tokens (HS256, LOCAL_JWT_SECRET): target/debug/holdfast-local token --sub alice [--scope stock:admin]
+  # tokens (HS256, LOCAL_JWT_SECRET): target/debug/holdfast-local token --sub alice --scope "orders:read orders:write" (admin: --scope stock:admin)
   export ADMIN=$ADMIN
   export BUYER=$BUYER
   curl -s -XPUT  http://127.0.0.1:'"$PORT"'/admin/skus/tee -H "authorization: Bearer \$ADMIN" -d '"'"'{"name":"T-shirt","price":1999,"currency":"EUR","shards":4}'"'"'

@@ -3,14 +3,14 @@
 
 use aws_lambda_events::apigw::{ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerJwtDescription};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
-use holdfast::adapters::dynamo::{json::item_to_json, orders::encode_order};
+use holdfast::adapters::dynamo::orders::encode_order;
 use holdfast::adapters::memory::{memory_app, MemoryWorld};
 use holdfast::app::App;
 use holdfast::config::Config;
 use holdfast::domain::events::{EventKind, OrderEvent, SOURCE};
 use holdfast::domain::order::Order;
 use holdfast::domain::{Currency, Sku};
-use holdfast::handlers::stream::{StreamChange, StreamEvent, StreamRecord};
+use holdfast::handlers::stream::{StreamEvent, StreamRecord};
 use holdfast::http::Request;
 use holdfast::ports::SkuMeta;
 use http::header::{HeaderName, HeaderValue};
@@ -145,26 +145,35 @@ pub fn envelope(kind: EventKind, order: &Order) -> String {
     .to_string()
 }
 
-/// A MODIFY stream record of the order table from `old` to `new` (DynamoDB JSON images).
+/// A MODIFY stream record of the order table from `old` to `new`, as Lambda delivers it.
 pub fn modify_record(old: &Order, new: &Order) -> StreamRecord {
     let image = |o: &Order| match encode_order(o) {
-        Ok(it) => item_to_json(&it),
+        Ok(it) => serde_dynamo::Item::from(it),
         Err(e) => panic!("{e:#}"),
     };
-    let mut keys = serde_json::Map::new();
-    keys.insert("pk".into(), serde_json::json!({"S": format!("ORD#{}", new.id)}));
+    let keys = std::collections::HashMap::from([(
+        "pk".to_owned(),
+        aws_sdk_dynamodb::types::AttributeValue::S(format!("ORD#{}", new.id)),
+    )]);
     StreamRecord {
+        aws_region: "eu-west-1".into(),
+        change: aws_lambda_events::dynamodb::StreamRecord {
+            approximate_creation_date_time: chrono::DateTime::UNIX_EPOCH,
+            keys: serde_dynamo::Item::from(keys),
+            new_image: image(new),
+            old_image: image(old),
+            sequence_number: Some("100".into()),
+            size_bytes: 1000,
+            stream_view_type: Some(aws_lambda_events::dynamodb::StreamViewType::NewAndOldImages),
+        },
         event_id: "1".into(),
         event_name: "MODIFY".into(),
-        event_source: "aws:dynamodb".into(),
-        event_source_arn: "arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/1".into(),
-        dynamodb: StreamChange {
-            keys,
-            new_image: Some(image(new)),
-            old_image: Some(image(old)),
-            sequence_number: "100".into(),
-            stream_view_type: "NEW_AND_OLD_IMAGES".into(),
-        },
+        event_source: Some("aws:dynamodb".into()),
+        event_version: Some("1.1".into()),
+        event_source_arn: Some("arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/1".into()),
+        user_identity: None,
+        record_format: None,
+        table_name: None,
     }
 }
 

@@ -73,6 +73,103 @@ class SerialiseDynamoDB:
         return [body]
 
 
+class FaultHook:
+    """WSGI middleware: test-settable slow or throttled AWS requests.
+
+    ``POST /_holdfast/faults`` with ``{"owner": ID, "rules": [...]}``
+    replaces that owner's rules (each local stack is one owner, so tests
+    sharing the emulator do not undo each other's); ``DELETE`` clears all.
+    A rule applies to a request
+    whose ``X-Amz-Target`` starts with ``target`` (default: any) and whose
+    body contains ``match`` (required, so a rule scoped to one test's table
+    or SKU never touches another test sharing the emulator):
+
+      {"match": "t123-StockTable", "target": "DynamoDB_20120810.Transact",
+       "delay_ms": 3000}          -> the request is answered that much later
+      {"match": "STOCK#HOT#", "throttle": "ThrottlingException",
+       "remaining": 5}            -> answered 400 with that DynamoDB error code
+
+    ``remaining`` (optional) counts down the requests the rule still
+    applies to. Sits outside the DynamoDB lock: a delayed request does not
+    hold up anyone else's.
+    """
+
+    PATH = "/_holdfast/faults"
+
+    def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self.owners: dict[str, list[dict[str, Any]]] = {}
+        self.rules: list[dict[str, Any]] = []
+
+    def _control(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        import json
+
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method == "POST":
+            size = int(environ.get("CONTENT_LENGTH") or 0)
+            req = json.loads(environ["wsgi.input"].read(size) or b"{}")
+            rules = req.get("rules") if isinstance(req, dict) else None
+            owner = req.get("owner") if isinstance(req, dict) else None
+            if not isinstance(owner, str) or not isinstance(rules, list) or not all(
+                isinstance(r, dict) and isinstance(r.get("match"), str) and r["match"] for r in rules
+            ):
+                start_response("400 Bad Request", [("Content-Type", "text/plain")])
+                return [b'{"owner": ID, "rules": [...]}, each rule with a non-empty match\n']
+            with self.lock:
+                self.owners[owner] = rules
+                self.rules = [r for rs in self.owners.values() for r in rs]
+        elif method == "DELETE":
+            with self.lock:
+                self.owners = {}
+                self.rules = []
+        with self.lock:
+            body = json.dumps(self.rules).encode()
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [body]
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == self.PATH:
+            return self._control(environ, start_response)
+        if not self.rules:
+            return self.app(environ, start_response)
+        import io
+        import time
+
+        size = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(size) if size else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        text = body.decode("utf-8", "replace")
+        rule = None
+        with self.lock:
+            for r in self.rules:
+                if r["match"] in text and target.startswith(r.get("target", "")):
+                    if r.get("remaining") is not None:
+                        if r["remaining"] <= 0:
+                            continue
+                        r["remaining"] -= 1
+                    rule = dict(r)
+                    break
+        if rule is None:
+            return self.app(environ, start_response)
+        if rule.get("delay_ms"):
+            time.sleep(float(rule["delay_ms"]) / 1000.0)
+        if rule.get("throttle"):
+            import json
+
+            code = str(rule["throttle"])
+            payload = json.dumps(
+                {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected by the fault hook"}
+            ).encode()
+            start_response(
+                "400 Bad Request",
+                [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-ErrorType", code)],
+            )
+            return [payload]
+        return self.app(environ, start_response)
+
+
 def apply_moto_patches() -> None:
     """Small fixes for moto 5.2.5 DynamoDB defects (see MOTO_NOTES.md).
 
@@ -131,7 +228,7 @@ def build_app(serialise: bool = True) -> Any:
         for backend in WARM_BACKENDS:
             if backend not in dispatcher.app_instances:
                 dispatcher.app_instances[backend] = create_backend_app(backend)
-    return SerialiseDynamoDB(dispatcher) if serialise else dispatcher
+    return FaultHook(SerialiseDynamoDB(dispatcher) if serialise else dispatcher)
 
 
 def main(argv: list[str] | None = None) -> int:

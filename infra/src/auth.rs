@@ -10,6 +10,10 @@ use std::collections::HashMap;
 
 pub const DEFAULT_SECRET: &str = "holdfast-local-jwt-secret";
 
+/// The scopes a buyer's access token carries: the user routes require them (template.yaml;
+/// docs/deploy.md says how to configure the identity provider).
+pub const USER_SCOPES: &[&str] = &["orders:read", "orders:write"];
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Claims {
     /// All claims as strings, as API Gateway passes them to Lambda.

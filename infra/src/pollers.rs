@@ -5,7 +5,7 @@
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
 use holdfast::app::App;
-use holdfast::handlers::stream::{StreamChange, StreamEvent, StreamRecord};
+use holdfast::handlers::stream::{StreamEvent, StreamRecord};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -173,38 +173,51 @@ pub struct StreamSource {
     pub sqs: aws_sdk_sqs::Client,
     pub table: String,
     pub batch_size: usize,
+    /// `MaximumRetryAttempts` (-1 = until the record expires).
     pub max_retries: i64,
+    /// `MaximumRecordAgeInSeconds` (-1 = no limit).
+    pub max_record_age_s: i64,
+    /// `BisectBatchOnFunctionError`.
+    pub bisect: bool,
     pub on_failure_url: Option<String>,
     pub filters: Vec<serde_json::Value>,
 }
 
-fn stream_av_json(v: &aws_sdk_dynamodbstreams::types::AttributeValue) -> serde_json::Value {
-    use aws_sdk_dynamodbstreams::types::AttributeValue as A;
-    use serde_json::json;
-    let b64 =
-        |b: &aws_sdk_dynamodbstreams::primitives::Blob| base64::engine::general_purpose::STANDARD.encode(b.as_ref());
-    use base64::Engine;
-    match v {
-        A::S(s) => json!({"S": s}),
-        A::N(n) => json!({"N": n}),
-        A::Bool(b) => json!({"BOOL": b}),
-        A::Null(_) => json!({"NULL": true}),
-        A::B(b) => json!({"B": b64(b)}),
-        A::Ss(v) => json!({"SS": v}),
-        A::Ns(v) => json!({"NS": v}),
-        A::Bs(v) => json!({"BS": v.iter().map(b64).collect::<Vec<_>>()}),
-        A::L(v) => json!({"L": v.iter().map(stream_av_json).collect::<Vec<_>>()}),
-        A::M(m) => {
-            json!({"M": m.iter().map(|(k, v)| (k.clone(), stream_av_json(v))).collect::<serde_json::Map<_, _>>()})
-        }
-        _ => json!({"NULL": true}),
-    }
-}
-
-fn image(
-    m: Option<&HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>,
-) -> Option<serde_json::Map<String, serde_json::Value>> {
-    m.map(|m| m.iter().map(|(k, v)| (k.clone(), stream_av_json(v))).collect())
+/// A Streams API record as Lambda delivers it (the same JSON shape: `GetRecords` output is
+/// what the runbook's replay feeds to the function).
+fn lambda_record(r: &aws_sdk_dynamodbstreams::types::Record, arn: &str) -> Option<(StreamRecord, String)> {
+    let c = r.dynamodb()?;
+    let item = |m: Option<&HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>| {
+        m.map(|m| serde_dynamo::Item::from(m.clone())).unwrap_or_default()
+    };
+    let created = c
+        .approximate_creation_date_time()
+        .and_then(|t| chrono::DateTime::from_timestamp(t.secs(), t.subsec_nanos()))
+        .unwrap_or_else(chrono::Utc::now);
+    let seq = c.sequence_number().unwrap_or_default().to_owned();
+    Some((
+        StreamRecord {
+            aws_region: "us-east-1".into(),
+            change: aws_lambda_events::dynamodb::StreamRecord {
+                approximate_creation_date_time: created,
+                keys: item(c.keys()),
+                new_image: item(c.new_image()),
+                old_image: item(c.old_image()),
+                sequence_number: Some(seq.clone()),
+                size_bytes: c.size_bytes().unwrap_or(0),
+                stream_view_type: Some(aws_lambda_events::dynamodb::StreamViewType::NewAndOldImages),
+            },
+            event_id: r.event_id().unwrap_or_default().to_owned(),
+            event_name: r.event_name().map(|n| n.as_str().to_owned()).unwrap_or_default(),
+            event_source: Some("aws:dynamodb".into()),
+            event_version: Some("1.1".into()),
+            event_source_arn: Some(arn.to_owned()),
+            user_identity: None,
+            record_format: None,
+            table_name: None,
+        },
+        seq,
+    ))
 }
 
 /// EventBridge-style matching of the subset filter patterns use: nested objects, lists of
@@ -238,7 +251,7 @@ impl StreamSource {
         // moto's rollback of a cancelled transaction leaves earlier iterators on a stale copy of
         // the shard (MOTO_NOTES.md d), which AWS would never do.
         let mut last_seq: HashMap<String, Option<String>> = HashMap::new();
-        let mut pending: Vec<StreamRecord> = Vec::new();
+        let mut pending: Vec<(String, StreamRecord)> = Vec::new();
         loop {
             if *shutdown.borrow() {
                 return;
@@ -261,24 +274,11 @@ impl StreamSource {
                 match self.streams.get_records().shard_iterator(&it).limit(1000).send().await {
                     Ok(out) => {
                         for r in out.records() {
-                            let Some(c) = r.dynamodb() else { continue };
-                            *last = c.sequence_number().map(str::to_owned);
-                            let rec = StreamRecord {
-                                event_id: r.event_id().unwrap_or_default().to_owned(),
-                                event_name: r.event_name().map(|n| n.as_str().to_owned()).unwrap_or_default(),
-                                event_source: "aws:dynamodb".into(),
-                                event_source_arn: arn.clone(),
-                                dynamodb: StreamChange {
-                                    keys: image(c.keys()).unwrap_or_default(),
-                                    new_image: image(c.new_image()),
-                                    old_image: image(c.old_image()),
-                                    sequence_number: c.sequence_number().unwrap_or_default().to_owned(),
-                                    stream_view_type: "NEW_AND_OLD_IMAGES".into(),
-                                },
-                            };
+                            let Some((rec, seq)) = lambda_record(r, &arn) else { continue };
+                            *last = Some(seq);
                             let as_json = serde_json::to_value(&rec).unwrap_or_default();
                             if self.filters.is_empty() || self.filters.iter().any(|f| pattern_matches(f, &as_json)) {
-                                pending.push(rec);
+                                pending.push((shard.clone(), rec));
                             }
                         }
                     }
@@ -289,8 +289,8 @@ impl StreamSource {
             }
             while !pending.is_empty() {
                 let n = pending.len().min(self.batch_size.max(1));
-                let batch: Vec<StreamRecord> = pending.drain(..n).collect();
-                self.deliver(batch).await;
+                let batch: Vec<(String, StreamRecord)> = pending.drain(..n).collect();
+                self.deliver(&arn, batch).await;
             }
             tokio::select! {
                 _ = shutdown.changed() => return,
@@ -299,38 +299,87 @@ impl StreamSource {
         }
     }
 
-    /// Delivers one batch, retrying from the first failed record; a batch that keeps failing
-    /// goes to the on-failure destination and the stream moves on.
-    async fn deliver(&self, mut batch: Vec<StreamRecord>) {
-        let mut attempts: i64 = 0;
-        while !batch.is_empty() {
+    /// Delivers one batch the way Lambda's stream event source does: on a failure it retries
+    /// from the first failed record (`ReportBatchItemFailures`), splitting the batch in two
+    /// first when `BisectBatchOnFunctionError` is set (a split does not use up a retry), so
+    /// the records after a poison record still flow. A batch past `MaximumRetryAttempts` or
+    /// holding a record older than `MaximumRecordAgeInSeconds` goes to the on-failure
+    /// destination as AWS sends it (shard and sequence range, no record data).
+    async fn deliver(&self, arn: &str, batch: Vec<(String, StreamRecord)>) {
+        // (records, attempts so far), first to deliver last
+        let mut work: Vec<(Vec<(String, StreamRecord)>, i64)> = vec![(batch, 0)];
+        while let Some((mut batch, attempts)) = work.pop() {
+            if batch.is_empty() {
+                continue;
+            }
+            if let Some(condition) = self.expired(&batch, attempts) {
+                self.send_to_on_failure(arn, &batch, attempts, condition).await;
+                continue;
+            }
             let app = self.app.clone();
             let function = self.function.clone();
-            let ev = StreamEvent { records: batch.clone() };
+            let ev = StreamEvent { records: batch.iter().map(|(_, r)| r.clone()).collect() };
             holdfast::adapters::usage::invocation(&function);
             let out = tokio::spawn(async move { holdfast::handlers::stream(&function, &app, ev).await }).await;
             let retry_from = match out {
                 Ok(Some(Ok(resp))) => match resp.batch_item_failures.first() {
-                    None => return,
-                    Some(f) => batch.iter().position(|r| r.dynamodb.sequence_number == f.item_identifier).unwrap_or(0),
+                    None => continue,
+                    Some(f) => {
+                        batch.iter().position(|(_, r)| r.change.sequence_number == f.item_identifier).unwrap_or(0)
+                    }
                 },
                 _ => 0,
             };
             batch.drain(..retry_from);
-            attempts += 1;
-            if self.max_retries >= 0 && attempts > self.max_retries {
-                tracing::error!(
-                    function = self.function,
-                    records = batch.len(),
-                    "stream batch failed past its retries; sent to the on-failure destination"
-                );
-                if let Some(url) = &self.on_failure_url {
-                    let body = serde_json::json!({"records": batch.iter().map(|r| &r.dynamodb.sequence_number).collect::<Vec<_>>(), "function": self.function}).to_string();
-                    let _ = self.sqs.send_message().queue_url(url).message_body(body).send().await;
-                }
-                return;
+            if self.bisect && batch.len() > 1 {
+                let second = batch.split_off(batch.len() / 2);
+                work.push((second, 0));
+                work.push((batch, attempts));
+                continue;
             }
+            let attempts = attempts + 1;
             tokio::time::sleep(Duration::from_millis((50 * attempts.min(20)) as u64)).await;
+            work.push((batch, attempts));
+        }
+    }
+
+    /// Why this batch is not delivered again, if it is not.
+    fn expired(&self, batch: &[(String, StreamRecord)], attempts: i64) -> Option<&'static str> {
+        if self.max_retries >= 0 && attempts > self.max_retries {
+            return Some("RetryAttemptsExhausted");
+        }
+        let oldest = batch.iter().map(|(_, r)| r.change.approximate_creation_date_time).min()?;
+        let age = (chrono::Utc::now() - oldest).num_seconds();
+        (self.max_record_age_s >= 0 && age > self.max_record_age_s).then_some("RecordAgeExceeded")
+    }
+
+    async fn send_to_on_failure(&self, arn: &str, batch: &[(String, StreamRecord)], attempts: i64, condition: &str) {
+        let seq = |i: usize| batch.get(i).and_then(|(_, r)| r.change.sequence_number.clone());
+        tracing::error!(
+            function = self.function,
+            records = batch.len(),
+            condition,
+            "stream batch sent to the on-failure destination"
+        );
+        let Some(url) = &self.on_failure_url else { return };
+        let body = serde_json::json!({
+            "requestContext": {"condition": condition, "approximateInvokeCount": attempts + 1, "functionArn": self.function},
+            "responseContext": {"statusCode": 200, "functionError": "Unhandled"},
+            "version": "1.0",
+            "timestamp": chrono::Utc::now().to_rfc3339(),
+            "DDBStreamBatchInfo": {
+                "shardId": batch.first().map(|(s, _)| s.clone()),
+                "startSequenceNumber": seq(0),
+                "endSequenceNumber": seq(batch.len().saturating_sub(1)),
+                "approximateArrivalOfFirstRecord": batch.first().map(|(_, r)| r.change.approximate_creation_date_time.to_rfc3339()),
+                "approximateArrivalOfLastRecord": batch.last().map(|(_, r)| r.change.approximate_creation_date_time.to_rfc3339()),
+                "batchSize": batch.len(),
+                "streamArn": arn,
+            }
+        })
+        .to_string();
+        if let Err(e) = self.sqs.send_message().queue_url(url).message_body(body).send().await {
+            tracing::error!(function = self.function, error = %aws_sdk_sqs::error::DisplayErrorContext(&e), "on-failure send failed");
         }
     }
 }

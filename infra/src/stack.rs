@@ -19,6 +19,12 @@ use tokio::task::JoinHandle;
 
 pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
 
+/// `HOLDFAST_SDK_TIMEOUT_SCALE` of the local stack unless a test sets it. The emulator
+/// serialises every DynamoDB request and the e2e tests share one emulator in parallel: 400
+/// concurrent freezes queue for many seconds on a 2-core machine (measured: 110 of 400
+/// reservations timed out at scale 10), which AWS never does.
+pub const LOCAL_SDK_TIMEOUT_SCALE: &str = "40";
+
 #[derive(Debug, Clone)]
 pub struct Options {
     pub emulator_endpoint: String,
@@ -111,6 +117,9 @@ pub struct LocalStack {
     pub template: Template,
     pub sdk: aws_config::SdkConfig,
     pub jwt_secret: String,
+    pub emulator_endpoint: String,
+    /// The prefix of this stack's resource names (its owner id for emulator fault rules).
+    pub prefix: String,
     apps: HashMap<String, Arc<App>>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -153,6 +162,11 @@ impl LocalStack {
                     if let Ok(v) = std::env::var(k) {
                         return Some(v);
                     }
+                }
+                if k == "HOLDFAST_SDK_TIMEOUT_SCALE" {
+                    // The emulator serialises every DynamoDB request: under a test's load one
+                    // call can take seconds, which AWS never does. Tests of the budgets set 1.
+                    return Some(LOCAL_SDK_TIMEOUT_SCALE.to_owned());
                 }
                 match f.env.get(k)? {
                     EnvValue::Deferred(_) if k == "PAYMENT_WEBHOOK_SECRET" => Some(DEFAULT_WEBHOOK_SECRET.to_owned()),
@@ -202,7 +216,7 @@ impl LocalStack {
                             tasks.push(tokio::spawn(src.clone().run(rx.clone())));
                         }
                     }
-                    Event::Stream { table, batch_size, max_retries, on_failure, filters } => {
+                    Event::Stream { table, batch_size, max_retries, max_record_age_s, bisect, on_failure, filters } => {
                         let src = Arc::new(StreamSource {
                             function: f.binary.clone(),
                             app: app.clone(),
@@ -212,6 +226,8 @@ impl LocalStack {
                             table: res.table(table)?.to_owned(),
                             batch_size: *batch_size as usize,
                             max_retries: *max_retries,
+                            max_record_age_s: *max_record_age_s,
+                            bisect: *bisect,
                             on_failure_url: on_failure
                                 .as_ref()
                                 .map(|q| res.queue_url(q).map(str::to_owned))
@@ -230,6 +246,8 @@ impl LocalStack {
             }
         }
         Ok(LocalStack {
+            emulator_endpoint: opts.emulator_endpoint.clone(),
+            prefix: opts.prefix.clone(),
             base_url,
             resources: res,
             template,
@@ -259,6 +277,21 @@ impl LocalStack {
             app.faults.set(spec)?;
         }
         Ok(())
+    }
+
+    /// Replaces the emulator's fault rules (slow or throttled requests; see `FaultHook` in
+    /// infra/emulator/launcher.py). Scope each rule with a `match` unique to this stack.
+    pub async fn set_emulator_faults(&self, rules: serde_json::Value) -> anyhow::Result<()> {
+        let url = format!("{}/_holdfast/faults", self.emulator_endpoint);
+        let body = serde_json::json!({"owner": self.prefix, "rules": rules});
+        let r = reqwest::Client::new().post(&url).body(body.to_string()).send().await?;
+        anyhow::ensure!(r.status().is_success(), "setting emulator faults: {}", r.status());
+        Ok(())
+    }
+
+    /// A buyer's token: `sub` with the user routes' scopes.
+    pub fn user_token(&self, sub: &str) -> String {
+        self.token(sub, crate::auth::USER_SCOPES)
     }
 
     pub fn token(&self, sub: &str, scopes: &[&str]) -> String {

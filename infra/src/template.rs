@@ -75,6 +75,10 @@ pub enum Event {
         table: String,
         batch_size: i64,
         max_retries: i64,
+        /// `MaximumRecordAgeInSeconds` (-1 = no limit, the AWS default).
+        max_record_age_s: i64,
+        /// `BisectBatchOnFunctionError`.
+        bisect: bool,
         on_failure: Option<String>,
         filters: Vec<serde_json::Value>,
     },
@@ -335,6 +339,8 @@ fn parse_function(id: &str, r: &Value, props: &Value, globals_env: Option<&Value
                         .ok_or_else(|| anyhow!("{id}.{name}: Stream must be !GetAtt <Table>.StreamArn"))?,
                     batch_size: int(get(&p, "BatchSize")).unwrap_or(100),
                     max_retries: int(get(&p, "MaximumRetryAttempts")).unwrap_or(-1),
+                    max_record_age_s: int(get(&p, "MaximumRecordAgeInSeconds")).unwrap_or(-1),
+                    bisect: get(&p, "BisectBatchOnFunctionError").and_then(Value::as_bool).unwrap_or(false),
                     on_failure: get(&p, "DestinationConfig")
                         .and_then(|d| get(d, "OnFailure"))
                         .and_then(|o| get(o, "Destination"))

@@ -1,14 +1,16 @@
 //! The application: configuration, ports and warm-Lambda caches, built once per process.
 
-use crate::adapters::dynamo::{orders::DynamoOrders, stock::DynamoStock};
+use crate::adapters::dynamo::{orders::DynamoOrders, stock::DynamoStock, sweep::DynamoSweep};
+use crate::adapters::sweep::PortSweep;
 use crate::adapters::{eventbridge::EventBridgeBus, sqs::SqsMessages};
 use crate::config::Config;
 use crate::domain::campaign::{Campaign, GateRefusal};
 use crate::domain::{CampaignId, Sku};
 use crate::faults::Faults;
-use crate::ports::{EventBus, Messages, OrderStore, SkuMeta, StockStore};
+use crate::ports::{EventBus, Messages, OrderStore, SkuMeta, StockStore, SweepIndex};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 pub struct App {
     /// The function this process serves (metric dimension).
@@ -18,8 +20,86 @@ pub struct App {
     pub orders: Arc<dyn OrderStore>,
     pub messages: Arc<dyn Messages>,
     pub bus: Arc<dyn EventBus>,
+    /// Paged reads of the sparse indexes (the reconcile sweep).
+    pub sweep: Arc<dyn SweepIndex>,
     pub faults: Faults,
     pub caches: Caches,
+    /// Time limits of this function's AWS calls and of one HTTP request (docs/runbook.md,
+    /// "Timeouts and retries").
+    pub budget: SdkBudget,
+}
+
+/// Connect/attempt/operation timeouts and retry attempts of every AWS client, chosen per path:
+/// an HTTP caller (checkout above all) is answered inside `request`, so each call gets a tight
+/// attempt timeout and one retry; consumers and the sweep are retried by their source anyway,
+/// so they can wait longer for a slow dependency, inside their Lambda timeout (10 s / 60 s).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SdkBudget {
+    pub connect: Duration,
+    /// One HTTP attempt of one AWS call.
+    pub attempt: Duration,
+    /// One AWS call, retries and backoff included.
+    pub operation: Duration,
+    /// Attempts per call (1 = no retry). Throttles are retried too, with the SDK's backoff.
+    pub max_attempts: u32,
+    pub max_backoff: Duration,
+    /// A whole HTTP request (create-order answers 503 "retry" past it).
+    pub request: Duration,
+}
+
+impl SdkBudget {
+    pub fn for_function(function: &str) -> SdkBudget {
+        let ms = Duration::from_millis;
+        match crate::handlers::trigger_of(function) {
+            // A checkout is at most ~4 sequential calls (freeze, re-split, order put, VOID on
+            // failure); 1.8 s each is far above DynamoDB's single-digit ms, and 5 s for the
+            // request leaves the 10 s Lambda timeout unreached.
+            Some(crate::handlers::Trigger::Http) => SdkBudget {
+                connect: ms(500),
+                attempt: ms(800),
+                operation: ms(1800),
+                max_attempts: 2,
+                max_backoff: ms(200),
+                request: ms(5000),
+            },
+            _ => SdkBudget {
+                connect: ms(2000),
+                attempt: ms(3000),
+                operation: ms(8000),
+                max_attempts: 4,
+                max_backoff: ms(2000),
+                request: ms(9000),
+            },
+        }
+    }
+
+    /// Every duration times `f` (the local emulator serialises DynamoDB requests and is far
+    /// slower than AWS under load: `HOLDFAST_SDK_TIMEOUT_SCALE`).
+    pub fn scaled(self, f: f64) -> SdkBudget {
+        let m = |d: Duration| d.mul_f64(f.max(0.01));
+        SdkBudget {
+            connect: m(self.connect),
+            attempt: m(self.attempt),
+            operation: m(self.operation),
+            max_backoff: m(self.max_backoff),
+            request: m(self.request),
+            ..self
+        }
+    }
+
+    /// `sdk` with these timeouts and the standard retry mode bounded to `max_attempts`.
+    pub fn apply(&self, sdk: &aws_config::SdkConfig) -> aws_config::SdkConfig {
+        let timeouts = aws_config::timeout::TimeoutConfig::builder()
+            .connect_timeout(self.connect)
+            .operation_attempt_timeout(self.attempt)
+            .operation_timeout(self.operation)
+            .build();
+        let retry = aws_config::retry::RetryConfig::standard()
+            .with_max_attempts(self.max_attempts)
+            .with_initial_backoff(Duration::from_millis(20))
+            .with_max_backoff(self.max_backoff);
+        sdk.to_builder().timeout_config(timeouts).retry_config(retry).build()
+    }
 }
 
 impl App {
@@ -31,16 +111,20 @@ impl App {
     }
 
     pub fn with_aws(function: &str, config: Config, sdk: &aws_config::SdkConfig) -> anyhow::Result<App> {
+        let budget = SdkBudget::for_function(function).scaled(config.sdk_timeout_scale);
+        let sdk = &budget.apply(sdk);
         let ddb = aws_sdk_dynamodb::Client::new(sdk);
         let stock = Arc::new(DynamoStock::new(ddb.clone(), config.stock_table.clone()));
-        let orders = Arc::new(DynamoOrders::new(ddb, config.order_table.clone()));
+        let orders = Arc::new(DynamoOrders::new(ddb.clone(), config.order_table.clone()));
+        let sweep = Arc::new(DynamoSweep::new(ddb.clone(), config.stock_table.clone(), config.order_table.clone()));
         let messages = Arc::new(SqsMessages::new(
             aws_sdk_sqs::Client::new(sdk),
             config.payment_timeout_queue_url.clone(),
             config.reservation_check_queue_url.clone(),
+            config.reconcile_work_queue_url.clone(),
         ));
         let bus = Arc::new(EventBridgeBus::new(aws_sdk_eventbridge::Client::new(sdk), config.event_bus_name.clone()));
-        Self::with_ports(function, config, stock, orders, messages, bus)
+        Ok(Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep))
     }
 
     pub fn with_ports(
@@ -52,7 +136,11 @@ impl App {
         bus: Arc<dyn EventBus>,
     ) -> anyhow::Result<App> {
         let faults = Faults::parse(&config.faults)?;
+        let budget = SdkBudget::for_function(function).scaled(config.sdk_timeout_scale);
+        let sweep = Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::ZERO));
         Ok(App {
+            budget,
+            sweep,
             function: function.to_owned(),
             config,
             stock,
@@ -62,6 +150,11 @@ impl App {
             faults,
             caches: Caches::default(),
         })
+    }
+
+    /// The same app reading the sweep's indexes through `sweep`.
+    pub fn with_sweep(self, sweep: Arc<dyn SweepIndex>) -> App {
+        App { sweep, ..self }
     }
 
     pub fn count(&self, metric: &str, n: u64) {

@@ -8,6 +8,8 @@ pub struct Config {
     pub order_table: String,
     pub payment_timeout_queue_url: String,
     pub reservation_check_queue_url: String,
+    /// The reconcile sweep's work items (fan-out from the schedule to the workers).
+    pub reconcile_work_queue_url: String,
     pub event_bus_name: String,
     pub payment_ttl_s: i64,
     pub reservation_check_delay_s: i64,
@@ -26,6 +28,9 @@ pub struct Config {
     pub webhook_secret: String,
     pub faults: String,
     pub max_body_bytes: usize,
+    /// Multiplies every SDK timeout of [`crate::app::SdkBudget`] (1 in AWS; the local stack
+    /// raises it for the serialising emulator).
+    pub sdk_timeout_scale: f64,
     /// Event kinds publish-events puts on the bus. `OrderCreated` is off by default: nothing in
     /// the stack consumes it, and EventBridge bills every event.
     pub publish_events: Vec<crate::domain::events::EventKind>,
@@ -67,10 +72,15 @@ impl Config {
             order_table: s("ORDER_TABLE"),
             payment_timeout_queue_url: s("PAYMENT_TIMEOUT_QUEUE_URL"),
             reservation_check_queue_url: s("RESERVATION_CHECK_QUEUE_URL"),
+            reconcile_work_queue_url: s("RECONCILE_WORK_QUEUE_URL"),
             event_bus_name: s("EVENT_BUS_NAME"),
             payment_ttl_s: parse(get, "HOLDFAST_PAYMENT_TTL_SECONDS", 900)?,
             reservation_check_delay_s: parse(get, "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", 300)?,
-            reconcile_interval_s: parse(get, "HOLDFAST_RECONCILE_INTERVAL_SECONDS", 600)?,
+            // Seconds (the local runner) win over minutes (the template's schedule parameter).
+            reconcile_interval_s: match get("HOLDFAST_RECONCILE_INTERVAL_SECONDS").filter(|v| !v.is_empty()) {
+                Some(_) => parse(get, "HOLDFAST_RECONCILE_INTERVAL_SECONDS", 600)?,
+                None => parse::<i64>(get, "HOLDFAST_RECONCILE_INTERVAL_MINUTES", 10)?.saturating_mul(60),
+            },
             stale_lock_s: parse(get, "HOLDFAST_STALE_LOCK_SECONDS", 600)?,
             soldout_cache_ms: parse(get, "HOLDFAST_SOLDOUT_CACHE_MS", 1000)?,
             sku_cache_ms: parse(get, "HOLDFAST_SKU_CACHE_MS", 5000)?,
@@ -79,6 +89,7 @@ impl Config {
             webhook_secret: get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default(),
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
+            sdk_timeout_scale: parse(get, "HOLDFAST_SDK_TIMEOUT_SCALE", 1.0)?,
             publish_events: match get("HOLDFAST_PUBLISH_EVENTS").filter(|v| !v.is_empty()) {
                 None => DEFAULT_PUBLISHED.to_vec(),
                 Some(list) => list

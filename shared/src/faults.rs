@@ -19,6 +19,8 @@ pub const PUBLISH_EVENTS_DROP: &str = "publish-events.drop";
 pub const PUBLISH_EVENTS_CRASH: &str = "publish-events.crash";
 pub const PAYMENT_TIMEOUT_CRASH: &str = "payment-timeout.crash";
 pub const RECONCILE_CRASH: &str = "reconcile.crash";
+/// A reconcile worker dies half-way through a page of stale locks (the item is redelivered).
+pub const RECONCILE_WORKER_CRASH: &str = "reconcile-worker.crash-mid-page";
 
 /// Every known point; parsing refuses others so a typo in a test cannot silently do nothing.
 pub const ALL: &[&str] = &[
@@ -34,6 +36,7 @@ pub const ALL: &[&str] = &[
     PUBLISH_EVENTS_DROP,
     PUBLISH_EVENTS_CRASH,
     RECONCILE_CRASH,
+    RECONCILE_WORKER_CRASH,
 ];
 
 #[derive(Debug, Default)]

@@ -40,12 +40,13 @@ pub enum Code {
     TooManyPendingOrders,
     CampaignLockedField,
     InjectedCrash,
+    Busy,
     TemporarilyUnavailable,
     CheckoutAborted,
 }
 
 impl Code {
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 28] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -71,6 +72,7 @@ impl Code {
         Code::TooManyPendingOrders,
         Code::CampaignLockedField,
         Code::InjectedCrash,
+        Code::Busy,
         Code::TemporarilyUnavailable,
         Code::CheckoutAborted,
     ];
@@ -103,6 +105,7 @@ impl Code {
             Code::TooManyPendingOrders => (409, "too_many_pending_orders", "Too many pending orders"),
             Code::CampaignLockedField => (409, "campaign_locked_field", "Field fixed at creation"),
             Code::InjectedCrash => (500, "injected_crash", "Injected crash"),
+            Code::Busy => (429, "busy", "Busy, retry shortly"),
             Code::TemporarilyUnavailable => (503, "temporarily_unavailable", "Temporarily unavailable, retry"),
             Code::CheckoutAborted => (503, "checkout_aborted", "Checkout aborted"),
         }
@@ -128,6 +131,8 @@ pub struct Problem {
     pub sku: Option<String>,
     /// The campaign the problem is about, when there is one.
     pub campaign_id: Option<String>,
+    /// Seconds after which a retry should succeed; also sent as `Retry-After`.
+    pub retry_after: Option<u64>,
     /// Where in the request the problem is: a body field (`items[2].quantity`), a path
     /// parameter, a query parameter or a header.
     pub field: Option<String>,
@@ -149,11 +154,14 @@ pub struct ProblemBody {
     pub campaign_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// Seconds after which a retry should succeed (also the `Retry-After` header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
 }
 
 impl Problem {
     pub fn new(code: Code, detail: impl Into<String>) -> Self {
-        Problem { code, detail: detail.into(), sku: None, campaign_id: None, field: None }
+        Problem { code, detail: detail.into(), sku: None, campaign_id: None, field: None, retry_after: None }
     }
 
     pub fn status(&self) -> u16 {
@@ -167,6 +175,11 @@ impl Problem {
 
     pub fn campaign(mut self, campaign_id: impl Into<String>) -> Self {
         self.campaign_id = Some(campaign_id.into());
+        self
+    }
+
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
         self
     }
 
@@ -204,12 +217,33 @@ impl Problem {
             sku: self.sku,
             campaign_id: self.campaign_id,
             field: self.field,
+            retry_after: self.retry_after,
         }
     }
 
     pub fn into_response(self) -> Response {
         let status = self.status();
-        respond(status, "application/problem+json", to_json(&self.body()))
+        let retry_after = self.retry_after;
+        let mut r = respond(status, "application/problem+json", to_json(&self.body()));
+        if let Some(s) = retry_after {
+            r.headers.insert(http::header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        r
+    }
+
+    /// 429 `busy`: the store is throttling (a hot SKU past its partitions' limits); the same
+    /// request succeeds a moment later. `retry_after` is also sent as the `Retry-After` header.
+    pub fn busy() -> Self {
+        Self::new(Code::Busy, "the stock store is at capacity for this SKU; retry after a moment").retry_after(1)
+    }
+
+    /// A dependency failure: [`Problem::busy`] when the store throttled, else the generic 503.
+    pub fn from_store(e: anyhow::Error) -> Self {
+        if crate::ports::is_throttled(&e) {
+            tracing::warn!(error = format!("{e:#}"), "throttled");
+            return Self::busy();
+        }
+        Self::from(e)
     }
 }
 

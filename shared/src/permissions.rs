@@ -49,10 +49,12 @@ pub enum Resource {
     EventBus,
     /// The on-failure destination of publish-events' stream source.
     PublishEventsFailureQueue,
+    /// The reconcile sweep's work items.
+    ReconcileWorkQueue,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 8] = [
+    pub const ALL: [Resource; 9] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -61,6 +63,7 @@ impl Resource {
         Resource::ReservationCheckQueue,
         Resource::EventBus,
         Resource::PublishEventsFailureQueue,
+        Resource::ReconcileWorkQueue,
     ];
 
     /// The template's logical id of the resource (for indexes: of their table).
@@ -72,6 +75,7 @@ impl Resource {
             Resource::ReservationCheckQueue => "ReservationCheckQueue",
             Resource::EventBus => "EventBus",
             Resource::PublishEventsFailureQueue => "PublishEventsFailureQueue",
+            Resource::ReconcileWorkQueue => "ReconcileWorkQueue",
         }
     }
 
@@ -81,9 +85,10 @@ impl Resource {
             Resource::StockTable | Resource::StockTableIndexes | Resource::OrderTable | Resource::OrderTableIndexes => {
                 "AWS::DynamoDB::Table"
             }
-            Resource::PaymentTimeoutQueue | Resource::ReservationCheckQueue | Resource::PublishEventsFailureQueue => {
-                "AWS::SQS::Queue"
-            }
+            Resource::PaymentTimeoutQueue
+            | Resource::ReservationCheckQueue
+            | Resource::PublishEventsFailureQueue
+            | Resource::ReconcileWorkQueue => "AWS::SQS::Queue",
             Resource::EventBus => "AWS::Events::EventBus",
         }
     }
@@ -103,6 +108,7 @@ impl Resource {
             Resource::ReservationCheckQueue => Some("RESERVATION_CHECK_QUEUE_URL"),
             Resource::EventBus => Some("EVENT_BUS_NAME"),
             Resource::PublishEventsFailureQueue => None,
+            Resource::ReconcileWorkQueue => Some("RECONCILE_WORK_QUEUE_URL"),
         }
     }
 }
@@ -213,6 +219,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:UpdateItem", StockTable),
             // retake → OversellDetected
             ("events:PutEvents", EventBus),
+            // cross_check: the order's status must agree with the event (security review V4)
+            ("dynamodb:GetItem", OrderTable),
         ],
     ),
     (
@@ -243,22 +251,31 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
     (
         "reconcile",
         &[
-            // get_reservations, check_all_skus → get_skus + read_shards
+            // reconcile::seed: one sweep's work items
+            ("sqs:SendMessage", ReconcileWorkQueue),
+        ],
+    ),
+    (
+        "reconcile-worker",
+        &[
+            // stale_locks → get_reservations; settled → get_skus + read_shards
             ("dynamodb:BatchGetItem", StockTable),
             // resolve_frozen(sweep = true) → release / confirm → get_reservation
             ("dynamodb:GetItem", StockTable),
             // move_lock, retake, mark_oversold
             ("dynamodb:UpdateItem", StockTable),
-            // frozen_before (frozen-by-age), list_skus (skus)
+            // DynamoSweep: frozen_page (frozen-by-age), skus_page (skus)
             ("dynamodb:Query", StockTableIndexes),
             // resolve_frozen / overdue orders → orders.get
             ("dynamodb:GetItem", OrderTable),
             // put_void (fence), expire → replace
             ("dynamodb:PutItem", OrderTable),
-            // pending_due (pending-by-deadline)
+            // DynamoSweep::pending_page (pending-by-deadline)
             ("dynamodb:Query", OrderTableIndexes),
             // confirm → retake → OversellDetected
             ("events:PutEvents", EventBus),
+            // the rest of an item past its budget, sent back with its cursor
+            ("sqs:SendMessage", ReconcileWorkQueue),
         ],
     ),
 ];
@@ -277,6 +294,8 @@ pub const ENV: &[(&str, &[&str])] = &[
             // orders::create: the order's deadline and the orphan check's delay
             "HOLDFAST_PAYMENT_TTL_SECONDS",
             "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
+            // the anti-hoarding cap charged in the freeze
+            "HOLDFAST_MAX_PENDING_PER_USER",
         ],
     ),
     ("orders-api", &["ORDER_TABLE"]),
@@ -284,13 +303,27 @@ pub const ENV: &[(&str, &[&str])] = &[
     ("payment-callback", &["ORDER_TABLE", "PAYMENT_WEBHOOK_SECRET"]),
     // default ttl_seconds of a hold
     ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
-    ("stock-api", &["STOCK_TABLE"]),
+    // public views' cache lifetime; the cap the eligibility check reports
+    ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
-    ("stock-events", &["STOCK_TABLE", "EVENT_BUS_NAME"]),
+    ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
     ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),
     ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
     // the sweep's age threshold
-    ("reconcile", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME", "HOLDFAST_STALE_LOCK_SECONDS"]),
+    ("reconcile", &["RECONCILE_WORK_QUEUE_URL", "HOLDFAST_STALE_LOCK_SECONDS"]),
+    // the interval tells a worker when its sweep has fallen behind
+    (
+        "reconcile-worker",
+        &[
+            "STOCK_TABLE",
+            "ORDER_TABLE",
+            "EVENT_BUS_NAME",
+            "RECONCILE_WORK_QUEUE_URL",
+            "HOLDFAST_STALE_LOCK_SECONDS",
+            "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
+            "HOLDFAST_RECONCILE_INTERVAL_MINUTES",
+        ],
+    ),
 ];
 
 /// Variables `Config` (or the log setup) reads whose defaults are the production values, or
@@ -301,6 +334,8 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_SOLDOUT_CACHE_MS",
     "HOLDFAST_SKU_CACHE_MS",
     "HOLDFAST_MAX_BODY_BYTES",
+    // SDK timeouts' multiplier (1 in AWS; the local stack raises it for the emulator)
+    "HOLDFAST_SDK_TIMEOUT_SCALE",
     // local runner only: the schedule's interval (the template's rate() expression says it)
     "HOLDFAST_RECONCILE_INTERVAL_SECONDS",
     // local/test builds only (DESIGN §6)

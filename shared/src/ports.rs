@@ -238,6 +238,61 @@ pub enum Message {
     PaymentTimeout { schema: u32, order_id: String, due_at: i64 },
     /// Check this reservation at `due_at`: orphan freeze (no order) or expired external hold.
     ReservationCheck { schema: u32, reservation_id: String, kind: ReservationKind, due_at: i64 },
+    /// One unit of a reconcile sweep that started at `sweep_ms` (its own queue).
+    ReconcileWork { schema: u32, sweep_ms: i64, item: WorkItem },
+}
+
+/// One unit of the reconcile sweep (docs/runbook.md, "Reconcile"). The schedule seeds one item
+/// per index bucket and kind, and one for the SKU list; a worker pages through its item inside
+/// its time budget and sends what is left back as the same kind with a cursor. A new kind
+/// (say, per-campaign quotas) is one more variant here and one more arm in
+/// `service::reconcile::work`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", deny_unknown_fields)]
+pub enum WorkItem {
+    /// FROZEN locks of one `frozen-by-age` bucket created before `before_ms`: resolve each by
+    /// its order (fence + release, confirm, or leave).
+    StaleLocks { bucket: u32, before_ms: i64, cursor: Option<String> },
+    /// PENDING orders of one `pending-by-deadline` bucket due before `before_s`: expire.
+    OverdueOrders { bucket: u32, before_s: i64, cursor: Option<String> },
+    /// Per-SKU invariant 1 (identity, no negative counter) over SKUs after `cursor`.
+    SkuInvariants { cursor: Option<String> },
+    /// `locked = Σ FROZEN` per SKU: needs every FROZEN lock, so it runs only while the index
+    /// holds few enough to read in one budget, and says so in a metric when it cannot.
+    LockedTotals {},
+    /// The campaign identity `quota = available + locked + sold` of every campaign item.
+    CampaignQuotas {},
+}
+
+/// One page of a sparse index; `next` resumes after it (`None`: the index is done).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next: Option<String>,
+}
+
+/// Paged reads of the sparse indexes for the reconcile sweep: no call reads a whole index.
+/// Like a GSI, an answer may be slightly stale; the sweep re-reads every item it acts on.
+#[async_trait]
+pub trait SweepIndex: Send + Sync {
+    /// FROZEN reservations of `bucket` created before `before_ms`, at most `limit`.
+    async fn frozen_page(
+        &self,
+        bucket: u32,
+        before_ms: i64,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<Page<ReservationId>>;
+    /// PENDING_PAYMENT orders of `bucket` whose deadline is before `before_s`.
+    async fn pending_page(
+        &self,
+        bucket: u32,
+        before_s: i64,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<Page<OrderId>>;
+    /// SKUs in index order.
+    async fn skus_page(&self, cursor: Option<&str>, limit: usize) -> anyhow::Result<Page<Sku>>;
 }
 
 /// Longest delay SQS allows on one message; longer waits re-arm (DESIGN §4.6).
@@ -253,4 +308,17 @@ pub trait Messages: Send + Sync {
 pub trait EventBus: Send + Sync {
     /// Publishes the events; the result says, per event, whether it was accepted.
     async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>>;
+}
+
+/// Marker error: the store refused the request for capacity (DynamoDB throttling: a hot
+/// partition, or the table's or account's request limits) after the path's bounded SDK
+/// retries. Adapters return it inside the `anyhow::Error`; the HTTP edge downcasts it and
+/// answers 429 `busy` with `Retry-After`, because a retry a moment later is the remedy.
+#[derive(Debug, thiserror::Error)]
+#[error("throttled: {0}")]
+pub struct Throttled(pub String);
+
+/// Whether `e` (or anything in its chain) is a [`Throttled`].
+pub fn is_throttled(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<Throttled>().is_some())
 }

@@ -24,6 +24,12 @@ pub mod names {
     pub const PAYMENT_AMOUNT_MISMATCH: &str = "PaymentAmountMismatch";
     pub const REFUNDS_REQUESTED: &str = "RefundsRequested";
     pub const REJECTED_MESSAGES: &str = "RejectedMessages";
+    /// A checkout answered 429 `busy` because DynamoDB throttled (hot shard or table limits).
+    pub const THROTTLED: &str = "Throttled";
+    /// A checkout ran out of its time budget (a hung or slow dependency) and answered 503.
+    pub const CHECKOUT_BUDGET_EXCEEDED: &str = "CheckoutBudgetExceeded";
+    /// A reconcile work item could not finish inside its time budget (continued later).
+    pub const SWEEP_INCOMPLETE: &str = "ReconcileSweepIncomplete";
 }
 
 fn counters() -> &'static Mutex<BTreeMap<String, u64>> {

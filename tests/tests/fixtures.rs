@@ -105,6 +105,7 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
                         let right_kind = match msg {
                             Message::PaymentTimeout { .. } => function == "payment-timeout",
                             Message::ReservationCheck { .. } => function == "reservation-check",
+                            Message::ReconcileWork { .. } => function == "reconcile-worker",
                         };
                         assert!(right_kind, "events/{name}: {function} would reject a {msg:?}");
                     }
@@ -172,8 +173,8 @@ fn the_stream_sample_announces_one_order_paid_which_is_the_stock_events_sample()
     let r = &ev.records[0];
     assert_eq!(r.event_name, "MODIFY");
     // Both images are exactly what the order adapter writes for the order they decode to.
-    for (which, image) in [("OldImage", &r.dynamodb.old_image), ("NewImage", &r.dynamodb.new_image)] {
-        let item = holdfast::adapters::dynamo::json::item_from_json(image.as_ref().unwrap()).unwrap();
+    for (which, image) in [("OldImage", &r.change.old_image), ("NewImage", &r.change.new_image)] {
+        let item = holdfast::handlers::stream::image(image).unwrap();
         let holdfast::domain::order::OrderRecord::Order(order) =
             holdfast::adapters::dynamo::orders::decode_record(&item).unwrap()
         else {

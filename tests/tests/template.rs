@@ -41,11 +41,41 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
     let auth = |k: &str| routes.iter().find(|(r, _, _)| r == k).map(|(_, _, a)| a.clone()).unwrap();
     assert_eq!(auth("GET /skus/{sku}"), Auth::Public);
     assert_eq!(auth("POST /payments/callback"), Auth::Public);
-    assert_eq!(auth("POST /orders"), Auth::Jwt { scopes: vec![] });
-    assert_eq!(auth("PUT /admin/skus/{sku}"), Auth::Jwt { scopes: vec!["stock:admin".into()] });
-    assert_eq!(auth("POST /reservations"), Auth::Jwt { scopes: vec!["reservations:write".into()] });
+    // Every protected route, with the scope it needs (security review V6, V8).
+    let jwt = |s: &str| Auth::Jwt { scopes: vec![s.to_owned()] };
+    for (route, scope) in [
+        ("POST /orders", "orders:write"),
+        ("GET /orders", "orders:read"),
+        ("GET /orders/{order_id}", "orders:read"),
+        ("POST /orders/{order_id}/cancel", "orders:write"),
+        ("PUT /admin/skus/{sku}", "stock:admin"),
+        ("POST /admin/skus/{sku}/adjustments", "stock:admin"),
+        ("POST /admin/skus/{sku}/pause", "stock:admin"),
+        ("POST /admin/skus/{sku}/resume", "stock:admin"),
+        ("PUT /admin/campaigns/{campaign_id}", "stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/adjustments", "stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/pause", "stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/resume", "stock:admin"),
+        ("GET /skus/{sku}/availability/me", "orders:read"),
+        ("POST /reservations", "reservations:write"),
+        ("POST /reservations/{order_id}/confirm", "reservations:write"),
+        ("POST /reservations/{order_id}/release", "reservations:write"),
+    ] {
+        assert_eq!(auth(route), jwt(scope), "{route}");
+    }
+    let public: Vec<_> = routes.iter().filter(|(_, _, a)| *a == Auth::Public).map(|(r, _, _)| r.as_str()).collect();
+    assert_eq!(
+        public,
+        vec![
+            "POST /payments/callback",
+            "GET /skus/{sku}",
+            "GET /skus/{sku}/availability",
+            "GET /campaigns/{campaign_id}"
+        ],
+        "no other route is public"
+    );
     let queues: Vec<_> = t.queues.iter().filter(|q| q.redrive.is_some()).map(|q| q.logical_id.as_str()).collect();
-    assert_eq!(queues.len(), 3, "{queues:?}");
+    assert_eq!(queues.len(), 4, "{queues:?}");
     let stream = t.function("publish-events").unwrap().events.iter().find_map(|(_, e)| match e {
         Event::Stream { table, on_failure, .. } => Some((table.clone(), on_failure.clone())),
         _ => None,

@@ -163,7 +163,7 @@ async fn main() -> anyhow::Result<()> {
             async move {
                 let mut rng = fastrand::Rng::with_seed(i as u64);
                 let user = format!("buyer-{i}");
-                let token = stack.token(&user, &[]);
+                let token = stack.user_token(&user);
                 let body = json!({"items": [{"sku": sku, "quantity": 1 + u32::from(rng.f64() < 0.2)}]}).to_string();
                 let key = format!("checkout-{i}");
                 let headers = [("idempotency-key", key.as_str())];

@@ -5,4 +5,5 @@ pub mod dynamo;
 pub mod eventbridge;
 pub mod memory;
 pub mod sqs;
+pub mod sweep;
 pub mod usage;

@@ -1,4 +1,5 @@
-//! Delayed messages over SQS: payment timeouts and reservation checks each have their queue.
+//! Messages over SQS: payment timeouts, reservation checks and reconcile work items each have
+//! their queue.
 
 use crate::ports::{Message, Messages};
 use anyhow::Context;
@@ -10,11 +11,17 @@ pub struct SqsMessages {
     client: Client,
     payment_timeout_url: String,
     reservation_check_url: String,
+    reconcile_work_url: String,
 }
 
 impl SqsMessages {
-    pub fn new(client: Client, payment_timeout_url: String, reservation_check_url: String) -> Self {
-        Self { client, payment_timeout_url, reservation_check_url }
+    pub fn new(
+        client: Client,
+        payment_timeout_url: String,
+        reservation_check_url: String,
+        reconcile_work_url: String,
+    ) -> Self {
+        Self { client, payment_timeout_url, reservation_check_url, reconcile_work_url }
     }
 }
 
@@ -24,6 +31,7 @@ impl Messages for SqsMessages {
         let url = match msg {
             Message::PaymentTimeout { .. } => &self.payment_timeout_url,
             Message::ReservationCheck { .. } => &self.reservation_check_url,
+            Message::ReconcileWork { .. } => &self.reconcile_work_url,
         };
         let _span = super::usage::call("sqs:SendMessage");
         self.client

@@ -176,10 +176,11 @@ fn availability() {}
         ("campaign_id" = Option<String>, Query, description = "Check the purchase under this campaign",
          pattern = "^[A-Za-z0-9._-]{1,64}$"),
     ),
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The answer for the caller", body = Availability),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 404, description = "Unknown SKU or campaign", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 422, description = "Invalid quantity or campaign_id, or the campaign does not sell the SKU",
@@ -269,13 +270,14 @@ fn get_campaign() {}
     params(("Idempotency-Key" = String, Header, description = "One per checkout; a retry sends the same key",
             pattern = "^[!-~]{1,128}$")),
     request_body = CreateOrderRequest,
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:write"])),
     responses(
         (status = 201, description = "Order created (or, with header Idempotent-Replayed, the same order again)",
          body = OrderView),
         (status = 400, description = "Not JSON, or no Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 409, description = "insufficient_stock, purchase_limit_exceeded, stock_too_fragmented, \
                                       reservation_expired, too_many_pending_orders, or a campaign's \
                                       campaign_quota_exhausted, sale_not_started, sale_ended, sale_paused",
@@ -283,6 +285,8 @@ fn get_campaign() {}
         (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Invalid body, unknown SKU or campaign, SKU not in the campaign, or \
                                       Idempotency-Key reused with another body",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 429, description = "busy: the store is throttling this SKU; retry after Retry-After seconds",
          body = ProblemBody, content_type = "application/problem+json"),
         (status = 503, description = "Retry with the same Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),
@@ -294,10 +298,11 @@ fn create_order() {}
         ("limit" = Option<u32>, Query, description = "Page size, default 20", minimum = 1, maximum = 100),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
     ),
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The caller's orders, newest first", body = OrderList),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 422, description = "Invalid limit or cursor", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
@@ -306,10 +311,11 @@ fn list_orders() {}
 
 #[utoipa::path(get, path = "/orders/{order_id}", tag = "orders", operation_id = "getOrder",
     params(("order_id" = String, Path)),
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The order", body = OrderView),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 404, description = "No such order of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
@@ -318,10 +324,11 @@ fn get_order() {}
 
 #[utoipa::path(post, path = "/orders/{order_id}/cancel", tag = "orders", operation_id = "cancelOrder",
     params(("order_id" = String, Path)),
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:write"])),
     responses(
         (status = 200, description = "Cancelled (or already cancelled); its stock is released", body = OrderView),
         (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 404, description = "No such order of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not pending payment", body = ProblemBody,
@@ -361,6 +368,8 @@ fn payment_callback() {}
          body = ProblemBody, content_type = "application/problem+json"),
         (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Invalid body, unknown SKU, or order_id reused with another body",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 429, description = "busy: the store is throttling this SKU; retry after Retry-After seconds",
          body = ProblemBody, content_type = "application/problem+json"),
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]

@@ -1,4 +1,4 @@
-//! Campaigns (docs/architecture.md, "Campaigns"): a sale window over some SKUs, each with its
+//! Campaigns (docs/campaigns.md): a sale window over some SKUs, each with its
 //! own quota, price and per-user limit, drawn from the SKU's product stock.
 //!
 //! The quota is sharded like SKU stock. Every quota shard carries a copy of the window and the

@@ -1,4 +1,4 @@
-//! The writes of a lock move, planned once for every backend (docs/architecture.md, "Freeze").
+//! The writes of a lock move, planned once for every backend (docs/campaigns.md, "One plan for every backend").
 //!
 //! A freeze, confirm, release or retake is one transaction. Which items it touches, what each
 //! one does and under which condition is decided here, purely, from the reservation: the

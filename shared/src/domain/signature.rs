@@ -50,7 +50,8 @@ pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), 
     if sigs.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    if (now - t).abs() > TOLERANCE_SECONDS {
+    // abs_diff: `now - t` overflows for a `t` near i64::MIN (and wrapped past the check in release).
+    if now.abs_diff(t) > TOLERANCE_SECONDS as u64 {
         return Err(SignatureError::Stale);
     }
     let expected = mac(secret, t, body).finalize().into_bytes();
@@ -96,5 +97,13 @@ mod tests {
     fn a_timestamp_that_was_not_signed_does_not_verify() {
         let h = sign(K, 1000, b"{}").replace("t=1000", "t=1001");
         assert_eq!(verify(K, &h, b"{}", 1000), Err(SignatureError::Mismatch));
+    }
+
+    #[test]
+    fn extreme_timestamps_are_stale_not_a_panic_or_a_pass() {
+        for t in [i64::MIN, i64::MIN + 1, i64::MAX, 1000 + i64::MIN] {
+            let h = format!("t={t},v1=00");
+            assert_eq!(verify(K, &h, b"{}", 1000), Err(SignatureError::Stale), "{t}");
+        }
     }
 }

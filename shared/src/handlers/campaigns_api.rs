@@ -1,4 +1,4 @@
-//! The campaign and sale-control routes of stock-api (docs/architecture.md, "Campaigns"):
+//! The campaign and sale-control routes of stock-api (docs/campaigns.md):
 //! admin writes (strongly consistent), public views and the eligibility check (eventually
 //! consistent, cached per warm Lambda for `HOLDFAST_PUBLIC_CACHE_MS`, sent with
 //! `Cache-Control: max-age`).

@@ -45,6 +45,6 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
             "you have the most unpaid checkouts allowed; pay or cancel one first",
         ),
         FreezeError::Contention => Problem::internal("contention on the SKU; retry"),
-        FreezeError::Store(e) => Problem::from(e),
+        FreezeError::Store(e) => Problem::from_store(e),
     }
 }

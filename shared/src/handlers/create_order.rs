@@ -2,15 +2,16 @@
 
 use super::common::freeze_problem;
 use crate::api::orders::{CreateOrderRequest, OrderView};
-use crate::api::{Auth, Route};
+use crate::api::{Auth, Route, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::IdempotencyKey;
 use crate::http::{self, finish, json_response, subject, typed_body, Code, Problem, Request, Response};
 use crate::service::orders::{self, CreateError};
+use crate::telemetry::names;
 use ::http::header::HeaderValue;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
-pub const ROUTES: &[Route] = &[Route::new("POST /orders", Auth::User)];
+pub const ROUTES: &[Route] = &[Route::new("POST /orders", Auth::Scope(SCOPE_ORDERS_WRITE))];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
@@ -40,7 +41,7 @@ fn create_problem(e: CreateError) -> Problem {
                 "the order could not be written and its stock was released; start a new checkout with a new Idempotency-Key",
             )
         }
-        CreateError::Store(e) => Problem::from(e),
+        CreateError::Store(e) => Problem::from_store(e),
     }
 }
 
@@ -53,8 +54,24 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
         .and_then(|k| {
             IdempotencyKey::parse(k).map_err(|e| Problem::validation(e.to_string()).field("Idempotency-Key"))
         })?;
-    let body: CreateOrderRequest = typed_body(req, app.config.max_body_bytes)?;
-    let (order, replayed) = orders::create(app, &user, &key, body.items).await.map_err(create_problem)?;
+    let lines = typed_body::<CreateOrderRequest>(req, app.config.max_body_bytes)?.items;
+    // The whole checkout has one budget (app.budget.request): a hung dependency gets a quick
+    // 503 "retry with the same key" instead of holding the caller until the Lambda timeout.
+    // Dropping the use case mid-way is a crash at that point, which the fence and the
+    // reservation check already cover.
+    let created = match tokio::time::timeout(app.budget.request, orders::create(app, &user, &key, lines)).await {
+        Ok(r) => r,
+        Err(_) => {
+            app.count(names::CHECKOUT_BUDGET_EXCEEDED, 1);
+            tracing::error!(budget_ms = app.budget.request.as_millis() as u64, "checkout ran out of its time budget");
+            return Err(Problem::internal("a dependency is slow; retry with the same Idempotency-Key").retry_after(1));
+        }
+    };
+    let (order, replayed) = created.map_err(create_problem).inspect_err(|p| {
+        if p.code == Code::Busy {
+            app.count(names::THROTTLED, 1);
+        }
+    })?;
     // A replay answers exactly as the first request did.
     let mut r = json_response(201, &OrderView::from(&order));
     if replayed {

@@ -12,6 +12,7 @@ pub mod payment_callback;
 pub mod payment_timeout;
 pub mod publish_events;
 pub mod reconcile;
+pub mod reconcile_worker;
 pub mod reservation_check;
 pub mod reservations;
 pub mod sqs;
@@ -50,6 +51,7 @@ pub const FUNCTIONS: &[(&str, Trigger)] = &[
     ("payment-timeout", Trigger::Sqs),
     ("reservation-check", Trigger::Sqs),
     ("reconcile", Trigger::Schedule),
+    ("reconcile-worker", Trigger::Sqs),
 ];
 
 /// HTTP routes per function, from each handler module.
@@ -82,6 +84,7 @@ pub async fn sqs(name: &str, app: &App, ev: SqsEvent) -> Option<anyhow::Result<S
         "stock-events" => stock_events::handle(app, ev).await,
         "payment-timeout" => payment_timeout::handle(app, ev).await,
         "reservation-check" => reservation_check::handle(app, ev).await,
+        "reconcile-worker" => reconcile_worker::handle(app, ev).await,
         _ => return None,
     })
 }

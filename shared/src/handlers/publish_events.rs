@@ -3,22 +3,21 @@
 //! batch item failure, so the stream source retries from it (later records come again too,
 //! which is harmless: consumers are idempotent).
 
-use super::stream::{StreamBatchResponse, StreamEvent, StreamItemFailure, StreamRecord};
-use crate::adapters::dynamo::{json::item_from_json, orders::decode_record};
+use super::stream::{self, StreamBatchResponse, StreamEvent, StreamItemFailure, StreamRecord};
+use crate::adapters::dynamo::orders::decode_record;
 use crate::app::App;
 use crate::domain::events::{events_for_change, OrderEvent};
 use crate::domain::order::{Order, OrderRecord};
 use crate::faults::{self, InjectedCrash};
-use serde_json::{Map, Value};
+use aws_sdk_dynamodb::types::AttributeValue;
 
 const PUBLISH_ATTEMPTS: u32 = 3;
 
-fn image(m: &Option<Map<String, Value>>) -> anyhow::Result<Option<Order>> {
-    let Some(m) = m else { return Ok(None) };
-    if !m.get("pk").and_then(|p| p.get("S")).and_then(Value::as_str).is_some_and(|p| p.starts_with("ORD#")) {
+fn image(item: &serde_dynamo::Item) -> anyhow::Result<Option<Order>> {
+    let Some(item) = stream::image(item) else { return Ok(None) };
+    if !matches!(item.get("pk"), Some(AttributeValue::S(pk)) if pk.starts_with("ORD#")) {
         return Ok(None);
     }
-    let item = item_from_json(m).ok_or_else(|| anyhow::anyhow!("stream image is not DynamoDB JSON"))?;
     Ok(match decode_record(&item)? {
         OrderRecord::Order(o) => Some(*o),
         OrderRecord::Void => None,
@@ -27,27 +26,32 @@ fn image(m: &Option<Map<String, Value>>) -> anyhow::Result<Option<Order>> {
 
 /// The events one stream record announces.
 pub fn record_events(r: &StreamRecord) -> anyhow::Result<Vec<OrderEvent>> {
-    let old = image(&r.dynamodb.old_image)?;
-    let new = image(&r.dynamodb.new_image)?;
+    let old = image(&r.change.old_image)?;
+    let new = image(&r.change.new_image)?;
     Ok(events_for_change(old.as_ref(), new.as_ref()))
 }
 
 pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchResponse> {
     for (i, r) in ev.records.iter().enumerate() {
         if crate::fault!(app.faults, faults::PUBLISH_EVENTS_DROP) {
-            tracing::warn!(seq = r.dynamodb.sequence_number, "fault injection: stream record dropped");
+            tracing::warn!(seq = stream::sequence_number(r), "fault injection: stream record dropped");
             continue;
         }
         let fail = || StreamBatchResponse {
-            batch_item_failures: vec![StreamItemFailure { item_identifier: r.dynamodb.sequence_number.clone() }],
+            batch_item_failures: vec![StreamItemFailure {
+                item_identifier: Some(stream::sequence_number(r).to_owned()),
+            }],
         };
         let events = match record_events(r) {
             Ok(e) => e.into_iter().filter(|e| app.config.publish_events.contains(&e.kind)).collect::<Vec<_>>(),
             Err(e) => {
-                // An undecodable order image is a bug, not a transient: report it so it is retried
-                // and lands in the on-failure destination instead of vanishing.
+                // An undecodable order image (e.g. a status a newer build wrote during a rolling
+                // deploy): reported as the failed item. The stream source retries it a bounded
+                // number of times (MaximumRetryAttempts, MaximumRecordAgeInSeconds, bisecting
+                // the batch so the records after it flow), then sends its position to the
+                // on-failure queue, whose alarm leads to the replay in docs/runbook.md.
                 tracing::error!(
-                    seq = r.dynamodb.sequence_number,
+                    seq = stream::sequence_number(r),
                     error = format!("{e:#}"),
                     "cannot decode stream record"
                 );
@@ -87,5 +91,5 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
             return Err(InjectedCrash(faults::PUBLISH_EVENTS_CRASH).into());
         }
     }
-    Ok(StreamBatchResponse::default())
+    Ok(StreamBatchResponse { batch_item_failures: Vec::new() })
 }

@@ -1,4 +1,5 @@
-//! reconcile: the scheduled sweep (DESIGN §5).
+//! reconcile: the scheduled sweep (DESIGN §5). The schedule only seeds the sweep's work items
+//! onto the work queue; `reconcile-worker` does the work (docs/runbook.md, "Reconcile").
 
 use crate::app::App;
 use crate::faults::{self, InjectedCrash};
@@ -8,6 +9,6 @@ pub async fn handle(app: &App, _ev: serde_json::Value) -> anyhow::Result<serde_j
     if crate::fault!(app.faults, faults::RECONCILE_CRASH) {
         return Err(InjectedCrash(faults::RECONCILE_CRASH).into());
     }
-    let report = reconcile::run(app).await?;
-    Ok(serde_json::to_value(report)?)
+    let items = reconcile::seed(app).await?;
+    Ok(serde_json::json!({ "items_seeded": items }))
 }

@@ -70,7 +70,8 @@ pub fn parse_message(m: &SqsMessage) -> anyhow::Result<crate::ports::Message> {
         serde_json::from_str(body).map_err(|e| anyhow::anyhow!("rejected message: {e}"))?;
     let schema = match &msg {
         crate::ports::Message::PaymentTimeout { schema, .. }
-        | crate::ports::Message::ReservationCheck { schema, .. } => *schema,
+        | crate::ports::Message::ReservationCheck { schema, .. }
+        | crate::ports::Message::ReconcileWork { schema, .. } => *schema,
     };
     if schema != 1 {
         anyhow::bail!("rejected message: unknown schema {schema}");

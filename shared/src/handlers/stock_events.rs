@@ -6,6 +6,7 @@
 use super::sqs::{each, ConsumerFaults, Handled};
 use crate::app::App;
 use crate::domain::events::{EventDetail, EventKind, SCHEMA_VERSION, SOURCE};
+use crate::domain::order::OrderRecord;
 use crate::domain::{OrderId, ReservationId};
 use crate::faults;
 use crate::service::stock::{self, LockChange, LockError, OnReleased};
@@ -45,6 +46,31 @@ pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
     }
 }
 
+/// The order's own record must agree with the event before stock moves (security review V4):
+/// a principal that can put events on the bus or send to the queue cannot release a pending
+/// order's stock or sell an unpaid one. The stream publishes after the order write, so a
+/// consistent read sees at least the state the event announces. A disagreeing event is
+/// refused: it goes to the DLQ, whose alarm a person acts on.
+async fn cross_check(app: &App, action: &StockAction) -> anyhow::Result<()> {
+    let (id, confirm) = match action {
+        StockAction::Confirm(id) => (id, true),
+        StockAction::Release(id) => (id, false),
+    };
+    let Some(order_id) = id.order_id() else { anyhow::bail!("rejected event: {id} is not an order's reservation") };
+    let agrees = match app.orders.get(&order_id).await? {
+        Some(OrderRecord::Order(o)) if confirm => o.status.is_paid_or_later(),
+        Some(OrderRecord::Order(o)) => o.status.is_closed_unpaid(),
+        Some(OrderRecord::Void) => !confirm,
+        None => false,
+    };
+    if !agrees {
+        app.count(names::REJECTED_MESSAGES, 1);
+        tracing::error!(order_id = %order_id, ?action, "event disagrees with the order's status; refused");
+        anyhow::bail!("rejected event: order {order_id} does not say {action:?}");
+    }
+    Ok(())
+}
+
 pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
     each(&app.function, ev, || ConsumerFaults {
         drop: crate::fault!(app.faults, faults::STOCK_EVENTS_DROP),
@@ -52,6 +78,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
         fail: crate::fault!(app.faults, faults::STOCK_EVENTS_FAIL),
     }, |m| async move {
         let action = parse_event(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
+        cross_check(app, &action).await?;
         let (id, result) = match &action {
             StockAction::Confirm(id) => (id, stock::confirm(app, id, OnReleased::Retake).await),
             StockAction::Release(id) => (id, stock::release(app, id).await),

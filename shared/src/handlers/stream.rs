@@ -1,51 +1,46 @@
-//! The DynamoDB stream event Lambda delivers (DynamoDB JSON images) and its partial batch
-//! response. Images are converted to SDK attribute values so one decoder serves table reads
-//! and stream records alike.
+//! The DynamoDB stream event Lambda delivers and its partial batch response: the types of
+//! `aws_lambda_events` (images as `serde_dynamo::Item`), converted to SDK attribute values so
+//! one decoder serves table reads and stream records alike.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::HashMap;
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StreamEvent {
-    #[serde(rename = "Records", default)]
-    pub records: Vec<StreamRecord>,
+pub use aws_lambda_events::dynamodb::{Event as StreamEvent, EventRecord as StreamRecord};
+pub use aws_lambda_events::streams::{
+    DynamoDbBatchItemFailure as StreamItemFailure, DynamoDbEventResponse as StreamBatchResponse,
+};
+
+/// A stream image as the item the table adapters decode (`None`: the record has no such image).
+pub fn image(item: &serde_dynamo::Item) -> Option<HashMap<String, AttributeValue>> {
+    (!item.is_empty()).then(|| item.clone().into())
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StreamRecord {
-    #[serde(rename = "eventID", default)]
-    pub event_id: String,
-    #[serde(rename = "eventName")]
-    pub event_name: String,
-    #[serde(rename = "eventSource", default)]
-    pub event_source: String,
-    #[serde(rename = "eventSourceARN", default)]
-    pub event_source_arn: String,
-    pub dynamodb: StreamChange,
+/// The record's sequence number: its item identifier in a partial batch response.
+pub fn sequence_number(r: &StreamRecord) -> &str {
+    r.change.sequence_number.as_deref().unwrap_or_default()
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StreamChange {
-    #[serde(rename = "Keys", default)]
-    pub keys: Map<String, Value>,
-    #[serde(rename = "NewImage", default, skip_serializing_if = "Option::is_none")]
-    pub new_image: Option<Map<String, Value>>,
-    #[serde(rename = "OldImage", default, skip_serializing_if = "Option::is_none")]
-    pub old_image: Option<Map<String, Value>>,
-    #[serde(rename = "SequenceNumber")]
-    pub sequence_number: String,
-    #[serde(rename = "StreamViewType", default)]
-    pub stream_view_type: String,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StreamBatchResponse {
-    #[serde(rename = "batchItemFailures")]
-    pub batch_item_failures: Vec<StreamItemFailure>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StreamItemFailure {
-    #[serde(rename = "itemIdentifier")]
-    pub item_identifier: String,
+    #[test]
+    fn a_lambda_stream_record_decodes_to_sdk_attribute_values() {
+        let ev: StreamEvent = serde_json::from_value(serde_json::json!({"Records": [{
+            "awsRegion": "eu-west-1", "eventID": "1", "eventName": "MODIFY",
+            "dynamodb": {
+                "Keys": {"pk": {"S": "ORD#o1"}},
+                "NewImage": {"pk": {"S": "ORD#o1"}, "v": {"N": "2"}, "l": {"L": [{"BOOL": true}]}},
+                "SequenceNumber": "7", "SizeBytes": 10, "StreamViewType": "NEW_AND_OLD_IMAGES",
+                "ApproximateCreationDateTime": 1_700_000_000.0
+            }
+        }]}))
+        .unwrap();
+        let r = &ev.records[0];
+        assert_eq!(sequence_number(r), "7");
+        let new = image(&r.change.new_image).unwrap();
+        assert_eq!(new["v"], AttributeValue::N("2".into()));
+        assert_eq!(new["l"], AttributeValue::L(vec![AttributeValue::Bool(true)]));
+        assert!(image(&r.change.old_image).is_none(), "an absent image is no image");
+    }
 }

@@ -1,5 +1,5 @@
 //! Campaign administration, stop-sale, public views and the eligibility check
-//! (docs/architecture.md, "Campaigns").
+//! (docs/campaigns.md).
 
 use crate::app::App;
 use crate::clock;

@@ -40,6 +40,11 @@ pub async fn reservation_check(
     resolve_frozen(app, &r, false).await
 }
 
+/// Whether the lock is younger than the reservation-check delay (its own check is not due).
+fn young(app: &App, r: &Reservation) -> bool {
+    clock::now_ms() < r.created_at_ms.saturating_add(app.config.reservation_check_delay_s.saturating_mul(1000))
+}
+
 /// Resolves one FROZEN reservation by what its order says. `sweep` = called by reconcile
 /// (also confirms paid orders and counts repairs).
 pub async fn resolve_frozen(app: &App, r: &Reservation, sweep: bool) -> anyhow::Result<CheckOutcome> {
@@ -66,6 +71,23 @@ pub async fn resolve_frozen(app: &App, r: &Reservation, sweep: bool) -> anyhow::
             let Some(order_id) = r.id.order_id() else { return Ok(CheckOutcome::Fine) };
             let record = match app.orders.get(&order_id).await? {
                 Some(rec) => rec,
+                None if young(app, r) => {
+                    // A check sent by an earlier attempt of this checkout (whose freeze failed)
+                    // can arrive while a later attempt is still writing its order: a lock
+                    // younger than the check delay gets its own full delay (protocol review #3).
+                    if !sweep {
+                        let due_at = r.created_at_ms.div_euclid(1000) + app.config.reservation_check_delay_s;
+                        let msg = Message::ReservationCheck {
+                            schema: 1,
+                            reservation_id: r.id.to_string(),
+                            kind: r.kind,
+                            due_at,
+                        };
+                        let wait = (due_at - clock::now_s()).clamp(1, MAX_DELAY_SECONDS) as u32;
+                        app.messages.send(&msg, wait).await?;
+                    }
+                    return Ok(CheckOutcome::ReArmed);
+                }
                 None => {
                     // Fence first: after this no create-order can write the order.
                     if app.orders.put_void(&order_id).await? {

@@ -93,8 +93,12 @@ pub async fn create(
     let frozen = if stock::fast_path_refusal(app, &req.lines).is_some() {
         let frozen = stock::freeze(app, &req, &metas).await;
         if let Ok(Frozen::Created(_)) = &frozen {
-            // the sold-out mark lapsed in between: this freeze still needs its check
-            app.messages.send(&check, delay).await?;
+            // The sold-out mark lapsed in between: this freeze still needs its check. A failed
+            // send must not turn a successful freeze into a 503 (the stock would stay held until
+            // reconcile): as on the other branch, the sweep is the second net.
+            if let Err(e) = app.messages.send(&check, delay).await {
+                tracing::warn!(order_id = %id, error = format!("{e:#}"), "reservation-check message not sent");
+            }
         }
         frozen
     } else {
@@ -204,10 +208,25 @@ async fn write_order(app: &App, order: Order) -> Result<(Order, bool), CreateErr
         },
         Err(e) => {
             tracing::error!(order_id = %order.id, error = format!("{e:#}"), "order put failed; voiding and releasing");
-            if app.orders.put_void(&order.id).await.unwrap_or(false) {
-                let _ = stock::release(app, &ReservationId::for_order(&order.id)).await;
+            match app.orders.put_void(&order.id).await {
+                Ok(true) => {
+                    let _ = stock::release(app, &ReservationId::for_order(&order.id)).await;
+                    Err(CreateError::Aborted(e))
+                }
+                // The VOID lost to an order: the put we saw fail was applied and only its
+                // response was lost (protocol review #2). Answer it as the replay it is.
+                Ok(false) => match app.orders.get(&order.id).await? {
+                    Some(OrderRecord::Order(o)) if o.request_hash == order.request_hash => Ok((*o, true)),
+                    Some(OrderRecord::Order(_)) => Err(CreateError::KeyReused),
+                    _ => Err(CreateError::ReservationExpired),
+                },
+                // Neither written nor voided: nothing is known to be lost yet, so the client
+                // retries with the same key (a retry replays the freeze and puts the order).
+                Err(void_err) => {
+                    tracing::error!(order_id = %order.id, error = format!("{void_err:#}"), "VOID put failed too");
+                    Err(CreateError::Store(e))
+                }
             }
-            Err(CreateError::Aborted(e))
         }
     }
 }
@@ -239,6 +258,16 @@ pub async fn cancel(app: &App, user: &UserId, id: &OrderId) -> Result<Order, Ord
         if app.orders.replace(&o, &next).await? {
             tracing::info!(order_id = %id, "order cancelled");
             return Ok(next);
+        }
+        // A put that was applied but lost its response fails its condition on the SDK's retry
+        // (protocol review #10): if what is stored now is exactly our write, the cancel won.
+        if let Ok(Some(OrderRecord::Order(now))) = app.orders.get(id).await {
+            if now.status == OrderStatus::Cancelled
+                && now.version == next.version
+                && now.updated_at_ms == next.updated_at_ms
+            {
+                return Ok(*now);
+            }
         }
         super::backoff(attempt).await;
     }

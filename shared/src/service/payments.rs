@@ -58,8 +58,10 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
             _ => return Err(PaymentError::UnknownOrder),
         };
         if let Some(prev) = o.payment(&n.payment_id, n.succeeded) {
+            // A re-delivery gets the first delivery's answer.
             return match prev.outcome {
                 PaymentOutcome::AmountMismatch => Err(PaymentError::AmountMismatch),
+                _ if mismatched(&o, prev.amount, &prev.currency) => Err(PaymentError::AmountMismatch),
                 _ => Ok(PaymentResult::Duplicate),
             };
         }
@@ -84,6 +86,10 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
     Err(PaymentError::Store(anyhow::anyhow!("order {} kept changing under the callback; retry", n.order_id)))
 }
 
+fn mismatched(o: &Order, amount: u64, currency: &str) -> bool {
+    amount != o.amount || currency != o.currency.as_str()
+}
+
 /// The order after this notice, and the answer. Pure.
 pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<PaymentResult, PaymentError>) {
     let record = |outcome| PaymentRecord {
@@ -94,13 +100,26 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<Payme
         outcome,
         at_ms: now_ms,
     };
-    if n.amount != o.amount || n.currency != o.currency.as_str() {
-        let next = o.next(now_ms, |x| x.payments.push(record(PaymentOutcome::AmountMismatch)));
+    if mismatched(o, n.amount, &n.currency) {
+        // Money captured with the wrong amount is still captured: it goes back (protocol review
+        // #7), and the order stays as it was. A failed notice with a wrong amount moved no money.
+        let outcome = if n.succeeded { PaymentOutcome::RefundRequested } else { PaymentOutcome::AmountMismatch };
+        let next = o.next(now_ms, |x| x.payments.push(record(outcome)));
         return (next, Err(PaymentError::AmountMismatch));
     }
     if !n.succeeded {
         let next = o.next(now_ms, |x| x.payments.push(record(PaymentOutcome::FailedRecorded)));
         return (next, Ok(PaymentResult::FailedRecorded));
+    }
+    if o.status == OrderStatus::PendingPayment && now_ms / 1000 >= o.pay_expire_at {
+        // Past the deadline the order is expired whether or not its timeout message ran yet
+        // (protocol review #6): expire it and refund the payment in one compare-and-set, as the
+        // timeout would have before this callback.
+        if let Ok(expired) = o.apply(OrderAction::Expire, now_ms) {
+            let mut next = expired;
+            next.payments.push(record(PaymentOutcome::RefundRequested));
+            return (next, Ok(PaymentResult::RefundRequested));
+        }
     }
     match o.apply(OrderAction::Pay, now_ms) {
         Ok(mut paid) => {
@@ -131,7 +150,7 @@ mod tests {
             lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500 }],
             amount: 500,
             currency: Currency::parse("EUR").unwrap(),
-            pay_expire_at: 0,
+            pay_expire_at: 1_000_000,
             created_at_ms: 0,
             updated_at_ms: 0,
             version: 3,
@@ -172,11 +191,33 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_amount_is_recorded_and_refused() {
+    fn a_captured_wrong_amount_is_refused_and_refunded() {
         let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(499, true), 9);
         assert!(matches!(r, Err(PaymentError::AmountMismatch)));
         assert_eq!(next.status, OrderStatus::PendingPayment);
+        assert_eq!(next.payments[0].outcome, PaymentOutcome::RefundRequested);
+        assert_eq!(next.refund_requests(), 1);
+    }
+
+    #[test]
+    fn a_failed_notice_with_a_wrong_amount_is_recorded_without_a_refund() {
+        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(499, false), 9);
+        assert!(matches!(r, Err(PaymentError::AmountMismatch)));
         assert_eq!(next.payments[0].outcome, PaymentOutcome::AmountMismatch);
+        assert_eq!(next.refund_requests(), 0);
+    }
+
+    #[test]
+    fn a_success_past_the_deadline_expires_the_order_and_requests_a_refund() {
+        let mut o = order(OrderStatus::PendingPayment);
+        o.pay_expire_at = 100;
+        let (next, r) = decide(&o, &notice(500, true), 100_000);
+        assert_eq!(r.unwrap(), PaymentResult::RefundRequested);
+        assert_eq!(next.status, OrderStatus::Expired);
+        assert_eq!(next.refund_requests(), 1);
+        assert_eq!(next.version, o.version + 1, "one compare-and-set");
+        let (paid, r) = decide(&o, &notice(500, true), 99_999);
+        assert_eq!((r.unwrap(), paid.status), (PaymentResult::Applied, OrderStatus::Paid));
     }
 
     #[test]

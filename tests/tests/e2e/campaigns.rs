@@ -34,6 +34,9 @@ fn counters(v: &Value) -> (i64, i64, i64) {
     (v["available"].as_i64().unwrap(), v["locked"].as_i64().unwrap(), v["sold"].as_i64().unwrap())
 }
 
+/// (method, path, token, body, expected status)
+type Case<'a> = (&'a str, &'a str, Option<&'a str>, Option<String>, u16);
+
 /// Everything stored, campaigns included, in a stable textual form.
 async fn fingerprint(s: &Stack) -> String {
     let snap = s.local.snapshot().await.unwrap();
@@ -235,9 +238,6 @@ async fn quota_adjustments_apply_once_and_removing_more_than_is_left_is_refused(
     assert_eq!((a.status, a.body["code"].as_str()), (409, Some("campaign_locked_field")), "{}", a.body);
     s.assert_invariants().await;
 }
-
-/// (method, path, token, body, expected status)
-type Case<'a> = (&'a str, &'a str, Option<&'a str>, Option<String>, u16);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn bad_input_on_every_campaign_route_gets_a_clear_4xx_and_writes_nothing() {

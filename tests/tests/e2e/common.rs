@@ -51,7 +51,7 @@ pub async fn spawn_opts(env: &[(&str, &str)], tweak: impl FnOnce(&mut Options)) 
 
 impl Stack {
     pub fn user(&self, sub: &str) -> String {
-        self.local.token(sub, &[])
+        self.local.user_token(sub)
     }
 
     pub async fn call(
@@ -149,8 +149,13 @@ impl Stack {
         snap.reservations.iter().find(|r| r.id.as_str() == order_id).map(|r| r.status.as_str().to_owned())
     }
 
+    /// One whole reconcile sweep, now, in this process: every work item the schedule would
+    /// seed, run by the worker's code one after another (the fan-out through the work queue
+    /// has its own test).
     pub async fn reconcile(&self) -> Value {
-        self.local.run_schedule("reconcile").await.expect("reconcile runs")
+        let app = self.local.app("reconcile-worker").expect("reconcile-worker");
+        let report = holdfast::service::reconcile::run(app).await.expect("reconcile runs");
+        serde_json::to_value(report).expect("report")
     }
 }
 

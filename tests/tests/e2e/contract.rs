@@ -67,7 +67,7 @@ async fn schemathesis_finds_no_server_error_no_answer_outside_the_spec_and_no_ac
     let s = spawn().await;
     // The document's example SKU exists, so generated checkouts also reach the paths past stock.
     s.sku("SKU-HOODIE-M", 2500, 10_000, 4, Some(50)).await;
-    let token = s.local.token("fuzzer", &["stock:admin", "reservations:write"]);
+    let token = s.local.token("fuzzer", &["stock:admin", "reservations:write", "orders:read", "orders:write"]);
     let spec = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json");
     let (ok, out) = schemathesis(&s.local.base_url, &spec, &token, &[]).await;
     assert!(ok, "schemathesis failed:\n{out}");
@@ -81,7 +81,7 @@ async fn schemathesis_finds_no_server_error_no_answer_outside_the_spec_and_no_ac
 #[tokio::test]
 async fn schemathesis_fails_when_the_stack_answers_outside_a_mutated_copy_of_the_spec() {
     let s = spawn().await;
-    let token = s.local.token("fuzzer", &["stock:admin", "reservations:write"]);
+    let token = s.local.token("fuzzer", &["stock:admin", "reservations:write", "orders:read", "orders:write"]);
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/openapi.json");
     let mut spec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     // The copy no longer admits the 404 that GET /skus/{sku} answers for an unknown SKU.

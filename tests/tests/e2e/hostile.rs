@@ -368,6 +368,10 @@ async fn forged_queue_messages_are_refused_into_the_dlq_and_never_applied() {
         envelope("OrderPaid", &detail, "evil.source"),
         envelope("OrderRefunded", &detail, "holdfast.orders"),
         "{not json".to_owned(),
+        // Well-formed Holdfast events the order's own status contradicts (security review V4):
+        // the order is pending, so neither may move its stock.
+        envelope("OrderPaid", &detail, "holdfast.orders"),
+        envelope("OrderCancelled", &detail, "holdfast.orders"),
     ];
     let timeout_forgeries = [
         json!({"type": "PaymentTimeout", "schema": 1, "order_id": id, "due_at": 0, "extra": 1}).to_string(),
@@ -396,7 +400,7 @@ async fn forged_queue_messages_are_refused_into_the_dlq_and_never_applied() {
                 .unwrap();
         }
     }
-    for (dlq, n) in [("StockEventsDLQ", 5), ("PaymentTimeoutDLQ", 3), ("ReservationCheckDLQ", 2)] {
+    for (dlq, n) in [("StockEventsDLQ", 7), ("PaymentTimeoutDLQ", 3), ("ReservationCheckDLQ", 2)] {
         eventually(&format!("{n} messages in {dlq}"), Duration::from_secs(90), || async {
             (s.local.queue_depth(dlq).await.unwrap() == n).then_some(())
         })

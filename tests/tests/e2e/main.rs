@@ -4,6 +4,7 @@
 mod campaigns;
 mod common;
 mod contract;
+mod edges;
 mod emulator;
 mod events;
 mod hostile;

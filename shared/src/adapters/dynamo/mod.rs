@@ -2,10 +2,11 @@
 
 pub mod campaigns;
 pub mod item;
-pub mod json;
 pub mod orders;
 pub mod stock;
+pub mod sweep;
 
+use crate::ports::Throttled;
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 
@@ -48,13 +49,32 @@ pub(crate) fn charge(op: &str, read: f64, write: f64) -> super::usage::Span {
     super::usage::call(op)
 }
 
+/// DynamoDB's error codes for "too many requests": a hot partition (per-partition limits),
+/// the table's or the account's throughput limits.
+pub(crate) const THROTTLE_CODES: [&str; 3] =
+    ["ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded"];
+
+/// An SDK error as the ports return it: a throttle becomes the typed [`Throttled`] marker (the
+/// HTTP edge answers 429 `busy`), anything else keeps its SDK error with `what` as context.
+pub(crate) fn sdk_error<E, R>(e: aws_sdk_dynamodb::error::SdkError<E, R>, what: String) -> anyhow::Error
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+    if e.code().is_some_and(|c| THROTTLE_CODES.contains(&c)) {
+        anyhow::Error::new(Throttled(what))
+    } else {
+        anyhow::Error::new(e).context(what)
+    }
+}
+
 /// A strongly consistent GetItem by `pk`, metered.
 pub(crate) async fn get_consistent(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
     pk: String,
 ) -> anyhow::Result<Option<HashMap<String, AttributeValue>>> {
-    use anyhow::Context;
     let _span = super::usage::call("dynamodb:GetItem");
     let r = client
         .get_item()
@@ -63,7 +83,7 @@ pub(crate) async fn get_consistent(
         .consistent_read(true)
         .send()
         .await
-        .with_context(|| format!("GetItem on {table}"))?;
+        .map_err(|e| sdk_error(e, format!("GetItem on {table}")))?;
     super::usage::capacity(rru(r.item().map(item_bytes).unwrap_or(0), true), 0.0);
     Ok(r.item)
 }

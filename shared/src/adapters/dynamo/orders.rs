@@ -118,7 +118,7 @@ impl DynamoOrders {
         match r {
             Ok(_) => Ok(true),
             Err(e) if is_ccf(&e) => Ok(false),
-            Err(e) => Err(anyhow::Error::new(e).context("PutItem on the order table")),
+            Err(e) => Err(super::sdk_error(e, "PutItem on the order table".into())),
         }
     }
 }

@@ -296,11 +296,20 @@ impl DynamoStock {
             Ok(_) => Ok(Ok(())),
             Err(e) => {
                 if let Some(codes) = cancellation_codes(&e) {
+                    // A cancellation caused only by throttled items (a hot shard past its
+                    // partition's limit) is capacity, not a rejection: no condition failed.
+                    if codes.iter().any(|c| c == "ThrottlingError")
+                        && !codes.iter().any(|c| c == "ConditionalCheckFailed")
+                    {
+                        return Err(anyhow::Error::new(crate::ports::Throttled(
+                            "TransactWriteItems on the stock table (hot shard)".into(),
+                        )));
+                    }
                     Ok(Err(Some(codes)))
                 } else if is_conflict(&e) {
                     Ok(Err(None))
                 } else {
-                    Err(anyhow::Error::new(e).context("TransactWriteItems on the stock table"))
+                    Err(super::sdk_error(e, "TransactWriteItems on the stock table".into()))
                 }
             }
         }

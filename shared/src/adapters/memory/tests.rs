@@ -389,11 +389,15 @@ async fn a_payment_timeout_re_arms_before_the_deadline_and_expires_the_order_onc
 
 #[tokio::test]
 async fn a_reservation_check_voids_the_id_of_an_orphan_freeze_and_releases_its_stock() {
-    let (app, w) = world(&[(meta("A", 1, None), &[5])]);
+    let mut c = config();
+    c.reservation_check_delay_s = 1;
+    let (app, w) = world_with(c, &[(meta("A", 1, None), &[5])]);
     // A checkout that froze and died before writing its order.
     let id = OrderId::derive(&user("alice"), &IdempotencyKey::parse("k1").unwrap());
     let req = freeze_request(id.as_str(), "alice", &[("A", 2)]);
     freeze(&app, &req).await.unwrap();
+    // older than the check delay, as an orphan is when its check arrives
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
 
     let now = clock::now_s();
     assert_eq!(
@@ -415,6 +419,32 @@ async fn a_reservation_check_voids_the_id_of_an_orphan_freeze_and_releases_its_s
         CheckOutcome::Fine
     );
     assert_invariants(&w);
+}
+
+#[tokio::test]
+async fn a_check_from_an_earlier_attempt_re_arms_for_a_lock_younger_than_the_delay() {
+    let (app, w) = world(&[(meta("A", 1, None), &[5])]);
+    // Attempt A sent a check due now; attempt B froze a moment ago and has not written its
+    // order yet. The check must not fence B (protocol review #3).
+    let id = OrderId::derive(&user("alice"), &IdempotencyKey::parse("k1").unwrap());
+    let req = freeze_request(id.as_str(), "alice", &[("A", 2)]);
+    freeze(&app, &req).await.unwrap();
+    let before = w.messages.sent().len();
+    assert_eq!(
+        checks::reservation_check(&app, &req.id, ReservationKind::Order, clock::now_s() - 1).await.unwrap(),
+        CheckOutcome::ReArmed
+    );
+    assert_eq!(w.orders.get(&id).await.unwrap(), None, "no VOID was written");
+    assert_eq!(totals(&w, "A"), counts(3, 2, 0));
+    let sent = w.messages.sent();
+    assert_eq!(sent.len(), before + 1);
+    match &sent[before] {
+        (crate::ports::Message::ReservationCheck { due_at, .. }, delay) => {
+            assert!(*due_at >= clock::now_s() + 298, "{due_at}");
+            assert!((298..=300).contains(delay), "{delay}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]

@@ -1,0 +1,447 @@
+//! The reconcile scale run (docs/runbook.md, "Reconcile"): the fanned-out sweep over the
+//! in-memory ports at the sources' scale — by default 100,000 SKUs and 1,000,000 FROZEN locks,
+//! every lock an orphan past the stale age (the worst case: each one is fenced and released).
+//!
+//! Workers run the real `service::reconcile::work` on the real work items, `--concurrency` at a
+//! time like Lambda's SQS poller, continuations going back on the queue. Every port call is
+//! counted and priced with DynamoDB's on-demand rules (item sizes measured on the emulator
+//! run); the AWS wall time is modelled from per-call latencies, because the in-memory ports
+//! answer in microseconds.
+//!
+//! `cargo run -p holdfast-bench --bin reconcile-scale -- [--skus N] [--locks N] [--concurrency N]`
+
+use async_trait::async_trait;
+use holdfast::adapters::memory::memory_app;
+use holdfast::adapters::sweep::PortSweep;
+use holdfast::config::Config;
+use holdfast::domain::allocation::Piece;
+use holdfast::domain::campaign::Campaign;
+use holdfast::domain::events::OrderEvent;
+use holdfast::domain::invariants::ShardCounts;
+use holdfast::domain::order::{Order, OrderRecord};
+use holdfast::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
+use holdfast::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
+use holdfast::ports::*;
+use holdfast::service::reconcile::{self, ReconcileReport, WORK_BUDGET};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Port calls of one kind: how many, and how many items they carried.
+#[derive(Default)]
+struct Meter {
+    calls: HashMap<&'static str, (AtomicU64, AtomicU64)>,
+}
+
+const KINDS: &[&str] = &[
+    "Query",
+    "BatchGet(reservations)",
+    "BatchGet(sku meta)",
+    "BatchGet(shards)",
+    "GetItem(order)",
+    "GetItem(reservation)",
+    "PutItem(VOID)",
+    "PutItem(order)",
+    "Transact(lock move)",
+    "SendMessage",
+];
+
+impl Meter {
+    fn new() -> Self {
+        Meter { calls: KINDS.iter().map(|k| (*k, Default::default())).collect() }
+    }
+    fn add(&self, kind: &'static str, items: usize) {
+        if let Some((c, i)) = self.calls.get(kind) {
+            c.fetch_add(1, Relaxed);
+            i.fetch_add(items as u64, Relaxed);
+        }
+    }
+    fn get(&self, kind: &str) -> (u64, u64) {
+        self.calls.get(kind).map(|(c, i)| (c.load(Relaxed), i.load(Relaxed))).unwrap_or_default()
+    }
+}
+
+struct Stock(Arc<dyn StockStore>, Arc<Meter>);
+struct Orders(Arc<dyn OrderStore>, Arc<Meter>);
+struct Msgs(Arc<Meter>, Arc<Mutex<Vec<Message>>>);
+
+#[async_trait]
+impl StockStore for Stock {
+    async fn get_skus(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
+        self.1.add("BatchGet(sku meta)", skus.len());
+        self.0.get_skus(skus).await
+    }
+    async fn put_sku(&self, meta: &SkuMeta, v: Option<u64>) -> anyhow::Result<bool> {
+        self.0.put_sku(meta, v).await
+    }
+    async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
+        self.1.add("BatchGet(shards)", usize::from(slots));
+        self.0.read_shards(sku, slots).await
+    }
+    async fn rebalance(&self, m: &SkuMeta, v: u64, old: &[ShardCounts], new: &[i64]) -> anyhow::Result<bool> {
+        self.0.rebalance(m, v, old, new).await
+    }
+    async fn adjust(&self, adj: &Adjustment, v: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
+        self.0.adjust(adj, v).await
+    }
+    async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
+        self.0.put_frozen(r, limits).await
+    }
+    async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
+        self.1.add("GetItem(reservation)", 1);
+        self.0.get_reservation(id).await
+    }
+    async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
+        self.1.add("Transact(lock move)", 1 + r.lines.iter().map(|l| l.pieces.len()).sum::<usize>());
+        self.0.move_lock(r, to).await
+    }
+    async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
+        self.1.add("Transact(lock move)", 1 + r.lines.len());
+        self.0.retake(r).await
+    }
+    async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
+        self.0.mark_oversold(r).await
+    }
+    async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>> {
+        self.0.frozen_before(before_ms).await
+    }
+    async fn get_reservations(&self, ids: &[ReservationId]) -> anyhow::Result<Vec<Reservation>> {
+        self.1.add("BatchGet(reservations)", ids.len());
+        self.0.get_reservations(ids).await
+    }
+    async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
+        self.0.list_skus().await
+    }
+    async fn set_sku_paused(&self, meta: &SkuMeta, v: u64) -> anyhow::Result<bool> {
+        self.0.set_sku_paused(meta, v).await
+    }
+    async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>> {
+        self.1.add("GetItem(campaign)", 1);
+        self.0.get_campaign(id, consistent).await
+    }
+    async fn write_campaign(&self, c: &Campaign, v: Option<u64>) -> anyhow::Result<bool> {
+        self.0.write_campaign(c, v).await
+    }
+    async fn read_quota_shards(
+        &self,
+        id: &CampaignId,
+        sku: &Sku,
+        shards: u16,
+        consistent: bool,
+    ) -> anyhow::Result<Vec<ShardCounts>> {
+        self.1.add("BatchGet(quota shards)", usize::from(shards));
+        self.0.read_quota_shards(id, sku, shards, consistent).await
+    }
+    async fn adjust_campaign(
+        &self,
+        adj: &CampaignAdjustment,
+        next: &Campaign,
+        v: u64,
+    ) -> anyhow::Result<Result<(), AdjustRejection>> {
+        self.0.adjust_campaign(adj, next, v).await
+    }
+    async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignId>> {
+        self.0.list_campaigns().await
+    }
+    async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
+        self.0.read_counters(counters).await
+    }
+}
+
+#[async_trait]
+impl OrderStore for Orders {
+    async fn get(&self, id: &OrderId) -> anyhow::Result<Option<OrderRecord>> {
+        self.1.add("GetItem(order)", 1);
+        self.0.get(id).await
+    }
+    async fn put_new(&self, o: &Order) -> anyhow::Result<bool> {
+        self.0.put_new(o).await
+    }
+    async fn put_void(&self, id: &OrderId) -> anyhow::Result<bool> {
+        self.1.add("PutItem(VOID)", 1);
+        self.0.put_void(id).await
+    }
+    async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
+        self.1.add("PutItem(order)", 1);
+        self.0.replace(prev, next).await
+    }
+    async fn list_for_user(
+        &self,
+        user: &UserId,
+        after: Option<&OrderCursor>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)> {
+        self.0.list_for_user(user, after, limit).await
+    }
+    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>> {
+        self.0.pending_due(before_s).await
+    }
+}
+
+#[async_trait]
+impl Messages for Msgs {
+    async fn send(&self, msg: &Message, _delay_s: u32) -> anyhow::Result<()> {
+        self.0.add("SendMessage", 1);
+        if let Ok(mut q) = self.1.lock() {
+            q.push(msg.clone());
+        }
+        Ok(())
+    }
+}
+
+struct CountingSweep(Arc<dyn SweepIndex>, Arc<Meter>);
+
+#[async_trait]
+impl SweepIndex for CountingSweep {
+    async fn frozen_page(&self, b: u32, before: i64, c: Option<&str>, l: usize) -> anyhow::Result<Page<ReservationId>> {
+        let p = self.0.frozen_page(b, before, c, l).await?;
+        self.1.add("Query", p.items.len());
+        Ok(p)
+    }
+    async fn pending_page(&self, b: u32, before: i64, c: Option<&str>, l: usize) -> anyhow::Result<Page<OrderId>> {
+        let p = self.0.pending_page(b, before, c, l).await?;
+        self.1.add("Query", p.items.len());
+        Ok(p)
+    }
+    async fn skus_page(&self, c: Option<&str>, l: usize) -> anyhow::Result<Page<Sku>> {
+        let p = self.0.skus_page(c, l).await?;
+        self.1.add("Query", p.items.len());
+        Ok(p)
+    }
+}
+
+struct NoBus;
+
+#[async_trait]
+impl EventBus for NoBus {
+    async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>> {
+        Ok(vec![true; events.len()])
+    }
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// On-demand prices, us-east-1, 2024-11 list (the same as bench/REPORT.md).
+const USD_PER_RRU: f64 = 0.125 / 1e6;
+const USD_PER_WRU: f64 = 0.625 / 1e6;
+const USD_PER_SQS_REQUEST: f64 = 0.40 / 1e6;
+const USD_PER_LAMBDA_REQUEST: f64 = 0.20 / 1e6;
+/// arm64, per GB-second; the worker has 256 MB.
+const USD_PER_GB_S: f64 = 0.0000133334;
+/// Modelled latency of one DynamoDB call from Lambda in the same region (p50-ish).
+const MS_READ: f64 = 6.0;
+const MS_WRITE: f64 = 8.0;
+const MS_TRANSACT: f64 = 15.0;
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n_skus = arg(&args, "--skus", 100_000);
+    let n_locks = arg(&args, "--locks", 1_000_000);
+    let concurrency = arg(&args, "--concurrency", 64);
+
+    let mut config = Config::from_lookup(&|_| None)?;
+    config.sku_cache_ms = 0;
+    config.soldout_cache_ms = 0;
+    let (plain, world) = memory_app("reconcile-worker", config.clone())?;
+    drop(plain);
+    let eur = Currency::parse("EUR")?;
+    let per_sku = n_locks.div_ceil(n_skus.max(1)) as i64 + 1;
+    let t = Instant::now();
+    for i in 0..n_skus {
+        let sku = Sku::parse(&format!("S{i:06}"))?;
+        let meta = SkuMeta {
+            sku,
+            name: format!("sku {i}"),
+            price: 500,
+            currency: eur.clone(),
+            shards: 1,
+            slots: 1,
+            per_user_limit: None,
+            stocked: 0,
+            version: 1,
+            paused: false,
+        };
+        world.stock.seed(meta, &[per_sku]);
+    }
+    // Orphan freezes an hour old: no order was ever written for any of them.
+    let hour_ago = holdfast::clock::now_ms() - 3_600_000;
+    for i in 0..n_locks {
+        let sku = Sku::parse(&format!("S{:06}", i % n_skus.max(1)))?;
+        let r = Reservation {
+            id: ReservationId::from_stored(&format!("o{i:031x}"))?,
+            kind: ReservationKind::Order,
+            status: LockStatus::Frozen,
+            user: Some(UserId::parse(&format!("u{i}"))?),
+            request_hash: "h".into(),
+            created_at_ms: hour_ago + (i % 1000) as i64,
+            expires_at: holdfast::clock::now_s() - 1800,
+            lines: vec![ReservedLine {
+                sku,
+                quantity: 1,
+                unit_price: 500,
+                currency: eur.clone(),
+                limited: false,
+                pieces: vec![Piece { shard: 0, quantity: 1 }],
+                campaign: None,
+            }],
+            oversold: false,
+            pending: false,
+        };
+        if world.stock.put_frozen(&r, &FreezeLimits::default()).await? != Ok(()) {
+            anyhow::bail!("seeding lock {i} failed");
+        }
+    }
+    eprintln!("seeded {n_skus} SKUs and {n_locks} FROZEN locks in {:.1?}", t.elapsed());
+
+    let meter = Arc::new(Meter::new());
+    let queue: Arc<Mutex<Vec<Message>>> = Arc::default();
+    let stock: Arc<dyn StockStore> = Arc::new(Stock(world.stock.clone(), meter.clone()));
+    let orders: Arc<dyn OrderStore> = Arc::new(Orders(world.orders.clone(), meter.clone()));
+    // One index build per sweep, as a GSI would serve it (workers re-read what they act on).
+    let sweep = Arc::new(CountingSweep(
+        Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::from_secs(3600))),
+        meter.clone(),
+    ));
+    let app = Arc::new(
+        holdfast::app::App::with_ports(
+            "reconcile-worker",
+            config,
+            stock,
+            orders,
+            Arc::new(Msgs(meter.clone(), queue.clone())),
+            Arc::new(NoBus),
+        )?
+        .with_sweep(sweep),
+    );
+
+    let started = Instant::now();
+    let seeded = reconcile::seed(&app).await?;
+    let invocations = Arc::new(AtomicU64::new(0));
+    // Items taken and not yet finished; taken under the queue's lock, so "queue empty and
+    // nothing in flight" means the sweep is done.
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let busy_ms = Arc::new(Mutex::new(Vec::<f64>::new()));
+    let total = Arc::new(Mutex::new(ReconcileReport::default()));
+    let mut workers = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        let (app, queue, inv, total, busy_ms, in_flight) =
+            (app.clone(), queue.clone(), invocations.clone(), total.clone(), busy_ms.clone(), in_flight.clone());
+        workers.push(tokio::spawn(async move {
+            loop {
+                let msg = {
+                    let Ok(mut q) = queue.lock() else { return };
+                    match q.pop() {
+                        Some(m) => {
+                            in_flight.fetch_add(1, Relaxed);
+                            Some(m)
+                        }
+                        None if in_flight.load(Relaxed) == 0 => return,
+                        None => None,
+                    }
+                };
+                let Some(Message::ReconcileWork { sweep_ms, item, .. }) = msg else {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                };
+                inv.fetch_add(1, Relaxed);
+                let t = Instant::now();
+                if let Ok(out) = reconcile::work(&app, &item, WORK_BUDGET).await {
+                    if let Some(next) = out.next {
+                        let _ = app.messages.send(&Message::ReconcileWork { schema: 1, sweep_ms, item: next }, 0).await;
+                    }
+                    if let Ok(mut t) = total.lock() {
+                        t.merge(out.report);
+                    }
+                }
+                if let Ok(mut b) = busy_ms.lock() {
+                    b.push(t.elapsed().as_secs_f64() * 1000.0);
+                }
+                in_flight.fetch_sub(1, Relaxed);
+            }
+        }));
+    }
+    for w in workers {
+        w.await?;
+    }
+    let wall = started.elapsed();
+    let rep = total.lock().map(|t| t.clone()).unwrap_or_default();
+    let after = world.snapshot(300);
+    let left_frozen = after.reservations.iter().filter(|r| r.status == LockStatus::Frozen).count();
+
+    // ----- cost and modelled AWS time -----
+    let g = |k: &str| meter.get(k);
+    let (q_calls, _) = g("Query");
+    let (bg_res_calls, bg_res_items) = g("BatchGet(reservations)");
+    let (bg_meta_calls, bg_meta_items) = g("BatchGet(sku meta)");
+    let (bg_shard_calls, bg_shard_items) = g("BatchGet(shards)");
+    let (get_order, _) = g("GetItem(order)");
+    let (get_res, _) = g("GetItem(reservation)");
+    let (put_void, _) = g("PutItem(VOID)");
+    let (put_order, _) = g("PutItem(order)");
+    let (moves, move_items) = g("Transact(lock move)");
+    let (sends, _) = g("SendMessage");
+    // Sizes measured on the emulator: a reservation ~300 B, an order ~400 B, SKU meta and a
+    // shard ~100 B: one read unit each (strongly consistent); a keys-only index page of 100
+    // entries ~8 KB: 1 unit eventually consistent. A lock move is a transaction of
+    // (reservation + pieces) items at 2 write units each, plus 1 for the GSI entry it removes.
+    let rru = q_calls as f64
+        + bg_res_items as f64
+        + bg_meta_items as f64
+        + bg_shard_items as f64
+        + get_order as f64
+        + get_res as f64;
+    let wru = put_void as f64 + put_order as f64 + 2.0 * move_items as f64 + moves as f64;
+    let inv = invocations.load(Relaxed) as f64;
+    let calls_ms = (q_calls + bg_res_calls + bg_meta_calls + bg_shard_calls + get_order + get_res) as f64 * MS_READ
+        + (put_void + put_order + sends) as f64 * MS_WRITE
+        + moves as f64 * MS_TRANSACT;
+    let lambda_s = calls_ms / 1000.0;
+    let usd_ddb = rru * USD_PER_RRU + wru * USD_PER_WRU;
+    let usd_other = (sends as f64 + 2.0 * inv) * USD_PER_SQS_REQUEST
+        + inv * USD_PER_LAMBDA_REQUEST
+        + lambda_s * 0.25 * USD_PER_GB_S;
+    let usd = usd_ddb + usd_other;
+    let modelled_wall_s = lambda_s / concurrency.max(1) as f64;
+    let mut busy = busy_ms.lock().map(|b| b.clone()).unwrap_or_default();
+    busy.sort_by(|a, b| a.total_cmp(b));
+    let p = |q: f64| busy.get(((busy.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(0.0);
+
+    let out = serde_json::json!({
+        "skus": n_skus, "frozen_locks": n_locks, "concurrency": concurrency,
+        "items_seeded": seeded, "invocations": inv, "continuations": rep.continuations,
+        "locks_released": rep.locks_released, "frozen_left": left_frozen,
+        "skus_checked": rep.skus_checked, "violations": rep.violations.len(),
+        "locked_check_skipped": rep.locked_check_skipped, "errors": rep.errors,
+        "memory_wall_s": wall.as_secs_f64(),
+        "item_ms_p50": p(0.5), "item_ms_p99": p(0.99), "item_ms_max": p(1.0),
+        "calls": KINDS.iter().map(|k| (k.to_string(), serde_json::json!(meter.get(k)))).collect::<serde_json::Map<_, _>>(),
+        "read_units": rru, "write_units": wru,
+        "usd_dynamodb": usd_ddb, "usd_total": usd,
+        "modelled_aws_call_seconds": lambda_s, "modelled_aws_wall_s": modelled_wall_s,
+        "usd_per_10k_skus_checked": if rep.skus_checked > 0 { sku_cost(&meter) * 10_000.0 / rep.skus_checked as f64 } else { 0.0 },
+        "usd_per_100k_locks_released": if rep.locks_released > 0 { (usd - sku_cost(&meter)) * 100_000.0 / rep.locks_released as f64 } else { 0.0 },
+        "modelled_s_per_10k_skus_one_worker": sku_seconds(&meter) * 10_000.0 / (rep.skus_checked.max(1) as f64),
+        "modelled_s_per_100k_locks_one_worker": (lambda_s - sku_seconds(&meter)) * 100_000.0 / (rep.locks_released.max(1) as f64),
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    anyhow::ensure!(left_frozen == 0, "{left_frozen} locks still FROZEN after the sweep");
+    anyhow::ensure!(rep.violations.is_empty(), "violations: {:?}", rep.violations);
+    Ok(())
+}
+
+/// Dollars of the SKU-invariant part (meta + shard reads, index pages of SKUs ~ 1 per 50).
+fn sku_cost(m: &Meter) -> f64 {
+    let (_, meta) = m.get("BatchGet(sku meta)");
+    let (_, shards) = m.get("BatchGet(shards)");
+    (meta + shards) as f64 * USD_PER_RRU
+}
+
+fn sku_seconds(m: &Meter) -> f64 {
+    let (meta_calls, _) = m.get("BatchGet(sku meta)");
+    let (shard_calls, _) = m.get("BatchGet(shards)");
+    (meta_calls + shard_calls) as f64 * MS_READ / 1000.0
+}

@@ -1,0 +1,42 @@
+//! reconcile-worker: one reconcile work item per message (docs/runbook.md, "Reconcile"). An
+//! item not finished inside the budget is sent back with its cursor; a crash leaves the
+//! message to be redelivered, and the redone page repairs nothing twice.
+
+use super::sqs::{each, parse_message, ConsumerFaults, Handled};
+use crate::app::App;
+use crate::clock;
+use crate::ports::Message;
+use crate::service::reconcile::{self, WORK_BUDGET};
+use crate::telemetry::names;
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
+
+pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
+    each(
+        &app.function,
+        ev,
+        || ConsumerFaults { drop: false, crash: None, fail: false },
+        |m| async move {
+            let Message::ReconcileWork { sweep_ms, item, .. } =
+                parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?
+            else {
+                app.count(names::REJECTED_MESSAGES, 1);
+                anyhow::bail!("rejected message: not a reconcile work item");
+            };
+            let out = reconcile::work(app, &item, WORK_BUDGET).await?;
+            if let Some(next) = &out.next {
+                // A sweep still going after one interval has fallen behind its schedule: the
+                // next sweep starts before this one is done. Said in a metric, not hidden.
+                let late = clock::now_ms() - sweep_ms > app.config.reconcile_interval_s.saturating_mul(1000);
+                if late {
+                    app.count(names::SWEEP_INCOMPLETE, 1);
+                    tracing::warn!(?next, sweep_ms, "reconcile sweep overran its interval");
+                }
+                let msg = Message::ReconcileWork { schema: 1, sweep_ms, item: next.clone() };
+                app.messages.send(&msg, 0).await?;
+            }
+            tracing::info!(?item, report = ?out.report, "reconcile work item done");
+            Ok(Handled::Done)
+        },
+    )
+    .await
+}
