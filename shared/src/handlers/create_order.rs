@@ -1,4 +1,4 @@
-//! create-order: `POST /orders` with a required `Idempotency-Key`.
+//! create-order: `POST /orders` with a required `Idempotency-Key` (docs/architecture.md, "Checkout").
 
 use super::common::freeze_problem;
 use crate::api::orders::{CreateOrderRequest, OrderView};
