@@ -1,14 +1,16 @@
-//! The local JWT authorizer: HS256 tokens signed with `LOCAL_JWT_SECRET`, `sub` = user,
-//! `scope` = space-separated scopes, `exp` honoured when present. Anything but HS256
+//! The local JWT authorizer, with jsonwebtoken: HS256 tokens signed with `LOCAL_JWT_SECRET`,
+//! `sub` = user, `scope` = space-separated scopes, and `iss`, `aud` and `exp` checked as API
+//! Gateway's JWT authorizer checks them (template.yaml `JwtConfiguration`). Anything but HS256
 //! (including `alg: none`) is refused, as API Gateway refuses unsigned tokens.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use jsonwebtoken::{decode, encode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use std::collections::HashMap;
 
 pub const DEFAULT_SECRET: &str = "holdfast-local-jwt-secret";
+/// What the local stack gives the template's `JwtIssuer` and `JwtAudience` parameters. They have
+/// no default in the template: every deployment names its own identity provider.
+pub const LOCAL_ISSUER: &str = "holdfast-local";
+pub const LOCAL_AUDIENCE: &str = "holdfast";
 
 /// The scopes a buyer's access token carries: the user routes require them (template.yaml;
 /// docs/deploy.md says how to configure the identity provider).
@@ -21,52 +23,58 @@ pub struct Claims {
     pub scopes: Vec<String>,
 }
 
-fn mac(secret: &str) -> Hmac<Sha256> {
-    match Hmac::<Sha256>::new_from_slice(secret.as_bytes()) {
-        Ok(m) => m,
-        Err(_) => unreachable!("HMAC takes keys of any length"),
-    }
-}
-
 /// A token for local use (tests, the README's curl examples).
 pub fn mint(secret: &str, sub: &str, scopes: &[&str], ttl_s: i64) -> String {
-    let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
-    let exp = holdfast::clock::now_s() + ttl_s;
-    let payload = serde_json::json!({"sub": sub, "scope": scopes.join(" "), "exp": exp, "iss": "holdfast-local"});
-    let payload = URL_SAFE_NO_PAD.encode(payload.to_string());
-    let mut m = mac(secret);
-    m.update(format!("{header}.{payload}").as_bytes());
-    let sig = URL_SAFE_NO_PAD.encode(m.finalize().into_bytes());
-    format!("{header}.{payload}.{sig}")
+    let claims = serde_json::json!({
+        "sub": sub,
+        "scope": scopes.join(" "),
+        "exp": holdfast::clock::now_s() + ttl_s,
+        "iss": LOCAL_ISSUER,
+        "aud": LOCAL_AUDIENCE,
+    });
+    // HS256 over a JSON object with a byte-string key cannot fail.
+    EncodingKey::from_secret(secret.as_bytes())
+        .and_then(|k| encode(&Header::new(Algorithm::HS256), &claims, &k))
+        .unwrap_or_default()
 }
 
-/// Validates `Authorization: Bearer <jwt>`.
+/// What API Gateway's JWT authorizer checks: the signature (HS256 here; AWS verifies against
+/// the issuer's keys), `iss` equal to the configured issuer, `aud` containing the configured
+/// audience, `exp` present and not past, `nbf` when present. No leeway: AWS allows none either.
+fn validation() -> Validation {
+    let mut v = Validation::new(Algorithm::HS256);
+    v.leeway = 0;
+    v.validate_nbf = true;
+    v.set_issuer(&[LOCAL_ISSUER]);
+    v.set_audience(&[LOCAL_AUDIENCE]);
+    v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    v
+}
+
+/// Validates `Authorization: Bearer <jwt>` at `now_s` (the clock is a parameter so tests can
+/// move it; jsonwebtoken reads the system clock, so `now_s` only shifts `exp` checks here).
 pub fn verify(secret: &str, authorization: Option<&str>, now_s: i64) -> Result<Claims, &'static str> {
     let token = authorization
         .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
         .ok_or("missing bearer token")?
         .trim();
-    let mut parts = token.split('.');
-    let (Some(h), Some(p), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-        return Err("malformed token");
-    };
-    let header: serde_json::Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(h).map_err(|_| "malformed header")?)
-        .map_err(|_| "malformed header")?;
-    if header.get("alg").and_then(|a| a.as_str()) != Some("HS256") {
-        return Err("unsupported alg");
-    }
-    let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| "malformed signature")?;
-    let mut m = mac(secret);
-    m.update(format!("{h}.{p}").as_bytes());
-    m.verify_slice(&sig).map_err(|_| "bad signature")?;
-    let payload: serde_json::Value =
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).map_err(|_| "malformed payload")?)
-            .map_err(|_| "malformed payload")?;
-    let obj = payload.as_object().ok_or("malformed payload")?;
-    if let Some(exp) = obj.get("exp") {
-        if exp.as_i64().is_none_or(|e| e < now_s) {
-            return Err("token expired");
+    let key = DecodingKey::from_secret(secret.as_bytes()).map_err(|_| "unusable secret")?;
+    let data = decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &validation()).map_err(|e| {
+        use jsonwebtoken::errors::ErrorKind;
+        match e.kind() {
+            ErrorKind::ExpiredSignature => "token expired",
+            ErrorKind::InvalidSignature => "bad signature",
+            ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => "unsupported alg",
+            ErrorKind::InvalidIssuer => "wrong issuer",
+            ErrorKind::InvalidAudience => "wrong audience",
+            ErrorKind::MissingRequiredClaim(_) => "missing claim",
+            ErrorKind::ImmatureSignature => "token not yet valid",
+            _ => "malformed token",
         }
+    })?;
+    let obj = data.claims;
+    if obj.get("exp").and_then(serde_json::Value::as_i64).is_none_or(|e| e < now_s) {
+        return Err("token expired");
     }
     if obj.get("sub").and_then(|s| s.as_str()).is_none_or(str::is_empty) {
         return Err("token has no sub");
@@ -84,12 +92,20 @@ pub fn verify(secret: &str, authorization: Option<&str>, now_s: i64) -> Result<C
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+
+    fn signed(claims: serde_json::Value) -> String {
+        let t = encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(b"k").unwrap()).unwrap();
+        format!("Bearer {t}")
+    }
 
     #[test]
     fn a_minted_token_verifies_with_its_scopes() {
         let t = mint("k", "alice", &["stock:admin", "x"], 60);
         let c = verify("k", Some(&format!("Bearer {t}")), holdfast::clock::now_s()).unwrap();
         assert_eq!(c.claims["sub"], "alice");
+        assert_eq!(c.claims["iss"], LOCAL_ISSUER);
         assert_eq!(c.scopes, vec!["stock:admin", "x"]);
     }
 
@@ -101,9 +117,32 @@ mod tests {
         assert_eq!(verify("k", Some(&format!("Bearer {t}")), now + 120), Err("token expired"));
         let none_header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#);
         let payload = t.split('.').nth(1).unwrap();
-        assert_eq!(verify("k", Some(&format!("Bearer {none_header}.{payload}.")), now), Err("unsupported alg"));
+        assert!(verify("k", Some(&format!("Bearer {none_header}.{payload}.")), now).is_err());
         assert!(verify("k", None, now).is_err());
         assert!(verify("k", Some("Bearer a.b"), now).is_err());
         assert!(verify("k", Some(&t), now).is_err());
+    }
+
+    #[test]
+    fn issuer_audience_and_expiry_are_checked_as_api_gateway_checks_them() {
+        let now = holdfast::clock::now_s();
+        let ok = serde_json::json!({"sub": "a", "iss": LOCAL_ISSUER, "aud": LOCAL_AUDIENCE, "exp": now + 60});
+        assert!(verify("k", Some(&signed(ok.clone())), now).is_ok());
+        let with = |k: &str, v: serde_json::Value| {
+            let mut c = ok.clone();
+            c[k] = v;
+            verify("k", Some(&signed(c)), now)
+        };
+        assert_eq!(with("iss", "https://elsewhere".into()), Err("wrong issuer"));
+        assert_eq!(with("aud", "another-api".into()), Err("wrong audience"));
+        assert!(with("aud", serde_json::json!(["another-api", LOCAL_AUDIENCE])).is_ok(), "aud may be a list");
+        assert_eq!(with("exp", (now - 1).into()), Err("token expired"));
+        assert_eq!(with("nbf", (now + 600).into()), Err("token not yet valid"));
+        let mut no_exp = ok.clone();
+        no_exp.as_object_mut().unwrap().remove("exp");
+        assert_eq!(verify("k", Some(&signed(no_exp)), now), Err("missing claim"));
+        let mut no_iss = ok;
+        no_iss.as_object_mut().unwrap().remove("iss");
+        assert_eq!(verify("k", Some(&signed(no_iss)), now), Err("missing claim"));
     }
 }

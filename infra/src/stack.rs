@@ -320,7 +320,7 @@ impl LocalStack {
         .sum())
     }
 
-    /// Everything the invariants of DESIGN §5 are checked over (scans both tables).
+    /// Everything the invariants of docs/architecture.md, "Invariants" are checked over (scans both tables).
     pub async fn snapshot(&self) -> anyhow::Result<Snapshot> {
         let ddb = aws_sdk_dynamodb::Client::new(&self.sdk);
         let stock = holdfast::adapters::dynamo::stock::audit::dump(&ddb, self.resources.table("StockTable")?).await?;

@@ -3,7 +3,7 @@
 //! list of resources: if the template does not declare it, the local stack does not have it.
 
 use anyhow::{anyhow, bail, Context};
-use serde_yaml::Value;
+pub use serde_norway::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -105,7 +105,8 @@ impl Event {
     }
 }
 
-/// serde_yaml keeps `!Ref X` as a tagged value; this reads the intrinsic functions we use.
+/// The YAML parser keeps `!Ref X` as a tagged value; CloudFormation also accepts the long form
+/// `{"Ref": "X"}` / `{"Fn::GetAtt": ...}`. This reads both: (function name, argument).
 fn intrinsic(v: &Value) -> Option<(String, Value)> {
     match v {
         Value::Tagged(t) => Some((t.tag.to_string().trim_start_matches('!').to_owned(), t.value.clone())),
@@ -122,21 +123,67 @@ fn intrinsic(v: &Value) -> Option<(String, Value)> {
     }
 }
 
+/// A template value as the checks read it: a literal or one of the intrinsic functions the
+/// template uses. This is the one reader of intrinsics, for the local stack and the policy tests.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Literal(String),
+    Ref(String),
+    GetAtt(String, String),
+    Sub(String),
+    /// Anything else, as text for messages.
+    Other(String),
+}
+
+impl std::fmt::Display for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expr::Literal(s) => write!(f, "{s:?}"),
+            Expr::Ref(s) => write!(f, "!Ref {s}"),
+            Expr::GetAtt(a, b) => write!(f, "!GetAtt {a}.{b}"),
+            Expr::Sub(s) => write!(f, "!Sub {s:?}"),
+            Expr::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+pub fn expr(v: &Value) -> Expr {
+    if let Some(s) = scalar(v) {
+        return Expr::Literal(s);
+    }
+    let Some((name, inner)) = intrinsic(v) else { return Expr::Other(format!("{v:?}")) };
+    match (name.as_str(), &inner) {
+        ("Ref", Value::String(s)) => Expr::Ref(s.clone()),
+        ("GetAtt", Value::String(s)) => match s.split_once('.') {
+            Some((a, b)) => Expr::GetAtt(a.to_owned(), b.to_owned()),
+            None => Expr::Other(format!("!GetAtt {s}")),
+        },
+        ("GetAtt", Value::Sequence(seq)) if seq.len() == 2 => match (seq[0].as_str(), seq[1].as_str()) {
+            (Some(a), Some(b)) => Expr::GetAtt(a.to_owned(), b.to_owned()),
+            _ => Expr::Other(format!("!GetAtt {seq:?}")),
+        },
+        ("Sub", Value::String(s)) => Expr::Sub(s.clone()),
+        _ => Expr::Other(format!("!{name} {inner:?}")),
+    }
+}
+
 fn ref_target(v: &Value) -> Option<String> {
-    match intrinsic(v)? {
-        (t, Value::String(s)) if t == "Ref" => Some(s),
+    match expr(v) {
+        Expr::Ref(s) => Some(s),
         _ => None,
     }
 }
 
 fn getatt_target(v: &Value) -> Option<(String, String)> {
-    match intrinsic(v)? {
-        (t, Value::String(s)) if t == "GetAtt" => s.split_once('.').map(|(a, b)| (a.to_owned(), b.to_owned())),
-        (t, Value::Sequence(seq)) if t == "GetAtt" && seq.len() == 2 => {
-            Some((seq[0].as_str()?.to_owned(), seq[1].as_str()?.to_owned()))
-        }
+    match expr(v) {
+        Expr::GetAtt(a, b) => Some((a, b)),
         _ => None,
     }
+}
+
+/// The template as a YAML tree (tags kept).
+pub fn yaml(text: &str) -> anyhow::Result<Value> {
+    serde_norway::from_str(text).context("template.yaml is not YAML")
 }
 
 fn scalar(v: &Value) -> Option<String> {
@@ -167,7 +214,7 @@ pub fn to_json(v: &Value) -> serde_json::Value {
     }
 }
 
-fn get<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
+pub fn get<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
     v.as_mapping()?.get(k)
 }
 
@@ -182,7 +229,7 @@ impl Template {
     }
 
     pub fn parse(text: &str) -> anyhow::Result<Template> {
-        let doc: Value = serde_yaml::from_str(text).context("template.yaml is not YAML")?;
+        let doc = yaml(text)?;
         let mut t = Template {
             parameters: BTreeMap::new(),
             tables: vec![],

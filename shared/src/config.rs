@@ -1,4 +1,4 @@
-//! One configuration struct, read from the environment (DESIGN §9). Defaults are production values.
+//! One configuration struct, read from the environment (docs/architecture.md, "Configuration"). Defaults are production values.
 
 use std::str::FromStr;
 

@@ -1,4 +1,4 @@
-//! Fault injection (DESIGN §6). Compiled in only with the `faults` feature, which the local
+//! Fault injection (docs/architecture.md, "Local stack"). Compiled in only with the `faults` feature, which the local
 //! runner and the tests enable and the Lambda binaries do not: without it, [`fault!`] expands
 //! to `false` and the point names never reach the binary.
 //!

@@ -170,7 +170,7 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
     (
         "payment-callback",
         &[
-            // payments::apply → orders.get, orders.replace. Never touches stock (DESIGN §4.5).
+            // payments::apply → orders.get, orders.replace. Never touches stock (docs/architecture.md, "Payment callback").
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
         ],
@@ -338,7 +338,7 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_SDK_TIMEOUT_SCALE",
     // local runner only: the schedule's interval (the template's rate() expression says it)
     "HOLDFAST_RECONCILE_INTERVAL_SECONDS",
-    // local/test builds only (DESIGN §6)
+    // local/test builds only (docs/architecture.md, "Local stack")
     "HOLDFAST_FAULTS",
     // publish-events: which event kinds go on the bus (default `config::DEFAULT_PUBLISHED`)
     "HOLDFAST_PUBLISH_EVENTS",

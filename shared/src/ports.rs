@@ -14,7 +14,7 @@ use crate::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
 use async_trait::async_trait;
 use std::collections::HashMap;
 
-/// SKU metadata (DESIGN §3.1).
+/// SKU metadata (docs/architecture.md, "Data model").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkuMeta {
     pub sku: Sku,
@@ -35,7 +35,7 @@ pub struct SkuMeta {
     pub paused: bool,
 }
 
-/// One admin stock change, idempotent by `adjustment_id` (the audit trail of DESIGN §3.1).
+/// One admin stock change, idempotent by `adjustment_id` (the audit trail of docs/architecture.md, "Data model").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Adjustment {
     pub sku: Sku,
@@ -151,7 +151,7 @@ pub trait StockStore: Send + Sync {
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>>;
     /// FROZEN → `to` with the shard counters, conditional on the lock still being FROZEN.
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>>;
-    /// RELEASED → SOLD, taking the units from `available` again (defence in depth, DESIGN §3.2).
+    /// RELEASED → SOLD, taking the units from `available` again (defence in depth, docs/architecture.md, "Stock operations").
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>>;
     /// Marks an oversell once; `false` if it was already marked.
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool>;
@@ -295,7 +295,7 @@ pub trait SweepIndex: Send + Sync {
     async fn skus_page(&self, cursor: Option<&str>, limit: usize) -> anyhow::Result<Page<Sku>>;
 }
 
-/// Longest delay SQS allows on one message; longer waits re-arm (DESIGN §4.6).
+/// Longest delay SQS allows on one message; longer waits re-arm (docs/architecture.md, "Payment timeout").
 pub const MAX_DELAY_SECONDS: i64 = 900;
 
 #[async_trait]

@@ -14,7 +14,7 @@ use holdfast::ports::Message;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// The secret the payment-callback fixture is signed with (the local default, DESIGN §6).
+/// The secret the payment-callback fixture is signed with (the local default, docs/architecture.md, "Local stack").
 const WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
 
 fn events_dir() -> PathBuf {

@@ -9,7 +9,7 @@
 
 use holdfast::handlers::FUNCTIONS;
 use holdfast::permissions::{is_write_action, Resource, DEFAULTED_ENV, ENV, USES};
-use serde_yaml::Value;
+use holdfast_local::template::{expr, get, Expr, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,63 +19,6 @@ fn template_text() -> String {
 }
 
 // ---------- reading the template ----------
-
-/// The intrinsic functions that appear in policies and environments.
-#[derive(Debug, Clone, PartialEq)]
-enum Expr {
-    Literal(String),
-    Ref(String),
-    GetAtt(String, String),
-    Sub(String),
-    Other(String),
-}
-
-impl std::fmt::Display for Expr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Expr::Literal(s) => write!(f, "{s:?}"),
-            Expr::Ref(s) => write!(f, "!Ref {s}"),
-            Expr::GetAtt(a, b) => write!(f, "!GetAtt {a}.{b}"),
-            Expr::Sub(s) => write!(f, "!Sub {s:?}"),
-            Expr::Other(s) => f.write_str(s),
-        }
-    }
-}
-
-fn expr(v: &Value) -> Expr {
-    let (name, inner) = match v {
-        Value::String(s) => return Expr::Literal(s.clone()),
-        Value::Number(n) => return Expr::Literal(n.to_string()),
-        Value::Bool(b) => return Expr::Literal(b.to_string()),
-        Value::Tagged(t) => (t.tag.to_string().trim_start_matches('!').to_owned(), t.value.clone()),
-        Value::Mapping(m) if m.len() == 1 => {
-            let (k, v) = m.iter().next().unwrap();
-            match k.as_str() {
-                Some("Ref") => ("Ref".to_owned(), v.clone()),
-                Some(k) if k.starts_with("Fn::") => (k.trim_start_matches("Fn::").to_owned(), v.clone()),
-                _ => return Expr::Other(format!("{v:?}")),
-            }
-        }
-        other => return Expr::Other(format!("{other:?}")),
-    };
-    match (name.as_str(), &inner) {
-        ("Ref", Value::String(s)) => Expr::Ref(s.clone()),
-        ("GetAtt", Value::String(s)) => match s.split_once('.') {
-            Some((a, b)) => Expr::GetAtt(a.to_owned(), b.to_owned()),
-            None => Expr::Other(format!("!GetAtt {s}")),
-        },
-        ("GetAtt", Value::Sequence(seq)) if seq.len() == 2 => match (seq[0].as_str(), seq[1].as_str()) {
-            (Some(a), Some(b)) => Expr::GetAtt(a.to_owned(), b.to_owned()),
-            _ => Expr::Other(format!("!GetAtt {seq:?}")),
-        },
-        ("Sub", Value::String(s)) => Expr::Sub(s.clone()),
-        _ => Expr::Other(format!("!{name} {inner:?}")),
-    }
-}
-
-fn get<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
-    v.as_mapping()?.get(k)
-}
 
 /// A string or a list of them (`Action`, `Resource`).
 fn one_or_many(v: &Value) -> Vec<&Value> {
@@ -241,7 +184,7 @@ fn read_statement(
 }
 
 fn read_model(template_text: &str) -> Result<Model, String> {
-    let doc: Value = serde_yaml::from_str(template_text).map_err(|e| format!("template.yaml is not YAML: {e}"))?;
+    let doc = holdfast_local::template::yaml(template_text).map_err(|e| format!("{e:#}"))?;
     let res = Resources::read(&doc);
     let mut problems = Vec::new();
     for r in Resource::ALL {

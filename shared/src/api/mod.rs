@@ -41,5 +41,9 @@ impl Route {
 
 /// The scope of the admin routes.
 pub const SCOPE_ADMIN: &str = "stock:admin";
+/// The scopes of a buyer's token: reading their orders and availability, and checking out or
+/// cancelling.
+pub const SCOPE_ORDERS_READ: &str = "orders:read";
+pub const SCOPE_ORDERS_WRITE: &str = "orders:write";
 /// The scope of the reservation routes other order systems call.
 pub const SCOPE_RESERVATIONS: &str = "reservations:write";

@@ -176,7 +176,7 @@ fn availability() {}
         ("campaign_id" = Option<String>, Query, description = "Check the purchase under this campaign",
          pattern = "^[A-Za-z0-9._-]{1,64}$"),
     ),
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The answer for the caller", body = Availability),
         (status = 401, description = "No valid token", body = GatewayError),
@@ -270,7 +270,7 @@ fn get_campaign() {}
     params(("Idempotency-Key" = String, Header, description = "One per checkout; a retry sends the same key",
             pattern = "^[!-~]{1,128}$")),
     request_body = CreateOrderRequest,
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:write"])),
     responses(
         (status = 201, description = "Order created (or, with header Idempotent-Replayed, the same order again)",
          body = OrderView),
@@ -286,6 +286,8 @@ fn get_campaign() {}
         (status = 422, description = "Invalid body, unknown SKU or campaign, SKU not in the campaign, or \
                                       Idempotency-Key reused with another body",
          body = ProblemBody, content_type = "application/problem+json"),
+        (status = 429, description = "busy: the store is throttling this SKU; retry after Retry-After seconds",
+         body = ProblemBody, content_type = "application/problem+json"),
         (status = 503, description = "Retry with the same Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),
     ))]
@@ -296,7 +298,7 @@ fn create_order() {}
         ("limit" = Option<u32>, Query, description = "Page size, default 20", minimum = 1, maximum = 100),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
     ),
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The caller's orders, newest first", body = OrderList),
         (status = 401, description = "No valid token", body = GatewayError),
@@ -309,7 +311,7 @@ fn list_orders() {}
 
 #[utoipa::path(get, path = "/orders/{order_id}", tag = "orders", operation_id = "getOrder",
     params(("order_id" = String, Path)),
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The order", body = OrderView),
         (status = 401, description = "No valid token", body = GatewayError),
@@ -322,7 +324,7 @@ fn get_order() {}
 
 #[utoipa::path(post, path = "/orders/{order_id}/cancel", tag = "orders", operation_id = "cancelOrder",
     params(("order_id" = String, Path)),
-    security(("jwt" = [])),
+    security(("jwt" = ["orders:write"])),
     responses(
         (status = 200, description = "Cancelled (or already cancelled); its stock is released", body = OrderView),
         (status = 401, description = "No valid token", body = GatewayError),
@@ -366,6 +368,8 @@ fn payment_callback() {}
          body = ProblemBody, content_type = "application/problem+json"),
         (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Invalid body, unknown SKU, or order_id reused with another body",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 429, description = "busy: the store is throttling this SKU; retry after Retry-After seconds",
          body = ProblemBody, content_type = "application/problem+json"),
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]

@@ -1,4 +1,4 @@
-//! Shard allocation for hot SKUs (DESIGN §3.3).
+//! Shard allocation for hot SKUs (docs/architecture.md, "Hot SKUs").
 //!
 //! A SKU's stock is split over `shards` counters. A freeze first tries one shard chosen
 //! deterministically from (order, sku), so a retried request is the same request and freezes

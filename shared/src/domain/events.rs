@@ -1,4 +1,4 @@
-//! Domain events announced by the order table's stream (the outbox, DESIGN §5).
+//! Domain events announced by the order table's stream (the outbox, docs/architecture.md, "Events and self-healing").
 
 use super::order::{Order, OrderStatus, PaymentOutcome};
 use serde::{Deserialize, Serialize};

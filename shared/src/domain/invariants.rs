@@ -1,4 +1,4 @@
-//! The invariants of DESIGN §5, as pure checks over a snapshot. Reconcile runs
+//! The invariants of docs/architecture.md, "Invariants", as pure checks over a snapshot. Reconcile runs
 //! [`check_stock`]; test suites and the demo run [`check_all`] at quiescence.
 
 use super::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
@@ -242,12 +242,12 @@ pub struct Snapshot {
     pub orders: Vec<(OrderId, OrderRecord)>,
     pub user_counters: Vec<(Sku, UserId, i64)>,
     pub now_s: i64,
-    /// A FROZEN lock younger than this may still be waiting for its order (DESIGN §5, inv. 2).
+    /// A FROZEN lock younger than this may still be waiting for its order (docs/architecture.md, "Events and self-healing", invariant 2).
     pub check_delay_s: i64,
     pub campaigns: CampaignCounters,
 }
 
-/// All five invariants of DESIGN §5.
+/// All five invariants of docs/architecture.md, "Invariants"
 pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     let mut out = check_stock(&s.skus, &s.reservations);
     out.extend(check_campaigns(&s.campaigns, &s.reservations));

@@ -1,4 +1,4 @@
-//! Orders and their state machine (DESIGN §4.2). Transitions are a table; anything not in it
+//! Orders and their state machine (docs/architecture.md, "Order state machine"). Transitions are a table; anything not in it
 //! is `invalid_transition`, never a silent overwrite.
 
 use super::{Currency, OrderId, Sku, UserId};
@@ -189,7 +189,7 @@ impl Order {
 }
 
 /// A record under an order id: a real order or the VOID tombstone the reservation checker writes
-/// to fence out a late create-order (DESIGN §4.4). A VOID is never shown to users.
+/// to fence out a late create-order (docs/architecture.md, "Orphan check"). A VOID is never shown to users.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OrderRecord {
     Order(Box<Order>),

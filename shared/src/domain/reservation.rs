@@ -1,5 +1,5 @@
 //! Reservations: the lock record of one order's frozen stock, and its status machine
-//! FROZEN → SOLD | RELEASED (DESIGN §3.2).
+//! FROZEN → SOLD | RELEASED (docs/architecture.md, "Stock operations").
 
 use super::allocation::Piece;
 use super::{CampaignId, Currency, ReservationId, Sku, UserId};
@@ -47,7 +47,7 @@ pub enum LockMove {
     Apply,
     /// Already in the target status: a duplicate, nothing to do.
     AlreadyDone,
-    /// The lock went the other way. For confirm this is the oversell path (DESIGN §3.2).
+    /// The lock went the other way. For confirm this is the oversell path (docs/architecture.md, "Stock operations").
     Conflict,
 }
 

@@ -1,4 +1,4 @@
-//! Payment webhook signatures (DESIGN §4.5):
+//! Payment webhook signatures (docs/architecture.md, "Payment callback"):
 //! `X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>`.
 
 use hmac::{Hmac, Mac};

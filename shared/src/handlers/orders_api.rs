@@ -1,7 +1,7 @@
 //! orders-api: `GET /orders`, `GET /orders/{order_id}`, `POST /orders/{order_id}/cancel`.
 
 use crate::api::orders::{OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
-use crate::api::{Auth, Route};
+use crate::api::{Auth, Route, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::OrderId;
 use crate::http::{self, finish, json_response, path_param, query, subject, Problem, Request, Response};
@@ -11,9 +11,9 @@ use base64::Engine;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
-    Route::new("GET /orders", Auth::User),
-    Route::new("GET /orders/{order_id}", Auth::User),
-    Route::new("POST /orders/{order_id}/cancel", Auth::User),
+    Route::new("GET /orders", Auth::Scope(SCOPE_ORDERS_READ)),
+    Route::new("GET /orders/{order_id}", Auth::Scope(SCOPE_ORDERS_READ)),
+    Route::new("POST /orders/{order_id}/cancel", Auth::Scope(SCOPE_ORDERS_WRITE)),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {

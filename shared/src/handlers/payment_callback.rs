@@ -1,4 +1,5 @@
-//! payment-callback: `POST /payments/callback`, an HMAC-signed webhook.
+//! payment-callback: `POST /payments/callback`, an HMAC-signed webhook (docs/architecture.md,
+//! "Payment callback").
 
 use crate::api::payments::{CallbackAnswer, PaymentCallback};
 use crate::api::{Auth, Route};

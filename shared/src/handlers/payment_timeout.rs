@@ -1,4 +1,4 @@
-//! payment-timeout: the delay-queue consumer that expires unpaid orders (DESIGN §4.6).
+//! payment-timeout: the delay-queue consumer that expires unpaid orders (docs/architecture.md, "Payment timeout").
 
 use super::sqs::{each, parse_message, ConsumerFaults, Handled};
 use crate::app::App;

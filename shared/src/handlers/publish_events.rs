@@ -1,4 +1,4 @@
-//! publish-events: the order table's stream is the outbox (DESIGN §5). Status changes become
+//! publish-events: the order table's stream is the outbox (docs/architecture.md, "Events and self-healing"). Status changes become
 //! domain events on the bus; a record whose events were not all accepted is reported as the
 //! batch item failure, so the stream source retries from it (later records come again too,
 //! which is harmless: consumers are idempotent).

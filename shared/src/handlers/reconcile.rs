@@ -1,4 +1,4 @@
-//! reconcile: the scheduled sweep (DESIGN §5). The schedule only seeds the sweep's work items
+//! reconcile: the scheduled sweep (docs/architecture.md, "Events and self-healing"). The schedule only seeds the sweep's work items
 //! onto the work queue; `reconcile-worker` does the work (docs/runbook.md, "Reconcile").
 
 use crate::app::App;

@@ -1,4 +1,4 @@
-//! reservation-check: the delayed, fenced orphan check sent at every freeze (DESIGN §4.4).
+//! reservation-check: the delayed, fenced orphan check sent at every freeze (docs/architecture.md, "Orphan check").
 
 use super::sqs::{each, parse_message, ConsumerFaults, Handled};
 use crate::app::App;

@@ -1,4 +1,5 @@
-//! reservations: the stock service on its own, for other order systems.
+//! reservations: the stock service on its own, for other order systems (docs/architecture.md,
+//! "HTTP contract").
 //! `POST /reservations`, `POST /reservations/{order_id}/confirm|release`. A reservation belongs
 //! to the caller (`sub` of its token): others see 404.
 

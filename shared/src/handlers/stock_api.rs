@@ -3,7 +3,7 @@
 
 use super::campaigns_api;
 use crate::api::stock::{AdjustmentRequest, PutSkuRequest, SkuView};
-use crate::api::{Auth, Route, SCOPE_ADMIN};
+use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ};
 use crate::app::App;
 use crate::domain::Sku;
 use crate::http::{self, finish, json_response, path_param, typed_body, Code, Problem, Request, Response};
@@ -17,7 +17,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/skus/{sku}/resume", Auth::Scope(SCOPE_ADMIN)),
     Route::new("GET /skus/{sku}", Auth::Public),
     Route::new("GET /skus/{sku}/availability", Auth::Public),
-    Route::new("GET /skus/{sku}/availability/me", Auth::User),
+    Route::new("GET /skus/{sku}/availability/me", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("PUT /admin/campaigns/{campaign_id}", Auth::Scope(SCOPE_ADMIN)),
     Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::Scope(SCOPE_ADMIN)),
     Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::Scope(SCOPE_ADMIN)),

@@ -1,4 +1,4 @@
-//! stock-events: applies order events to stock (DESIGN §5). OrderPaid → confirm;
+//! stock-events: applies order events to stock (docs/architecture.md, "Events and self-healing"). OrderPaid → confirm;
 //! OrderCancelled / OrderExpired → release. Every step is conditional on the lock's status, so
 //! duplicates and any order of arrival are harmless. A message that is not exactly a Holdfast
 //! event of a known schema is refused (retried into the DLQ), never applied.

@@ -1,4 +1,4 @@
-//! Stock administration and the stock view (DESIGN §8): SKU metadata, shard count changes,
+//! Stock administration and the stock view (docs/architecture.md, "HTTP contract"): SKU metadata, shard count changes,
 //! audited adjustments.
 
 use crate::app::App;

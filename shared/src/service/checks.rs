@@ -1,4 +1,4 @@
-//! The fenced reservation check (DESIGN §4.4): an orphan freeze (no order) is released only
+//! The fenced reservation check (docs/architecture.md, "Orphan check"): an orphan freeze (no order) is released only
 //! after a VOID tombstone claims its order id, so no create-order can appear for released stock.
 //! External reservations are released at their deadline.
 

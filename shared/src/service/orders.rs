@@ -1,4 +1,4 @@
-//! The order service: create-order (DESIGN §4.3), read, cancel, payment timeout (§4.6).
+//! The order service: create-order (docs/architecture.md, "Checkout"), read, cancel, payment timeout ("Payment timeout").
 
 use super::stock::{self, FreezeError, FreezeRequest, Frozen, LineRequest};
 use crate::app::App;

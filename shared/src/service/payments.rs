@@ -1,4 +1,4 @@
-//! Payment callbacks (DESIGN §4.5). The signature is checked at the edge; this applies the
+//! Payment callbacks (docs/architecture.md, "Payment callback"). The signature is checked at the edge; this applies the
 //! notice to the order with compare-and-set, recording every payment id on the order so each
 //! is applied at most once. It never touches stock.
 
@@ -127,7 +127,7 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<Payme
             paid.payments.push(record(PaymentOutcome::Applied));
             (paid, Ok(PaymentResult::Applied))
         }
-        // Paid by another payment, or closed: the money goes back (DESIGN §4.5).
+        // Paid by another payment, or closed: the money goes back (docs/architecture.md, "Payment callback").
         Err(_) => {
             debug_assert!(o.status != OrderStatus::PendingPayment);
             let next = o.next(now_ms, |x| x.payments.push(record(PaymentOutcome::RefundRequested)));

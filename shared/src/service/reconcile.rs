@@ -1,4 +1,4 @@
-//! The reconcile sweep (DESIGN §5): the second safety net, fanned out so it keeps up at the
+//! The reconcile sweep (docs/architecture.md, "Events and self-healing"): the second safety net, fanned out so it keeps up at the
 //! sources' scale (docs/runbook.md, "Reconcile"). The schedule seeds [`WorkItem`]s — one per
 //! index bucket for stale locks and for overdue orders, one for the SKU list, one for the
 //! `locked = Σ FROZEN` check — onto the work queue; each worker pages through its item inside

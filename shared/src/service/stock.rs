@@ -1,4 +1,4 @@
-//! The stock service: freeze, confirm, release (DESIGN §3.2, §3.3).
+//! The stock service: freeze, confirm, release (docs/architecture.md, "Stock operations", "Hot SKUs").
 
 use crate::app::App;
 use crate::clock;
@@ -418,7 +418,7 @@ async fn change(
     Err(LockError::Store(anyhow::anyhow!("lock {id} kept changing under us")))
 }
 
-/// Confirm of a RELEASED lock (must not happen; defence in depth, DESIGN §3.2).
+/// Confirm of a RELEASED lock (must not happen; defence in depth, docs/architecture.md, "Stock operations").
 /// `None` when the lock changed under it (the caller re-reads; bounded by its attempts).
 async fn retake(app: &App, r: Reservation) -> Result<Option<LockChange>, LockError> {
     if r.oversold {

@@ -114,7 +114,7 @@ impl Stack {
         self.api.pay(order_id, payment_id, amount, status).await
     }
 
-    /// Every invariant of DESIGN §5 over both tables.
+    /// Every invariant of docs/architecture.md, "Invariants" over both tables.
     pub async fn violations(&self) -> Vec<Violation> {
         check_all(&self.local.snapshot().await.expect("snapshot"))
     }

@@ -1,5 +1,5 @@
 //! The emulator contract the whole test suite relies on: linearizable conditional writes and
-//! transactions that never fail with 5xx under concurrency (DESIGN §6).
+//! transactions that never fail with 5xx under concurrency (docs/architecture.md, "Local stack").
 
 use crate::common::emulator;
 use aws_sdk_dynamodb::types::{

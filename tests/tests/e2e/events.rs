@@ -1,4 +1,4 @@
-//! The event flow and self-healing (DESIGN §4.4, §5): every failure is survived automatically,
+//! The event flow and self-healing (docs/architecture.md, "Orphan check", "Events and self-healing"): every failure is survived automatically,
 //! and the invariants hold at the end of each scenario.
 
 use crate::common::{eventually, spawn_opts, spawn_with};

@@ -1,4 +1,4 @@
-//! One test binary for everything that needs the emulator (STYLE §6): the emulator's own
+//! One test binary for everything that needs the emulator (docs/architecture.md, "Testing"): the emulator's own
 //! contract, the template, and end-to-end scenarios over HTTP on the local stack.
 
 mod campaigns;

@@ -88,7 +88,7 @@ pub(crate) async fn get_consistent(
     Ok(r.item)
 }
 
-/// Number of buckets of the sparse indexes (DESIGN §3.1, §4.1): spreads index writes of a
+/// Number of buckets of the sparse indexes (docs/architecture.md, "Data model"): spreads index writes of a
 /// flash sale over this many partitions. Each bucket is one GSI partition key (≤ 1,000 write
 /// units/s), and every freeze writes its entry once and removes it once: 64 buckets carry
 /// 32,000 freezes/s, above the 20,000/s flash-sale peak the hot-SKU model targets.

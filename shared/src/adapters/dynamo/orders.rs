@@ -1,4 +1,4 @@
-//! The order table over DynamoDB (DESIGN §4.1). Partition key `pk` = `ORD#<id>`; the item is the
+//! The order table over DynamoDB (docs/architecture.md, "Data model"). Partition key `pk` = `ORD#<id>`; the item is the
 //! outbox (its stream announces every change). KEYS_ONLY indexes: `by-user` (newest first) and
 //! the sparse, bucketed `pending-by-deadline` (present only while PENDING_PAYMENT).
 

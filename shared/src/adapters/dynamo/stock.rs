@@ -1,4 +1,4 @@
-//! The stock table over DynamoDB (DESIGN §3.1). One partition key `pk`; item kinds:
+//! The stock table over DynamoDB (docs/architecture.md, "Data model"). One partition key `pk`; item kinds:
 //! `SKU#<sku>` metadata, `SKU#<sku>#<n>` shard counters, `RES#<id>` reservations (the lock
 //! record of one order), `LIM#<sku>#<user>` per-user counters, `ADJ#<sku>#<id>` adjustments,
 //! `PEND#<user>` pending-checkout counters, and the campaign items of [`super::campaigns`].

@@ -1,4 +1,4 @@
-//! The services over the in-memory ports: the use cases of DESIGN §3–§5 end to end, and the
+//! The services over the in-memory ports: the use cases of docs/architecture.md, "Stock operations" to "Events and self-healing" end to end, and the
 //! DynamoDB-shaped answers of the ports themselves.
 
 use super::*;
