@@ -40,7 +40,7 @@ pub fn config() -> Config {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
-    c.webhook_secret = SECRET.into();
+    c.webhook_secret = holdfast::config::Secret::new(SECRET);
     c
 }
 

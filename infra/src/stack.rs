@@ -165,8 +165,13 @@ impl LocalStack {
                     // call can take seconds, which AWS never does. Tests of the budgets set 1.
                     return Some(LOCAL_SDK_TIMEOUT_SCALE.to_owned());
                 }
+                if k == "PAYMENT_WEBHOOK_SECRET" {
+                    // AWS reads the key from Secrets Manager (WEBHOOK_SECRET_ARN); locally it is
+                    // this well-known one unless a test sets another.
+                    return Some(DEFAULT_WEBHOOK_SECRET.to_owned());
+                }
                 match f.env.get(k)? {
-                    EnvValue::Deferred(_) if k == "PAYMENT_WEBHOOK_SECRET" => Some(DEFAULT_WEBHOOK_SECRET.to_owned()),
+                    EnvValue::Deferred(_) => None,
                     v => res.resolve(v),
                 }
             };
