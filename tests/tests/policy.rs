@@ -773,10 +773,19 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<&'static str>> {
         (".send_message_batch()", "sqs:SendMessage"),
         (".delete_message()", "sqs:DeleteMessage"),
         (".put_events()", "events:PutEvents"),
+        (".get_secret_value()", "secretsmanager:GetSecretValue"),
     ];
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/adapters/");
     let mut out: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-    for file in ["dynamo/mod.rs", "dynamo/stock.rs", "dynamo/orders.rs", "sqs.rs", "eventbridge.rs"] {
+    for file in [
+        "dynamo/mod.rs",
+        "dynamo/stock.rs",
+        "dynamo/orders.rs",
+        "dynamo/sweep.rs",
+        "sqs.rs",
+        "eventbridge.rs",
+        "secrets.rs",
+    ] {
         let text = std::fs::read_to_string(format!("{root}{file}")).unwrap_or_else(|e| panic!("{file}: {e}"));
         for (call, action) in CALLS {
             if text.contains(call) {
