@@ -17,6 +17,7 @@ use holdfast::handlers;
 use holdfast::http::{Request, Response};
 use holdfast::ports::Message;
 use holdfast::service::orders;
+use holdfast::service::stock::LineRequest;
 use holdfast_bench::{
     app, envelope, http_request, modify_record, quiet_metrics, runtime, sku, sqs_event, stock, stream_event, SECRET,
 };
@@ -42,7 +43,7 @@ fn expect(r: &Response, status: i64, contains: &str) {
 fn new_order(rt: &Runtime, app: &App, key: &str) -> Order {
     let user = UserId::parse(USER).unwrap();
     let key = IdempotencyKey::parse(key).unwrap();
-    let lines = vec![(sku("HOT"), Quantity::new(1).unwrap())];
+    let lines = vec![LineRequest::plain(sku("HOT"), Quantity::new(1).unwrap())];
     rt.block_on(orders::create(app, &user, &key, lines)).unwrap().0
 }
 
@@ -307,7 +308,8 @@ fn async_benches(c: &mut Criterion) {
         for (i, s) in ["HOT", "WARM", "COLD"].into_iter().enumerate() {
             let user = UserId::parse(USER).unwrap();
             let key = IdempotencyKey::parse(&format!("k{i}")).unwrap();
-            rt.block_on(orders::create(&app, &user, &key, vec![(sku(s), Quantity::new(1).unwrap())])).unwrap();
+            rt.block_on(orders::create(&app, &user, &key, vec![LineRequest::plain(sku(s), Quantity::new(1).unwrap())]))
+                .unwrap();
         }
         let report = rt.block_on(handlers::schedule("reconcile", &app, json!({}))).unwrap().unwrap();
         assert_eq!(report["skus_checked"], 3, "{report}");

@@ -19,8 +19,11 @@ use tokio::task::JoinHandle;
 
 pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
 
-/// `HOLDFAST_SDK_TIMEOUT_SCALE` of the local stack unless a test sets it.
-pub const LOCAL_SDK_TIMEOUT_SCALE: &str = "10";
+/// `HOLDFAST_SDK_TIMEOUT_SCALE` of the local stack unless a test sets it. The emulator
+/// serialises every DynamoDB request and the e2e tests share one emulator in parallel: 400
+/// concurrent freezes queue for many seconds on a 2-core machine (measured: 110 of 400
+/// reservations timed out at scale 10), which AWS never does.
+pub const LOCAL_SDK_TIMEOUT_SCALE: &str = "40";
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -335,6 +338,7 @@ impl LocalStack {
             user_counters: stock.user_counters,
             now_s: holdfast::clock::now_s(),
             check_delay_s: delay,
+            campaigns: stock.campaigns,
         })
     }
 

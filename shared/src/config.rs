@@ -20,6 +20,11 @@ pub struct Config {
     pub soldout_cache_ms: i64,
     /// Lifetime of cached SKU metadata (price, shards, limit) in a warm Lambda.
     pub sku_cache_ms: i64,
+    /// Most checkouts one signed-in buyer may have pending (frozen, unpaid) at once; 0 = no cap.
+    pub max_pending_per_user: u32,
+    /// Lifetime of a warm Lambda's cached public views (`GET /skus/{sku}`, campaigns,
+    /// availability) and their `Cache-Control: max-age`.
+    pub public_cache_ms: i64,
     /// The webhook's HMAC key when no secret ARN is set (local stack, tests), and the previous
     /// one during a rotation. In AWS both come from `webhook_secret_arn` at run time.
     pub webhook_secret: Secret,
@@ -107,6 +112,8 @@ impl Config {
             stale_lock_s: parse(get, "HOLDFAST_STALE_LOCK_SECONDS", 600)?,
             soldout_cache_ms: parse(get, "HOLDFAST_SOLDOUT_CACHE_MS", 1000)?,
             sku_cache_ms: parse(get, "HOLDFAST_SKU_CACHE_MS", 5000)?,
+            max_pending_per_user: parse(get, "HOLDFAST_MAX_PENDING_PER_USER", 5)?,
+            public_cache_ms: parse(get, "HOLDFAST_PUBLIC_CACHE_MS", 1000)?,
             webhook_secret: Secret::new(get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default()),
             webhook_secret_previous: Secret::new(get("PAYMENT_WEBHOOK_SECRET_PREVIOUS").unwrap_or_default()),
             webhook_secret_arn: s("WEBHOOK_SECRET_ARN"),
@@ -151,6 +158,8 @@ mod tests {
         assert_eq!(c.reservation_check_delay_s, 300);
         assert_eq!(c.reconcile_interval_s, 600);
         assert_eq!(c.stale_lock_s, 600);
+        assert_eq!(c.max_pending_per_user, 5);
+        assert_eq!(c.public_cache_ms, 1000);
         assert!(!c.publish_events.contains(&crate::domain::events::EventKind::OrderCreated));
     }
 

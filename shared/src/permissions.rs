@@ -303,6 +303,8 @@ pub const ENV: &[(&str, &[&str])] = &[
             // orders::create: the order's deadline and the orphan check's delay
             "HOLDFAST_PAYMENT_TTL_SECONDS",
             "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
+            // the anti-hoarding cap charged in the freeze
+            "HOLDFAST_MAX_PENDING_PER_USER",
         ],
     ),
     ("orders-api", &["ORDER_TABLE"]),
@@ -310,7 +312,8 @@ pub const ENV: &[(&str, &[&str])] = &[
     ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN"]),
     // default ttl_seconds of a hold
     ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
-    ("stock-api", &["STOCK_TABLE"]),
+    // public views' cache lifetime; the cap the eligibility check reports
+    ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
     ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
     ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),

@@ -5,11 +5,12 @@
 //! Convention: the outer `anyhow::Result` is infrastructure failure (retryable, 5xx); an inner
 //! `Result` is a domain answer the adapter translated from a condition or cancellation reason.
 
+use crate::domain::campaign::Campaign;
 use crate::domain::events::OrderEvent;
 use crate::domain::invariants::ShardCounts;
 use crate::domain::order::{Order, OrderRecord};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
-use crate::domain::{Currency, OrderId, ReservationId, Sku, UserId};
+use crate::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
 use async_trait::async_trait;
 use std::collections::HashMap;
 
@@ -30,6 +31,8 @@ pub struct SkuMeta {
     pub stocked: i64,
     /// Incremented on every metadata write; writes are conditional on it.
     pub version: u64,
+    /// Stop-sale: copied onto every shard, where the freeze condition reads it.
+    pub paused: bool,
 }
 
 /// One admin stock change, idempotent by `adjustment_id` (the audit trail of DESIGN §3.1).
@@ -58,10 +61,17 @@ pub enum AdjustRejection {
 pub enum FreezeRejection {
     /// A reservation with this id exists (a replay).
     AlreadyExists,
-    /// These SKUs' chosen shards lacked the quantity: re-read and split.
+    /// These SKUs' chosen shards lacked the quantity or are paused: re-read and split.
     ShardShort(Vec<Sku>),
+    /// These lines' campaign quota shards lacked the quantity, or the sale is outside its
+    /// window or paused: re-read and decide.
+    QuotaShort(Vec<Sku>),
     /// The per-user counter of this SKU would pass its limit.
     LimitExceeded(Sku),
+    /// The campaign per-user counter of this line would pass its limit.
+    CampaignLimitExceeded(Sku),
+    /// The user already has the most pending checkouts allowed.
+    TooManyPending,
     /// DynamoDB reported a transaction conflict: retry with jitter.
     Conflict,
 }
@@ -74,6 +84,42 @@ pub enum MoveRejection {
     ShardShort,
     /// DynamoDB reported a transaction conflict: retry.
     Conflict,
+}
+
+/// The limits a freeze charges, by line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FreezeLimits {
+    /// Per-user limit of each limited SKU line.
+    pub per_sku: HashMap<Sku, u32>,
+    /// Per-user campaign limit of each limited campaign line.
+    pub per_campaign_item: HashMap<Sku, u32>,
+    /// Cap on the user's pending checkouts, when the reservation charges it.
+    pub max_pending: Option<u32>,
+}
+
+/// One audited change of a campaign item's quota, idempotent by `adjustment_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CampaignAdjustment {
+    pub campaign_id: CampaignId,
+    pub sku: Sku,
+    pub adjustment_id: String,
+    pub delta: i64,
+    pub reason: String,
+    pub actor: Option<String>,
+    pub at_ms: i64,
+    /// Per-shard changes summing to `delta`.
+    pub pieces: Vec<(u16, i64)>,
+}
+
+/// A counter a user's allowance is read from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Counter {
+    /// Units of a SKU the user holds (per-user limit).
+    Limit(Sku, UserId),
+    /// Units of a campaign item the user holds (campaign per-user limit).
+    CampaignLimit(CampaignId, Sku, UserId),
+    /// The user's pending checkouts.
+    Pending(UserId),
 }
 
 /// The stock table (owned by the stock service).
@@ -98,11 +144,10 @@ pub trait StockStore: Send + Sync {
     async fn adjust(&self, adj: &Adjustment, meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>>;
     /// One transaction: the reservation (if absent), every shard piece (`available >= q`),
     /// and per-user counters for limited lines (`limits[sku]`).
-    async fn put_frozen(
-        &self,
-        r: &Reservation,
-        limits: &HashMap<Sku, u32>,
-    ) -> anyhow::Result<Result<(), FreezeRejection>>;
+    /// Campaign quota pieces are conditional on the quota and on the window and pause flag
+    /// copied onto their shards (judged at `r.created_at_ms`); product pieces on the stock and
+    /// the SKU's stop-sale flag; the pending counter on `limits.max_pending`.
+    async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>>;
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>>;
     /// FROZEN → `to` with the shard counters, conditional on the lock still being FROZEN.
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>>;
@@ -115,6 +160,45 @@ pub trait StockStore: Send + Sync {
     async fn get_reservations(&self, ids: &[ReservationId]) -> anyhow::Result<Vec<Reservation>>;
     /// Every SKU, from the sparse SKU index.
     async fn list_skus(&self) -> anyhow::Result<Vec<Sku>>;
+
+    /// Metadata for public reads: eventually consistent (half the read cost; may lag a write by
+    /// about a second). Admin views and every decision use the consistent reads above.
+    async fn get_skus_public(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
+        self.get_skus(skus).await
+    }
+    /// Shard counters for public reads: eventually consistent.
+    async fn read_shards_public(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
+        self.read_shards(sku, slots).await
+    }
+    /// Stop-sale on or off: the metadata (conditional on `expected_version`) and the flag on
+    /// every shard `0..meta.slots`, in one transaction. `false` = lost a race.
+    async fn set_sku_paused(&self, meta: &SkuMeta, expected_version: u64) -> anyhow::Result<bool>;
+
+    async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>>;
+    /// Creates (`expected_version` = `None`: metadata and every quota shard, the quota spread
+    /// over them) or updates (metadata conditional on the version; window and pause flag
+    /// copied onto every quota shard) a campaign in one transaction. `false` = lost a race.
+    async fn write_campaign(&self, c: &Campaign, expected_version: Option<u64>) -> anyhow::Result<bool>;
+    /// Quota shard counters of one campaign item.
+    async fn read_quota_shards(
+        &self,
+        id: &CampaignId,
+        sku: &Sku,
+        shards: u16,
+        consistent: bool,
+    ) -> anyhow::Result<Vec<ShardCounts>>;
+    /// Applies a quota adjustment together with the campaign metadata `next` (its item's quota
+    /// already changed), conditional on the stored version being `expected_version`.
+    async fn adjust_campaign(
+        &self,
+        adj: &CampaignAdjustment,
+        next: &Campaign,
+        expected_version: u64,
+    ) -> anyhow::Result<Result<(), AdjustRejection>>;
+    /// Every campaign, from the sparse index.
+    async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignId>>;
+    /// Current values of the given counters (absent = 0), eventually consistent.
+    async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>>;
 }
 
 /// Page cursor for listing a user's orders.
@@ -176,6 +260,8 @@ pub enum WorkItem {
     /// `locked = Σ FROZEN` per SKU: needs every FROZEN lock, so it runs only while the index
     /// holds few enough to read in one budget, and says so in a metric when it cannot.
     LockedTotals {},
+    /// The campaign identity `quota = available + locked + sold` of every campaign item.
+    CampaignQuotas {},
 }
 
 /// One page of a sparse index; `next` resumes after it (`None`: the index is done).

@@ -12,6 +12,8 @@ pub const NAMESPACE: &str = "Holdfast";
 pub mod names {
     pub const FREEZE_OK: &str = "FreezeOk";
     pub const FREEZE_REFUSED: &str = "FreezeRefused";
+    pub const PENDING_CAP_REFUSED: &str = "PendingCapRefused";
+    pub const CAMPAIGN_QUOTA_EXHAUSTED: &str = "CampaignQuotaExhausted";
     pub const SOLD_OUT_FAST_PATH: &str = "SoldOutFastPath";
     pub const OVERSELL: &str = "Oversell";
     pub const ORPHANS_RELEASED: &str = "OrphansReleased";

@@ -50,6 +50,13 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         ("POST /orders/{order_id}/cancel", "orders:write"),
         ("PUT /admin/skus/{sku}", "stock:admin"),
         ("POST /admin/skus/{sku}/adjustments", "stock:admin"),
+        ("POST /admin/skus/{sku}/pause", "stock:admin"),
+        ("POST /admin/skus/{sku}/resume", "stock:admin"),
+        ("PUT /admin/campaigns/{campaign_id}", "stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/adjustments", "stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/pause", "stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/resume", "stock:admin"),
+        ("GET /skus/{sku}/availability/me", "orders:read"),
         ("POST /reservations", "reservations:write"),
         ("POST /reservations/{order_id}/confirm", "reservations:write"),
         ("POST /reservations/{order_id}/release", "reservations:write"),
@@ -57,7 +64,16 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         assert_eq!(auth(route), jwt(scope), "{route}");
     }
     let public: Vec<_> = routes.iter().filter(|(_, _, a)| *a == Auth::Public).map(|(r, _, _)| r.as_str()).collect();
-    assert_eq!(public, vec!["POST /payments/callback", "GET /skus/{sku}"], "no other route is public");
+    assert_eq!(
+        public,
+        vec![
+            "POST /payments/callback",
+            "GET /skus/{sku}",
+            "GET /skus/{sku}/availability",
+            "GET /campaigns/{campaign_id}"
+        ],
+        "no other route is public"
+    );
     let queues: Vec<_> = t.queues.iter().filter(|q| q.redrive.is_some()).map(|q| q.logical_id.as_str()).collect();
     assert_eq!(queues.len(), 4, "{queues:?}");
     let stream = t.function("publish-events").unwrap().events.iter().find_map(|(_, e)| match e {

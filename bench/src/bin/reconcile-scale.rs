@@ -16,11 +16,12 @@ use holdfast::adapters::memory::memory_app;
 use holdfast::adapters::sweep::PortSweep;
 use holdfast::config::Config;
 use holdfast::domain::allocation::Piece;
+use holdfast::domain::campaign::Campaign;
 use holdfast::domain::events::OrderEvent;
 use holdfast::domain::invariants::ShardCounts;
 use holdfast::domain::order::{Order, OrderRecord};
 use holdfast::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
-use holdfast::domain::{Currency, OrderId, ReservationId, Sku, UserId};
+use holdfast::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
 use holdfast::ports::*;
 use holdfast::service::reconcile::{self, ReconcileReport, WORK_BUDGET};
 use std::collections::HashMap;
@@ -47,6 +48,8 @@ const KINDS: &[&str] = &[
     "PutItem(order)",
     "Transact(lock move)",
     "SendMessage",
+    "GetItem(campaign)",
+    "BatchGet(quota shards)",
 ];
 
 impl Meter {
@@ -95,11 +98,7 @@ impl StockStore for Stock {
     async fn adjust(&self, adj: &Adjustment, v: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
         self.0.adjust(adj, v).await
     }
-    async fn put_frozen(
-        &self,
-        r: &Reservation,
-        limits: &HashMap<Sku, u32>,
-    ) -> anyhow::Result<Result<(), FreezeRejection>> {
+    async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
         self.0.put_frozen(r, limits).await
     }
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
@@ -126,6 +125,40 @@ impl StockStore for Stock {
     }
     async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
         self.0.list_skus().await
+    }
+    async fn set_sku_paused(&self, meta: &SkuMeta, v: u64) -> anyhow::Result<bool> {
+        self.0.set_sku_paused(meta, v).await
+    }
+    async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>> {
+        self.1.add("GetItem(campaign)", 1).await;
+        self.0.get_campaign(id, consistent).await
+    }
+    async fn write_campaign(&self, c: &Campaign, v: Option<u64>) -> anyhow::Result<bool> {
+        self.0.write_campaign(c, v).await
+    }
+    async fn read_quota_shards(
+        &self,
+        id: &CampaignId,
+        sku: &Sku,
+        shards: u16,
+        consistent: bool,
+    ) -> anyhow::Result<Vec<ShardCounts>> {
+        self.1.add("BatchGet(quota shards)", usize::from(shards)).await;
+        self.0.read_quota_shards(id, sku, shards, consistent).await
+    }
+    async fn adjust_campaign(
+        &self,
+        adj: &CampaignAdjustment,
+        next: &Campaign,
+        v: u64,
+    ) -> anyhow::Result<Result<(), AdjustRejection>> {
+        self.0.adjust_campaign(adj, next, v).await
+    }
+    async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignId>> {
+        self.0.list_campaigns().await
+    }
+    async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
+        self.0.read_counters(counters).await
     }
 }
 
@@ -243,6 +276,7 @@ async fn main() -> anyhow::Result<()> {
             per_user_limit: None,
             stocked: 0,
             version: 1,
+            paused: false,
         };
         // Through the port (put_sku + adjust), as the admin API would: `seed` is a test helper
         // that scans every shard per call.
@@ -276,10 +310,12 @@ async fn main() -> anyhow::Result<()> {
                 currency: eur.clone(),
                 limited: false,
                 pieces: vec![Piece { shard: 0, quantity: 1 }],
+                campaign: None,
             }],
             oversold: false,
+            pending: false,
         };
-        if world.stock.put_frozen(&r, &HashMap::new()).await? != Ok(()) {
+        if world.stock.put_frozen(&r, &FreezeLimits::default()).await? != Ok(()) {
             anyhow::bail!("seeding lock {i} failed");
         }
     }

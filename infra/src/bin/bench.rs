@@ -83,15 +83,12 @@ impl Bench {
     }
 
     async fn order(&self, user: &str, key: &str, sku: &str, q: u32) -> (u16, Value) {
+        self.order_items(user, key, json!([{"sku": sku, "quantity": q}])).await
+    }
+
+    async fn order_items(&self, user: &str, key: &str, items: Value) -> (u16, Value) {
         let t = self.stack.user_token(user);
-        self.call(
-            "POST",
-            "/orders",
-            Some(&t),
-            &[("idempotency-key", key)],
-            Some(json!({"items": [{"sku": sku, "quantity": q}]})),
-        )
-        .await
+        self.call("POST", "/orders", Some(&t), &[("idempotency-key", key)], Some(json!({ "items": items }))).await
     }
 
     async fn pay(&self, id: &str, amount: u64) -> (u16, Value) {
@@ -157,24 +154,40 @@ fn usage_json(u: &Usage, per: f64) -> Value {
 }
 
 async fn paid_lifecycles(endpoint: &str, n: usize) -> anyhow::Result<Value> {
+    paid_lifecycles_of(endpoint, n, false).await
+}
+
+/// `n` paid lifecycles of one unit, each line drawn on a campaign's quota when `campaign`.
+async fn paid_lifecycles_of(endpoint: &str, n: usize, campaign: bool) -> anyhow::Result<Value> {
     let b = Bench::start(
         endpoint,
         &[("HOLDFAST_PAYMENT_TTL_SECONDS", "3"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "1")],
     )
     .await?;
     b.sku("COST", 1_000_000, 1).await;
+    let (line, amount) = if campaign {
+        let now = holdfast::clock::now_s();
+        let spec = json!({"name": "bench", "starts_at": holdfast::clock::rfc3339((now - 5) * 1000),
+            "ends_at": holdfast::clock::rfc3339((now + 3600) * 1000),
+            "items": [{"sku": "COST", "quota": 1_000_000, "price": 900, "per_user_limit": 5}]});
+        b.call("PUT", "/admin/campaigns/BENCH", Some(&b.admin), &[], Some(spec)).await;
+        (json!([{"sku": "COST", "quantity": 1, "campaign_id": "BENCH"}]), 900)
+    } else {
+        (json!([{"sku": "COST", "quantity": 1}]), 1000)
+    };
     // warm the SKU cache of create-order, as a warm Lambda has it
-    let (_, o) = b.order("warm", "warm", "COST", 1).await;
-    b.pay(o["order_id"].as_str().unwrap_or_default(), 1000).await;
+    let (_, o) = b.order_items("warm", "warm", line.clone()).await;
+    b.pay(o["order_id"].as_str().unwrap_or_default(), amount).await;
     b.drain(Duration::from_secs(4)).await;
     let before = usage::snapshot();
     for chunk in (0..n).collect::<Vec<_>>().chunks(8) {
         join_all(chunk.iter().map(|i| {
             let b = &b;
+            let line = line.clone();
             async move {
-                let (st, o) = b.order(&format!("u{i}"), "k", "COST", 1).await;
+                let (st, o) = b.order_items(&format!("u{i}"), "k", line).await;
                 if st == 201 {
-                    b.pay(o["order_id"].as_str().unwrap_or_default(), 1000).await;
+                    b.pay(o["order_id"].as_str().unwrap_or_default(), amount).await;
                 }
             }
         }))
@@ -296,6 +309,110 @@ async fn false_sold_out(endpoint: &str) -> anyhow::Result<Value> {
               "false_sold_outs": u32::from(left >= smallest_refused), "identity_holds": i64::from(granted) + left == 160}))
 }
 
+/// Public reads of one hot SKU (4 shards) and one campaign at a steady rate: read units per 100
+/// reads, with the per-warm-Lambda cache (`HOLDFAST_PUBLIC_CACHE_MS`, default 1 s) on.
+async fn public_reads(endpoint: &str, per_second: usize, seconds: usize) -> anyhow::Result<Value> {
+    let b = Bench::start(endpoint, &[]).await?;
+    b.sku("HOTREAD", 1_000, 4).await;
+    let now = holdfast::clock::now_s();
+    let spec = json!({"name": "reads", "starts_at": holdfast::clock::rfc3339((now - 5) * 1000),
+        "ends_at": holdfast::clock::rfc3339((now + 3600) * 1000), "items": [{"sku": "HOTREAD", "quota": 100, "shards": 4}]});
+    b.call("PUT", "/admin/campaigns/READS", Some(&b.admin), &[], Some(spec)).await;
+    let mut out = serde_json::Map::new();
+    for (label, path) in [
+        ("sku_view", "/skus/HOTREAD"),
+        ("campaign_view", "/campaigns/READS"),
+        ("availability", "/skus/HOTREAD/availability?quantity=1&campaign_id=READS"),
+    ] {
+        let before = usage::snapshot();
+        let start = Instant::now();
+        let mut ok = 0usize;
+        for _ in 0..seconds {
+            let tick = Instant::now();
+            let answers = join_all((0..per_second).map(|_| b.call("GET", path, None, &[], None))).await;
+            ok += answers.iter().filter(|(st, _)| *st == 200).count();
+            if let Some(rest) = Duration::from_secs(1).checked_sub(tick.elapsed()) {
+                tokio::time::sleep(rest).await;
+            }
+        }
+        let u = delta(&before, &usage::snapshot());
+        let reads = (per_second * seconds) as f64;
+        out.insert(
+            label.into(),
+            json!({"reads": reads, "ok": ok, "seconds": start.elapsed().as_secs_f64(),
+                   "read_units": u.read_units, "read_units_per_100_reads": u.read_units * 100.0 / reads}),
+        );
+    }
+    b.stack.shutdown().await;
+    Ok(Value::Object(out))
+}
+
+/// The campaign part of the report: paid campaign vs plain orders, public read cost, and the
+/// ceiling with quota shards.
+async fn campaign_section(endpoint: &str, n: usize) -> anyhow::Result<(Value, String)> {
+    eprintln!("bench: {n} paid plain and {n} paid campaign lifecycles …");
+    let plain = paid_lifecycles_of(endpoint, n, false).await?;
+    let camp = paid_lifecycles_of(endpoint, n, true).await?;
+    eprintln!("bench: public reads at steady polling …");
+    let reads = public_reads(endpoint, 200, 5).await?;
+    let ceilings: Vec<(u32, f64)> =
+        [1, 2, 4, 8, 16, 32, 40, 48, 64].iter().map(|q| (*q, campaign_ceiling(64, *q))).collect();
+    let v = json!({"plain_order": plain, "campaign_order": camp, "public_reads": reads, "campaign_ceiling_points": ceilings});
+    let mut md = String::new();
+    let w = |v: &Value| v["usage"]["write_units"].as_f64().unwrap_or(0.0);
+    let r = |v: &Value| v["usage"]["read_units"].as_f64().unwrap_or(0.0);
+    let t = |v: &Value| v["usage"]["total_usd"].as_f64().unwrap_or(0.0);
+    let _ = writeln!(md, "## Campaign orders (measured)
+
+{n} paid single-line lifecycles each, same method as above (the pending-checkout cap is on in both: its counter is written by the freeze and by the confirm).
+
+| | WRU | RRU | cost per paid order |
+|---|---|---|---|");
+    let _ = writeln!(md, "| plain order | {:.2} | {:.2} | {} |", w(&plain), r(&plain), usd(t(&plain)));
+    let _ = writeln!(
+        md,
+        "| campaign order (quota shard in the same transaction) | {:.2} | {:.2} | {} |",
+        w(&camp),
+        r(&camp),
+        usd(t(&camp))
+    );
+    let _ = writeln!(
+        md,
+        "
+## Public reads at steady polling (measured)
+
+200 reads/s for 5 s against one warm stock-api, eventually consistent reads, 1 s per-Lambda cache.
+
+| read | reads | RRU | RRU per 100 reads |
+|---|---|---|---|"
+    );
+    for (k, x) in reads.as_object().into_iter().flatten() {
+        let _ = writeln!(
+            md,
+            "| {k} | {} | {:.2} | {:.3} |",
+            x["reads"],
+            x["read_units"].as_f64().unwrap_or(0.0),
+            x["read_units_per_100_reads"].as_f64().unwrap_or(0.0)
+        );
+    }
+    let _ = writeln!(md, "
+## Campaign ceiling (**model**)
+
+A campaign freeze writes a product shard and a quota shard (2 WCU each, transactional) on different partitions; each caps at 500 freezes/s per shard. With 64 product shards:
+
+| quota shards | freezes/s |
+|---|---|");
+    for (q, c) in &ceilings {
+        let _ = writeln!(md, "| {q} | {c:.0} |");
+    }
+    Ok((v, md))
+}
+
+/// Freezes/s one campaign item sustains with `product` product shards and `quota` quota shards.
+fn campaign_ceiling(product: u32, quota: u32) -> f64 {
+    ceiling(product).min(ceiling(quota))
+}
+
 /// The hot-SKU ceiling model: each freeze writes its shard item in a transaction (2 write units
 /// per KB-item) on that shard's partition (≤ 1,000 WCU/s), and its frozen-by-age entry on one of
 /// 64 index buckets, written once and removed once (1 WCU each).
@@ -374,6 +491,18 @@ async fn main() -> anyhow::Result<()> {
         std::env::var("HOLDFAST_EMULATOR_ENDPOINT").map_err(|_| anyhow::anyhow!("run through `make bench`"))?;
     let n: usize = std::env::var("HOLDFAST_BENCH_LIFECYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(48);
     let out = PathBuf::from("bench");
+    // `HOLDFAST_BENCH_ONLY=campaigns` (make bench-campaigns): only the campaign section, written
+    // to bench/campaigns.json and bench/CAMPAIGNS.md.
+    if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("campaigns") {
+        let (v, md) = campaign_section(&endpoint, n).await?;
+        std::fs::write(out.join("campaigns.json"), serde_json::to_string_pretty(&v)?)?;
+        std::fs::write(
+            out.join("CAMPAIGNS.md"),
+            format!("# Holdfast campaign benchmark\n\nGenerated by `make bench-campaigns`.\n\n{md}"),
+        )?;
+        println!("{md}");
+        return Ok(());
+    }
     eprintln!("bench: {n} paid lifecycles …");
     let paid = paid_lifecycles(&endpoint, n).await?;
     eprintln!("bench: refused freezes with and without the fast path …");
@@ -536,6 +665,8 @@ async fn main() -> anyhow::Result<()> {
         need.map(|n| n.to_string()).unwrap_or("more than 64".into())
     );
     let _ = writeln!(md, "## No false sold-out (measured)\n\n`{fso}`\n");
+    let (_, campaign_md) = campaign_section(&endpoint, n).await?;
+    md.push_str(&campaign_md);
     std::fs::write(out.join("REPORT.md"), &md)?;
     println!("{md}");
     Ok(())

@@ -68,6 +68,10 @@ token_id!(
     Sku, "sku", 64
 );
 token_id!(
+    /// A campaign id: 1–64 characters of `[A-Za-z0-9._-]`.
+    CampaignId, "campaign_id", 64
+);
+token_id!(
     /// An order id: Holdfast derives its own (see [`OrderId::derive`]); other order systems bring
     /// theirs to `/reservations` under the same alphabet.
     OrderId, "order_id", 64

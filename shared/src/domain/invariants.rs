@@ -3,7 +3,7 @@
 
 use super::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
 use super::reservation::{LockStatus, Reservation, ReservationKind};
-use super::{OrderId, Sku, UserId};
+use super::{CampaignId, OrderId, Sku, UserId};
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,6 +77,134 @@ pub enum Violation {
         counter: i64,
         limit: u32,
     },
+    /// Campaign identity: a quota counter below zero, `available + locked + sold` ≠ quota, or
+    /// `locked` ≠ Σ FROZEN campaign pieces.
+    CampaignQuota {
+        campaign: CampaignId,
+        sku: Sku,
+        detail: String,
+    },
+    /// A buyer holds more than a campaign item's per-user limit, or that counter is off.
+    CampaignUserLimit {
+        campaign: CampaignId,
+        sku: Sku,
+        user: UserId,
+        holds: i64,
+        counter: i64,
+    },
+    /// A buyer's pending-checkout counter differs from their FROZEN checkouts that charged it.
+    PendingCount {
+        user: UserId,
+        frozen: i64,
+        counter: i64,
+    },
+}
+
+/// One campaign item's quota shards, as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CampaignItemSnapshot {
+    pub campaign: CampaignId,
+    pub sku: Sku,
+    pub quota: i64,
+    pub per_user_limit: Option<u32>,
+    pub shards: Vec<ShardCounts>,
+}
+
+/// Campaign quotas and the anti-hoarding counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CampaignCounters {
+    pub items: Vec<CampaignItemSnapshot>,
+    pub user_counters: Vec<(CampaignId, Sku, UserId, i64)>,
+    pub pending: Vec<(UserId, i64)>,
+}
+
+/// The campaign identity `quota = available + locked + sold`, every counter ≥ 0 (what reconcile
+/// checks on its own: it needs no lock records).
+pub fn check_quota_identity(items: &[CampaignItemSnapshot]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for item in items {
+        let bad = |detail: String| Violation::CampaignQuota {
+            campaign: item.campaign.clone(),
+            sku: item.sku.clone(),
+            detail,
+        };
+        if item.shards.iter().any(|s| s.available < 0 || s.locked < 0 || s.sold < 0) {
+            out.push(bad("a quota shard counter is negative".into()));
+        }
+        let total: i64 = item.shards.iter().map(|s| s.available + s.locked + s.sold).sum();
+        if total != item.quota {
+            out.push(bad(format!("available+locked+sold = {total} but quota = {}", item.quota)));
+        }
+    }
+    out
+}
+
+/// The campaign identity per item (with `locked` = Σ FROZEN campaign pieces) and the
+/// anti-hoarding counters.
+pub fn check_campaigns(c: &CampaignCounters, reservations: &[Reservation]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut frozen: HashMap<(&CampaignId, &Sku), i64> = HashMap::new();
+    let mut holds: HashMap<(&CampaignId, &Sku, &UserId), i64> = HashMap::new();
+    let mut pending: HashMap<&UserId, i64> = HashMap::new();
+    for r in reservations {
+        for l in &r.lines {
+            let Some(cl) = &l.campaign else { continue };
+            if r.status == LockStatus::Frozen {
+                *frozen.entry((&cl.campaign_id, &l.sku)).or_default() += i64::from(l.quantity);
+            }
+            if let (true, Some(u), false) = (cl.limited, &r.user, r.status == LockStatus::Released) {
+                *holds.entry((&cl.campaign_id, &l.sku, u)).or_default() += i64::from(l.quantity);
+            }
+        }
+        if let (true, Some(u), LockStatus::Frozen) = (r.pending, &r.user, r.status) {
+            *pending.entry(u).or_default() += 1;
+        }
+    }
+    out.extend(check_quota_identity(&c.items));
+    for item in &c.items {
+        let locked: i64 = item.shards.iter().map(|s| s.locked).sum();
+        let f = frozen.get(&(&item.campaign, &item.sku)).copied().unwrap_or(0);
+        if f != locked {
+            out.push(Violation::CampaignQuota {
+                campaign: item.campaign.clone(),
+                sku: item.sku.clone(),
+                detail: format!("locked = {locked} but FROZEN campaign pieces hold {f}"),
+            });
+        }
+    }
+    let limits: HashMap<(&CampaignId, &Sku), u32> =
+        c.items.iter().filter_map(|i| i.per_user_limit.map(|l| ((&i.campaign, &i.sku), l))).collect();
+    let counters: HashMap<(&CampaignId, &Sku, &UserId), i64> =
+        c.user_counters.iter().map(|(cid, s, u, n)| ((cid, s, u), *n)).collect();
+    let mut keys: Vec<_> = holds.keys().chain(counters.keys()).copied().collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        let h = holds.get(&k).copied().unwrap_or(0);
+        let n = counters.get(&k).copied().unwrap_or(0);
+        let over = limits.get(&(k.0, k.1)).is_some_and(|l| h > i64::from(*l));
+        if over || h != n {
+            out.push(Violation::CampaignUserLimit {
+                campaign: k.0.clone(),
+                sku: k.1.clone(),
+                user: k.2.clone(),
+                holds: h,
+                counter: n,
+            });
+        }
+    }
+    let counted: HashMap<&UserId, i64> = c.pending.iter().map(|(u, n)| (u, *n)).collect();
+    let mut users: Vec<&UserId> = pending.keys().chain(counted.keys()).copied().collect();
+    users.sort();
+    users.dedup();
+    for u in users {
+        let f = pending.get(u).copied().unwrap_or(0);
+        let n = counted.get(u).copied().unwrap_or(0);
+        if f != n {
+            out.push(Violation::PendingCount { user: u.clone(), frozen: f, counter: n });
+        }
+    }
+    out
 }
 
 /// Invariant 1 and the `locked = Σ FROZEN` half of invariant 2 for the given SKUs.
@@ -116,11 +244,13 @@ pub struct Snapshot {
     pub now_s: i64,
     /// A FROZEN lock younger than this may still be waiting for its order (DESIGN §5, inv. 2).
     pub check_delay_s: i64,
+    pub campaigns: CampaignCounters,
 }
 
 /// All five invariants of DESIGN §5.
 pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     let mut out = check_stock(&s.skus, &s.reservations);
+    out.extend(check_campaigns(&s.campaigns, &s.reservations));
     let orders: HashMap<&str, &OrderRecord> = s.orders.iter().map(|(id, o)| (id.as_str(), o)).collect();
     let locks: HashMap<&str, &Reservation> = s.reservations.iter().map(|r| (r.id.as_str(), r)).collect();
 
@@ -242,8 +372,10 @@ mod tests {
                 currency: Currency::parse("EUR").unwrap(),
                 limited: true,
                 pieces: vec![Piece { shard: 0, quantity: q }],
+                campaign: None,
             }],
             oversold: false,
+            pending: false,
         }
     }
 
@@ -270,6 +402,7 @@ mod tests {
             user_counters: vec![(sku(), UserId::parse("u").unwrap(), 1)],
             now_s: 1_000,
             check_delay_s: 300,
+            campaigns: CampaignCounters::default(),
         };
         assert_eq!(check_all(&s), vec![Violation::StrandedLock { reservation: "o1".into() }]);
     }
@@ -283,6 +416,7 @@ mod tests {
             user_counters: vec![(sku(), UserId::parse("u").unwrap(), 2)],
             now_s: 0,
             check_delay_s: 300,
+            campaigns: CampaignCounters::default(),
         };
         assert!(matches!(check_all(&s)[..], [Violation::UserLimit { holds: 2, limit: 1, .. }]));
     }

@@ -1,15 +1,17 @@
 //! Pure domain: no AWS types, no async, no I/O. Everything here is unit-tested beside its code.
 
 pub mod allocation;
+pub mod campaign;
 pub mod events;
 pub mod ids;
 pub mod invariants;
 pub mod money;
 pub mod order;
+pub mod plan;
 pub mod quantity;
 pub mod reservation;
 pub mod signature;
 
-pub use ids::{IdempotencyKey, OrderId, ReservationId, Sku, UserId};
+pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 pub use money::{Currency, Money};
 pub use quantity::Quantity;

@@ -2,7 +2,7 @@
 //! FROZEN → SOLD | RELEASED (DESIGN §3.2).
 
 use super::allocation::Piece;
-use super::{Currency, ReservationId, Sku, UserId};
+use super::{CampaignId, Currency, ReservationId, Sku, UserId};
 use serde::{Deserialize, Serialize};
 
 /// Most distinct SKUs in one order or reservation. A freeze is one DynamoDB transaction
@@ -89,6 +89,20 @@ pub struct ReservedLine {
     #[serde(default)]
     pub limited: bool,
     pub pieces: Vec<Piece>,
+    /// The campaign quota this line also draws on: moved together with the product pieces by
+    /// every freeze, confirm and release (one transaction, no saga).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<CampaignLine>,
+}
+
+/// The campaign part of a reserved line: the quota shard pieces it took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CampaignLine {
+    pub campaign_id: CampaignId,
+    pub pieces: Vec<Piece>,
+    /// Whether the campaign's per-user counter was charged (and must be given back on release).
+    #[serde(default)]
+    pub limited: bool,
 }
 
 /// The lock record of one order (or external reservation): all its lines move together.
@@ -106,6 +120,9 @@ pub struct Reservation {
     pub lines: Vec<ReservedLine>,
     /// Set once when a confirm found the lock released and could not take the stock again.
     pub oversold: bool,
+    /// Whether the user's pending-checkout counter was charged by the freeze (given back by
+    /// confirm or release).
+    pub pending: bool,
 }
 
 impl Reservation {
@@ -113,9 +130,15 @@ impl Reservation {
         self.lines.iter().filter(|l| &l.sku == sku).map(|l| l.quantity).sum()
     }
 
-    /// Number of transaction actions a freeze of these lines needs.
+    /// Number of transaction actions a freeze of these lines needs (a confirm or release needs
+    /// the same or fewer).
     pub fn freeze_actions(&self) -> usize {
-        1 + self.lines.iter().map(|l| l.pieces.len() + usize::from(l.limited)).sum::<usize>()
+        let line = |l: &ReservedLine| {
+            l.pieces.len()
+                + usize::from(l.limited)
+                + l.campaign.as_ref().map_or(0, |c| c.pieces.len() + usize::from(c.limited))
+        };
+        1 + usize::from(self.pending) + self.lines.iter().map(line).sum::<usize>()
     }
 }
 

@@ -1,14 +1,16 @@
 //! Parsing shared by the HTTP handlers, and the mapping of use-case errors to problems.
 
 use crate::domain::reservation::MAX_LINES;
-use crate::domain::{Quantity, Sku};
+use crate::domain::{CampaignId, Quantity, Sku};
 use crate::http::{only_fields, Problem};
-use crate::service::stock::FreezeError;
+use crate::service::stock::{FreezeError, LineRequest};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-/// `items: [{"sku","quantity"}]` → lines merged by SKU, sorted, 1..=MAX_LINES of them.
-pub fn parse_items(body: &Map<String, Value>) -> Result<Vec<(Sku, Quantity)>, Problem> {
+/// `items: [{"sku","quantity","campaign_id"?}]` → lines merged by SKU, sorted, 1..=MAX_LINES of
+/// them. One SKU is bought under one campaign (or none) per order: its lines write the same
+/// shard items, which one transaction may not touch twice.
+pub fn parse_items(body: &Map<String, Value>) -> Result<Vec<LineRequest>, Problem> {
     let items = match body.get("items") {
         Some(Value::Array(a)) => a,
         Some(_) => return Err(Problem::validation("items must be an array").with("field", "items")),
@@ -20,12 +22,12 @@ pub fn parse_items(body: &Map<String, Value>) -> Result<Vec<(Sku, Quantity)>, Pr
     if items.len() > MAX_LINES * 4 {
         return Err(Problem::validation(format!("at most {MAX_LINES} distinct SKUs per order")).with("field", "items"));
     }
-    let mut merged: BTreeMap<Sku, Quantity> = BTreeMap::new();
+    let mut merged: BTreeMap<Sku, (Quantity, Option<CampaignId>)> = BTreeMap::new();
     for (i, it) in items.iter().enumerate() {
         let Value::Object(line) = it else {
             return Err(Problem::validation(format!("items[{i}] must be an object")));
         };
-        only_fields(line, &["sku", "quantity"])?;
+        only_fields(line, &["sku", "quantity", "campaign_id"])?;
         let sku = match line.get("sku") {
             Some(Value::String(s)) => Sku::parse(s).map_err(|e| Problem::validation(format!("items[{i}].{e}")))?,
             _ => return Err(Problem::validation(format!("items[{i}].sku must be a string"))),
@@ -34,16 +36,29 @@ pub fn parse_items(body: &Map<String, Value>) -> Result<Vec<(Sku, Quantity)>, Pr
             .get("quantity")
             .ok_or_else(|| Problem::validation(format!("items[{i}].quantity is required")))
             .and_then(|v| Quantity::from_json(v).map_err(|e| Problem::validation(format!("items[{i}].{e}"))))?;
+        let campaign = match line.get("campaign_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(CampaignId::parse(c).map_err(|e| {
+                Problem::validation(format!("items[{i}].{e}")).with("field", format!("items[{i}].campaign_id"))
+            })?),
+            Some(_) => return Err(Problem::validation(format!("items[{i}].campaign_id must be a string"))),
+        };
         let total = match merged.get(&sku) {
-            Some(prev) => prev.checked_add(q).map_err(|e| Problem::validation(format!("{sku}: {e}")))?,
+            Some((_, c)) if *c != campaign => {
+                return Err(Problem::validation(format!(
+                    "{sku} appears under two campaigns (or with and without one); order it once"
+                ))
+                .with("field", format!("items[{i}].campaign_id")))
+            }
+            Some((prev, _)) => prev.checked_add(q).map_err(|e| Problem::validation(format!("{sku}: {e}")))?,
             None => q,
         };
-        merged.insert(sku, total);
+        merged.insert(sku, (total, campaign));
     }
     if merged.len() > MAX_LINES {
         return Err(Problem::validation(format!("at most {MAX_LINES} distinct SKUs per order")).with("field", "items"));
     }
-    Ok(merged.into_iter().collect())
+    Ok(merged.into_iter().map(|(sku, (quantity, campaign))| LineRequest { sku, quantity, campaign }).collect())
 }
 
 pub fn freeze_problem(e: FreezeError) -> Problem {
@@ -74,6 +89,39 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
             "Order too fragmented",
             "these lines need more shard pieces than one transaction allows; order fewer SKUs at once",
         ),
+        FreezeError::UnknownCampaign(c) => {
+            Problem::new(422, "unknown_campaign", "Unknown campaign", format!("no campaign {c}"))
+                .with("campaign_id", c.as_str())
+        }
+        FreezeError::NotInCampaign(s, c) => {
+            Problem::new(422, "not_in_campaign", "SKU not in campaign", format!("campaign {c} does not sell {s}"))
+                .with("sku", s.as_str())
+                .with("campaign_id", c.as_str())
+        }
+        FreezeError::QuotaExhausted(s) => Problem::new(
+            409,
+            "campaign_quota_exhausted",
+            "Campaign quota exhausted",
+            format!("the campaign has no more {s} to sell"),
+        )
+        .with("sku", s.as_str()),
+        FreezeError::SaleNotStarted(s) => {
+            Problem::new(409, "sale_not_started", "Sale not started", format!("the sale of {s} has not started"))
+                .with("sku", s.as_str())
+        }
+        FreezeError::SaleEnded(s) => {
+            Problem::new(409, "sale_ended", "Sale ended", format!("the sale of {s} has ended")).with("sku", s.as_str())
+        }
+        FreezeError::SalePaused(s) => {
+            Problem::new(409, "sale_paused", "Sale paused", format!("the sale of {s} is paused"))
+                .with("sku", s.as_str())
+        }
+        FreezeError::TooManyPending => Problem::new(
+            409,
+            "too_many_pending_orders",
+            "Too many pending orders",
+            "you have the most unpaid checkouts allowed; pay or cancel one first",
+        ),
         FreezeError::Contention => Problem::internal("contention on the SKU; retry"),
         FreezeError::Store(e) => Problem::from_store(e),
     }
@@ -94,7 +142,7 @@ mod tests {
             json!({"items":[{"sku":"B","quantity":1},{"sku":"A","quantity":2},{"sku":"B","quantity":3}]}),
         ))
         .unwrap();
-        assert_eq!(l.iter().map(|(s, q)| (s.as_str(), q.get())).collect::<Vec<_>>(), vec![("A", 2), ("B", 4)]);
+        assert_eq!(l.iter().map(|l| (l.sku.as_str(), l.quantity.get())).collect::<Vec<_>>(), vec![("A", 2), ("B", 4)]);
     }
 
     #[test]
@@ -114,6 +162,9 @@ mod tests {
             json!({"items": [{"sku": 5, "quantity": 1}]}),
             json!({"items": [{"sku": "A", "quantity": 1, "price": 0}]}),
             json!({"items": [{"sku": "A", "quantity": 6000}, {"sku": "A", "quantity": 6000}]}),
+            json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": "c b"}]}),
+            json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": 3}]}),
+            json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": "c"}, {"sku": "A", "quantity": 1}]}),
         ] {
             assert_eq!(parse_items(&body(b.clone())).unwrap_err().status, 422, "{b}");
         }

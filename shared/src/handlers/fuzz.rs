@@ -62,13 +62,13 @@ proptest! {
         let body = serde_json::json!({ "items": v });
         if let Ok(lines) = parse_items(body.as_object().unwrap()) {
             prop_assert!(!lines.is_empty() && lines.len() <= MAX_LINES);
-            let mut skus: Vec<&str> = lines.iter().map(|(s, _)| s.as_str()).collect();
+            let mut skus: Vec<&str> = lines.iter().map(|l| l.sku.as_str()).collect();
             let n = skus.len();
             skus.dedup();
             prop_assert_eq!(skus.len(), n, "merged and sorted");
-            for (s, q) in &lines {
-                prop_assert!(Sku::parse(s.as_str()).is_ok());
-                prop_assert!(q.get() >= 1 && q.get() <= MAX_QUANTITY);
+            for l in &lines {
+                prop_assert!(Sku::parse(l.sku.as_str()).is_ok());
+                prop_assert!(l.quantity.get() >= 1 && l.quantity.get() <= MAX_QUANTITY);
             }
         }
     }
@@ -89,7 +89,7 @@ proptest! {
         bad |= totals.len() > MAX_LINES || totals.values().any(|t| *t > i64::from(MAX_QUANTITY));
         prop_assert_eq!(r.is_ok(), !bad, "{:?}", r.err());
         if let Ok(parsed) = r {
-            let got: Vec<(String, i64)> = parsed.iter().map(|(s, q)| (s.to_string(), i64::from(q.get()))).collect();
+            let got: Vec<(String, i64)> = parsed.iter().map(|l| (l.sku.to_string(), i64::from(l.quantity.get()))).collect();
             prop_assert_eq!(got, totals.into_iter().collect::<Vec<_>>());
         }
     }

@@ -2,6 +2,7 @@
 //! and back. [`FUNCTIONS`] is the registry the Lambda binaries and the local runner share; a
 //! test checks it against `template.yaml` in both directions.
 
+pub mod campaigns_api;
 pub mod common;
 pub mod create_order;
 #[cfg(test)]

@@ -71,7 +71,7 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     if let Some(u) = &user {
         fingerprint.push_str(u.as_str());
     }
-    let skus: Vec<_> = lines.iter().map(|(s, _)| s.clone()).collect();
+    let skus: Vec<_> = lines.iter().map(|l| l.sku.clone()).collect();
     let metas = stock::metas(app, &skus).await.map_err(freeze_problem)?;
     let freeze = FreezeRequest {
         id: id.clone(),

@@ -1,5 +1,6 @@
 //! stock-api: `PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`, `GET /skus/{sku}`.
 
+use super::campaigns_api;
 use crate::app::App;
 use crate::domain::allocation::MAX_SHARDS;
 use crate::domain::money::Money;
@@ -14,23 +15,45 @@ use serde_json::{json, Map, Value};
 pub const MAX_DELTA: i64 = 1_000_000_000;
 
 /// The routes this function handles (checked against template.yaml).
-pub const ROUTES: &[&str] = &["PUT /admin/skus/{sku}", "POST /admin/skus/{sku}/adjustments", "GET /skus/{sku}"];
+pub const ROUTES: &[&str] = &[
+    "PUT /admin/skus/{sku}",
+    "POST /admin/skus/{sku}/adjustments",
+    "POST /admin/skus/{sku}/pause",
+    "POST /admin/skus/{sku}/resume",
+    "GET /skus/{sku}",
+    "GET /skus/{sku}/availability",
+    "GET /skus/{sku}/availability/me",
+    "PUT /admin/campaigns/{campaign_id}",
+    "POST /admin/campaigns/{campaign_id}/adjustments",
+    "POST /admin/campaigns/{campaign_id}/pause",
+    "POST /admin/campaigns/{campaign_id}/resume",
+    "GET /campaigns/{campaign_id}",
+];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "PUT /admin/skus/{sku}" => put_sku(app, &req).await,
         "POST /admin/skus/{sku}/adjustments" => adjust(app, &req).await,
-        "GET /skus/{sku}" => get_sku(app, &req).await,
+        "POST /admin/skus/{sku}/pause" => campaigns_api::pause_sku(app, &req, true).await,
+        "POST /admin/skus/{sku}/resume" => campaigns_api::pause_sku(app, &req, false).await,
+        "GET /skus/{sku}" => campaigns_api::get_sku(app, &req).await,
+        "GET /skus/{sku}/availability" => campaigns_api::availability(app, &req, false).await,
+        "GET /skus/{sku}/availability/me" => campaigns_api::availability(app, &req, true).await,
+        "PUT /admin/campaigns/{campaign_id}" => campaigns_api::put_campaign(app, &req).await,
+        "POST /admin/campaigns/{campaign_id}/adjustments" => campaigns_api::adjust_campaign(app, &req).await,
+        "POST /admin/campaigns/{campaign_id}/pause" => campaigns_api::pause_campaign(app, &req, true).await,
+        "POST /admin/campaigns/{campaign_id}/resume" => campaigns_api::pause_campaign(app, &req, false).await,
+        "GET /campaigns/{campaign_id}" => campaigns_api::get_campaign(app, &req).await,
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)
 }
 
-fn sku_param(req: &Request) -> Result<Sku, Problem> {
+pub fn sku_param(req: &Request) -> Result<Sku, Problem> {
     Sku::parse(path_param(req, "sku")?).map_err(|e| Problem::validation(e.to_string()).with("field", "sku"))
 }
 
-fn admin_problem(e: AdminError) -> Problem {
+pub fn admin_problem(e: AdminError) -> Problem {
     match e {
         AdminError::UnknownSku(s) => Problem::not_found(format!("no SKU {s}")).with("sku", s.as_str()),
         AdminError::Insufficient(n) => Problem::new(
@@ -62,6 +85,7 @@ pub fn view_json(v: &StockView) -> Value {
         "sold": v.totals.sold,
         "per_user_limit": v.meta.per_user_limit,
         "shards": v.meta.shards,
+        "paused": v.meta.paused,
     })
 }
 
@@ -118,7 +142,7 @@ async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
         Problem::validation("adjustment_id must be 1-64 characters of [A-Za-z0-9._-]").with("field", "adjustment_id")
     })?;
     let delta = match b.get("delta").and_then(Value::as_i64) {
-        Some(d) if d != 0 && d.abs() <= MAX_DELTA => d,
+        Some(d) if d != 0 && (-MAX_DELTA..=MAX_DELTA).contains(&d) => d,
         _ => {
             return Err(Problem::validation(format!("delta must be a non-zero integer within ±{MAX_DELTA}"))
                 .with("field", "delta"))
@@ -133,12 +157,4 @@ async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
     let applied = admin::adjust(app, &sku, id, delta, reason).await.map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if applied { 201 } else { 200 }, &view_json(&v)))
-}
-
-async fn get_sku(app: &App, req: &Request) -> Result<Response, Problem> {
-    let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
-    match admin::view(app, &sku).await? {
-        Some(v) => Ok(json_response(200, &view_json(&v))),
-        None => Err(Problem::not_found(format!("no SKU {sku}")).with("sku", sku.as_str())),
-    }
 }

@@ -49,6 +49,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec) -> Result<(SkuMeta, b
                 per_user_limit: spec.per_user_limit,
                 stocked: 0,
                 version: 1,
+                paused: false,
             };
             if app.stock.put_sku(&meta, None).await? {
                 app.caches.forget_sku(sku);
@@ -141,6 +142,30 @@ pub async fn adjust(app: &App, sku: &Sku, adjustment_id: &str, delta: i64, reaso
     Err(AdminError::Contention)
 }
 
+/// Stop-sale on or off: the metadata and the flag on every shard in one transaction, so the next
+/// freeze's condition sees it.
+pub async fn set_paused(app: &App, sku: &Sku, paused: bool) -> Result<SkuMeta, AdminError> {
+    for attempt in 1..=ATTEMPTS {
+        let old = app
+            .stock
+            .get_skus(std::slice::from_ref(sku))
+            .await?
+            .remove(sku)
+            .ok_or_else(|| AdminError::UnknownSku(sku.clone()))?;
+        if old.paused == paused {
+            return Ok(old);
+        }
+        let next = SkuMeta { paused, version: old.version + 1, ..old.clone() };
+        if app.stock.set_sku_paused(&next, old.version).await? {
+            app.caches.forget_sku(sku);
+            tracing::info!(sku = %sku, paused, "stop-sale switch");
+            return Ok(next);
+        }
+        super::backoff(attempt).await;
+    }
+    Err(AdminError::Contention)
+}
+
 /// The stock view of one SKU: metadata and counters summed over every shard.
 #[derive(Debug, Clone)]
 pub struct StockView {
@@ -153,6 +178,20 @@ pub async fn view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockView>> {
         return Ok(None);
     };
     let counts = app.stock.read_shards(sku, meta.slots).await?;
-    let totals = SkuSnapshot { sku: sku.clone(), stocked: meta.stocked, shards: counts, per_user_limit: None }.totals();
-    Ok(Some(StockView { meta, totals }))
+    Ok(Some(totals(meta, counts)))
+}
+
+/// The same view from eventually consistent reads, for public pages.
+pub async fn public_view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockView>> {
+    let Some(meta) = app.stock.get_skus_public(std::slice::from_ref(sku)).await?.remove(sku) else {
+        return Ok(None);
+    };
+    let counts = app.stock.read_shards_public(sku, meta.slots).await?;
+    Ok(Some(totals(meta, counts)))
+}
+
+fn totals(meta: SkuMeta, counts: Vec<ShardCounts>) -> StockView {
+    let sku = meta.sku.clone();
+    let totals = SkuSnapshot { sku, stocked: meta.stocked, shards: counts, per_user_limit: None }.totals();
+    StockView { meta, totals }
 }

@@ -1,25 +1,29 @@
 //! The order service: create-order (DESIGN §4.3), read, cancel, payment timeout (§4.6).
 
-use super::stock::{self, FreezeError, FreezeRequest, Frozen};
+use super::stock::{self, FreezeError, FreezeRequest, Frozen, LineRequest};
 use crate::app::App;
 use crate::clock;
 use crate::domain::money::{Money, MoneyError};
 use crate::domain::order::{Order, OrderAction, OrderLine, OrderRecord, OrderStatus};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
-use crate::domain::{Currency, IdempotencyKey, OrderId, Quantity, ReservationId, Sku, UserId};
+use crate::domain::{Currency, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 use crate::faults::{self, InjectedCrash};
 use crate::ports::{Message, MAX_DELAY_SECONDS};
 use crate::telemetry::names;
 use sha2::{Digest, Sha256};
 
 /// A canonical fingerprint of an order's lines (merged, sorted): the body an
-/// Idempotency-Key is bound to.
-pub fn request_hash(lines: &[(Sku, Quantity)]) -> String {
+/// Idempotency-Key is bound to. A line without a campaign hashes as it always did.
+pub fn request_hash(lines: &[LineRequest]) -> String {
     let mut h = Sha256::new();
-    for (s, q) in lines {
-        h.update(s.as_str().as_bytes());
+    for l in lines {
+        h.update(l.sku.as_str().as_bytes());
         h.update(b":");
-        h.update(q.get().to_string().as_bytes());
+        h.update(l.quantity.get().to_string().as_bytes());
+        if let Some(c) = &l.campaign {
+            h.update(b"@");
+            h.update(c.as_str().as_bytes());
+        }
         h.update(b"\n");
     }
     hex::encode(&h.finalize()[..16])
@@ -60,15 +64,15 @@ pub async fn create(
     app: &App,
     user: &UserId,
     key: &IdempotencyKey,
-    lines: Vec<(Sku, Quantity)>,
+    lines: Vec<LineRequest>,
 ) -> Result<(Order, bool), CreateError> {
     let id = OrderId::derive(user, key);
     let rid = ReservationId::for_order(&id);
-    let skus: Vec<Sku> = lines.iter().map(|(s, _)| s.clone()).collect();
+    let skus: Vec<Sku> = lines.iter().map(|l| l.sku.clone()).collect();
     let metas = stock::metas(app, &skus).await?;
     let currency = single_currency(metas.values().map(|m| &m.currency))?;
-    for (s, q) in &lines {
-        Money::line_total(metas[s].price, q.get())?;
+    for l in &lines {
+        Money::line_total(metas[&l.sku].price, l.quantity.get())?;
     }
     let now = clock::now_s();
     let req = FreezeRequest {

@@ -85,6 +85,7 @@ pub fn seed_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
     }
     items.push(WorkItem::SkuInvariants { cursor: None });
     items.push(WorkItem::LockedTotals {});
+    items.push(WorkItem::CampaignQuotas {});
     items
 }
 
@@ -152,6 +153,11 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
         }
         WorkItem::LockedTotals {} => {
             locked_totals(app, &mut rep).await?;
+            None
+        }
+        WorkItem::CampaignQuotas {} => {
+            let v = super::campaigns::check_quotas(app).await?;
+            report_violations(app, &v, &mut rep);
             None
         }
     };

@@ -3,25 +3,40 @@
 use crate::app::App;
 use crate::clock;
 use crate::domain::allocation::{split, start_shard, Piece, MAX_SHARDS};
+use crate::domain::campaign::{gate, Campaign, GateRefusal};
 use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
 use crate::domain::reservation::{
-    plan_move, LockMove, LockStatus, Reservation, ReservationKind, ReservedLine, MAX_TRANSACTION_ACTIONS,
+    plan_move, CampaignLine, LockMove, LockStatus, Reservation, ReservationKind, ReservedLine, MAX_TRANSACTION_ACTIONS,
 };
-use crate::domain::{Quantity, ReservationId, Sku, UserId};
-use crate::ports::{FreezeRejection, MoveRejection, SkuMeta};
+use crate::domain::{CampaignId, Quantity, ReservationId, Sku, UserId};
+use crate::ports::{FreezeLimits, FreezeRejection, MoveRejection, SkuMeta};
 use crate::telemetry::names;
 use std::collections::HashMap;
 
 /// Attempts of the freeze loop before answering "busy, retry" (never "sold out").
 const FREEZE_ATTEMPTS: u32 = 10;
 
+/// One line of a freeze: `quantity` of `sku`, drawn on a campaign's quota when `campaign` is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineRequest {
+    pub sku: Sku,
+    pub quantity: Quantity,
+    pub campaign: Option<CampaignId>,
+}
+
+impl LineRequest {
+    pub fn plain(sku: Sku, quantity: Quantity) -> Self {
+        LineRequest { sku, quantity, campaign: None }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct FreezeRequest {
     pub id: ReservationId,
     pub kind: ReservationKind,
     pub user: Option<UserId>,
-    /// Merged and sorted by SKU.
-    pub lines: Vec<(Sku, Quantity)>,
+    /// One per SKU, sorted by SKU.
+    pub lines: Vec<LineRequest>,
     pub request_hash: String,
     pub expires_at: i64,
 }
@@ -41,6 +56,20 @@ pub enum FreezeError {
     Insufficient(Sku),
     #[error("purchase limit exceeded for {0}")]
     LimitExceeded(Sku),
+    #[error("unknown campaign {0}")]
+    UnknownCampaign(CampaignId),
+    #[error("{0} is not part of campaign {1}")]
+    NotInCampaign(Sku, CampaignId),
+    #[error("the campaign quota of {0} is exhausted")]
+    QuotaExhausted(Sku),
+    #[error("the sale of {0} has not started")]
+    SaleNotStarted(Sku),
+    #[error("the sale of {0} has ended")]
+    SaleEnded(Sku),
+    #[error("the sale of {0} is paused")]
+    SalePaused(Sku),
+    #[error("too many pending checkouts; pay or cancel one first")]
+    TooManyPending,
     #[error("this id was used with another request")]
     RequestMismatch,
     #[error("the stock is too fragmented over shards to take in one transaction")]
@@ -76,47 +105,110 @@ pub async fn metas(app: &App, skus: &[Sku]) -> Result<HashMap<Sku, SkuMeta>, Fre
     Ok(out)
 }
 
-/// Whether the in-memory sold-out mark refuses this request without a write.
-pub fn fast_path_refusal(app: &App, lines: &[(Sku, Quantity)]) -> Option<Sku> {
+/// Campaign metadata through the warm cache (same lifetime as SKU metadata). Only prices,
+/// limits and shard counts are taken from it: the window and the pause flag are judged by the
+/// freeze's write condition, never by a cache.
+pub async fn campaign(app: &App, id: &CampaignId) -> Result<Campaign, FreezeError> {
     let now = clock::now_ms();
-    lines
-        .iter()
-        .find(|(s, q)| app.caches.known_short(s, q.get(), now, app.config.soldout_cache_ms))
-        .map(|(s, _)| s.clone())
+    if let Some(c) = app.caches.campaign(id, now, app.config.sku_cache_ms) {
+        return Ok(c);
+    }
+    let c = app.stock.get_campaign(id, true).await?.ok_or_else(|| FreezeError::UnknownCampaign(id.clone()))?;
+    app.caches.put_campaign(&c, now);
+    Ok(c)
+}
+
+/// Whether an in-memory mark refuses this request without a write: a sold-out SKU, an
+/// exhausted campaign quota or a closed sale seen by a consistent read less than
+/// `soldout_cache_ms` ago.
+pub fn fast_path_refusal(app: &App, lines: &[LineRequest]) -> Option<FreezeError> {
+    let now = clock::now_ms();
+    let ttl = app.config.soldout_cache_ms;
+    lines.iter().find_map(|l| {
+        let q = l.quantity.get();
+        if app.caches.known_short(&l.sku, q, now, ttl) {
+            return Some(FreezeError::Insufficient(l.sku.clone()));
+        }
+        let c = l.campaign.as_ref()?;
+        if let Some(g) = app.caches.known_closed(c, now, ttl) {
+            return Some(gate_error(g, &l.sku));
+        }
+        app.caches.known_quota_short(c, &l.sku, q, now, ttl).then(|| FreezeError::QuotaExhausted(l.sku.clone()))
+    })
+}
+
+fn gate_error(g: GateRefusal, sku: &Sku) -> FreezeError {
+    match g {
+        GateRefusal::NotStarted => FreezeError::SaleNotStarted(sku.clone()),
+        GateRefusal::Ended => FreezeError::SaleEnded(sku.clone()),
+        GateRefusal::Paused => FreezeError::SalePaused(sku.clone()),
+    }
+}
+
+/// A refusal decided before any write. A replay of a checkout that did freeze still gets its
+/// answer, whatever changed since (a sold-out mark, a lowered limit, a closed sale).
+async fn refuse(app: &App, req: &FreezeRequest, e: FreezeError) -> Result<Frozen, FreezeError> {
+    if let Some(existing) = app.stock.get_reservation(&req.id).await? {
+        return replay(existing, req);
+    }
+    app.count(names::FREEZE_REFUSED, 1);
+    Err(e)
 }
 
 /// Freezes all lines or none. Replays (same id) return the existing reservation.
 pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta>) -> Result<Frozen, FreezeError> {
-    if let Some(sku) = fast_path_refusal(app, &req.lines) {
-        // A replay of a checkout that did freeze must still get its answer.
-        if let Some(existing) = app.stock.get_reservation(&req.id).await? {
-            return replay(existing, req);
-        }
+    if let Some(e) = fast_path_refusal(app, &req.lines) {
         app.count(names::SOLD_OUT_FAST_PATH, 1);
-        app.count(names::FREEZE_REFUSED, 1);
-        return Err(FreezeError::Insufficient(sku));
+        return refuse(app, req, e).await;
     }
-    let mut limits = HashMap::new();
+    let mut limits = FreezeLimits::default();
     let mut lines = Vec::with_capacity(req.lines.len());
-    for (sku, q) in &req.lines {
+    for l in &req.lines {
+        let (sku, q) = (&l.sku, l.quantity.get());
         let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
         let limited = req.user.is_some() && meta.per_user_limit.is_some();
         if let Some(limit) = meta.per_user_limit.filter(|_| limited) {
-            if q.get() > limit {
-                app.count(names::FREEZE_REFUSED, 1);
-                return Err(FreezeError::LimitExceeded(sku.clone()));
+            if q > limit {
+                return refuse(app, req, FreezeError::LimitExceeded(sku.clone())).await;
             }
-            limits.insert(sku.clone(), limit);
+            limits.per_sku.insert(sku.clone(), limit);
+        }
+        let mut unit_price = meta.price;
+        let mut campaign_line = None;
+        if let Some(cid) = &l.campaign {
+            let c = campaign(app, cid).await?;
+            let item = c.item(sku).ok_or_else(|| FreezeError::NotInCampaign(sku.clone(), cid.clone()))?;
+            unit_price = item.price.unwrap_or(meta.price);
+            let limited = req.user.is_some() && item.per_user_limit.is_some();
+            if let Some(limit) = item.per_user_limit.filter(|_| limited) {
+                if q > limit {
+                    return refuse(app, req, FreezeError::LimitExceeded(sku.clone())).await;
+                }
+                limits.per_campaign_item.insert(sku.clone(), limit);
+            }
+            let shards = item.shards.clamp(1, MAX_SHARDS);
+            campaign_line = Some(CampaignLine {
+                campaign_id: cid.clone(),
+                pieces: vec![Piece { shard: start_shard(req.id.as_str(), sku, shards), quantity: q }],
+                limited,
+            });
         }
         let shards = meta.shards.clamp(1, MAX_SHARDS);
         lines.push(ReservedLine {
             sku: sku.clone(),
-            quantity: q.get(),
-            unit_price: meta.price,
+            quantity: q,
+            unit_price,
             currency: meta.currency.clone(),
             limited,
-            pieces: vec![Piece { shard: start_shard(req.id.as_str(), sku, shards), quantity: q.get() }],
+            pieces: vec![Piece { shard: start_shard(req.id.as_str(), sku, shards), quantity: q }],
+            campaign: campaign_line,
         });
+    }
+    // Anti-hoarding: a checkout of a signed-in buyer holds one of their pending slots until it is
+    // paid or released. External reservations are trusted systems' and are not capped here.
+    let pending = req.kind == ReservationKind::Order && req.user.is_some() && app.config.max_pending_per_user > 0;
+    if pending {
+        limits.max_pending = Some(app.config.max_pending_per_user);
     }
     let mut r = Reservation {
         id: req.id.clone(),
@@ -128,6 +220,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         expires_at: req.expires_at,
         lines,
         oversold: false,
+        pending,
     };
     for attempt in 1..=FREEZE_ATTEMPTS {
         match app.stock.put_frozen(&r, &limits).await? {
@@ -140,11 +233,24 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
                 Some(existing) => return replay(existing, req),
                 None => super::backoff(attempt).await,
             },
-            Err(FreezeRejection::LimitExceeded(sku)) => {
+            Err(FreezeRejection::LimitExceeded(sku) | FreezeRejection::CampaignLimitExceeded(sku)) => {
                 app.count(names::FREEZE_REFUSED, 1);
                 return Err(FreezeError::LimitExceeded(sku));
             }
+            Err(FreezeRejection::TooManyPending) => {
+                app.count(names::FREEZE_REFUSED, 1);
+                app.count(names::PENDING_CAP_REFUSED, 1);
+                return Err(FreezeError::TooManyPending);
+            }
             Err(FreezeRejection::Conflict) => super::backoff(attempt).await,
+            Err(FreezeRejection::QuotaShort(skus)) => {
+                for sku in skus {
+                    resplit_quota(app, &mut r, &sku).await?;
+                }
+                if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
+                    return Err(FreezeError::TooFragmented);
+                }
+            }
             Err(FreezeRejection::ShardShort(skus)) => {
                 for sku in skus {
                     resplit(app, &mut r, &sku, metas).await?;
@@ -158,6 +264,42 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     Err(FreezeError::Contention)
 }
 
+/// A line's campaign quota shards failed their condition: reads the campaign and the item's
+/// quota shards consistently and either names why the sale refuses (window, pause, quota) or
+/// re-plans the quota pieces.
+async fn resplit_quota(app: &App, r: &mut Reservation, sku: &Sku) -> Result<(), FreezeError> {
+    let now_s = r.created_at_ms / 1000;
+    let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(()) };
+    let Some(cl) = line.campaign.as_mut() else { return Ok(()) };
+    let c = app
+        .stock
+        .get_campaign(&cl.campaign_id, true)
+        .await?
+        .ok_or_else(|| FreezeError::UnknownCampaign(cl.campaign_id.clone()))?;
+    app.caches.put_campaign(&c, clock::now_ms());
+    let item = c.item(sku).ok_or_else(|| FreezeError::NotInCampaign(sku.clone(), c.id.clone()))?;
+    if let Err(g) = gate(c.starts_at, c.ends_at, c.paused, now_s) {
+        app.caches.mark_closed(&c.id, g, clock::now_ms());
+        app.count(names::FREEZE_REFUSED, 1);
+        return Err(gate_error(g, sku));
+    }
+    let counts = app.stock.read_quota_shards(&c.id, sku, item.shards, true).await?;
+    let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
+    let shards = item.shards.clamp(1, MAX_SHARDS);
+    match split(&available, start_shard(r.id.as_str(), sku, shards), line.quantity) {
+        Ok(pieces) => {
+            cl.pieces = pieces;
+            Ok(())
+        }
+        Err(short) => {
+            app.caches.mark_quota_short(&c.id, sku, short.available, clock::now_ms());
+            app.count(names::FREEZE_REFUSED, 1);
+            app.count(names::CAMPAIGN_QUOTA_EXHAUSTED, 1);
+            Err(FreezeError::QuotaExhausted(sku.clone()))
+        }
+    }
+}
+
 /// Reads every shard of `sku` and re-plans its line; refuses only if the SKU as a whole is short.
 async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, metas: &HashMap<Sku, SkuMeta>) -> Result<(), FreezeError> {
     let cached = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
@@ -168,6 +310,10 @@ async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, metas: &HashMap<Sku,
         tokio::join!(app.stock.get_skus(std::slice::from_ref(sku)), app.stock.read_shards(sku, slots));
     let meta = fresh?.remove(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
     app.caches.put_sku(&meta, clock::now_ms());
+    if meta.paused {
+        app.count(names::FREEZE_REFUSED, 1);
+        return Err(FreezeError::SalePaused(sku.clone()));
+    }
     let mut counts = counts?;
     if meta.slots > slots {
         counts = app.stock.read_shards(sku, meta.slots).await?;
@@ -260,7 +406,11 @@ async fn change(
                 Err(_) => super::backoff(attempt).await,
             },
             LockMove::Conflict if to == LockStatus::Sold && on_released == OnReleased::Retake => {
-                return retake(app, r).await
+                match retake(app, r).await? {
+                    Some(done) => return Ok(done),
+                    // the lock moved under the retake: read it again
+                    None => super::backoff(attempt).await,
+                }
             }
             LockMove::Conflict => return Err(LockError::InvalidTransition(r.status)),
         }
@@ -269,9 +419,10 @@ async fn change(
 }
 
 /// Confirm of a RELEASED lock (must not happen; defence in depth, DESIGN §3.2).
-async fn retake(app: &App, r: Reservation) -> Result<LockChange, LockError> {
+/// `None` when the lock changed under it (the caller re-reads; bounded by its attempts).
+async fn retake(app: &App, r: Reservation) -> Result<Option<LockChange>, LockError> {
     if r.oversold {
-        return Ok(LockChange::Oversold(r));
+        return Ok(Some(LockChange::Oversold(r)));
     }
     match app.stock.retake(&r).await? {
         Ok(()) => {
@@ -279,12 +430,9 @@ async fn retake(app: &App, r: Reservation) -> Result<LockChange, LockError> {
             app.count(names::REPAIRS, 1);
             let mut sold = r;
             sold.status = LockStatus::Sold;
-            Ok(LockChange::Retaken(sold))
+            Ok(Some(LockChange::Retaken(sold)))
         }
-        Err(MoveRejection::StatusChanged) | Err(MoveRejection::Conflict) => {
-            super::backoff(1).await;
-            Box::pin(change(app, &r.id, LockStatus::Sold, OnReleased::Retake)).await
-        }
+        Err(MoveRejection::StatusChanged) | Err(MoveRejection::Conflict) => Ok(None),
         Err(MoveRejection::ShardShort) => {
             // Publish before marking: if the publish fails the message is retried and publishes
             // again (consumers are idempotent); marking first could lose the event for good.
@@ -295,7 +443,7 @@ async fn retake(app: &App, r: Reservation) -> Result<LockChange, LockError> {
             if app.stock.mark_oversold(&r).await? {
                 app.count(names::OVERSELL, 1);
             }
-            Ok(LockChange::Oversold(r))
+            Ok(Some(LockChange::Oversold(r)))
         }
     }
 }

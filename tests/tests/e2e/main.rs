@@ -1,6 +1,7 @@
 //! One test binary for everything that needs the emulator (STYLE §6): the emulator's own
 //! contract, the template, and end-to-end scenarios over HTTP on the local stack.
 
+mod campaigns;
 mod common;
 mod edges;
 mod emulator;

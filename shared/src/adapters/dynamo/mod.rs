@@ -1,5 +1,6 @@
 //! DynamoDB adapters for the stock and order tables.
 
+pub mod campaigns;
 pub mod item;
 pub mod orders;
 pub mod stock;

@@ -1,14 +1,21 @@
 //! The stock table over DynamoDB (DESIGN §3.1). One partition key `pk`; item kinds:
 //! `SKU#<sku>` metadata, `SKU#<sku>#<n>` shard counters, `RES#<id>` reservations (the lock
-//! record of one order), `LIM#<sku>#<user>` per-user counters, `ADJ#<sku>#<id>` adjustments.
-//! Sparse KEYS_ONLY indexes: `frozen-by-age` (bucketed; only FROZEN reservations) and `skus`.
+//! record of one order), `LIM#<sku>#<user>` per-user counters, `ADJ#<sku>#<id>` adjustments,
+//! `PEND#<user>` pending-checkout counters, and the campaign items of [`super::campaigns`].
+//! Sparse KEYS_ONLY indexes: `frozen-by-age` (bucketed; only FROZEN reservations) and `skus`
+//! (SKUs under `skl = SKU`, campaigns under `skl = CMP`).
 
 use super::item::{get_n, get_s, key, n, opt_n, opt_s, s, values, Item};
 use super::{bucket_of, charge, item_bytes, rru, wru};
+use crate::domain::campaign::Campaign;
 use crate::domain::invariants::ShardCounts;
+use crate::domain::plan::{self, Action, CounterMove, Op, Target};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
-use crate::domain::{Currency, ReservationId, Sku, UserId};
-use crate::ports::{AdjustRejection, Adjustment, FreezeRejection, MoveRejection, SkuMeta, StockStore};
+use crate::domain::{CampaignId, Currency, ReservationId, Sku, UserId};
+use crate::ports::{
+    AdjustRejection, Adjustment, CampaignAdjustment, Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta,
+    StockStore,
+};
 use anyhow::{anyhow, Context};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
@@ -22,14 +29,14 @@ pub const SKU_INDEX: &str = "skus";
 
 #[derive(Clone)]
 pub struct DynamoStock {
-    client: Client,
-    table: String,
+    pub(super) client: Client,
+    pub(super) table: String,
 }
 
 fn meta_pk(sku: &Sku) -> String {
     format!("SKU#{sku}")
 }
-fn shard_pk(sku: &Sku, shard: u16) -> String {
+pub(super) fn shard_pk(sku: &Sku, shard: u16) -> String {
     format!("SKU#{sku}#{shard}")
 }
 fn res_pk(id: &ReservationId) -> String {
@@ -38,19 +45,46 @@ fn res_pk(id: &ReservationId) -> String {
 fn limit_pk(sku: &Sku, user: &UserId) -> String {
     format!("LIM#{sku}#{user}")
 }
+pub(super) fn quota_pk(id: &CampaignId, sku: &Sku, shard: u16) -> String {
+    format!("CQ#{id}#{sku}#{shard}")
+}
+fn campaign_limit_pk(id: &CampaignId, sku: &Sku, user: &UserId) -> String {
+    format!("LIMC#{id}#{sku}#{user}")
+}
+fn pending_pk(user: &UserId) -> String {
+    format!("PEND#{user}")
+}
 
-/// What each action of a transaction stands for, to read cancellation reasons item by item.
+/// The key of the item an action writes.
+fn target_pk(r: &Reservation, t: &Target) -> String {
+    match t {
+        Target::Reservation => res_pk(&r.id),
+        Target::Shard { sku, shard } => shard_pk(sku, *shard),
+        Target::Quota { campaign, sku, shard } => quota_pk(campaign, sku, *shard),
+        Target::Limit { sku, user } => limit_pk(sku, user),
+        Target::CampaignLimit { campaign, sku, user } => campaign_limit_pk(campaign, sku, user),
+        Target::Pending { user } => pending_pk(user),
+    }
+}
+
+pub(super) fn counter_pk(c: &Counter) -> String {
+    match c {
+        Counter::Limit(sku, user) => limit_pk(sku, user),
+        Counter::CampaignLimit(id, sku, user) => campaign_limit_pk(id, sku, user),
+        Counter::Pending(user) => pending_pk(user),
+    }
+}
+
+/// What each action of an adjustment stands for, to read cancellation reasons item by item.
 #[derive(Debug, Clone)]
-enum Role {
-    Reservation,
-    Shard(Sku),
-    Limit(Sku),
-    Meta,
+pub(super) enum Role {
     Adjustment,
+    Meta,
+    Shard,
 }
 
 /// The per-item codes of a cancelled transaction, or `None` if the call failed otherwise.
-fn cancellation_codes(e: &SdkError<TransactWriteItemsError>) -> Option<Vec<String>> {
+pub(super) fn cancellation_codes(e: &SdkError<TransactWriteItemsError>) -> Option<Vec<String>> {
     match e {
         SdkError::ServiceError(se) => match se.err() {
             TransactWriteItemsError::TransactionCanceledException(c) => {
@@ -73,13 +107,13 @@ fn is_conflict(e: &SdkError<TransactWriteItemsError>) -> bool {
 }
 
 /// How a cancelled transaction failed, in the order that decides the answer.
-enum Cancel {
+pub(super) enum Cancel {
     Conflict,
     Failed(Vec<Role>),
     Unexplained,
 }
 
-fn classify(codes: &[String], roles: &[Role]) -> Cancel {
+pub(super) fn classify(codes: &[String], roles: &[Role]) -> Cancel {
     if codes.iter().any(|c| c == "TransactionConflict") {
         return Cancel::Conflict;
     }
@@ -112,6 +146,9 @@ fn encode_meta(m: &SkuMeta) -> Item {
     if let Some(l) = m.per_user_limit {
         it.insert("lim".into(), n(l));
     }
+    if m.paused {
+        it.insert("ps".into(), AttributeValue::Bool(true));
+    }
     it
 }
 
@@ -126,6 +163,7 @@ fn decode_meta(it: &Item) -> anyhow::Result<SkuMeta> {
         per_user_limit: opt_n(it, "lim"),
         stocked: get_n(it, "stocked")?,
         version: get_n(it, "v")?,
+        paused: matches!(it.get("ps"), Some(AttributeValue::Bool(true))),
     })
 }
 
@@ -141,6 +179,9 @@ fn encode_reservation(r: &Reservation) -> anyhow::Result<Item> {
     ]);
     if let Some(u) = &r.user {
         it.insert("uid".into(), s(u.as_str()));
+    }
+    if r.pending {
+        it.insert("pc".into(), AttributeValue::Bool(true));
     }
     if r.status == LockStatus::Frozen {
         it.insert("fzb".into(), s(format!("F#{}", bucket_of(r.id.as_str()))));
@@ -167,10 +208,60 @@ fn decode_reservation(it: &Item) -> anyhow::Result<Reservation> {
         expires_at: get_n(it, "ex")?,
         lines: serde_json::from_str::<Vec<ReservedLine>>(get_s(it, "ln")?).context("reservation lines")?,
         oversold: it.contains_key("ov"),
+        pending: it.contains_key("pc"),
     })
 }
 
-fn update(table: &str, pk: String, expr: &str, cond: Option<&str>, vals: Item) -> anyhow::Result<TransactWriteItem> {
+/// The transaction item of one planned action; `now_s` is the clock the sale gates judge by.
+fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::Result<TransactWriteItem> {
+    let pk = target_pk(r, &a.target);
+    match &a.op {
+        Op::Move { how, quantity } => {
+            let q = n(*quantity);
+            let (expr, cond) = match how {
+                CounterMove::Freeze => ("SET av = av - :q, lk = lk + :q", "av >= :q"),
+                CounterMove::Sell => ("SET lk = lk - :q, sd = sd + :q", "lk >= :q"),
+                CounterMove::Release => ("SET lk = lk - :q, av = av + :q", "lk >= :q"),
+                CounterMove::Retake => ("SET av = av - :q, sd = sd + :q", "av >= :q"),
+            };
+            match (&a.target, how) {
+                // The sale gates live on the shards the freeze writes anyway: a stop-sale on
+                // product shards, window and pause on quota shards.
+                (Target::Shard { .. }, CounterMove::Freeze) => update(
+                    table,
+                    pk,
+                    expr,
+                    Some("av >= :q AND (attribute_not_exists(ps) OR ps = :f)"),
+                    values([(":q", q), (":f", AttributeValue::Bool(false))]),
+                ),
+                (Target::Quota { .. }, CounterMove::Freeze) => update(
+                    table,
+                    pk,
+                    expr,
+                    Some("av >= :q AND sa <= :now AND ea > :now AND ps = :f"),
+                    values([(":q", q), (":now", n(now_s)), (":f", AttributeValue::Bool(false))]),
+                ),
+                _ => update(table, pk, expr, Some(cond), values([(":q", q)])),
+            }
+        }
+        Op::Add { delta, max_before: Some(max) } => update(
+            table,
+            pk,
+            "ADD n :d",
+            Some("attribute_not_exists(n) OR n <= :max"),
+            values([(":d", n(*delta)), (":max", n(*max))]),
+        ),
+        Op::Add { delta, max_before: None } => update(table, pk, "ADD n :d", None, values([(":d", n(*delta))])),
+    }
+}
+
+pub(super) fn update(
+    table: &str,
+    pk: String,
+    expr: &str,
+    cond: Option<&str>,
+    vals: Item,
+) -> anyhow::Result<TransactWriteItem> {
     let u = Update::builder()
         .table_name(table)
         .set_key(Some(key(pk)))
@@ -181,7 +272,7 @@ fn update(table: &str, pk: String, expr: &str, cond: Option<&str>, vals: Item) -
     Ok(TransactWriteItem::builder().update(u).build())
 }
 
-fn put(table: &str, item: Item, cond: &str) -> anyhow::Result<TransactWriteItem> {
+pub(super) fn put(table: &str, item: Item, cond: &str) -> anyhow::Result<TransactWriteItem> {
     let p = Put::builder().table_name(table).set_item(Some(item)).condition_expression(cond).build()?;
     Ok(TransactWriteItem::builder().put(p).build())
 }
@@ -193,7 +284,7 @@ impl DynamoStock {
 
     /// Runs one transaction; `Ok(Err(codes))` when DynamoDB cancelled it. Billed (cancelled or
     /// not) at 2 write units per item-KB, plus `index_writes` GSI entries.
-    async fn transact(
+    pub(super) async fn transact(
         &self,
         items: Vec<TransactWriteItem>,
         index_writes: f64,
@@ -224,7 +315,21 @@ impl DynamoStock {
         }
     }
 
-    async fn batch_get(&self, pks: Vec<String>, consistent: bool) -> anyhow::Result<Vec<Item>> {
+    /// Counter triples of the given items, in order (a missing item counts as zero).
+    async fn read_counts(&self, pks: Vec<String>, consistent: bool) -> anyhow::Result<Vec<ShardCounts>> {
+        let items = self.batch_get(pks.clone(), consistent).await?;
+        let by_pk: HashMap<&str, &Item> = items.iter().filter_map(|it| Some((opt_s(it, "pk")?, it))).collect();
+        pks.iter()
+            .map(|pk| match by_pk.get(pk.as_str()) {
+                Some(it) => {
+                    Ok(ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? })
+                }
+                None => Ok(ShardCounts::default()),
+            })
+            .collect()
+    }
+
+    pub(super) async fn batch_get(&self, pks: Vec<String>, consistent: bool) -> anyhow::Result<Vec<Item>> {
         let mut out = Vec::new();
         for chunk in pks.chunks(100) {
             let mut keys: Vec<Item> = chunk.iter().cloned().map(key).collect();
@@ -293,6 +398,7 @@ impl DynamoStock {
         }
     }
 
+    /// The reservation's status change `from` → `to`, then the counter writes of the move.
     fn lock_move_items(
         &self,
         r: &Reservation,
@@ -300,6 +406,7 @@ impl DynamoStock {
         to: LockStatus,
     ) -> anyhow::Result<Vec<TransactWriteItem>> {
         let t = &self.table;
+        let actions = plan::lock_move(r, from, to).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
         let mut items = vec![update(
             t,
             res_pk(&r.id),
@@ -307,28 +414,8 @@ impl DynamoStock {
             Some("st = :from"),
             values([(":to", s(to.as_str())), (":from", s(from.as_str()))]),
         )?];
-        for l in &r.lines {
-            for p in &l.pieces {
-                let (expr, cond) = match (from, to) {
-                    (LockStatus::Frozen, LockStatus::Sold) => ("SET lk = lk - :q, sd = sd + :q", Some("lk >= :q")),
-                    (LockStatus::Frozen, LockStatus::Released) => ("SET lk = lk - :q, av = av + :q", Some("lk >= :q")),
-                    (LockStatus::Released, LockStatus::Sold) => ("SET av = av - :q, sd = sd + :q", Some("av >= :q")),
-                    _ => return Err(anyhow!("no lock move {from:?} -> {to:?}")),
-                };
-                items.push(update(t, shard_pk(&l.sku, p.shard), expr, cond, values([(":q", n(p.quantity))]))?);
-            }
-            if let (true, Some(u)) = (l.limited, &r.user) {
-                let delta = if to == LockStatus::Released {
-                    -i64::from(l.quantity)
-                } else if from == LockStatus::Released {
-                    i64::from(l.quantity)
-                } else {
-                    0
-                };
-                if delta != 0 {
-                    items.push(update(t, limit_pk(&l.sku, u), "ADD n :d", None, values([(":d", n(delta))]))?);
-                }
-            }
+        for a in &actions {
+            items.push(action_item(t, r, a, r.created_at_ms / 1000)?);
         }
         Ok(items)
     }
@@ -368,16 +455,7 @@ impl StockStore for DynamoStock {
     }
 
     async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
-        let items = self.batch_get((0..slots).map(|i| shard_pk(sku, i)).collect(), true).await?;
-        let by_pk: HashMap<&str, &Item> = items.iter().filter_map(|it| Some((opt_s(it, "pk")?, it))).collect();
-        (0..slots)
-            .map(|i| match by_pk.get(shard_pk(sku, i).as_str()) {
-                Some(it) => {
-                    Ok(ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? })
-                }
-                None => Ok(ShardCounts::default()),
-            })
-            .collect()
+        self.read_counts((0..slots).map(|i| shard_pk(sku, i)).collect(), true).await
     }
 
     async fn rebalance(
@@ -443,7 +521,7 @@ impl StockStore for DynamoStock {
                 v.insert(":m".into(), n(-d));
             }
             items.push(update(t, shard_pk(&adj.sku, shard), "ADD av :d", cond.or(Some("attribute_exists(pk)")), v)?);
-            roles.push(Role::Shard(adj.sku.clone()));
+            roles.push(Role::Shard);
         }
         match self.transact(items, 0.0).await? {
             Ok(()) => Ok(Ok(())),
@@ -460,58 +538,30 @@ impl StockStore for DynamoStock {
         }
     }
 
-    async fn put_frozen(
-        &self,
-        r: &Reservation,
-        limits: &HashMap<Sku, u32>,
-    ) -> anyhow::Result<Result<(), FreezeRejection>> {
+    async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
         let t = &self.table;
         // The reservation goes first so a replay is the first reason reported.
+        let actions = plan::freeze(r, limits);
         let mut items = vec![put(t, encode_reservation(r)?, "attribute_not_exists(pk)")?];
-        let mut roles = vec![Role::Reservation];
-        for l in &r.lines {
-            for p in &l.pieces {
-                items.push(update(
-                    t,
-                    shard_pk(&l.sku, p.shard),
-                    "SET av = av - :q, lk = lk + :q",
-                    Some("av >= :q"),
-                    values([(":q", n(p.quantity))]),
-                )?);
-                roles.push(Role::Shard(l.sku.clone()));
-            }
-            if let (true, Some(u), Some(limit)) = (l.limited, &r.user, limits.get(&l.sku)) {
-                let max = i64::from(*limit) - i64::from(l.quantity);
-                items.push(update(
-                    t,
-                    limit_pk(&l.sku, u),
-                    "ADD n :q",
-                    Some("attribute_not_exists(n) OR n <= :max"),
-                    values([(":q", n(l.quantity)), (":max", n(max))]),
-                )?);
-                roles.push(Role::Limit(l.sku.clone()));
-            }
+        let mut targets = vec![Target::Reservation];
+        for a in &actions {
+            items.push(action_item(t, r, a, r.created_at_ms / 1000)?);
+            targets.push(a.target.clone());
         }
         // + the frozen-by-age index entry
         match self.transact(items, 1.0).await? {
             Ok(()) => Ok(Ok(())),
             Err(None) => Ok(Err(FreezeRejection::Conflict)),
-            Err(Some(codes)) => Ok(Err(match classify(&codes, &roles) {
-                Cancel::Conflict => FreezeRejection::Conflict,
-                Cancel::Unexplained => FreezeRejection::Conflict,
-                Cancel::Failed(f) => {
-                    if f.iter().any(|r| matches!(r, Role::Reservation)) {
-                        FreezeRejection::AlreadyExists
-                    } else if let Some(Role::Limit(sku)) = f.iter().find(|r| matches!(r, Role::Limit(_))) {
-                        FreezeRejection::LimitExceeded(sku.clone())
-                    } else {
-                        let mut skus: Vec<Sku> =
-                            f.into_iter().filter_map(|r| if let Role::Shard(s) = r { Some(s) } else { None }).collect();
-                        skus.dedup();
-                        FreezeRejection::ShardShort(skus)
-                    }
-                }
-            })),
+            Err(Some(codes)) if codes.iter().any(|c| c == "TransactionConflict") => Ok(Err(FreezeRejection::Conflict)),
+            Err(Some(codes)) => {
+                let failed: Vec<Target> = codes
+                    .iter()
+                    .zip(targets)
+                    .filter(|(c, _)| c.as_str() == "ConditionalCheckFailed")
+                    .map(|(_, t)| t)
+                    .collect();
+                Ok(Err(plan::freeze_rejection(&failed)))
+            }
         }
     }
 
@@ -593,18 +643,88 @@ impl StockStore for DynamoStock {
         let pks = self.query_keys(SKU_INDEX, "skl = :k", values([(":k", s("SKU"))])).await?;
         pks.iter().map(|pk| Sku::parse(pk.trim_start_matches("SKU#")).map_err(anyhow::Error::from)).collect()
     }
+
+    async fn get_skus_public(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
+        let items = self.batch_get(skus.iter().map(meta_pk).collect(), false).await?;
+        items.iter().map(|it| decode_meta(it).map(|m| (m.sku.clone(), m))).collect()
+    }
+
+    async fn read_shards_public(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
+        self.read_counts((0..slots).map(|i| shard_pk(sku, i)).collect(), false).await
+    }
+
+    async fn set_sku_paused(&self, meta: &SkuMeta, expected_version: u64) -> anyhow::Result<bool> {
+        let t = &self.table;
+        let p = Put::builder()
+            .table_name(t)
+            .set_item(Some(encode_meta(meta)))
+            .condition_expression("v = :v")
+            .expression_attribute_values(":v", n(expected_version))
+            .build()?;
+        let mut items = vec![TransactWriteItem::builder().put(p).build()];
+        for i in 0..meta.slots {
+            items.push(update(
+                t,
+                shard_pk(&meta.sku, i),
+                "SET ps = :p",
+                Some("attribute_exists(pk)"),
+                values([(":p", AttributeValue::Bool(meta.paused))]),
+            )?);
+        }
+        Ok(self.transact(items, 0.0).await?.is_ok())
+    }
+
+    async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>> {
+        self.campaign(id, consistent).await
+    }
+
+    async fn write_campaign(&self, c: &Campaign, expected_version: Option<u64>) -> anyhow::Result<bool> {
+        self.put_campaign(c, expected_version).await
+    }
+
+    async fn read_quota_shards(
+        &self,
+        id: &CampaignId,
+        sku: &Sku,
+        shards: u16,
+        consistent: bool,
+    ) -> anyhow::Result<Vec<ShardCounts>> {
+        self.read_counts((0..shards).map(|i| quota_pk(id, sku, i)).collect(), consistent).await
+    }
+
+    async fn adjust_campaign(
+        &self,
+        adj: &CampaignAdjustment,
+        next: &Campaign,
+        expected_version: u64,
+    ) -> anyhow::Result<Result<(), AdjustRejection>> {
+        self.campaign_adjustment(adj, next, expected_version).await
+    }
+
+    async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignId>> {
+        let pks = self.query_keys(SKU_INDEX, "skl = :k", values([(":k", s("CMP"))])).await?;
+        pks.iter().map(|pk| CampaignId::parse(pk.trim_start_matches("CMP#")).map_err(anyhow::Error::from)).collect()
+    }
+
+    async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
+        let items = self.batch_get(counters.iter().map(counter_pk).collect(), false).await?;
+        let by_pk: HashMap<&str, i64> =
+            items.iter().filter_map(|it| Some((opt_s(it, "pk")?, opt_n(it, "n").unwrap_or(0)))).collect();
+        Ok(counters.iter().map(|c| (c.clone(), by_pk.get(counter_pk(c).as_str()).copied().unwrap_or(0))).collect())
+    }
 }
 
 /// Reads of the whole stock table for invariant checks at quiescence (tests, demo). A Scan:
 /// never on a request path.
 pub mod audit {
     use super::*;
-    use crate::domain::invariants::SkuSnapshot;
+    use crate::domain::invariants::{CampaignCounters, CampaignItemSnapshot, SkuSnapshot};
 
     pub struct StockDump {
         pub skus: Vec<SkuSnapshot>,
         pub reservations: Vec<Reservation>,
         pub user_counters: Vec<(Sku, UserId, i64)>,
+        pub campaigns: CampaignCounters,
     }
 
     pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
@@ -622,9 +742,26 @@ pub mod audit {
         let mut shards: HashMap<String, ShardCounts> = HashMap::new();
         let mut reservations = Vec::new();
         let mut user_counters = Vec::new();
+        let mut campaigns = Vec::new();
+        let mut campaign_counters = CampaignCounters::default();
         for it in &items {
             let pk = get_s(it, "pk")?;
-            if pk.starts_with("RES#") {
+            if pk.starts_with("CMP#") {
+                campaigns.push(super::super::campaigns::decode_item(it)?);
+            } else if pk.starts_with("CQ#") {
+                shards.insert(
+                    pk.to_owned(),
+                    ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? },
+                );
+            } else if let Some(rest) = pk.strip_prefix("LIMC#") {
+                let mut parts = rest.splitn(3, '#');
+                if let (Some(c), Some(k), Some(u)) = (parts.next(), parts.next(), parts.next()) {
+                    let n = opt_n(it, "n").unwrap_or(0);
+                    campaign_counters.user_counters.push((CampaignId::parse(c)?, Sku::parse(k)?, UserId::parse(u)?, n));
+                }
+            } else if let Some(u) = pk.strip_prefix("PEND#") {
+                campaign_counters.pending.push((UserId::parse(u)?, opt_n(it, "n").unwrap_or(0)));
+            } else if pk.starts_with("RES#") {
                 reservations.push(decode_reservation(it)?);
             } else if let Some(rest) = pk.strip_prefix("LIM#") {
                 if let Some((sku, user)) = rest.split_once('#') {
@@ -648,6 +785,19 @@ pub mod audit {
                 per_user_limit: m.per_user_limit,
             })
             .collect();
-        Ok(StockDump { skus, reservations, user_counters })
+        for c in campaigns {
+            for i in &c.items {
+                campaign_counters.items.push(CampaignItemSnapshot {
+                    campaign: c.id.clone(),
+                    sku: i.sku.clone(),
+                    quota: i.quota,
+                    per_user_limit: i.per_user_limit,
+                    shards: (0..i.shards)
+                        .map(|n| shards.get(&quota_pk(&c.id, &i.sku, n)).copied().unwrap_or_default())
+                        .collect(),
+                });
+            }
+        }
+        Ok(StockDump { skus, reservations, user_counters, campaigns: campaign_counters })
     }
 }

@@ -131,6 +131,7 @@ impl MemoryWorld {
             user_counters: self.stock.user_counters(),
             now_s: crate::clock::now_s(),
             check_delay_s,
+            campaigns: self.stock.campaign_counters(),
         }
     }
 }

@@ -3,10 +3,16 @@
 //! checked first and nothing is written unless all hold.
 
 use super::lock;
+use crate::domain::allocation::spread;
+use crate::domain::campaign::{gate, Campaign};
 use crate::domain::invariants::ShardCounts;
+use crate::domain::plan::{self, Action, CounterMove, Op, Target};
 use crate::domain::reservation::{LockStatus, Reservation, MAX_TRANSACTION_ACTIONS};
-use crate::domain::{ReservationId, Sku, UserId};
-use crate::ports::{AdjustRejection, Adjustment, FreezeRejection, MoveRejection, SkuMeta, StockStore};
+use crate::domain::{CampaignId, ReservationId, Sku, UserId};
+use crate::ports::{
+    AdjustRejection, Adjustment, CampaignAdjustment, Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta,
+    StockStore,
+};
 use anyhow::anyhow;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -20,6 +26,20 @@ struct State {
     /// Per-user counters (`LIM#<sku>#<user>`, attribute `n`).
     limits: BTreeMap<(Sku, UserId), i64>,
     adjustments: HashMap<(Sku, String), Adjustment>,
+    campaigns: BTreeMap<CampaignId, Campaign>,
+    /// Quota shards with the window and pause flag copied onto them (as in DynamoDB).
+    quota: HashMap<(CampaignId, Sku, u16), QuotaShard>,
+    campaign_limits: BTreeMap<(CampaignId, Sku, UserId), i64>,
+    pending: BTreeMap<UserId, i64>,
+    campaign_adjustments: HashMap<(CampaignId, String), CampaignAdjustment>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct QuotaShard {
+    counts: ShardCounts,
+    starts_at: i64,
+    ends_at: i64,
+    paused: bool,
 }
 
 impl State {
@@ -31,30 +51,132 @@ impl State {
         self.shards.entry((sku.clone(), shard)).or_default()
     }
 
-    fn add_to_counter(&mut self, sku: &Sku, user: &UserId, delta: i64) {
-        *self.limits.entry((sku.clone(), user.clone())).or_default() += delta;
+    fn counter(&self, t: &Target) -> i64 {
+        match t {
+            Target::Limit { sku, user } => self.limits.get(&(sku.clone(), user.clone())).copied().unwrap_or(0),
+            Target::CampaignLimit { campaign, sku, user } => {
+                self.campaign_limits.get(&(campaign.clone(), sku.clone(), user.clone())).copied().unwrap_or(0)
+            }
+            Target::Pending { user } => self.pending.get(user).copied().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    fn counter_mut(&mut self, t: &Target) -> Option<&mut i64> {
+        Some(match t {
+            Target::Limit { sku, user } => self.limits.entry((sku.clone(), user.clone())).or_default(),
+            Target::CampaignLimit { campaign, sku, user } => {
+                self.campaign_limits.entry((campaign.clone(), sku.clone(), user.clone())).or_default()
+            }
+            Target::Pending { user } => self.pending.entry(user.clone()).or_default(),
+            _ => return None,
+        })
+    }
+
+    /// Whether `a`'s condition holds now (`now_s` is the freeze's clock for the sale gates).
+    fn holds(&self, a: &Action, now_s: i64) -> bool {
+        match (&a.target, &a.op) {
+            (Target::Shard { sku, shard }, Op::Move { how, quantity }) => {
+                let paused = self.metas.get(sku).is_some_and(|m| m.paused);
+                self.shard(sku, *shard).is_some_and(|c| {
+                    move_holds(c, *how, i64::from(*quantity)) && !(paused && *how == CounterMove::Freeze)
+                })
+            }
+            (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity }) => {
+                self.quota.get(&(campaign.clone(), sku.clone(), *shard)).is_some_and(|q| {
+                    move_holds(&q.counts, *how, i64::from(*quantity))
+                        && (*how != CounterMove::Freeze || gate(q.starts_at, q.ends_at, q.paused, now_s).is_ok())
+                })
+            }
+            (t, Op::Add { max_before, .. }) => max_before.is_none_or(|m| self.counter(t) <= m),
+            _ => false,
+        }
+    }
+
+    fn apply(&mut self, a: &Action) {
+        match (&a.target, &a.op) {
+            (Target::Shard { sku, shard }, Op::Move { how, quantity }) => {
+                move_apply(self.shard_mut(sku, *shard), *how, i64::from(*quantity))
+            }
+            (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity }) => {
+                let q = self.quota.entry((campaign.clone(), sku.clone(), *shard)).or_default();
+                move_apply(&mut q.counts, *how, i64::from(*quantity))
+            }
+            (t, Op::Add { delta, .. }) => {
+                if let Some(n) = self.counter_mut(t) {
+                    *n += delta;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Runs `actions` as one transaction after a status condition on the reservation: every
+    /// condition is evaluated first, nothing is written unless all hold. `Err` lists the
+    /// targets whose conditions failed (DynamoDB reports each item's code).
+    fn transact(&mut self, status_ok: bool, actions: &[Action], now_s: i64) -> Result<(), Vec<Target>> {
+        let mut failed: Vec<Target> =
+            actions.iter().filter(|a| !self.holds(a, now_s)).map(|a| a.target.clone()).collect();
+        if !status_ok {
+            failed.insert(0, Target::Reservation);
+        }
+        if !failed.is_empty() {
+            return Err(failed);
+        }
+        for a in actions {
+            self.apply(a);
+        }
+        Ok(())
+    }
+}
+
+fn move_holds(c: &ShardCounts, how: CounterMove, q: i64) -> bool {
+    match how {
+        CounterMove::Freeze | CounterMove::Retake => c.available >= q,
+        CounterMove::Sell | CounterMove::Release => c.locked >= q,
+    }
+}
+
+fn move_apply(c: &mut ShardCounts, how: CounterMove, q: i64) {
+    match how {
+        CounterMove::Freeze => {
+            c.available -= q;
+            c.locked += q;
+        }
+        CounterMove::Sell => {
+            c.locked -= q;
+            c.sold += q;
+        }
+        CounterMove::Release => {
+            c.locked -= q;
+            c.available += q;
+        }
+        CounterMove::Retake => {
+            c.available -= q;
+            c.sold += q;
+        }
     }
 }
 
 /// DynamoDB refuses a transaction that touches one item twice or has too many actions
 /// (`ValidationException`, not a cancellation): an infrastructure error here too.
-fn validate_items<'a>(items: impl IntoIterator<Item = (&'a Sku, u16)>, extra_actions: usize) -> anyhow::Result<()> {
+fn validate_items<'a, T: std::hash::Hash + Eq + std::fmt::Debug + 'a>(
+    items: impl IntoIterator<Item = T>,
+    extra_actions: usize,
+) -> anyhow::Result<()> {
     let mut seen = HashSet::new();
     let mut n = extra_actions;
-    for (sku, shard) in items {
+    for it in items {
         n += 1;
-        if !seen.insert((sku, shard)) {
-            return Err(anyhow!("transaction touches shard {shard} of {sku} twice"));
+        if seen.contains(&it) {
+            return Err(anyhow!("transaction touches {it:?} twice"));
         }
+        seen.insert(it);
     }
     if n > MAX_TRANSACTION_ACTIONS {
         return Err(anyhow!("transaction has {n} actions (at most {MAX_TRANSACTION_ACTIONS})"));
     }
     Ok(())
-}
-
-fn pieces(r: &Reservation) -> impl Iterator<Item = (&Sku, u16, i64)> {
-    r.lines.iter().flat_map(|l| l.pieces.iter().map(move |p| (&l.sku, p.shard, i64::from(p.quantity))))
 }
 
 /// The stock table. Also offers direct seeding and synchronous reads for tests and benchmarks.
@@ -110,67 +232,56 @@ impl MemoryStock {
         lock(&self.state).metas.values().cloned().collect()
     }
 
-    /// Shared by `move_lock` and `retake`: `from` → `to` with the shard and counter updates of
-    /// `DynamoStock::lock_move_items`. `Err(codes)` names the failed conditions: `Ok(false)` for
-    /// the reservation, `Ok(true)` for a shard.
+    /// Campaign quota shards and the anti-hoarding counters, for the invariants.
+    pub fn campaign_counters(&self) -> crate::domain::invariants::CampaignCounters {
+        let s = lock(&self.state);
+        let items = s
+            .campaigns
+            .values()
+            .flat_map(|c| {
+                c.items.iter().map(|i| crate::domain::invariants::CampaignItemSnapshot {
+                    campaign: c.id.clone(),
+                    sku: i.sku.clone(),
+                    quota: i.quota,
+                    per_user_limit: i.per_user_limit,
+                    shards: (0..i.shards)
+                        .map(|n| s.quota.get(&(c.id.clone(), i.sku.clone(), n)).map(|q| q.counts).unwrap_or_default())
+                        .collect(),
+                })
+            })
+            .collect();
+        crate::domain::invariants::CampaignCounters {
+            items,
+            user_counters: s
+                .campaign_limits
+                .iter()
+                .map(|((c, k, u), n)| (c.clone(), k.clone(), u.clone(), *n))
+                .collect(),
+            pending: s.pending.iter().map(|(u, n)| (u.clone(), *n)).collect(),
+        }
+    }
+
+    /// Every campaign's metadata.
+    pub fn campaigns(&self) -> Vec<Campaign> {
+        lock(&self.state).campaigns.values().cloned().collect()
+    }
+
+    /// Shared by `move_lock` and `retake`: `from` → `to` with the writes of [`plan::lock_move`].
+    /// `Err(shard)`: `false` when the reservation's status condition failed, `true` for a counter.
     fn move_from(&self, r: &Reservation, from: LockStatus, to: LockStatus) -> anyhow::Result<Result<(), bool>> {
-        type Cond = fn(&ShardCounts, i64) -> bool;
-        let (cond, apply): (Cond, fn(&mut ShardCounts, i64)) = match (from, to) {
-            (LockStatus::Frozen, LockStatus::Sold) => (
-                |c, q| c.locked >= q,
-                |c, q| {
-                    c.locked -= q;
-                    c.sold += q;
-                },
-            ),
-            (LockStatus::Frozen, LockStatus::Released) => (
-                |c, q| c.locked >= q,
-                |c, q| {
-                    c.locked -= q;
-                    c.available += q;
-                },
-            ),
-            (LockStatus::Released, LockStatus::Sold) => (
-                |c, q| c.available >= q,
-                |c, q| {
-                    c.available -= q;
-                    c.sold += q;
-                },
-            ),
-            _ => return Err(anyhow!("no lock move {from:?} -> {to:?}")),
-        };
-        let counters = r.lines.iter().filter(|l| l.limited && r.user.is_some()).count();
-        validate_items(pieces(r).map(|(k, i, _)| (k, i)), 1 + counters)?;
+        let actions = plan::lock_move(r, from, to).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
+        validate_items(actions.iter().map(|a| &a.target), 1)?;
         let mut s = lock(&self.state);
         let status_ok = s.reservations.get(&r.id).is_some_and(|st| st.status == from);
-        if !status_ok {
-            return Ok(Err(false));
-        }
-        if !pieces(r).all(|(k, i, q)| s.shard(k, i).is_some_and(|c| cond(c, q))) {
-            return Ok(Err(true));
-        }
-        if let Some(stored) = s.reservations.get_mut(&r.id) {
-            stored.status = to;
-        }
-        for (k, i, q) in pieces(r) {
-            apply(s.shard_mut(k, i), q);
-        }
-        if let Some(u) = &r.user {
-            for l in r.lines.iter().filter(|l| l.limited) {
-                let q = i64::from(l.quantity);
-                let delta = if to == LockStatus::Released {
-                    -q
-                } else if from == LockStatus::Released {
-                    q
-                } else {
-                    0
-                };
-                if delta != 0 {
-                    s.add_to_counter(&l.sku, u, delta);
+        match s.transact(status_ok, &actions, r.created_at_ms / 1000) {
+            Ok(()) => {
+                if let Some(stored) = s.reservations.get_mut(&r.id) {
+                    stored.status = to;
                 }
+                Ok(Ok(()))
             }
+            Err(failed) => Ok(Err(!failed.contains(&Target::Reservation))),
         }
-        Ok(Ok(()))
     }
 }
 
@@ -264,59 +375,19 @@ impl StockStore for MemoryStock {
         Ok(Ok(()))
     }
 
-    async fn put_frozen(
-        &self,
-        r: &Reservation,
-        limits: &HashMap<Sku, u32>,
-    ) -> anyhow::Result<Result<(), FreezeRejection>> {
-        let user = r.user.as_ref();
-        let charged: Vec<(&Sku, i64, i64)> = r
-            .lines
-            .iter()
-            .filter(|l| l.limited && user.is_some())
-            .filter_map(|l| {
-                let limit = limits.get(&l.sku)?;
-                Some((&l.sku, i64::from(l.quantity), i64::from(*limit) - i64::from(l.quantity)))
-            })
-            .collect();
-        validate_items(pieces(r).map(|(k, i, _)| (k, i)), 1 + charged.len())?;
+    async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
+        let actions = plan::freeze(r, limits);
+        validate_items(actions.iter().map(|a| &a.target), 1)?;
         let mut s = lock(&self.state);
-        // Every condition is evaluated (DynamoDB reports each item's code), then read in the
-        // adapter's order: the reservation, a limit, then short shards.
-        let exists = s.reservations.contains_key(&r.id);
-        let over_limit = user.and_then(|u| {
-            charged
-                .iter()
-                .find(|(k, _, max)| s.limits.get(&((*k).clone(), u.clone())).is_some_and(|n| n > max))
-                .map(|(k, _, _)| (*k).clone())
-        });
-        let mut short: Vec<Sku> = pieces(r)
-            .filter(|(k, i, q)| s.shard(k, *i).is_none_or(|c| c.available < *q))
-            .map(|(k, _, _)| k.clone())
-            .collect();
-        short.dedup();
-        if exists {
-            return Ok(Err(FreezeRejection::AlreadyExists));
-        }
-        if let Some(sku) = over_limit {
-            return Ok(Err(FreezeRejection::LimitExceeded(sku)));
-        }
-        if !short.is_empty() {
-            return Ok(Err(FreezeRejection::ShardShort(short)));
-        }
-        for (k, i, q) in pieces(r) {
-            let c = s.shard_mut(k, i);
-            c.available -= q;
-            c.locked += q;
-        }
-        if let Some(u) = user {
-            for (k, q, _) in &charged {
-                s.add_to_counter(k, u, *q);
+        let absent = !s.reservations.contains_key(&r.id);
+        match s.transact(absent, &actions, r.created_at_ms / 1000) {
+            Ok(()) => {
+                // The item has no `ov` attribute until `mark_oversold`.
+                s.reservations.insert(r.id.clone(), Reservation { oversold: false, ..r.clone() });
+                Ok(Ok(()))
             }
+            Err(failed) => Ok(Err(plan::freeze_rejection(&failed))),
         }
-        // The item has no `ov` attribute until `mark_oversold`.
-        s.reservations.insert(r.id.clone(), Reservation { oversold: false, ..r.clone() });
-        Ok(Ok(()))
     }
 
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
@@ -365,5 +436,111 @@ impl StockStore for MemoryStock {
 
     async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
         Ok(lock(&self.state).metas.keys().cloned().collect())
+    }
+
+    async fn set_sku_paused(&self, meta: &SkuMeta, expected_version: u64) -> anyhow::Result<bool> {
+        let mut s = lock(&self.state);
+        if s.metas.get(&meta.sku).is_none_or(|m| m.version != expected_version) {
+            return Ok(false);
+        }
+        s.metas.insert(meta.sku.clone(), meta.clone());
+        Ok(true)
+    }
+
+    async fn get_campaign(&self, id: &CampaignId, _consistent: bool) -> anyhow::Result<Option<Campaign>> {
+        Ok(lock(&self.state).campaigns.get(id).cloned())
+    }
+
+    async fn write_campaign(&self, c: &Campaign, expected_version: Option<u64>) -> anyhow::Result<bool> {
+        let mut s = lock(&self.state);
+        let ok = match (expected_version, s.campaigns.get(&c.id)) {
+            (None, None) => true,
+            (Some(v), Some(old)) => old.version == v,
+            _ => false,
+        };
+        if !ok {
+            return Ok(false);
+        }
+        for item in &c.items {
+            let initial = spread(item.quota, item.shards);
+            for i in 0..item.shards {
+                let q = s.quota.entry((c.id.clone(), item.sku.clone(), i)).or_insert_with(|| QuotaShard {
+                    counts: ShardCounts { available: initial[usize::from(i)], locked: 0, sold: 0 },
+                    ..QuotaShard::default()
+                });
+                q.starts_at = c.starts_at;
+                q.ends_at = c.ends_at;
+                q.paused = c.paused;
+            }
+        }
+        s.campaigns.insert(c.id.clone(), c.clone());
+        Ok(true)
+    }
+
+    async fn read_quota_shards(
+        &self,
+        id: &CampaignId,
+        sku: &Sku,
+        shards: u16,
+        _consistent: bool,
+    ) -> anyhow::Result<Vec<ShardCounts>> {
+        let s = lock(&self.state);
+        Ok((0..shards)
+            .map(|i| s.quota.get(&(id.clone(), sku.clone(), i)).map(|q| q.counts).unwrap_or_default())
+            .collect())
+    }
+
+    async fn adjust_campaign(
+        &self,
+        adj: &CampaignAdjustment,
+        next: &Campaign,
+        expected_version: u64,
+    ) -> anyhow::Result<Result<(), AdjustRejection>> {
+        validate_items(adj.pieces.iter().map(|(i, _)| *i), 2)?;
+        let mut s = lock(&self.state);
+        let key = (adj.campaign_id.clone(), adj.adjustment_id.clone());
+        if let Some(prev) = s.campaign_adjustments.get(&key) {
+            return Ok(Err(AdjustRejection::Duplicate { delta: prev.delta }));
+        }
+        if s.campaigns.get(&adj.campaign_id).is_none_or(|c| c.version != expected_version) {
+            return Ok(Err(AdjustRejection::Conflict));
+        }
+        let shard_ok = |s: &State, i: u16, d: i64| {
+            s.quota
+                .get(&(adj.campaign_id.clone(), adj.sku.clone(), i))
+                .is_some_and(|q| d >= 0 || q.counts.available >= -d)
+        };
+        if !adj.pieces.iter().all(|&(i, d)| shard_ok(&s, i, d)) {
+            return Ok(Err(AdjustRejection::ShardShort));
+        }
+        for &(i, d) in &adj.pieces {
+            if let Some(q) = s.quota.get_mut(&(adj.campaign_id.clone(), adj.sku.clone(), i)) {
+                q.counts.available += d;
+            }
+        }
+        s.campaigns.insert(next.id.clone(), next.clone());
+        s.campaign_adjustments.insert(key, adj.clone());
+        Ok(Ok(()))
+    }
+
+    async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignId>> {
+        Ok(lock(&self.state).campaigns.keys().cloned().collect())
+    }
+
+    async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
+        let s = lock(&self.state);
+        Ok(counters
+            .iter()
+            .map(|c| {
+                let t = match c {
+                    Counter::Limit(sku, user) => Target::Limit { sku: sku.clone(), user: user.clone() },
+                    Counter::CampaignLimit(id, sku, user) => {
+                        Target::CampaignLimit { campaign: id.clone(), sku: sku.clone(), user: user.clone() }
+                    }
+                    Counter::Pending(user) => Target::Pending { user: user.clone() },
+                };
+                (c.clone(), s.counter(&t))
+            })
+            .collect())
     }
 }

@@ -10,13 +10,13 @@ use crate::domain::invariants::{check_all, ShardCounts};
 use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{Currency, IdempotencyKey, OrderId, Quantity, ReservationId, Sku, UserId};
-use crate::ports::{FreezeRejection, OrderCursor, OrderStore, SkuMeta, StockStore};
+use crate::ports::{FreezeLimits, FreezeRejection, OrderCursor, OrderStore, SkuMeta, StockStore};
 use crate::service::admin::{self, AdminError, SkuSpec};
 use crate::service::checks::{self, CheckOutcome};
 use crate::service::orders::{self, CreateError, TimeoutOutcome};
 use crate::service::payments::{self, PaymentNotice, PaymentResult};
 use crate::service::reconcile;
-use crate::service::stock::{self, FreezeError, FreezeRequest, Frozen, LockChange, LockError, OnReleased};
+use crate::service::stock::{self, FreezeError, FreezeRequest, Frozen, LineRequest, LockChange, LockError, OnReleased};
 use std::collections::HashMap;
 
 fn config() -> Config {
@@ -50,6 +50,7 @@ fn meta(s: &str, shards: u16, per_user_limit: Option<u32>) -> SkuMeta {
         per_user_limit,
         stocked: 0,
         version: 1,
+        paused: false,
     }
 }
 
@@ -66,8 +67,8 @@ fn world_with(config: Config, skus: &[(SkuMeta, &[i64])]) -> (App, MemoryWorld) 
     (app, w)
 }
 
-fn lines(l: &[(&str, u32)]) -> Vec<(Sku, Quantity)> {
-    l.iter().map(|(s, q)| (sku(s), Quantity::new(u64::from(*q)).unwrap())).collect()
+fn lines(l: &[(&str, u32)]) -> Vec<LineRequest> {
+    l.iter().map(|(s, q)| LineRequest::plain(sku(s), Quantity::new(u64::from(*q)).unwrap())).collect()
 }
 
 fn freeze_request(order: &str, buyer: &str, l: &[(&str, u32)]) -> FreezeRequest {
@@ -83,7 +84,7 @@ fn freeze_request(order: &str, buyer: &str, l: &[(&str, u32)]) -> FreezeRequest 
 }
 
 async fn freeze(app: &App, req: &FreezeRequest) -> Result<Frozen, FreezeError> {
-    let skus: Vec<Sku> = req.lines.iter().map(|(s, _)| s.clone()).collect();
+    let skus: Vec<Sku> = req.lines.iter().map(|l| l.sku.clone()).collect();
     let metas = stock::metas(app, &skus).await?;
     stock::freeze(app, req, &metas).await
 }
@@ -266,16 +267,18 @@ fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)
                 currency: eur(),
                 limited: *limited,
                 pieces: vec![Piece { shard: 0, quantity: *q }],
+                campaign: None,
             })
             .collect(),
         oversold: false,
+        pending: false,
     }
 }
 
 #[tokio::test]
 async fn a_cancelled_freeze_names_a_replay_first_then_a_limit_then_short_shards() {
     let (_, w) = world(&[(meta("A", 1, Some(1)), &[5]), (meta("B", 1, None), &[0])]);
-    let limits = HashMap::from([(sku("A"), 1)]);
+    let limits = FreezeLimits { per_sku: HashMap::from([(sku("A"), 1)]), ..FreezeLimits::default() };
     let now = clock::now_ms();
     assert_eq!(w.stock.put_frozen(&reservation("o1", "alice", now, &[("A", 1, true)]), &limits).await.unwrap(), Ok(()));
 
@@ -297,7 +300,7 @@ async fn a_transaction_touching_one_shard_twice_is_an_error_as_in_dynamodb() {
     let (_, w) = world(&[(meta("A", 1, None), &[5])]);
     let mut r = reservation("o1", "alice", clock::now_ms(), &[("A", 2, false)]);
     r.lines[0].pieces = vec![Piece { shard: 0, quantity: 1 }, Piece { shard: 0, quantity: 1 }];
-    assert!(w.stock.put_frozen(&r, &HashMap::new()).await.is_err());
+    assert!(w.stock.put_frozen(&r, &FreezeLimits::default()).await.is_err());
     assert_eq!(totals(&w, "A"), counts(5, 0, 0));
 }
 
@@ -481,7 +484,7 @@ async fn reconcile_releases_a_stale_orphan_freeze() {
     let (app, w) = world(&[(meta("A", 1, None), &[10])]);
     let hour_ago = clock::now_ms() - 3_600_000;
     let r = reservation("orphan-1", "alice", hour_ago, &[("A", 2, false)]);
-    assert_eq!(w.stock.put_frozen(&r, &HashMap::new()).await.unwrap(), Ok(()));
+    assert_eq!(w.stock.put_frozen(&r, &FreezeLimits::default()).await.unwrap(), Ok(()));
 
     let rep = reconcile::run(&app).await.unwrap();
     assert_eq!((rep.stale_locks, rep.locks_released), (1, 1));

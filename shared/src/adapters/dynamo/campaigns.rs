@@ -1,0 +1,157 @@
+//! Campaign items of the stock table: `CMP#<id>` metadata (listed in the `skus` index under
+//! `skl = CMP`), `CQ#<id>#<sku>#<n>` quota shards carrying a copy of the window (`sa`, `ea`) and
+//! the pause flag (`ps`) for the freeze condition, `CADJ#<id>#<adjustment>` quota adjustments.
+
+use super::item::{get_n, get_s, n, s, values, Item};
+use super::stock::{classify, put, quota_pk, update, Cancel, DynamoStock, Role};
+use crate::domain::allocation::spread;
+use crate::domain::campaign::{Campaign, CampaignItem};
+use crate::domain::CampaignId;
+use crate::ports::{AdjustRejection, CampaignAdjustment};
+use anyhow::Context;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+
+fn campaign_pk(id: &CampaignId) -> String {
+    format!("CMP#{id}")
+}
+
+fn encode(c: &Campaign) -> anyhow::Result<Item> {
+    Ok(values([
+        ("pk", s(campaign_pk(&c.id))),
+        ("cid", s(c.id.as_str())),
+        // the `skus` index (skl, sku) lists campaigns under CMP
+        ("skl", s("CMP")),
+        ("sku", s(c.id.as_str())),
+        ("name", s(c.name.clone())),
+        ("sa", n(c.starts_at)),
+        ("ea", n(c.ends_at)),
+        ("ps", AttributeValue::Bool(c.paused)),
+        ("items", s(serde_json::to_string(&c.items)?)),
+        ("v", n(c.version)),
+    ]))
+}
+
+/// Decodes a `CMP#` item (also used by the audit dump).
+pub fn decode_item(it: &Item) -> anyhow::Result<Campaign> {
+    decode(it)
+}
+
+fn decode(it: &Item) -> anyhow::Result<Campaign> {
+    Ok(Campaign {
+        id: CampaignId::parse(get_s(it, "cid")?)?,
+        name: get_s(it, "name")?.to_owned(),
+        starts_at: get_n(it, "sa")?,
+        ends_at: get_n(it, "ea")?,
+        paused: matches!(it.get("ps"), Some(AttributeValue::Bool(true))),
+        items: serde_json::from_str::<Vec<CampaignItem>>(get_s(it, "items")?).context("campaign items")?,
+        version: get_n(it, "v")?,
+    })
+}
+
+fn versioned_put(table: &str, item: Item, expected_version: u64) -> anyhow::Result<TransactWriteItem> {
+    let p = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .condition_expression("v = :v")
+        .expression_attribute_values(":v", n(expected_version))
+        .build()?;
+    Ok(TransactWriteItem::builder().put(p).build())
+}
+
+impl DynamoStock {
+    pub(super) async fn campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>> {
+        let items = self.batch_get(vec![campaign_pk(id)], consistent).await?;
+        items.first().map(decode).transpose()
+    }
+
+    pub(super) async fn put_campaign(&self, c: &Campaign, expected_version: Option<u64>) -> anyhow::Result<bool> {
+        let t = &self.table;
+        let mut items = Vec::new();
+        match expected_version {
+            None => {
+                items.push(put(t, encode(c)?, "attribute_not_exists(pk)")?);
+                for item in &c.items {
+                    for (i, av) in spread(item.quota, item.shards).into_iter().enumerate() {
+                        let shard = values([
+                            ("pk", s(quota_pk(&c.id, &item.sku, i as u16))),
+                            ("av", n(av)),
+                            ("lk", n(0)),
+                            ("sd", n(0)),
+                            ("sa", n(c.starts_at)),
+                            ("ea", n(c.ends_at)),
+                            ("ps", AttributeValue::Bool(c.paused)),
+                        ]);
+                        items.push(put(t, shard, "attribute_not_exists(pk)")?);
+                    }
+                }
+            }
+            Some(v) => {
+                items.push(versioned_put(t, encode(c)?, v)?);
+                for item in &c.items {
+                    for i in 0..item.shards {
+                        items.push(update(
+                            t,
+                            quota_pk(&c.id, &item.sku, i),
+                            "SET sa = :sa, ea = :ea, ps = :ps",
+                            Some("attribute_exists(pk)"),
+                            values([
+                                (":sa", n(c.starts_at)),
+                                (":ea", n(c.ends_at)),
+                                (":ps", AttributeValue::Bool(c.paused)),
+                            ]),
+                        )?);
+                    }
+                }
+            }
+        }
+        // + the `skus` index entry of a new campaign
+        Ok(self.transact(items, if expected_version.is_none() { 1.0 } else { 0.0 }).await?.is_ok())
+    }
+
+    pub(super) async fn campaign_adjustment(
+        &self,
+        adj: &CampaignAdjustment,
+        next: &Campaign,
+        expected_version: u64,
+    ) -> anyhow::Result<Result<(), AdjustRejection>> {
+        let t = &self.table;
+        let adj_pk = format!("CADJ#{}#{}", adj.campaign_id, adj.adjustment_id);
+        let mut rec = values([
+            ("pk", s(adj_pk.clone())),
+            ("sku", s(adj.sku.as_str())),
+            ("delta", n(adj.delta)),
+            ("reason", s(adj.reason.clone())),
+            ("at", n(adj.at_ms)),
+        ]);
+        if let Some(a) = &adj.actor {
+            rec.insert("by".into(), s(a.clone()));
+        }
+        let mut items =
+            vec![put(t, rec, "attribute_not_exists(pk)")?, versioned_put(t, encode(next)?, expected_version)?];
+        let mut roles = vec![Role::Adjustment, Role::Meta];
+        for &(shard, d) in &adj.pieces {
+            let mut v = values([(":d", n(d))]);
+            let cond = if d < 0 {
+                v.insert(":m".into(), n(-d));
+                "av >= :m"
+            } else {
+                "attribute_exists(pk)"
+            };
+            items.push(update(t, quota_pk(&adj.campaign_id, &adj.sku, shard), "ADD av :d", Some(cond), v)?);
+            roles.push(Role::Shard);
+        }
+        match self.transact(items, 0.0).await? {
+            Ok(()) => Ok(Ok(())),
+            Err(None) => Ok(Err(AdjustRejection::Conflict)),
+            Err(Some(codes)) => match classify(&codes, &roles) {
+                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => {
+                    let it = self.batch_get(vec![adj_pk], true).await?;
+                    let delta = it.first().map(|i| get_n(i, "delta")).transpose()?.unwrap_or(0);
+                    Ok(Err(AdjustRejection::Duplicate { delta }))
+                }
+                Cancel::Failed(f) if f.iter().any(|r| matches!(r, Role::Shard)) => Ok(Err(AdjustRejection::ShardShort)),
+                _ => Ok(Err(AdjustRejection::Conflict)),
+            },
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The writes of a lock move, planned once for every backend (docs/campaigns.md, "One plan for every backend").
+//!
+//! A freeze, confirm, release or retake is one transaction. Which items it touches, what each
+//! one does and under which condition is decided here, purely, from the reservation: the
+//! DynamoDB adapter turns each [`Action`] into a transaction item, the in-memory store evaluates
+//! the same actions, and a cancelled transaction is mapped back through each action's
+//! [`Target`] (an action carries its own meaning: no list of roles kept in step with a list of
+//! items).
+
+use super::reservation::{LockStatus, Reservation};
+use super::{CampaignId, Sku, UserId};
+use crate::ports::{FreezeLimits, FreezeRejection};
+
+/// The item an action writes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// The lock record itself (conditional on its status, or on not existing yet).
+    Reservation,
+    /// A product stock shard of a SKU.
+    Shard { sku: Sku, shard: u16 },
+    /// A campaign quota shard of one campaign item.
+    Quota { campaign: CampaignId, sku: Sku, shard: u16 },
+    /// The user's per-SKU purchase counter.
+    Limit { sku: Sku, user: UserId },
+    /// The user's per-campaign-item purchase counter.
+    CampaignLimit { campaign: CampaignId, sku: Sku, user: UserId },
+    /// The user's count of pending checkouts.
+    Pending { user: UserId },
+}
+
+/// How a stock counter triple (`available`, `locked`, `sold`) moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterMove {
+    /// `available >= q`: available → locked. For a quota shard also "inside the window and not
+    /// paused"; for a product shard "not stopped".
+    Freeze,
+    /// `locked >= q`: locked → sold.
+    Sell,
+    /// `locked >= q`: locked → available.
+    Release,
+    /// `available >= q`: available → sold (confirm of a released lock; no sale gate, the buyer
+    /// has paid).
+    Retake,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// On a shard or quota target.
+    Move { how: CounterMove, quantity: u32 },
+    /// On a counter target: `n += delta`, conditional on `n <= max_before` when set (absent
+    /// counts as 0).
+    Add { delta: i64, max_before: Option<i64> },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Action {
+    pub target: Target,
+    pub op: Op,
+}
+
+fn mv(target: Target, how: CounterMove, quantity: u32) -> Action {
+    Action { target, op: Op::Move { how, quantity } }
+}
+
+fn add(target: Target, delta: i64, max_before: Option<i64>) -> Action {
+    Action { target, op: Op::Add { delta, max_before } }
+}
+
+/// The counter writes of a freeze (the reservation put comes first and is the adapter's).
+pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
+    let mut out = Vec::new();
+    for l in &r.lines {
+        let q = i64::from(l.quantity);
+        for p in &l.pieces {
+            out.push(mv(Target::Shard { sku: l.sku.clone(), shard: p.shard }, CounterMove::Freeze, p.quantity));
+        }
+        if let Some(c) = &l.campaign {
+            for p in &c.pieces {
+                let t = Target::Quota { campaign: c.campaign_id.clone(), sku: l.sku.clone(), shard: p.shard };
+                out.push(mv(t, CounterMove::Freeze, p.quantity));
+            }
+        }
+        if let Some(u) = &r.user {
+            if let (true, Some(limit)) = (l.limited, limits.per_sku.get(&l.sku)) {
+                out.push(add(Target::Limit { sku: l.sku.clone(), user: u.clone() }, q, Some(i64::from(*limit) - q)));
+            }
+            if let Some(c) = l.campaign.as_ref().filter(|c| c.limited) {
+                if let Some(limit) = limits.per_campaign_item.get(&l.sku) {
+                    let t =
+                        Target::CampaignLimit { campaign: c.campaign_id.clone(), sku: l.sku.clone(), user: u.clone() };
+                    out.push(add(t, q, Some(i64::from(*limit) - q)));
+                }
+            }
+        }
+    }
+    if let (true, Some(u), Some(max)) = (r.pending, &r.user, limits.max_pending) {
+        out.push(add(Target::Pending { user: u.clone() }, 1, Some(i64::from(max) - 1)));
+    }
+    out
+}
+
+/// The counter writes of a lock move `from` → `to` (the reservation's status change comes
+/// first and is the adapter's). `None` for a move that does not exist.
+pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus) -> Option<Vec<Action>> {
+    let how = match (from, to) {
+        (LockStatus::Frozen, LockStatus::Sold) => CounterMove::Sell,
+        (LockStatus::Frozen, LockStatus::Released) => CounterMove::Release,
+        (LockStatus::Released, LockStatus::Sold) => CounterMove::Retake,
+        _ => return None,
+    };
+    // Released units go back to their buyer's allowance; a retake charges it again.
+    let limit_delta = |q: i64| match how {
+        CounterMove::Release => -q,
+        CounterMove::Retake => q,
+        _ => 0,
+    };
+    let mut out = Vec::new();
+    for l in &r.lines {
+        let q = i64::from(l.quantity);
+        for p in &l.pieces {
+            out.push(mv(Target::Shard { sku: l.sku.clone(), shard: p.shard }, how, p.quantity));
+        }
+        if let Some(c) = &l.campaign {
+            for p in &c.pieces {
+                out.push(mv(
+                    Target::Quota { campaign: c.campaign_id.clone(), sku: l.sku.clone(), shard: p.shard },
+                    how,
+                    p.quantity,
+                ));
+            }
+        }
+        if let (Some(u), d) = (&r.user, limit_delta(q)) {
+            if d != 0 && l.limited {
+                out.push(add(Target::Limit { sku: l.sku.clone(), user: u.clone() }, d, None));
+            }
+            if let Some(c) = l.campaign.as_ref().filter(|c| c.limited && d != 0) {
+                let t = Target::CampaignLimit { campaign: c.campaign_id.clone(), sku: l.sku.clone(), user: u.clone() };
+                out.push(add(t, d, None));
+            }
+        }
+    }
+    // A checkout stops being pending when it is paid or released, once: only a move out of
+    // FROZEN gives the slot back.
+    if let (true, Some(u), LockStatus::Frozen) = (r.pending, &r.user, from) {
+        out.push(add(Target::Pending { user: u.clone() }, -1, None));
+    }
+    Some(out)
+}
+
+/// What a cancelled freeze means, from the targets whose conditions failed, in the order that
+/// decides the answer: a replay first, then limits, then the campaign quota, then stock.
+pub fn freeze_rejection(failed: &[Target]) -> FreezeRejection {
+    if failed.iter().any(|t| matches!(t, Target::Reservation)) {
+        return FreezeRejection::AlreadyExists;
+    }
+    if failed.iter().any(|t| matches!(t, Target::Pending { .. })) {
+        return FreezeRejection::TooManyPending;
+    }
+    for t in failed {
+        match t {
+            Target::Limit { sku, .. } => return FreezeRejection::LimitExceeded(sku.clone()),
+            Target::CampaignLimit { sku, .. } => return FreezeRejection::CampaignLimitExceeded(sku.clone()),
+            _ => {}
+        }
+    }
+    let skus = |quota: bool| {
+        let mut v: Vec<Sku> = failed
+            .iter()
+            .filter_map(|t| match t {
+                Target::Quota { sku, .. } if quota => Some(sku.clone()),
+                Target::Shard { sku, .. } if !quota => Some(sku.clone()),
+                _ => None,
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let quota = skus(true);
+    if !quota.is_empty() {
+        return FreezeRejection::QuotaShort(quota);
+    }
+    let shards = skus(false);
+    if shards.is_empty() {
+        FreezeRejection::Conflict
+    } else {
+        FreezeRejection::ShardShort(shards)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::allocation::Piece;
+    use crate::domain::reservation::{CampaignLine, ReservationKind, ReservedLine};
+    use crate::domain::{Currency, ReservationId};
+
+    fn sku(s: &str) -> Sku {
+        Sku::parse(s).unwrap()
+    }
+
+    fn reservation(pending: bool, campaign_limited: bool) -> Reservation {
+        Reservation {
+            id: ReservationId::from_stored("o1").unwrap(),
+            kind: ReservationKind::Order,
+            status: LockStatus::Frozen,
+            user: Some(UserId::parse("u").unwrap()),
+            request_hash: "h".into(),
+            created_at_ms: 0,
+            expires_at: 10,
+            lines: vec![ReservedLine {
+                sku: sku("A"),
+                quantity: 3,
+                unit_price: 5,
+                currency: Currency::parse("EUR").unwrap(),
+                limited: true,
+                pieces: vec![Piece { shard: 0, quantity: 2 }, Piece { shard: 1, quantity: 1 }],
+                campaign: Some(CampaignLine {
+                    campaign_id: CampaignId::parse("c").unwrap(),
+                    pieces: vec![Piece { shard: 2, quantity: 3 }],
+                    limited: campaign_limited,
+                }),
+            }],
+            oversold: false,
+            pending,
+        }
+    }
+
+    fn limits() -> FreezeLimits {
+        FreezeLimits {
+            per_sku: [(sku("A"), 5)].into(),
+            per_campaign_item: [(sku("A"), 4)].into(),
+            max_pending: Some(3),
+        }
+    }
+
+    #[test]
+    fn a_campaign_freeze_takes_product_and_quota_shards_and_charges_every_counter() {
+        let r = reservation(true, true);
+        let plan = freeze(&r, &limits());
+        assert_eq!(plan.len(), r.freeze_actions() - 1);
+        let targets: Vec<_> = plan.iter().map(|a| &a.target).collect();
+        assert!(matches!(targets[0], Target::Shard { shard: 0, .. }));
+        assert!(matches!(targets[2], Target::Quota { shard: 2, .. }));
+        assert_eq!(plan[3].op, Op::Add { delta: 3, max_before: Some(2) });
+        assert_eq!(plan[4].op, Op::Add { delta: 3, max_before: Some(1) });
+        assert_eq!(plan[5], add(Target::Pending { user: UserId::parse("u").unwrap() }, 1, Some(2)));
+    }
+
+    #[test]
+    fn confirm_and_release_move_both_counters_and_free_the_pending_slot() {
+        let r = reservation(true, true);
+        let sold = lock_move(&r, LockStatus::Frozen, LockStatus::Sold).unwrap();
+        assert!(sold
+            .iter()
+            .any(|a| matches!(a.target, Target::Quota { .. })
+                && a.op == Op::Move { how: CounterMove::Sell, quantity: 3 }));
+        assert!(sold.iter().all(|a| !matches!(a.target, Target::Limit { .. } | Target::CampaignLimit { .. })));
+        assert_eq!(sold.last().unwrap().op, Op::Add { delta: -1, max_before: None });
+        let released = lock_move(&r, LockStatus::Frozen, LockStatus::Released).unwrap();
+        let deltas: Vec<_> = released
+            .iter()
+            .filter_map(|a| match (&a.target, &a.op) {
+                (Target::Limit { .. } | Target::CampaignLimit { .. }, Op::Add { delta, .. }) => Some(*delta),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deltas, vec![-3, -3]);
+        // a retake charges the limits again but never touches the pending counter
+        let retaken = lock_move(&r, LockStatus::Released, LockStatus::Sold).unwrap();
+        assert!(retaken.iter().all(|a| !matches!(a.target, Target::Pending { .. })));
+        assert!(lock_move(&r, LockStatus::Sold, LockStatus::Released).is_none());
+    }
+
+    #[test]
+    fn rejections_are_read_replay_first_then_limits_then_quota_then_stock() {
+        let shard = Target::Shard { sku: sku("B"), shard: 0 };
+        let quota = Target::Quota { campaign: CampaignId::parse("c").unwrap(), sku: sku("A"), shard: 1 };
+        let pending = Target::Pending { user: UserId::parse("u").unwrap() };
+        assert_eq!(freeze_rejection(&[shard.clone(), Target::Reservation]), FreezeRejection::AlreadyExists);
+        assert_eq!(freeze_rejection(&[shard.clone(), pending]), FreezeRejection::TooManyPending);
+        assert_eq!(freeze_rejection(&[shard.clone(), quota]), FreezeRejection::QuotaShort(vec![sku("A")]));
+        assert_eq!(freeze_rejection(&[shard]), FreezeRejection::ShardShort(vec![sku("B")]));
+        assert_eq!(freeze_rejection(&[]), FreezeRejection::Conflict);
+    }
+}
