@@ -6,11 +6,11 @@ VENV := .venv
 LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
-.PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench bench-campaigns package clean
+.PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
-	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint"
+	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint, checkov"
 	@echo "make emulator - the emulator alone, in the foreground, on 127.0.0.1:$(EMULATOR_PORT)"
 	@echo "make demo     - a 1,000-buyer flash sale with a live progress bar and a report"
 	@echo "make bench    - bench/REPORT.md: cost per order, round trips, CPU, cold start, hot-SKU model"
@@ -52,7 +52,11 @@ demo: venv
 cfn-lint: venv
 	$(VENV)/bin/cfn-lint template.yaml
 
-test: lint cfn-lint unit e2e
+# checkov from its own pinned virtualenv; remaining checks are judged in docs/deploy.md.
+checkov:
+	bash scripts/checkov.sh
+
+test: lint cfn-lint checkov unit e2e
 
 # One bootstrap per function under $(CARGO_TARGET_DIR)/lambda/<name>/ (cargo-lambda from PyPI),
 # checked to contain no fault-injection code.
