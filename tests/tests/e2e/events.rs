@@ -10,7 +10,9 @@ const WAIT: Duration = Duration::from_secs(30);
 
 #[tokio::test]
 async fn paying_sells_and_cancelling_or_expiring_puts_stock_back_on_sale() {
-    let s = spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "2")]).await;
+    // the payment must land before the deadline even on a loaded machine (past it, the order
+    // expires and the payment is refunded: protocol review #6)
+    let s = spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "5")]).await;
     s.sku("FLOW", 100, 9, 2, None).await;
     let paid = s.order_id("u1", "k", json!([{"sku": "FLOW", "quantity": 3}])).await;
     let cancelled = s.order_id("u2", "k", json!([{"sku": "FLOW", "quantity": 2}])).await;
@@ -150,7 +152,10 @@ async fn stock_events_that_reach_the_dlq_converge_once_redriven() {
 
 #[tokio::test]
 async fn every_stock_event_delivered_three_times_and_shuffled_ends_as_if_delivered_once() {
-    let s = spawn_opts(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "2")], |o| o.paused = vec!["stock-events".into()]).await;
+    // Long enough for the first six to be paid before their deadline on a loaded machine (a
+    // payment past it expires the order and is refunded), short enough for the last two to
+    // expire within the wait below.
+    let s = spawn_opts(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "8")], |o| o.paused = vec!["stock-events".into()]).await;
     s.sku("DUP", 100, 30, 4, None).await;
     let mut ids = Vec::new();
     for i in 0..12 {
