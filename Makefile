@@ -6,15 +6,20 @@ VENV := .venv
 LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
-.PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean
+.PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
+.PHONY: sam-validate sam-local test-sam soak
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
-	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint, checkov"
+	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint, checkov, sam validate --lint"
 	@echo "make emulator - the emulator alone, in the foreground, on 127.0.0.1:$(EMULATOR_PORT)"
 	@echo "make demo     - a 1,000-buyer flash sale with a live progress bar and a report"
 	@echo "make bench    - bench/REPORT.md: cost per order, round trips, CPU, cold start, hot-SKU model"
 	@echo "make package  - one Lambda bootstrap per function (cargo-lambda), fault-free"
+	@echo "make fuzz     - schemathesis against the local stack, deeper than make test (FUZZ_EXAMPLES)"
+	@echo "make openapi  - regenerate docs/openapi.json from the API types (a test checks it is current)"
+	@echo "make sam-local - sam build + sam local start-api on 127.0.0.1:3001 against the emulator (Docker)"
+	@echo "make test-sam - every function through sam local invoke + the checkout through start-api (Docker)"
 
 venv:
 	@bash scripts/venv.sh
@@ -39,6 +44,8 @@ unit:
 # (HOLDFAST_SDK_TIMEOUT_SCALE=1) alone, on a quiet emulator — in parallel with 70 other tests the
 # shared emulator queues requests past an 800 ms attempt timeout, which AWS does not.
 BUDGET_TESTS := test(/edges::a_hung_dependency/) | test(/edges::a_throttled_hot_shard/)
+# make test runs a short soak; `make soak` the long one.
+export HOLDFAST_SOAK_ORDERS ?= 800
 e2e: venv
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E 'not ($(BUDGET_TESTS))'
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E '$(BUDGET_TESTS)'
@@ -49,6 +56,18 @@ demo: venv
 	$(CARGO) build -p holdfast-local --bin demo
 	bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/demo $(DEMO_ARGS)
 
+# `make test` runs schemathesis with a few examples per operation (tests/tests/e2e/contract.rs);
+# this runs only that, with more.
+FUZZ_EXAMPLES ?= 100
+fuzz: venv
+	HOLDFAST_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh \
+		$(CARGO) nextest run -p holdfast-tests -E 'test(schemathesis)'
+
+# docs/openapi.json is generated from shared/src/api; `make test` fails while it is stale.
+openapi:
+	$(CARGO) run -q -p holdfast-local --bin openapi > docs/openapi.json.tmp
+	mv docs/openapi.json.tmp docs/openapi.json
+
 cfn-lint: venv
 	$(VENV)/bin/cfn-lint template.yaml
 
@@ -56,7 +75,19 @@ cfn-lint: venv
 checkov:
 	bash scripts/checkov.sh
 
-test: lint cfn-lint checkov unit e2e
+test: lint cfn-lint checkov sam-validate unit e2e
+
+# SAM CLI's own template check (offline; pinned in infra/emulator/requirements-sam.txt).
+sam-validate: venv
+	@bash -c 'source scripts/sam-lib.sh && sam_venv && sam validate --lint --template template.yaml'
+
+# The functions in SAM CLI's Lambda containers against the emulator; needs a Docker engine,
+# no image registry (see scripts/sam-local.sh, scripts/sam-test.sh, README "Local test with sam local").
+sam-local: venv
+	bash scripts/sam-local.sh
+
+test-sam: venv
+	bash scripts/sam-test.sh
 
 # One bootstrap per function under $(CARGO_TARGET_DIR)/lambda/<name>/ (cargo-lambda from PyPI),
 # checked to contain no fault-injection code.
@@ -75,11 +106,15 @@ bench: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
+# The long soak alone: 3,000 random checkouts with crash points and duplicate deliveries.
+soak: venv
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_SOAK_ORDERS=3000 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E 'test(/soak::/)'
+
 # Only the campaign figures of make bench (debug local stack; no release build): bench/CAMPAIGNS.md.
 bench-campaigns: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=campaigns bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 clean:
-	rm -rf $(VENV) .local
+	rm -rf $(VENV) .local .aws-sam
 	$(CARGO) clean

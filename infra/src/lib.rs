@@ -4,8 +4,11 @@
 
 pub mod auth;
 pub mod client;
+pub mod contract;
+pub mod docs;
 pub mod pollers;
 pub mod resources;
+pub mod sam;
 pub mod server;
 pub mod stack;
 pub mod template;

@@ -1,6 +1,7 @@
 //! Serves the template's `HttpApi` routes with API Gateway HTTP API (payload v2) semantics:
 //! route matching with path parameters, the JWT authorizer with route scopes, query strings,
-//! headers and body handed to the function's handler in-process.
+//! headers and body handed to the function's handler in-process. It also serves the API's
+//! OpenAPI document and docs page.
 
 use crate::auth;
 use crate::template::Auth;
@@ -111,10 +112,32 @@ fn gateway_error(status: u16, message: &str) -> hyper::Response<Full<Bytes>> {
     r
 }
 
+/// `GET /openapi.json` and `GET /docs`: the API's document and its page. Local only; in AWS the
+/// document is docs/openapi.json in the repository.
+fn api_pages(method: &str, path: &str) -> Option<hyper::Response<Full<Bytes>>> {
+    static SPEC: std::sync::OnceLock<(String, String)> = std::sync::OnceLock::new();
+    if method != "GET" || !matches!(path, "/openapi.json" | "/docs") {
+        return None;
+    }
+    let (json, html) = SPEC.get_or_init(|| {
+        let json = holdfast::api::spec::openapi_json();
+        let html = crate::docs::page(&serde_json::from_str(&json).unwrap_or_default());
+        (json, html)
+    });
+    let (body, content_type) =
+        if path == "/docs" { (html, "text/html; charset=utf-8") } else { (json, "application/json") };
+    let mut r = hyper::Response::new(Full::new(Bytes::from(body.clone())));
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    Some(r)
+}
+
 impl Server {
     pub async fn handle(self: Arc<Self>, req: hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
         let method = req.method().as_str().to_owned();
         let path = req.uri().path().to_owned();
+        if let Some(r) = api_pages(&method, &path) {
+            return r;
+        }
         let raw_query = req.uri().query().unwrap_or("").to_owned();
         let Some((route, params)) = self.routes.iter().find_map(|r| r.matches(&method, &path).map(|p| (r, p))) else {
             return gateway_error(404, "Not Found");

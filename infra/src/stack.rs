@@ -100,13 +100,13 @@ pub fn coverage_problems(t: &Template) -> Vec<String> {
     let declared: Vec<(String, String)> = t.routes().into_iter().map(|(k, f, _)| (k, f)).collect();
     for (name, routes) in holdfast::handlers::ROUTES {
         for r in *routes {
-            if !declared.iter().any(|(k, f)| k == r && f == name) {
-                out.push(format!("{name} handles {r}, which template.yaml does not route to it"));
+            if !declared.iter().any(|(k, f)| k == r.key && f == name) {
+                out.push(format!("{name} handles {}, which template.yaml does not route to it", r.key));
             }
         }
     }
     for (k, f) in &declared {
-        let handled = holdfast::handlers::ROUTES.iter().any(|(n, rs)| n == f && rs.contains(&k.as_str()));
+        let handled = holdfast::handlers::ROUTES.iter().any(|(n, rs)| n == f && rs.iter().any(|r| r.key == k));
         if !handled {
             out.push(format!("template.yaml routes {k} to {f}, which does not handle it"));
         }

@@ -1,82 +1,240 @@
 //! The HTTP edge: reading API Gateway HTTP API (payload v2) requests and answering with JSON or
-//! RFC 9457 problem+json. Handlers stay thin: parse here, decide in the services.
+//! RFC 9457 problem+json. Handlers stay thin: parse here (bodies are the types in
+//! [`crate::api`]), decide in the services.
 
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use base64::Engine;
 use http::header::{HeaderValue, CONTENT_TYPE};
-use serde_json::{json, Map, Value};
 
 pub type Request = ApiGatewayV2httpRequest;
 pub type Response = ApiGatewayV2httpResponse;
 
-/// An error answer. `code` is stable and documented (DESIGN §7).
+/// Every stable error code the API answers with, its HTTP status and its title. A code names one
+/// kind of problem: clients branch on it, so it never changes meaning (docs/architecture.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Code {
+    MalformedJson,
+    IdempotencyKeyRequired,
+    Unauthorized,
+    NotFound,
+    PayloadTooLarge,
+    ValidationFailed,
+    UnknownSku,
+    IdempotencyKeyReused,
+    InvalidTransition,
+    InsufficientStock,
+    PurchaseLimitExceeded,
+    StockTooFragmented,
+    ReservationExpired,
+    Oversold,
+    AmountMismatch,
+    TooManyPayments,
+    UnknownCampaign,
+    NotInCampaign,
+    CampaignQuotaExhausted,
+    SaleNotStarted,
+    SaleEnded,
+    SalePaused,
+    TooManyPendingOrders,
+    CampaignLockedField,
+    InjectedCrash,
+    TemporarilyUnavailable,
+    CheckoutAborted,
+    Busy,
+}
+
+impl Code {
+    pub const ALL: [Code; 28] = [
+        Code::MalformedJson,
+        Code::IdempotencyKeyRequired,
+        Code::Unauthorized,
+        Code::NotFound,
+        Code::PayloadTooLarge,
+        Code::ValidationFailed,
+        Code::UnknownSku,
+        Code::IdempotencyKeyReused,
+        Code::InvalidTransition,
+        Code::InsufficientStock,
+        Code::PurchaseLimitExceeded,
+        Code::StockTooFragmented,
+        Code::ReservationExpired,
+        Code::Oversold,
+        Code::AmountMismatch,
+        Code::TooManyPayments,
+        Code::UnknownCampaign,
+        Code::NotInCampaign,
+        Code::CampaignQuotaExhausted,
+        Code::SaleNotStarted,
+        Code::SaleEnded,
+        Code::SalePaused,
+        Code::TooManyPendingOrders,
+        Code::CampaignLockedField,
+        Code::InjectedCrash,
+        Code::TemporarilyUnavailable,
+        Code::CheckoutAborted,
+        Code::Busy,
+    ];
+
+    /// (status, code, title)
+    fn parts(self) -> (u16, &'static str, &'static str) {
+        match self {
+            Code::MalformedJson => (400, "malformed_json", "Request body is not valid JSON"),
+            Code::IdempotencyKeyRequired => (400, "idempotency_key_required", "Idempotency-Key required"),
+            Code::Unauthorized => (401, "unauthorized", "Unauthorized"),
+            Code::NotFound => (404, "not_found", "Not found"),
+            Code::PayloadTooLarge => (413, "payload_too_large", "Payload too large"),
+            Code::ValidationFailed => (422, "validation_failed", "Request failed validation"),
+            Code::UnknownSku => (422, "unknown_sku", "Unknown SKU"),
+            Code::IdempotencyKeyReused => (422, "idempotency_key_reused", "Id reused with another request"),
+            Code::InvalidTransition => (409, "invalid_transition", "Invalid state transition"),
+            Code::InsufficientStock => (409, "insufficient_stock", "Insufficient stock"),
+            Code::PurchaseLimitExceeded => (409, "purchase_limit_exceeded", "Purchase limit exceeded"),
+            Code::StockTooFragmented => (409, "stock_too_fragmented", "Order too fragmented"),
+            Code::ReservationExpired => (409, "reservation_expired", "Reservation expired"),
+            Code::Oversold => (409, "oversold", "Stock no longer available"),
+            Code::AmountMismatch => (409, "amount_mismatch", "Amount mismatch"),
+            Code::TooManyPayments => (409, "too_many_payments", "Too many payments"),
+            Code::UnknownCampaign => (422, "unknown_campaign", "Unknown campaign"),
+            Code::NotInCampaign => (422, "not_in_campaign", "SKU not in campaign"),
+            Code::CampaignQuotaExhausted => (409, "campaign_quota_exhausted", "Campaign quota exhausted"),
+            Code::SaleNotStarted => (409, "sale_not_started", "Sale not started"),
+            Code::SaleEnded => (409, "sale_ended", "Sale ended"),
+            Code::SalePaused => (409, "sale_paused", "Sale paused"),
+            Code::TooManyPendingOrders => (409, "too_many_pending_orders", "Too many pending orders"),
+            Code::CampaignLockedField => (409, "campaign_locked_field", "Field fixed at creation"),
+            Code::InjectedCrash => (500, "injected_crash", "Injected crash"),
+            Code::TemporarilyUnavailable => (503, "temporarily_unavailable", "Temporarily unavailable, retry"),
+            Code::CheckoutAborted => (503, "checkout_aborted", "Checkout aborted"),
+            Code::Busy => (429, "busy", "Busy, retry shortly"),
+        }
+    }
+
+    pub fn status(self) -> u16 {
+        self.parts().0
+    }
+    pub fn as_str(self) -> &'static str {
+        self.parts().1
+    }
+    pub fn title(self) -> &'static str {
+        self.parts().2
+    }
+}
+
+/// An error answer (RFC 9457).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
-    pub status: u16,
-    pub code: &'static str,
-    pub title: &'static str,
+    pub code: Code,
     pub detail: String,
-    pub extra: Map<String, Value>,
+    /// The SKU the problem is about, when there is one.
+    pub sku: Option<String>,
+    /// The campaign the problem is about, when there is one.
+    pub campaign_id: Option<String>,
+    /// Where in the request the problem is: a body field (`items[2].quantity`), a path
+    /// parameter, a query parameter or a header.
+    pub field: Option<String>,
+    /// Seconds after which a retry should succeed (429 `busy`, a checkout out of its budget).
+    pub retry_after: Option<u64>,
+}
+
+/// The body of every error answer, `application/problem+json`.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ProblemBody {
+    /// A URI naming the problem type; it ends with `code`.
+    #[serde(rename = "type")]
+    pub type_uri: String,
+    pub title: &'static str,
+    pub status: u16,
+    pub code: Code,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sku: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
 }
 
 impl Problem {
-    pub fn new(status: u16, code: &'static str, title: &'static str, detail: impl Into<String>) -> Self {
-        Problem { status, code, title, detail: detail.into(), extra: Map::new() }
+    pub fn new(code: Code, detail: impl Into<String>) -> Self {
+        Problem { code, detail: detail.into(), sku: None, campaign_id: None, field: None, retry_after: None }
     }
 
-    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.extra.insert(key.to_owned(), value.into());
+    pub fn status(&self) -> u16 {
+        self.code.status()
+    }
+
+    pub fn sku(mut self, sku: impl Into<String>) -> Self {
+        self.sku = Some(sku.into());
+        self
+    }
+
+    pub fn campaign(mut self, campaign_id: impl Into<String>) -> Self {
+        self.campaign_id = Some(campaign_id.into());
+        self
+    }
+
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
         self
     }
 
     pub fn malformed(detail: impl Into<String>) -> Self {
-        Self::new(400, "malformed_json", "Request body is not valid JSON", detail)
+        Self::new(Code::MalformedJson, detail)
     }
     pub fn validation(detail: impl Into<String>) -> Self {
-        Self::new(422, "validation_failed", "Request failed validation", detail)
+        Self::new(Code::ValidationFailed, detail)
     }
     pub fn not_found(detail: impl Into<String>) -> Self {
-        Self::new(404, "not_found", "Not found", detail)
+        Self::new(Code::NotFound, detail)
     }
     pub fn unauthorized(detail: impl Into<String>) -> Self {
-        Self::new(401, "unauthorized", "Unauthorized", detail)
+        Self::new(Code::Unauthorized, detail)
     }
     pub fn internal(detail: impl Into<String>) -> Self {
-        Self::new(503, "temporarily_unavailable", "Temporarily unavailable, retry", detail)
+        Self::new(Code::TemporarilyUnavailable, detail)
     }
     pub fn invalid_transition(detail: impl Into<String>) -> Self {
-        Self::new(409, "invalid_transition", "Invalid state transition", detail)
+        Self::new(Code::InvalidTransition, detail)
+    }
+
+    pub fn body(self) -> ProblemBody {
+        ProblemBody {
+            type_uri: format!("https://holdfast.dev/problems/{}", self.code.as_str()),
+            title: self.code.title(),
+            status: self.code.status(),
+            code: self.code,
+            detail: self.detail,
+            sku: self.sku,
+            campaign_id: self.campaign_id,
+            field: self.field,
+            retry_after: self.retry_after,
+        }
     }
 
     pub fn into_response(self) -> Response {
-        let mut body = Map::new();
-        body.insert("type".into(), json!(format!("https://holdfast.dev/problems/{}", self.code)));
-        body.insert("title".into(), json!(self.title));
-        body.insert("status".into(), json!(self.status));
-        body.insert("code".into(), json!(self.code));
-        body.insert("detail".into(), json!(self.detail));
-        let retry_after = self.extra.get("retry_after").and_then(Value::as_u64);
-        body.extend(self.extra);
-        let mut r = respond(self.status, "application/problem+json", Value::Object(body).to_string());
+        let status = self.status();
+        let retry_after = self.retry_after;
+        let mut r = respond(status, "application/problem+json", to_json(&self.body()));
         if let Some(s) = retry_after {
             r.headers.insert(http::header::RETRY_AFTER, HeaderValue::from(s));
         }
         r
     }
-}
 
-impl Problem {
     /// 429 `busy`: the store is throttling (a hot SKU past its partitions' limits); the same
     /// request succeeds a moment later. `retry_after` is also sent as the `Retry-After` header.
     pub fn busy() -> Self {
-        Self::new(
-            429,
-            "busy",
-            "Busy, retry shortly",
-            "the stock store is at capacity for this SKU; retry after a moment",
-        )
-        .with("retry_after", 1)
+        Self::new(Code::Busy, "the stock store is at capacity for this SKU; retry after a moment").retry_after(1)
+    }
+
+    /// Seconds after which the client should retry (body field and `Retry-After` header).
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// A dependency failure: [`Problem::busy`] when the store throttled, else the generic 503.
@@ -103,8 +261,15 @@ pub fn respond(status: u16, content_type: &'static str, body: String) -> Respons
     r
 }
 
-pub fn json_response(status: u16, v: &Value) -> Response {
-    respond(status, "application/json", v.to_string())
+/// Serialises a response body. The bodies are plain structs of strings and numbers, which
+/// always serialise; the fallback only keeps this function total.
+fn to_json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| String::from("{}"))
+}
+
+/// A JSON answer from one of the response types in [`crate::api`].
+pub fn json_response<T: serde::Serialize>(status: u16, v: &T) -> Response {
+    respond(status, "application/json", to_json(v))
 }
 
 /// Collapses a handler result into the response API Gateway returns.
@@ -142,38 +307,14 @@ pub fn body_bytes(req: &Request, max: usize) -> Result<Vec<u8>, Problem> {
         raw.as_bytes().to_vec()
     };
     if bytes.len() > max {
-        return Err(Problem::new(413, "payload_too_large", "Payload too large", format!("body exceeds {max} bytes")));
+        return Err(Problem::new(Code::PayloadTooLarge, format!("body exceeds {max} bytes")));
     }
     Ok(bytes)
 }
 
-/// The body as a JSON object.
-pub fn json_body(req: &Request, max: usize) -> Result<Map<String, Value>, Problem> {
-    let bytes = body_bytes(req, max)?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(Problem::malformed("body is empty"));
-    }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(Problem::validation("body must be a JSON object")),
-        Err(e) => Err(Problem::malformed(e.to_string())),
-    }
-}
-
-/// Refuses fields a route does not know, so a typo is an error and not a silent default.
-pub fn only_fields(m: &Map<String, Value>, allowed: &[&str]) -> Result<(), Problem> {
-    match m.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(k) => Err(Problem::validation(format!("unknown field {k:?}")).with("field", k.as_str())),
-        None => Ok(()),
-    }
-}
-
-pub fn str_field<'a>(m: &'a Map<String, Value>, name: &str) -> Result<&'a str, Problem> {
-    match m.get(name) {
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(Problem::validation(format!("{name} must be a string")).with("field", name)),
-        None => Err(Problem::validation(format!("{name} is required")).with("field", name)),
-    }
+/// The body as one of the request types in [`crate::api`] (see [`crate::api::body`]).
+pub fn typed_body<T: serde::de::DeserializeOwned>(req: &Request, max: usize) -> Result<T, Problem> {
+    crate::api::body::parse(&body_bytes(req, max)?)
 }
 
 /// The authenticated principal: `sub` of the JWT the authorizer validated.
@@ -198,22 +339,35 @@ mod tests {
 
     #[test]
     fn bodies_are_objects_within_the_size_limit() {
-        assert!(json_body(&req("{\"a\":1}"), 100).is_ok());
-        assert_eq!(json_body(&req("{"), 100).unwrap_err().code, "malformed_json");
-        assert_eq!(json_body(&req(""), 100).unwrap_err().code, "malformed_json");
-        assert_eq!(json_body(&req("[1]"), 100).unwrap_err().code, "validation_failed");
-        assert_eq!(json_body(&req(&"x".repeat(101)), 100).unwrap_err().status, 413);
+        #[derive(Debug, serde::Deserialize)]
+        struct Any {}
+        let parse = |b: &str, max| typed_body::<Any>(&req(b), max).map(|_| ()).map_err(|p| p.code);
+        assert_eq!(parse("{}", 100), Ok(()));
+        assert_eq!(parse("{", 100), Err(Code::MalformedJson));
+        assert_eq!(parse("", 100), Err(Code::MalformedJson));
+        assert_eq!(parse("[1]", 100), Err(Code::ValidationFailed));
+        assert_eq!(parse(&"x".repeat(101), 100), Err(Code::PayloadTooLarge));
         let deep = "[".repeat(10_000);
-        assert_eq!(json_body(&req(&deep), 100_000).unwrap_err().status, 400);
+        assert_eq!(parse(&deep, 100_000), Err(Code::MalformedJson));
+    }
+
+    #[test]
+    fn every_code_is_distinct_and_serialises_as_itself() {
+        let names: std::collections::BTreeSet<_> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), Code::ALL.len());
+        for c in Code::ALL {
+            assert_eq!(serde_json::to_value(c).unwrap(), c.as_str());
+            assert!((400..600).contains(&c.status()), "{c:?}");
+        }
     }
 
     #[test]
     fn problems_render_as_rfc9457() {
-        let r = Problem::validation("x").with("sku", "A").into_response();
+        let r = Problem::validation("x").sku("A").into_response();
         assert_eq!(r.status_code, 422);
         assert_eq!(r.headers.get(CONTENT_TYPE).unwrap(), "application/problem+json");
         let Some(Body::Text(b)) = r.body else { panic!() };
-        let v: Value = serde_json::from_str(&b).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&b).unwrap();
         assert_eq!(v["code"], "validation_failed");
         assert_eq!(v["sku"], "A");
         assert_eq!(v["status"], 422);

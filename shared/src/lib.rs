@@ -2,9 +2,10 @@
 //!
 //! Layers: [`domain`] (pure) → [`ports`] (traits) → [`adapters`] (DynamoDB, SQS, EventBridge,
 //! memory) → [`service`] (use cases) → [`handlers`] (one per Lambda). Each `functions/<name>`
-//! binary is a thin `main` over [`lambda`].
+//! binary is a thin `main` over [`lambda`]. [`api`] is the HTTP contract as types.
 
 pub mod adapters;
+pub mod api;
 pub mod app;
 pub mod clock;
 pub mod config;
@@ -15,5 +16,6 @@ pub mod http;
 pub mod lambda;
 pub mod permissions;
 pub mod ports;
+pub mod sam_local;
 pub mod service;
 pub mod telemetry;

@@ -354,6 +354,9 @@ pub const DEFAULTED_ENV: &[&str] = &[
     // local/test builds: the webhook keys themselves when no secret ARN is set
     "PAYMENT_WEBHOOK_SECRET",
     "PAYMENT_WEBHOOK_SECRET_PREVIOUS",
+    // `sam local` only: the emulator's URL for every SDK client (`app::AWS_ENDPOINT_VAR`);
+    // declared empty in the template's Globals so an `--env-vars` file can set it
+    "HOLDFAST_AWS_ENDPOINT",
 ];
 
 /// The declared uses of `function`.

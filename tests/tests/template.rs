@@ -82,3 +82,60 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
     });
     assert_eq!(stream, Some(("OrderTable".into(), Some("PublishEventsFailureQueue".into()))));
 }
+
+fn spec() -> serde_json::Value {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json"))
+        .expect("docs/openapi.json");
+    serde_json::from_str(&text).expect("docs/openapi.json is JSON")
+}
+
+fn contract(spec: &serde_json::Value, template: &str) -> Vec<String> {
+    holdfast_local::contract::problems(spec, &Template::parse(template).expect("template parses"))
+}
+
+#[test]
+fn the_openapi_document_the_route_tables_and_the_template_list_the_same_routes_with_the_same_auth() {
+    let s = spec();
+    let handled: usize = holdfast::handlers::ROUTES.iter().map(|(_, rs)| rs.len()).sum();
+    assert_eq!(holdfast_local::contract::spec_routes(&s).unwrap().len(), handled, "every route is read");
+    assert_eq!(contract(&s, &text()), Vec::<String>::new());
+}
+
+#[test]
+fn a_route_whose_auth_differs_in_the_document_is_reported() {
+    let mut s = spec();
+    s["paths"]["/skus/{sku}"]["get"]["security"] = serde_json::json!([{"jwt": []}]);
+    s["paths"]["/orders"]["post"]["security"] = serde_json::json!([{"jwt": ["stock:admin"]}]);
+    let p = contract(&s, &text());
+    assert!(p.iter().any(|p| p.starts_with("GET /skus/{sku}: the OpenAPI document says any JWT")), "{p:?}");
+    assert!(p.iter().any(|p| p.starts_with("POST /orders: the OpenAPI document says JWT with scope")), "{p:?}");
+}
+
+#[test]
+fn a_route_missing_from_or_extra_in_the_document_is_reported() {
+    let mut s = spec();
+    let paths = s["paths"].as_object_mut().unwrap();
+    let cancel = paths.remove("/orders/{order_id}/cancel").unwrap();
+    paths.insert("/orders/{order_id}/refund".into(), cancel);
+    let p = contract(&s, &text());
+    assert!(
+        p.iter().any(|p| p == "POST /orders/{order_id}/cancel is handled but not in the OpenAPI document"),
+        "{p:?}"
+    );
+    assert!(p.iter().any(|p| p.starts_with("POST /orders/{order_id}/refund is in the OpenAPI document but")), "{p:?}");
+}
+
+#[test]
+fn a_template_route_whose_auth_differs_from_the_handler_is_reported() {
+    let t = text().replace(
+        "Auth: {Authorizer: JwtAuthorizer, AuthorizationScopes: [\"stock:admin\"]}",
+        "Auth: {Authorizer: JwtAuthorizer}",
+    );
+    assert_ne!(t, text(), "the mutation applies");
+    let p = contract(&spec(), &t);
+    assert!(p.iter().any(|p| p.starts_with("PUT /admin/skus/{sku}: template.yaml authorises")), "{p:?}");
+    let t = text()
+        .replace("Auth: {Authorizer: NONE} # authenticated by the HMAC signature", "Auth: {Authorizer: JwtAuthorizer}");
+    let p = contract(&spec(), &t);
+    assert!(p.iter().any(|p| p.starts_with("POST /payments/callback: template.yaml authorises")), "{p:?}");
+}

@@ -1,16 +1,17 @@
-//! create-order: `POST /orders` with a required `Idempotency-Key` (DESIGN §4.3).
+//! create-order: `POST /orders` with a required `Idempotency-Key`.
 
-use super::common::{freeze_problem, parse_items};
-use super::orders_api::order_json;
+use super::common::freeze_problem;
+use crate::api::orders::{CreateOrderRequest, OrderView};
+use crate::api::{Auth, Route};
 use crate::app::App;
 use crate::domain::IdempotencyKey;
-use crate::http::{self, finish, json_body, json_response, only_fields, subject, Problem, Request, Response};
+use crate::http::{self, finish, json_response, subject, typed_body, Code, Problem, Request, Response};
 use crate::service::orders::{self, CreateError};
 use crate::telemetry::names;
 use ::http::header::HeaderValue;
 
-/// The routes this function handles (checked against template.yaml).
-pub const ROUTES: &[&str] = &["POST /orders"];
+/// The routes this function handles (checked against template.yaml and the OpenAPI document).
+pub const ROUTES: &[Route] = &[Route::new("POST /orders", Auth::User)];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
@@ -23,27 +24,20 @@ pub async fn handle(app: &App, req: Request) -> Response {
 fn create_problem(e: CreateError) -> Problem {
     match e {
         CreateError::Freeze(f) => freeze_problem(f),
-        CreateError::KeyReused => Problem::new(
-            422,
-            "idempotency_key_reused",
-            "Idempotency-Key reused",
-            "this Idempotency-Key was already used with a different body",
-        ),
+        CreateError::KeyReused => {
+            Problem::new(Code::IdempotencyKeyReused, "this Idempotency-Key was already used with a different body")
+        }
         CreateError::ReservationExpired => Problem::new(
-            409,
-            "reservation_expired",
-            "Reservation expired",
+            Code::ReservationExpired,
             "the stock held for this checkout was released; start a new checkout with a new Idempotency-Key",
         ),
         CreateError::MixedCurrency => Problem::validation("all SKUs of one order must share a currency"),
         CreateError::Money(m) => Problem::validation(m.to_string()),
-        CreateError::Crash(c) => Problem::new(500, "injected_crash", "Injected crash", c.to_string()),
+        CreateError::Crash(c) => Problem::new(Code::InjectedCrash, c.to_string()),
         CreateError::Aborted(e) => {
             tracing::error!(error = format!("{e:#}"), "checkout aborted");
             Problem::new(
-                503,
-                "checkout_aborted",
-                "Checkout aborted",
+                Code::CheckoutAborted,
                 "the order could not be written and its stock was released; start a new checkout with a new Idempotency-Key",
             )
         }
@@ -55,35 +49,31 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
     let key = http::header(req, "idempotency-key")
         .ok_or_else(|| {
-            Problem::new(400, "idempotency_key_required", "Idempotency-Key required", "send an Idempotency-Key header")
+            Problem::new(Code::IdempotencyKeyRequired, "send an Idempotency-Key header").field("Idempotency-Key")
         })
         .and_then(|k| {
-            IdempotencyKey::parse(k).map_err(|e| Problem::validation(e.to_string()).with("field", "Idempotency-Key"))
+            IdempotencyKey::parse(k).map_err(|e| Problem::validation(e.to_string()).field("Idempotency-Key"))
         })?;
-    let body = json_body(req, app.config.max_body_bytes)?;
-    only_fields(&body, &["items"])?;
-    let lines = parse_items(&body)?;
+    let body: CreateOrderRequest = typed_body(req, app.config.max_body_bytes)?;
     // The whole checkout has one budget (app.budget.request): a hung dependency gets a quick
     // 503 "retry with the same key" instead of holding the caller until the Lambda timeout.
     // Dropping the use case mid-way is a crash at that point, which the fence and the
     // reservation check already cover.
-    let created = match tokio::time::timeout(app.budget.request, orders::create(app, &user, &key, lines)).await {
+    let created = match tokio::time::timeout(app.budget.request, orders::create(app, &user, &key, body.items)).await {
         Ok(r) => r,
         Err(_) => {
             app.count(names::CHECKOUT_BUDGET_EXCEEDED, 1);
             tracing::error!(budget_ms = app.budget.request.as_millis() as u64, "checkout ran out of its time budget");
-            return Err(
-                Problem::internal("a dependency is slow; retry with the same Idempotency-Key").with("retry_after", 1)
-            );
+            return Err(Problem::internal("a dependency is slow; retry with the same Idempotency-Key").retry_after(1));
         }
     };
     let (order, replayed) = created.map_err(create_problem).inspect_err(|p| {
-        if p.code == "busy" {
+        if p.code == Code::Busy {
             app.count(names::THROTTLED, 1);
         }
     })?;
     // A replay answers exactly as the first request did.
-    let mut r = json_response(201, &order_json(&order));
+    let mut r = json_response(201, &OrderView::from(&order));
     if replayed {
         r.headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
     }

@@ -2,14 +2,16 @@
 //! values, webhook bodies and queue messages. Whatever the bytes, parsing never panics, and
 //! whatever it accepts satisfies the domain's bounds.
 
-use super::common::parse_items;
 use super::payment_callback::parse_notice;
 use super::sqs::parse_message;
 use super::stock_events::parse_event;
+use crate::api::orders::CreateOrderRequest;
+use crate::api::reservations::ReservationRequest;
+use crate::api::stock::{AdjustmentRequest, PutSkuRequest};
 use crate::domain::quantity::MAX_QUANTITY;
 use crate::domain::reservation::MAX_LINES;
 use crate::domain::{IdempotencyKey, OrderId, Sku, UserId};
-use crate::http::{json_body, Request};
+use crate::http::{typed_body, Request};
 use aws_lambda_events::sqs::SqsMessage;
 use proptest::prelude::*;
 
@@ -41,6 +43,10 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
     })
 }
 
+fn parse_items(body: &serde_json::Value) -> Result<CreateOrderRequest, crate::http::Problem> {
+    crate::api::body::parse(body.to_string().as_bytes())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -48,7 +54,10 @@ proptest! {
     fn arbitrary_bytes_never_panic_any_parser(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let req = Request { body: Some(text.clone()), ..Default::default() };
-        let _ = json_body(&req, 16 * 1024);
+        let _ = typed_body::<CreateOrderRequest>(&req, 16 * 1024);
+        let _ = typed_body::<ReservationRequest>(&req, 16 * 1024);
+        let _ = typed_body::<PutSkuRequest>(&req, 16 * 1024);
+        let _ = typed_body::<AdjustmentRequest>(&req, 16 * 1024);
         let _ = parse_notice(&bytes);
         let _ = parse_event(&text);
         let _ = parse_message(&SqsMessage { body: Some(text.clone()), ..Default::default() });
@@ -60,7 +69,7 @@ proptest! {
     #[test]
     fn accepted_items_are_merged_bounded_and_valid(v in json_value()) {
         let body = serde_json::json!({ "items": v });
-        if let Ok(lines) = parse_items(body.as_object().unwrap()) {
+        if let Ok(CreateOrderRequest { items: lines }) = parse_items(&body) {
             prop_assert!(!lines.is_empty() && lines.len() <= MAX_LINES);
             let mut skus: Vec<&str> = lines.iter().map(|l| l.sku.as_str()).collect();
             let n = skus.len();
@@ -79,7 +88,7 @@ proptest! {
     ) {
         let items: Vec<_> = lines.iter().map(|(s, q)| serde_json::json!({"sku": s, "quantity": q})).collect();
         let body = serde_json::json!({ "items": items });
-        let r = parse_items(body.as_object().unwrap());
+        let r = parse_items(&body).map(|b| b.items);
         let mut totals = std::collections::BTreeMap::new();
         let mut bad = false;
         for (s, q) in &lines {

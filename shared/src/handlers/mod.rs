@@ -20,6 +20,7 @@ pub mod stock_api;
 pub mod stock_events;
 pub mod stream;
 
+use crate::api::Route;
 use crate::app::App;
 use crate::http::{Request, Response};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
@@ -54,7 +55,7 @@ pub const FUNCTIONS: &[(&str, Trigger)] = &[
 ];
 
 /// HTTP routes per function, from each handler module.
-pub const ROUTES: &[(&str, &[&str])] = &[
+pub const ROUTES: &[(&str, &[Route])] = &[
     ("create-order", create_order::ROUTES),
     ("orders-api", orders_api::ROUTES),
     ("payment-callback", payment_callback::ROUTES),

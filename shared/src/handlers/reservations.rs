@@ -1,26 +1,25 @@
-//! reservations: the stock service on its own, for other order systems (DESIGN §8).
+//! reservations: the stock service on its own, for other order systems.
 //! `POST /reservations`, `POST /reservations/{order_id}/confirm|release`. A reservation belongs
 //! to the caller (`sub` of its token): others see 404.
 
-use super::common::{freeze_problem, parse_items};
+use super::common::freeze_problem;
+use crate::api::reservations::{ReservationRequest, ReservationView};
+use crate::api::{Auth, Route, SCOPE_RESERVATIONS};
 use crate::app::App;
 use crate::clock;
-use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
-use crate::domain::{OrderId, ReservationId, UserId};
-use crate::http::{
-    self, finish, json_body, json_response, only_fields, path_param, str_field, subject, Problem, Request, Response,
-};
+use crate::domain::reservation::{LockStatus, ReservationKind};
+use crate::domain::{OrderId, ReservationId};
+use crate::http::{self, finish, json_response, path_param, subject, typed_body, Code, Problem, Request, Response};
 use crate::ports::{Message, MAX_DELAY_SECONDS};
 use crate::service::orders::request_hash;
 use crate::service::stock::{self, FreezeRequest, Frozen, LockChange, LockError, OnReleased};
-use serde_json::{json, Value};
 
-/// Longest hold an external reservation may ask for (7 days).
-pub const MAX_TTL_SECONDS: i64 = 7 * 24 * 3600;
-
-/// The routes this function handles (checked against template.yaml).
-pub const ROUTES: &[&str] =
-    &["POST /reservations", "POST /reservations/{order_id}/confirm", "POST /reservations/{order_id}/release"];
+/// The routes this function handles (checked against template.yaml and the OpenAPI document).
+pub const ROUTES: &[Route] = &[
+    Route::new("POST /reservations", Auth::Scope(SCOPE_RESERVATIONS)),
+    Route::new("POST /reservations/{order_id}/confirm", Auth::Scope(SCOPE_RESERVATIONS)),
+    Route::new("POST /reservations/{order_id}/release", Auth::Scope(SCOPE_RESERVATIONS)),
+];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
@@ -32,40 +31,11 @@ pub async fn handle(app: &App, req: Request) -> Response {
     finish(r)
 }
 
-fn reservation_json(order_id: &str, r: &Reservation) -> Value {
-    json!({
-        "order_id": order_id,
-        "status": r.status.as_str(),
-        "expires_at": clock::rfc3339(r.expires_at * 1000),
-        "user_id": r.user.as_ref().map(UserId::as_str),
-        "items": r.lines.iter().map(|l| json!({"sku": l.sku.as_str(), "quantity": l.quantity, "unit_price": l.unit_price, "currency": l.currency.as_str()})).collect::<Vec<_>>(),
-    })
-}
-
 async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     let caller = subject(req)?;
-    let b = json_body(req, app.config.max_body_bytes)?;
-    only_fields(&b, &["order_id", "user_id", "ttl_seconds", "items"])?;
-    let order_id = OrderId::parse(str_field(&b, "order_id")?)
-        .map_err(|e| Problem::validation(e.to_string()).with("field", "order_id"))?;
-    let user = match b.get("user_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(u)) => {
-            Some(UserId::parse(u).map_err(|e| Problem::validation(e.to_string()).with("field", "user_id"))?)
-        }
-        Some(_) => return Err(Problem::validation("user_id must be a string").with("field", "user_id")),
-    };
-    let ttl = match b.get("ttl_seconds") {
-        None | Some(Value::Null) => app.config.payment_ttl_s,
-        Some(v) => match v.as_i64() {
-            Some(t) if (1..=MAX_TTL_SECONDS).contains(&t) => t,
-            _ => {
-                return Err(Problem::validation(format!("ttl_seconds must be an integer in 1..={MAX_TTL_SECONDS}"))
-                    .with("field", "ttl_seconds"))
-            }
-        },
-    };
-    let lines = parse_items(&b)?;
+    let ReservationRequest { order_id, user_id: user, ttl_seconds, items: lines } =
+        typed_body(req, app.config.max_body_bytes)?;
+    let ttl = ttl_seconds.unwrap_or(app.config.payment_ttl_s);
     let id = ReservationId::external(&caller, &order_id);
     let mut fingerprint = request_hash(&lines);
     if let Some(u) = &user {
@@ -100,7 +70,7 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
             tracing::warn!(reservation = %id, error = format!("{e:#}"), "reservation-check message not sent");
         }
     }
-    Ok(json_response(status, &reservation_json(order_id.as_str(), &r)))
+    Ok(json_response(status, &ReservationView::new(&order_id, &r)))
 }
 
 async fn change(app: &App, req: &Request, to: LockStatus) -> Result<Response, Problem> {
@@ -115,19 +85,14 @@ async fn change(app: &App, req: &Request, to: LockStatus) -> Result<Response, Pr
     };
     match r {
         Ok(LockChange::Moved(r)) | Ok(LockChange::Unchanged(r)) | Ok(LockChange::Retaken(r)) => {
-            Ok(json_response(200, &reservation_json(order_id.as_str(), &r)))
+            Ok(json_response(200, &ReservationView::new(&order_id, &r)))
         }
-        Ok(LockChange::Oversold(_)) => Err(Problem::new(
-            409,
-            "oversold",
-            "Stock no longer available",
-            "the reservation was released and its stock sold; nothing was confirmed",
-        )),
+        Ok(LockChange::Oversold(_)) => {
+            Err(Problem::new(Code::Oversold, "the reservation was released and its stock sold; nothing was confirmed"))
+        }
         Err(LockError::NotFound) => Err(Problem::not_found("no such reservation")),
         Err(LockError::InvalidTransition(LockStatus::Released)) if to == LockStatus::Sold => Err(Problem::new(
-            409,
-            "reservation_expired",
-            "Reservation released",
+            Code::ReservationExpired,
             "the reservation was released (by the caller or at its deadline); create a new one",
         )),
         Err(LockError::InvalidTransition(st)) => {

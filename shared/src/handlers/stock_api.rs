@@ -1,33 +1,28 @@
-//! stock-api: `PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`, `GET /skus/{sku}`.
+//! stock-api: SKUs (`PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`,
+//! `GET /skus/{sku}`, pause/resume, availability) and campaigns ([`super::campaigns_api`]).
 
 use super::campaigns_api;
+use crate::api::stock::{AdjustmentRequest, PutSkuRequest, SkuView};
+use crate::api::{Auth, Route, SCOPE_ADMIN};
 use crate::app::App;
-use crate::domain::allocation::MAX_SHARDS;
-use crate::domain::money::Money;
-use crate::domain::{Currency, Sku};
-use crate::http::{
-    self, finish, json_body, json_response, only_fields, path_param, str_field, Problem, Request, Response,
-};
-use crate::service::admin::{self, AdminError, SkuSpec, StockView};
-use serde_json::{json, Map, Value};
+use crate::domain::Sku;
+use crate::http::{self, finish, json_response, path_param, typed_body, Code, Problem, Request, Response};
+use crate::service::admin::{self, AdminError, StockView};
 
-/// Largest absolute stock change in one adjustment.
-pub const MAX_DELTA: i64 = 1_000_000_000;
-
-/// The routes this function handles (checked against template.yaml).
-pub const ROUTES: &[&str] = &[
-    "PUT /admin/skus/{sku}",
-    "POST /admin/skus/{sku}/adjustments",
-    "POST /admin/skus/{sku}/pause",
-    "POST /admin/skus/{sku}/resume",
-    "GET /skus/{sku}",
-    "GET /skus/{sku}/availability",
-    "GET /skus/{sku}/availability/me",
-    "PUT /admin/campaigns/{campaign_id}",
-    "POST /admin/campaigns/{campaign_id}/adjustments",
-    "POST /admin/campaigns/{campaign_id}/pause",
-    "POST /admin/campaigns/{campaign_id}/resume",
-    "GET /campaigns/{campaign_id}",
+/// The routes this function handles (checked against template.yaml and the OpenAPI document).
+pub const ROUTES: &[Route] = &[
+    Route::new("PUT /admin/skus/{sku}", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/skus/{sku}/adjustments", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/skus/{sku}/pause", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/skus/{sku}/resume", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("GET /skus/{sku}", Auth::Public),
+    Route::new("GET /skus/{sku}/availability", Auth::Public),
+    Route::new("GET /skus/{sku}/availability/me", Auth::User),
+    Route::new("PUT /admin/campaigns/{campaign_id}", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/campaigns/{campaign_id}/resume", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("GET /campaigns/{campaign_id}", Auth::Public),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
@@ -50,111 +45,40 @@ pub async fn handle(app: &App, req: Request) -> Response {
 }
 
 pub fn sku_param(req: &Request) -> Result<Sku, Problem> {
-    Sku::parse(path_param(req, "sku")?).map_err(|e| Problem::validation(e.to_string()).with("field", "sku"))
+    Sku::parse(path_param(req, "sku")?).map_err(|e| Problem::validation(e.to_string()).field("sku"))
 }
 
 pub fn admin_problem(e: AdminError) -> Problem {
     match e {
-        AdminError::UnknownSku(s) => Problem::not_found(format!("no SKU {s}")).with("sku", s.as_str()),
-        AdminError::Insufficient(n) => Problem::new(
-            409,
-            "insufficient_stock",
-            "Insufficient stock",
-            format!("cannot remove {n} units: not that many available"),
-        ),
-        AdminError::AdjustmentReused => Problem::new(
-            422,
-            "idempotency_key_reused",
-            "Adjustment id reused",
-            "this adjustment_id was already applied with a different delta",
-        ),
+        AdminError::UnknownSku(s) => Problem::not_found(format!("no SKU {s}")).sku(s.as_str()),
+        AdminError::Insufficient(n) => {
+            Problem::new(Code::InsufficientStock, format!("cannot remove {n} units: not that many available"))
+        }
+        AdminError::AdjustmentReused => {
+            Problem::new(Code::IdempotencyKeyReused, "this adjustment_id was already applied with a different delta")
+        }
         AdminError::Contention => Problem::internal("contention; retry"),
         AdminError::Store(e) => Problem::from(e),
     }
 }
 
-pub fn view_json(v: &StockView) -> Value {
-    json!({
-        "sku": v.meta.sku.as_str(),
-        "name": v.meta.name,
-        "price": v.meta.price,
-        "currency": v.meta.currency.as_str(),
-        "total": v.totals.available + v.totals.locked + v.totals.sold,
-        "available": v.totals.available,
-        "locked": v.totals.locked,
-        "sold": v.totals.sold,
-        "per_user_limit": v.meta.per_user_limit,
-        "shards": v.meta.shards,
-        "paused": v.meta.paused,
-    })
-}
-
-fn parse_spec(b: &Map<String, Value>) -> Result<SkuSpec, Problem> {
-    only_fields(b, &["name", "price", "currency", "shards", "per_user_limit"])?;
-    let name = str_field(b, "name")?;
-    if name.trim().is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err(
-            Problem::validation("name must be 1-200 characters without control characters").with("field", "name")
-        );
-    }
-    let price = Money::price_from_json(b.get("price").unwrap_or(&Value::Null))
-        .map_err(|e| Problem::validation(e.to_string()).with("field", "price"))?;
-    let currency = Currency::parse(str_field(b, "currency")?)
-        .map_err(|e| Problem::validation(e.to_string()).with("field", "currency"))?;
-    let shards = match b.get("shards") {
-        None | Some(Value::Null) => 1,
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=u64::from(MAX_SHARDS)).contains(&n) => n as u16,
-            _ => {
-                return Err(Problem::validation(format!("shards must be an integer in 1..={MAX_SHARDS}"))
-                    .with("field", "shards"))
-            }
-        },
-    };
-    let per_user_limit = match b.get("per_user_limit") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=u64::from(crate::domain::quantity::MAX_QUANTITY)).contains(&n) => Some(n as u32),
-            _ => {
-                return Err(
-                    Problem::validation("per_user_limit must be a positive integer").with("field", "per_user_limit")
-                )
-            }
-        },
-    };
-    Ok(SkuSpec { name: name.to_owned(), price, currency, shards, per_user_limit })
+/// The stock view as JSON, the form the warm-Lambda public cache keeps.
+pub fn view_json(v: &StockView) -> serde_json::Value {
+    serde_json::to_value(SkuView::from(v)).unwrap_or_default()
 }
 
 async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
-    let spec = parse_spec(&json_body(req, app.config.max_body_bytes)?)?;
+    let spec = typed_body::<PutSkuRequest>(req, app.config.max_body_bytes)?.into();
     let (_, created) = admin::put_sku(app, &sku, &spec).await.map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
-    Ok(json_response(if created { 201 } else { 200 }, &view_json(&v)))
+    Ok(json_response(if created { 201 } else { 200 }, &SkuView::from(&v)))
 }
 
 async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
-    let b = json_body(req, app.config.max_body_bytes)?;
-    only_fields(&b, &["adjustment_id", "delta", "reason"])?;
-    let id = str_field(&b, "adjustment_id")?;
-    crate::domain::OrderId::parse(id).map_err(|_| {
-        Problem::validation("adjustment_id must be 1-64 characters of [A-Za-z0-9._-]").with("field", "adjustment_id")
-    })?;
-    let delta = match b.get("delta").and_then(Value::as_i64) {
-        Some(d) if d != 0 && (-MAX_DELTA..=MAX_DELTA).contains(&d) => d,
-        _ => {
-            return Err(Problem::validation(format!("delta must be a non-zero integer within ±{MAX_DELTA}"))
-                .with("field", "delta"))
-        }
-    };
-    let reason = str_field(&b, "reason")?;
-    if reason.trim().is_empty() || reason.chars().count() > 500 || reason.chars().any(char::is_control) {
-        return Err(
-            Problem::validation("reason must be 1-500 characters without control characters").with("field", "reason")
-        );
-    }
-    let applied = admin::adjust(app, &sku, id, delta, reason).await.map_err(admin_problem)?;
+    let b: AdjustmentRequest = typed_body(req, app.config.max_body_bytes)?;
+    let applied = admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason).await.map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
-    Ok(json_response(if applied { 201 } else { 200 }, &view_json(&v)))
+    Ok(json_response(if applied { 201 } else { 200 }, &SkuView::from(&v)))
 }

@@ -3,6 +3,7 @@
 
 mod campaigns;
 mod common;
+mod contract;
 mod edges;
 mod emulator;
 mod events;

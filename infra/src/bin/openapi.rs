@@ -1,0 +1,6 @@
+//! Prints the OpenAPI document generated from the API types (`make openapi` writes it to
+//! docs/openapi.json).
+
+fn main() {
+    print!("{}", holdfast::api::spec::openapi_json());
+}

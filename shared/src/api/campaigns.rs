@@ -1,0 +1,228 @@
+//! Campaigns and sale controls: `PUT /admin/campaigns/{campaign_id}`,
+//! `POST /admin/campaigns/{campaign_id}/adjustments|pause|resume`, `GET /campaigns/{campaign_id}`,
+//! `POST /admin/skus/{sku}/pause|resume`, `GET /skus/{sku}/availability[/me]`.
+
+use super::body::Object;
+use super::fields;
+use crate::clock;
+use crate::domain::campaign::{CampaignItem, CampaignSpec, CampaignStatus, MAX_QUOTA};
+use crate::domain::Sku;
+use crate::service::campaigns::CampaignView;
+use serde::de::Error;
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::RefOr;
+use utoipa::ToSchema;
+
+/// An RFC 3339 date-time, as epoch seconds.
+fn time<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    let s = String::deserialize(d)?;
+    clock::parse_rfc3339(&s)
+        .map(|ms| ms.div_euclid(1000))
+        .ok_or_else(|| D::Error::custom("must be an RFC 3339 date-time"))
+}
+
+fn opt_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<u64>::deserialize(d)? {
+        None => Ok(None),
+        Some(p) if p <= crate::domain::money::MAX_PRICE => Ok(Some(p)),
+        Some(_) => Err(D::Error::custom(crate::domain::money::MoneyError::BadPrice)),
+    }
+}
+
+fn quota<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    match i64::deserialize(d)? {
+        q if (0..=MAX_QUOTA).contains(&q) => Ok(q),
+        _ => Err(D::Error::custom(format!("quota must be within 0..={MAX_QUOTA}"))),
+    }
+}
+
+fn items<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<CampaignItem>, D::Error> {
+    Ok(Vec::<Object<CampaignItemRequest>>::deserialize(d)?.into_iter().map(|Object(i)| i.into()).collect())
+}
+
+/// One SKU of a campaign as an admin declares it.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignItemRequest {
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub sku: Sku,
+    /// Units the campaign may sell, drawn from the SKU's stock; fixed at creation, changed by
+    /// adjustments.
+    #[serde(deserialize_with = "quota")]
+    #[schema(minimum = 0, maximum = 1_000_000_000_i64)]
+    pub quota: i64,
+    /// Campaign price in minor units; absent: the SKU's own price.
+    #[serde(default, deserialize_with = "opt_price")]
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_u64)]
+    pub price: Option<u64>,
+    #[serde(default, deserialize_with = "fields::per_user_limit")]
+    #[schema(minimum = 1, maximum = 10000)]
+    pub per_user_limit: Option<u32>,
+    /// Quota shards; default 1.
+    #[serde(default = "one", deserialize_with = "fields::shards")]
+    #[schema(value_type = Option<u16>, minimum = 1, maximum = 64)]
+    pub shards: u16,
+}
+
+fn one() -> u16 {
+    1
+}
+
+impl From<CampaignItemRequest> for CampaignItem {
+    fn from(i: CampaignItemRequest) -> Self {
+        CampaignItem { sku: i.sku, price: i.price, per_user_limit: i.per_user_limit, shards: i.shards, quota: i.quota }
+    }
+}
+
+/// `PUT /admin/campaigns/{campaign_id}`: creates a campaign (201) or updates its name, window,
+/// prices and limits (200).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignRequest {
+    #[serde(deserialize_with = "fields::sku_name")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub name: String,
+    #[serde(deserialize_with = "time")]
+    #[schema(value_type = String, format = DateTime)]
+    pub starts_at: i64,
+    /// After `starts_at`.
+    #[serde(deserialize_with = "time")]
+    #[schema(value_type = String, format = DateTime)]
+    pub ends_at: i64,
+    /// 1..=20 SKUs, each once.
+    #[serde(deserialize_with = "items")]
+    #[schema(value_type = Vec<CampaignItemRequest>, min_items = 1, max_items = 20)]
+    pub items: Vec<CampaignItem>,
+}
+
+impl From<CampaignRequest> for CampaignSpec {
+    fn from(b: CampaignRequest) -> Self {
+        CampaignSpec { name: b.name, starts_at: b.starts_at, ends_at: b.ends_at, items: b.items }
+    }
+}
+
+/// `POST /admin/campaigns/{campaign_id}/adjustments`: grows or shrinks one item's quota, once
+/// per `adjustment_id`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignAdjustmentRequest {
+    #[serde(deserialize_with = "fields::adjustment_id")]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub adjustment_id: String,
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub sku: Sku,
+    #[serde(deserialize_with = "fields::delta")]
+    #[schema(minimum = -1_000_000_000_i64, maximum = 1_000_000_000_i64)]
+    pub delta: i64,
+    #[serde(deserialize_with = "fields::reason")]
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub reason: String,
+}
+
+pub(crate) fn campaign_status_schema() -> impl Into<RefOr<Schema>> {
+    ObjectBuilder::new().schema_type(SchemaType::Type(Type::String)).enum_values(Some(
+        [CampaignStatus::Scheduled, CampaignStatus::Live, CampaignStatus::Ended].map(CampaignStatus::as_str),
+    ))
+}
+
+/// One campaign item and its quota counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CampaignItemView {
+    pub sku: String,
+    pub price: Option<u64>,
+    pub quota: i64,
+    pub available: i64,
+    pub locked: i64,
+    pub sold: i64,
+    pub per_user_limit: Option<u32>,
+    pub shards: u16,
+}
+
+/// A campaign: its window, pause switch, status now, and each item's quota counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CampaignViewBody {
+    pub campaign_id: String,
+    pub name: String,
+    #[schema(format = DateTime)]
+    pub starts_at: String,
+    #[schema(format = DateTime)]
+    pub ends_at: String,
+    pub paused: bool,
+    #[schema(schema_with = campaign_status_schema)]
+    pub status: String,
+    pub items: Vec<CampaignItemView>,
+}
+
+impl CampaignViewBody {
+    pub fn new(v: &CampaignView, now_s: i64) -> Self {
+        let c = &v.campaign;
+        CampaignViewBody {
+            campaign_id: c.id.as_str().to_owned(),
+            name: c.name.clone(),
+            starts_at: clock::rfc3339(c.starts_at.saturating_mul(1000)),
+            ends_at: clock::rfc3339(c.ends_at.saturating_mul(1000)),
+            paused: c.paused,
+            status: c.status(now_s).as_str().to_owned(),
+            items: c
+                .items
+                .iter()
+                .zip(&v.items)
+                .map(|(i, (_, n))| CampaignItemView {
+                    sku: i.sku.as_str().to_owned(),
+                    price: i.price,
+                    quota: i.quota,
+                    available: n.available,
+                    locked: n.locked,
+                    sold: n.sold,
+                    per_user_limit: i.per_user_limit,
+                    shards: i.shards,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Whether a buyer could check out `quantity` units now, and why not.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct Availability {
+    pub sku: String,
+    pub quantity: u32,
+    pub purchasable: bool,
+    pub available: i64,
+    /// The first reason a checkout would be refused: the error code it would get.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Code>)]
+    pub reason: Option<&'static str>,
+    /// The price a checkout would pay (the campaign's when one is named).
+    pub price: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_available: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub starts_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = DateTime)]
+    pub ends_at: Option<String>,
+    /// `/me` only: units the caller may still buy (null: no limit applies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remaining_allowance: Option<Option<i64>>,
+    /// `/me` only: the caller's unpaid checkouts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_orders: Option<i64>,
+    /// `/me` only: the most unpaid checkouts one buyer may hold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_pending_orders: Option<u32>,
+}
+
+use crate::http::Code;

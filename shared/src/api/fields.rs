@@ -1,0 +1,140 @@
+//! Readers for bounded request values, used with `#[serde(deserialize_with)]` so a value out of
+//! bounds fails inside deserialisation and its error carries the field's path. Every integer is
+//! first read at its widest JSON type and then range-checked with `contains`, which cannot
+//! overflow whatever the input.
+
+use super::body::Object;
+use super::orders::ItemRequest;
+use crate::domain::quantity::{Quantity, MAX_QUANTITY};
+use crate::domain::reservation::MAX_LINES;
+use crate::domain::{CampaignId, OrderId, Sku, UserId};
+use crate::service::stock::LineRequest;
+use serde::de::Error;
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+
+/// Item lists may repeat a SKU (the lines are merged), but not without bound.
+pub const MAX_ITEMS: usize = MAX_LINES * 4;
+
+/// Text a person typed: 1..=max characters, not only spaces, no control characters.
+fn text<'de, D: Deserializer<'de>>(d: D, what: &str, max: usize) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.trim().is_empty() || s.chars().count() > max || s.chars().any(char::is_control) {
+        return Err(D::Error::custom(format!("{what} must be 1-{max} characters without control characters")));
+    }
+    Ok(s)
+}
+
+pub fn sku_name<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    text(d, "name", 200)
+}
+
+pub fn reason<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    text(d, "reason", 500)
+}
+
+pub fn quantity<'de, D: Deserializer<'de>>(d: D) -> Result<Quantity, D::Error> {
+    Quantity::new(u64::deserialize(d)?).map_err(D::Error::custom)
+}
+
+pub fn price<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    use crate::domain::money::{MoneyError, MAX_PRICE};
+    let p = u64::deserialize(d)?;
+    if p > MAX_PRICE {
+        return Err(D::Error::custom(MoneyError::BadPrice));
+    }
+    Ok(p)
+}
+
+/// Shard count, 1 when absent or null.
+pub fn shards<'de, D: Deserializer<'de>>(d: D) -> Result<u16, D::Error> {
+    use crate::domain::allocation::MAX_SHARDS;
+    match Option::<u64>::deserialize(d)? {
+        None => Ok(1),
+        Some(n) if (1..=u64::from(MAX_SHARDS)).contains(&n) => Ok(n as u16),
+        Some(_) => Err(D::Error::custom(format!("shards must be an integer in 1..={MAX_SHARDS}"))),
+    }
+}
+
+pub fn per_user_limit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    match Option::<u64>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) if (1..=u64::from(MAX_QUANTITY)).contains(&n) => Ok(Some(n as u32)),
+        Some(_) => Err(D::Error::custom(format!("per_user_limit must be an integer in 1..={MAX_QUANTITY}"))),
+    }
+}
+
+/// An id with the order-id alphabet, named for the field that carries it.
+pub fn adjustment_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    OrderId::parse(&s).map_err(|_| D::Error::custom("adjustment_id must be 1-64 characters of [A-Za-z0-9._-]"))?;
+    Ok(s)
+}
+
+/// Largest absolute stock change in one adjustment.
+pub const MAX_DELTA: i64 = 1_000_000_000;
+
+pub fn delta<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    match i64::deserialize(d)? {
+        n if n != 0 && (-MAX_DELTA..=MAX_DELTA).contains(&n) => Ok(n),
+        _ => Err(D::Error::custom(format!("delta must be a non-zero integer within ±{MAX_DELTA}"))),
+    }
+}
+
+/// Longest hold an external reservation may ask for (7 days).
+pub const MAX_TTL_SECONDS: i64 = 7 * 24 * 3600;
+
+pub fn ttl_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    match Option::<i64>::deserialize(d)? {
+        None => Ok(None),
+        Some(t) if (1..=MAX_TTL_SECONDS).contains(&t) => Ok(Some(t)),
+        Some(_) => Err(D::Error::custom(format!("ttl_seconds must be an integer in 1..={MAX_TTL_SECONDS}"))),
+    }
+}
+
+pub fn user_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<UserId>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(u) => UserId::parse(&u).map(Some).map_err(D::Error::custom),
+    }
+}
+
+/// A payment provider's id: 1-128 printable ASCII characters.
+pub fn payment_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.is_empty() || s.len() > 128 || !s.bytes().all(|c| (0x21..=0x7e).contains(&c)) {
+        return Err(D::Error::custom("payment_id must be 1-128 printable ASCII characters"));
+    }
+    Ok(s)
+}
+
+/// `[{"sku","quantity","campaign_id"?}]` → lines merged by SKU and sorted: 1..=MAX_LINES
+/// distinct SKUs, each total within the quantity bound. One SKU is bought under one campaign (or
+/// none) per order: its lines write the same shard items, which one transaction may not touch
+/// twice.
+pub fn order_lines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<LineRequest>, D::Error> {
+    let items = Vec::<Object<ItemRequest>>::deserialize(d)?;
+    if items.is_empty() {
+        return Err(D::Error::custom("items must not be empty"));
+    }
+    if items.len() > MAX_ITEMS {
+        return Err(D::Error::custom(format!("at most {MAX_ITEMS} items, {MAX_LINES} distinct SKUs, per order")));
+    }
+    let mut merged: BTreeMap<Sku, (Quantity, Option<CampaignId>)> = BTreeMap::new();
+    for Object(ItemRequest { sku, quantity, campaign_id }) in items {
+        let total = match merged.get(&sku) {
+            Some((_, c)) if *c != campaign_id => {
+                return Err(D::Error::custom(format!(
+                    "{sku} appears under two campaigns (or with and without one); order it once"
+                )))
+            }
+            Some((prev, _)) => prev.checked_add(quantity).map_err(|e| D::Error::custom(format!("{sku}: {e}")))?,
+            None => quantity,
+        };
+        merged.insert(sku, (total, campaign_id));
+    }
+    if merged.len() > MAX_LINES {
+        return Err(D::Error::custom(format!("at most {MAX_LINES} distinct SKUs per order")));
+    }
+    Ok(merged.into_iter().map(|(sku, (quantity, campaign))| LineRequest { sku, quantity, campaign }).collect())
+}

@@ -1,0 +1,163 @@
+//! Orders: `POST /orders`, `GET /orders`, `GET /orders/{order_id}`, `POST /orders/{order_id}/cancel`.
+
+use super::fields;
+use crate::clock;
+use crate::domain::order::{Order, ALL_STATUSES};
+use crate::domain::{CampaignId, Quantity, Sku};
+use crate::service::stock::LineRequest;
+use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::RefOr;
+use utoipa::ToSchema;
+
+/// One line as a client asks for it.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItemRequest {
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9._-]{1,64}$", example = "SKU-HOODIE-M")]
+    pub sku: Sku,
+    #[serde(deserialize_with = "fields::quantity")]
+    #[schema(value_type = u32, minimum = 1, maximum = 10000)]
+    pub quantity: Quantity,
+    /// Buy under this campaign (its price, quota, window and limits). One SKU is bought under
+    /// one campaign, or none, per order.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub campaign_id: Option<CampaignId>,
+}
+
+/// `POST /orders`. The same `Idempotency-Key` with the same body answers with the same order.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOrderRequest {
+    /// Lines are merged by SKU; at most 20 distinct SKUs.
+    #[serde(deserialize_with = "fields::order_lines")]
+    #[schema(value_type = Vec<ItemRequest>, min_items = 1, max_items = 80)]
+    pub items: Vec<LineRequest>,
+}
+
+/// One line of an order, at the unit price it was ordered at.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OrderItem {
+    pub sku: String,
+    pub quantity: u32,
+    /// Minor units of the order's currency.
+    pub unit_price: u64,
+}
+
+pub(crate) fn order_status_schema() -> impl Into<RefOr<Schema>> {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::Type(Type::String))
+        .enum_values(Some(ALL_STATUSES.iter().map(|s| s.as_str())))
+}
+
+/// An order as its owner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OrderView {
+    pub order_id: String,
+    pub user_id: String,
+    #[schema(schema_with = order_status_schema)]
+    pub status: &'static str,
+    pub items: Vec<OrderItem>,
+    /// Σ unit_price × quantity, computed by the server.
+    pub amount: u64,
+    pub currency: String,
+    /// The payment deadline; unpaid by then, the order expires and its stock is released.
+    #[schema(format = DateTime)]
+    pub pay_expire_at: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// Incremented by every change of the order.
+    pub version: u64,
+    /// The payment applied to the order, once paid.
+    pub payment_id: Option<String>,
+    /// Payments that arrived for a closed or already paid order, each owed a refund.
+    pub refunds_requested: usize,
+}
+
+impl From<&Order> for OrderView {
+    fn from(o: &Order) -> Self {
+        OrderView {
+            order_id: o.id.as_str().to_owned(),
+            user_id: o.user.as_str().to_owned(),
+            status: o.status.as_str(),
+            items: o
+                .lines
+                .iter()
+                .map(|l| OrderItem { sku: l.sku.as_str().to_owned(), quantity: l.quantity, unit_price: l.unit_price })
+                .collect(),
+            amount: o.amount,
+            currency: o.currency.as_str().to_owned(),
+            pay_expire_at: clock::rfc3339(o.pay_expire_at * 1000),
+            created_at: clock::rfc3339(o.created_at_ms),
+            version: o.version,
+            payment_id: o.payment_id.clone(),
+            refunds_requested: o.refund_requests(),
+        }
+    }
+}
+
+/// A page of the caller's orders, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OrderList {
+    pub orders: Vec<OrderView>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+pub const DEFAULT_PAGE: usize = 20;
+pub const MAX_PAGE: usize = 100;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::body::parse;
+    use crate::http::Code;
+    use serde_json::{json, Value};
+
+    fn items(v: Value) -> Result<Vec<LineRequest>, crate::http::Problem> {
+        parse::<CreateOrderRequest>(v.to_string().as_bytes()).map(|b| b.items)
+    }
+
+    #[test]
+    fn duplicate_skus_are_merged_and_sorted() {
+        let l = items(json!({"items":[{"sku":"B","quantity":1},{"sku":"A","quantity":2},{"sku":"B","quantity":3}]}))
+            .unwrap();
+        assert_eq!(l.iter().map(|l| (l.sku.as_str(), l.quantity.get())).collect::<Vec<_>>(), vec![("A", 2), ("B", 4)]);
+    }
+
+    #[test]
+    fn bad_items_are_refused_with_a_reason_and_the_field() {
+        for (b, field) in [
+            (json!({}), None),
+            (json!({"items": []}), Some("items")),
+            (json!({"items": {}}), Some("items")),
+            (json!({"items": [1]}), Some("items[0]")),
+            (json!({"items": [["A", 1]]}), Some("items[0]")),
+            (json!({"items": [{"sku": "A"}]}), Some("items[0]")),
+            (json!({"items": [{"sku": "A", "quantity": 0}]}), Some("items[0].quantity")),
+            (json!({"items": [{"sku": "A", "quantity": -1}]}), Some("items[0].quantity")),
+            (json!({"items": [{"sku": "A", "quantity": 1.5}]}), Some("items[0].quantity")),
+            (json!({"items": [{"sku": "A", "quantity": "1"}]}), Some("items[0].quantity")),
+            (json!({"items": [{"sku": "A", "quantity": 99999999999u64}]}), Some("items[0].quantity")),
+            (json!({"items": [{"sku": "A b", "quantity": 1}]}), Some("items[0].sku")),
+            (json!({"items": [{"sku": 5, "quantity": 1}]}), Some("items[0].sku")),
+            (json!({"items": [{"sku": "A", "quantity": 1, "price": 0}]}), Some("items[0].price")),
+            (json!({"items": [{"sku": "A", "quantity": 6000}, {"sku": "A", "quantity": 6000}]}), Some("items")),
+            (json!({"items": [{"sku": "A", "quantity": 1}], "amount": 0}), Some("amount")),
+            (json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": "c b"}]}), Some("items[0].campaign_id")),
+            (json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": 3}]}), Some("items[0].campaign_id")),
+            (
+                json!({"items": [{"sku": "A", "quantity": 1, "campaign_id": "c"}, {"sku": "A", "quantity": 1}]}),
+                Some("items"),
+            ),
+        ] {
+            let p = items(b.clone()).unwrap_err();
+            assert_eq!((p.code, p.field.as_deref()), (Code::ValidationFailed, field), "{b}: {}", p.detail);
+        }
+        let many: Vec<Value> = (0..21).map(|i| json!({"sku": format!("S{i}"), "quantity": 1})).collect();
+        assert_eq!(items(json!({ "items": many })).unwrap_err().field.as_deref(), Some("items"));
+        let repeated: Vec<Value> = (0..81).map(|_| json!({"sku": "A", "quantity": 1})).collect();
+        assert_eq!(items(json!({ "items": repeated })).unwrap_err().field.as_deref(), Some("items"));
+    }
+}

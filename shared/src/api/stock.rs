@@ -1,0 +1,162 @@
+//! Stock: `PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`, `GET /skus/{sku}`.
+
+use super::fields;
+use crate::domain::Currency;
+use crate::service::admin::{SkuSpec, StockView};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `PUT /admin/skus/{sku}`: creates a SKU with no stock, or updates its metadata.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutSkuRequest {
+    #[serde(deserialize_with = "fields::sku_name")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub name: String,
+    /// Unit price in minor units of `currency`.
+    #[serde(deserialize_with = "fields::price")]
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_u64)]
+    pub price: u64,
+    #[schema(value_type = String, pattern = "^[A-Z]{3}$", example = "EUR")]
+    pub currency: Currency,
+    /// Stock counters the SKU is split over, so concurrent checkouts do not contend; default 1.
+    #[serde(default = "one", deserialize_with = "fields::shards")]
+    #[schema(value_type = Option<u16>, minimum = 1, maximum = 64)]
+    pub shards: u16,
+    /// Most units of this SKU one user may hold in open and paid orders.
+    #[serde(default, deserialize_with = "fields::per_user_limit")]
+    #[schema(minimum = 1, maximum = 10000)]
+    pub per_user_limit: Option<u32>,
+}
+
+fn one() -> u16 {
+    1
+}
+
+impl From<PutSkuRequest> for SkuSpec {
+    fn from(r: PutSkuRequest) -> Self {
+        SkuSpec {
+            name: r.name,
+            price: r.price,
+            currency: r.currency,
+            shards: r.shards,
+            per_user_limit: r.per_user_limit,
+        }
+    }
+}
+
+/// `POST /admin/skus/{sku}/adjustments`: adds (positive `delta`) or removes stock, once per
+/// `adjustment_id`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdjustmentRequest {
+    #[serde(deserialize_with = "fields::adjustment_id")]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub adjustment_id: String,
+    /// Units to add (positive) or remove (negative); never zero.
+    #[serde(deserialize_with = "fields::delta")]
+    #[schema(minimum = -1_000_000_000_i64, maximum = 1_000_000_000_i64)]
+    pub delta: i64,
+    /// Why, for the audit trail.
+    #[serde(deserialize_with = "fields::reason")]
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
+    pub reason: String,
+}
+
+/// A SKU and its stock summed over its shards: `total = available + locked + sold`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SkuView {
+    pub sku: String,
+    pub name: String,
+    pub price: u64,
+    pub currency: String,
+    pub total: i64,
+    /// Units that can be ordered now.
+    pub available: i64,
+    /// Units held by reservations and unpaid orders.
+    pub locked: i64,
+    pub sold: i64,
+    pub per_user_limit: Option<u32>,
+    pub shards: u16,
+    /// Stop-sale: while true, no checkout may take this SKU.
+    pub paused: bool,
+}
+
+impl From<&StockView> for SkuView {
+    fn from(v: &StockView) -> Self {
+        SkuView {
+            sku: v.meta.sku.as_str().to_owned(),
+            name: v.meta.name.clone(),
+            price: v.meta.price,
+            currency: v.meta.currency.as_str().to_owned(),
+            total: v.totals.available + v.totals.locked + v.totals.sold,
+            available: v.totals.available,
+            locked: v.totals.locked,
+            sold: v.totals.sold,
+            per_user_limit: v.meta.per_user_limit,
+            shards: v.meta.shards,
+            paused: v.meta.paused,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::body::parse;
+    use serde_json::json;
+
+    fn field<T: serde::de::DeserializeOwned + std::fmt::Debug>(v: serde_json::Value) -> Option<String> {
+        parse::<T>(v.to_string().as_bytes()).unwrap_err().field
+    }
+
+    #[test]
+    fn a_sku_spec_takes_defaults_and_refuses_what_is_out_of_bounds() {
+        let s: PutSkuRequest = parse(br#"{"name":"Mug","price":0,"currency":"EUR","per_user_limit":null}"#).unwrap();
+        assert_eq!((s.shards, s.per_user_limit), (1, None));
+        let ok = json!({"name": "Mug", "price": 1, "currency": "EUR"});
+        for (k, v) in [
+            ("name", json!("")),
+            ("name", json!("   ")),
+            ("name", json!("a\u{7}b")),
+            ("name", json!("x".repeat(201))),
+            ("price", json!(-1)),
+            ("price", json!(1_000_000_000_001u64)),
+            ("price", json!(9_223_372_036_854_775_808u64)),
+            ("price", json!(1.5)),
+            ("currency", json!("euro")),
+            ("shards", json!(0)),
+            ("shards", json!(65)),
+            ("shards", json!(u64::MAX)),
+            ("per_user_limit", json!(0)),
+            ("per_user_limit", json!(10_001)),
+            ("per_user_limit", json!(-1)),
+        ] {
+            let mut b = ok.clone();
+            b[k] = v.clone();
+            assert_eq!(field::<PutSkuRequest>(b), Some(k.to_owned()), "{k}: {v}");
+        }
+    }
+
+    #[test]
+    fn a_delta_is_range_checked_without_overflow() {
+        let adj = |d: serde_json::Value| json!({"adjustment_id": "a", "delta": d, "reason": "r"});
+        for d in [json!(1), json!(-1), json!(fields::MAX_DELTA), json!(-fields::MAX_DELTA)] {
+            assert!(parse::<AdjustmentRequest>(adj(d.clone()).to_string().as_bytes()).is_ok(), "{d}");
+        }
+        for d in [json!(0), json!(fields::MAX_DELTA + 1), json!(i64::MIN), json!(i64::MAX), json!(u64::MAX), json!(0.5)]
+        {
+            assert_eq!(field::<AdjustmentRequest>(adj(d.clone())).as_deref(), Some("delta"), "{d}");
+        }
+        let bad_id = json!({"adjustment_id": "a b", "delta": 1, "reason": "r"});
+        assert_eq!(field::<AdjustmentRequest>(bad_id).as_deref(), Some("adjustment_id"));
+    }
+}
