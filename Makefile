@@ -6,12 +6,12 @@ VENV := .venv
 LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
-.PHONY: help venv emulator build run test lint unit e2e cfn-lint demo bench bench-campaigns package clean openapi fuzz
+.PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
 .PHONY: sam-validate sam-local test-sam soak
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
-	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint, sam validate --lint"
+	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint, checkov, sam validate --lint"
 	@echo "make emulator - the emulator alone, in the foreground, on 127.0.0.1:$(EMULATOR_PORT)"
 	@echo "make demo     - a 1,000-buyer flash sale with a live progress bar and a report"
 	@echo "make bench    - bench/REPORT.md: cost per order, round trips, CPU, cold start, hot-SKU model"
@@ -71,7 +71,11 @@ openapi:
 cfn-lint: venv
 	$(VENV)/bin/cfn-lint template.yaml
 
-test: lint cfn-lint sam-validate unit e2e
+# checkov from its own pinned virtualenv; remaining checks are judged in docs/deploy.md.
+checkov:
+	bash scripts/checkov.sh
+
+test: lint cfn-lint checkov sam-validate unit e2e
 
 # SAM CLI's own template check (offline; pinned in infra/emulator/requirements-sam.txt).
 sam-validate: venv

@@ -41,7 +41,7 @@ pub fn config() -> Config {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     };
-    c.webhook_secret = SECRET.into();
+    c.webhook_secret = holdfast::config::Secret::new(SECRET);
     c.max_pending_per_user = 0;
     c
 }

@@ -22,8 +22,11 @@ pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
 /// `HOLDFAST_SDK_TIMEOUT_SCALE` of the local stack unless a test sets it. The emulator
 /// serialises every DynamoDB request and the e2e tests share one emulator in parallel: 400
 /// concurrent freezes queue for many seconds on a 2-core machine (measured: 110 of 400
-/// reservations timed out at scale 10), which AWS never does.
-pub const LOCAL_SDK_TIMEOUT_SCALE: &str = "40";
+/// reservations timed out at scale 10), which AWS never does. At 40, with four agents' builds
+/// on the machine (load 16), 68 of 300 concurrent checkouts still timed out once and then found
+/// the SDK's retry quota (10 tokens per timeout retry, 500 in all) empty: 100 keeps the queueing
+/// of the emulator from reading as a hung dependency.
+pub const LOCAL_SDK_TIMEOUT_SCALE: &str = "100";
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -168,8 +171,13 @@ impl LocalStack {
                     // call can take seconds, which AWS never does. Tests of the budgets set 1.
                     return Some(LOCAL_SDK_TIMEOUT_SCALE.to_owned());
                 }
+                if k == "PAYMENT_WEBHOOK_SECRET" {
+                    // AWS reads the key from Secrets Manager (WEBHOOK_SECRET_ARN); locally it is
+                    // this well-known one unless a test sets another.
+                    return Some(DEFAULT_WEBHOOK_SECRET.to_owned());
+                }
                 match f.env.get(k)? {
-                    EnvValue::Deferred(_) if k == "PAYMENT_WEBHOOK_SECRET" => Some(DEFAULT_WEBHOOK_SECRET.to_owned()),
+                    EnvValue::Deferred(_) => None,
                     v => res.resolve(v),
                 }
             };

@@ -1,6 +1,7 @@
 //! The application: configuration, ports and warm-Lambda caches, built once per process.
 
 use crate::adapters::dynamo::{orders::DynamoOrders, stock::DynamoStock, sweep::DynamoSweep};
+use crate::adapters::secrets::{SecretsManagerKeys, StaticKeys, WebhookKeys};
 use crate::adapters::sweep::PortSweep;
 use crate::adapters::{eventbridge::EventBridgeBus, sqs::SqsMessages};
 use crate::config::Config;
@@ -25,6 +26,8 @@ pub struct App {
     pub bus: Arc<dyn EventBus>,
     /// Paged reads of the sparse indexes (the reconcile sweep).
     pub sweep: Arc<dyn SweepIndex>,
+    /// The payment webhook's HMAC keys (every one returned is accepted).
+    pub webhook_keys: Arc<dyn WebhookKeys>,
     pub faults: Faults,
     pub caches: Caches,
     /// Time limits of this function's AWS calls and of one HTTP request (docs/runbook.md,
@@ -134,7 +137,17 @@ impl App {
             config.reconcile_work_queue_url.clone(),
         ));
         let bus = Arc::new(EventBridgeBus::new(aws_sdk_eventbridge::Client::new(sdk), config.event_bus_name.clone()));
-        Ok(Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep))
+        let keys: Option<Arc<dyn WebhookKeys>> = (!config.webhook_secret_arn.is_empty()).then(|| {
+            Arc::new(SecretsManagerKeys::new(
+                aws_sdk_secretsmanager::Client::new(sdk),
+                config.webhook_secret_arn.clone(),
+            )) as Arc<dyn WebhookKeys>
+        });
+        let app = Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep);
+        Ok(match keys {
+            Some(k) => App { webhook_keys: k, ..app },
+            None => app,
+        })
     }
 
     pub fn with_ports(
@@ -148,7 +161,10 @@ impl App {
         let faults = Faults::parse(&config.faults)?;
         let budget = SdkBudget::for_function(function).scaled(config.sdk_timeout_scale);
         let sweep = Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::ZERO));
+        let webhook_keys =
+            Arc::new(StaticKeys(vec![config.webhook_secret.clone(), config.webhook_secret_previous.clone()]));
         Ok(App {
+            webhook_keys,
             budget,
             sweep,
             function: function.to_owned(),

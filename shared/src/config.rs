@@ -25,7 +25,12 @@ pub struct Config {
     /// Lifetime of a warm Lambda's cached public views (`GET /skus/{sku}`, campaigns,
     /// availability) and their `Cache-Control: max-age`.
     pub public_cache_ms: i64,
-    pub webhook_secret: String,
+    /// The webhook's HMAC key when no secret ARN is set (local stack, tests), and the previous
+    /// one during a rotation. In AWS both come from `webhook_secret_arn` at run time.
+    pub webhook_secret: Secret,
+    pub webhook_secret_previous: Secret,
+    /// Secrets Manager secret holding the HMAC key (`WEBHOOK_SECRET_ARN`; empty = use the above).
+    pub webhook_secret_arn: String,
     pub faults: String,
     pub max_body_bytes: usize,
     /// Multiplies every SDK timeout of [`crate::app::SdkBudget`] (1 in AWS; the local stack
@@ -34,6 +39,29 @@ pub struct Config {
     /// Event kinds publish-events puts on the bus. `OrderCreated` is off by default: nothing in
     /// the stack consumes it, and EventBridge bills every event.
     pub publish_events: Vec<crate::domain::events::EventKind>,
+}
+
+/// A secret value: never printed by `Debug` or `Display` (security review V5), so logging a
+/// config or an error that holds one cannot leak it.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(v: impl Into<String>) -> Self {
+        Secret(v.into())
+    }
+    pub fn expose(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_empty() { "Secret(<empty>)" } else { "Secret(<redacted>)" })
+    }
 }
 
 /// Events published unless `HOLDFAST_PUBLISH_EVENTS` says otherwise.
@@ -86,7 +114,9 @@ impl Config {
             sku_cache_ms: parse(get, "HOLDFAST_SKU_CACHE_MS", 5000)?,
             max_pending_per_user: parse(get, "HOLDFAST_MAX_PENDING_PER_USER", 5)?,
             public_cache_ms: parse(get, "HOLDFAST_PUBLIC_CACHE_MS", 1000)?,
-            webhook_secret: get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default(),
+            webhook_secret: Secret::new(get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default()),
+            webhook_secret_previous: Secret::new(get("PAYMENT_WEBHOOK_SECRET_PREVIOUS").unwrap_or_default()),
+            webhook_secret_arn: s("WEBHOOK_SECRET_ARN"),
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
             sdk_timeout_scale: parse(get, "HOLDFAST_SDK_TIMEOUT_SCALE", 1.0)?,
@@ -139,6 +169,18 @@ mod tests {
             .unwrap();
         assert_eq!(c.publish_events.len(), 2);
         assert!(Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderShipped".into())).is_err());
+    }
+
+    #[test]
+    fn the_webhook_key_never_appears_in_debug_output() {
+        let c = Config::from_lookup(&|k| {
+            (k == "PAYMENT_WEBHOOK_SECRET" || k == "PAYMENT_WEBHOOK_SECRET_PREVIOUS").then(|| "s3cr3t-key".into())
+        })
+        .unwrap();
+        let printed = format!("{c:?} {c:#?}");
+        assert!(!printed.contains("s3cr3t-key"), "{printed}");
+        assert!(printed.contains("Secret(<redacted>)"));
+        assert_eq!(c.webhook_secret.expose(), b"s3cr3t-key");
     }
 
     #[test]

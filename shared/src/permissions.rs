@@ -51,10 +51,13 @@ pub enum Resource {
     PublishEventsFailureQueue,
     /// The reconcile sweep's work items.
     ReconcileWorkQueue,
+    /// `!Ref WebhookSecretArn`: the Secrets Manager secret holding the webhook's HMAC keys (a
+    /// parameter whose value is an ARN outside the stack).
+    WebhookSecret,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 9] = [
+    pub const ALL: [Resource; 10] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -64,6 +67,7 @@ impl Resource {
         Resource::EventBus,
         Resource::PublishEventsFailureQueue,
         Resource::ReconcileWorkQueue,
+        Resource::WebhookSecret,
     ];
 
     /// The template's logical id of the resource (for indexes: of their table).
@@ -76,6 +80,7 @@ impl Resource {
             Resource::EventBus => "EventBus",
             Resource::PublishEventsFailureQueue => "PublishEventsFailureQueue",
             Resource::ReconcileWorkQueue => "ReconcileWorkQueue",
+            Resource::WebhookSecret => "WebhookSecretArn",
         }
     }
 
@@ -90,6 +95,7 @@ impl Resource {
             | Resource::PublishEventsFailureQueue
             | Resource::ReconcileWorkQueue => "AWS::SQS::Queue",
             Resource::EventBus => "AWS::Events::EventBus",
+            Resource::WebhookSecret => "Parameter",
         }
     }
 
@@ -109,6 +115,7 @@ impl Resource {
             Resource::EventBus => Some("EVENT_BUS_NAME"),
             Resource::PublishEventsFailureQueue => None,
             Resource::ReconcileWorkQueue => Some("RECONCILE_WORK_QUEUE_URL"),
+            Resource::WebhookSecret => Some("WEBHOOK_SECRET_ARN"),
         }
     }
 }
@@ -173,6 +180,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // payments::apply → orders.get, orders.replace. Never touches stock (docs/architecture.md, "Payment callback").
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
+            // SecretsManagerKeys: the HMAC keys, AWSCURRENT and AWSPREVIOUS, cached
+            ("secretsmanager:GetSecretValue", WebhookSecret),
         ],
     ),
     (
@@ -299,8 +308,8 @@ pub const ENV: &[(&str, &[&str])] = &[
         ],
     ),
     ("orders-api", &["ORDER_TABLE"]),
-    // the webhook's HMAC key (a Secrets Manager dynamic reference in the template)
-    ("payment-callback", &["ORDER_TABLE", "PAYMENT_WEBHOOK_SECRET"]),
+    // the webhook's HMAC keys are fetched at run time from the secret this names
+    ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN"]),
     // default ttl_seconds of a hold
     ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
     // public views' cache lifetime; the cap the eligibility check reports
@@ -342,6 +351,9 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_FAULTS",
     // publish-events: which event kinds go on the bus (default `config::DEFAULT_PUBLISHED`)
     "HOLDFAST_PUBLISH_EVENTS",
+    // local/test builds: the webhook keys themselves when no secret ARN is set
+    "PAYMENT_WEBHOOK_SECRET",
+    "PAYMENT_WEBHOOK_SECRET_PREVIOUS",
     // `sam local` only: the emulator's URL for every SDK client (`app::AWS_ENDPOINT_VAR`);
     // declared empty in the template's Globals so an `--env-vars` file can set it
     "HOLDFAST_AWS_ENDPOINT",

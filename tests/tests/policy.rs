@@ -53,6 +53,12 @@ impl Resources {
     fn read(doc: &Value) -> Resources {
         let mut types = BTreeMap::new();
         let mut indexes: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        // A parameter can be the ARN of something outside the stack (the webhook secret).
+        for (k, _) in get(doc, "Parameters").and_then(Value::as_mapping).into_iter().flatten() {
+            if let Some(id) = k.as_str() {
+                types.insert(id.to_owned(), "Parameter".to_owned());
+            }
+        }
         for (k, r) in get(doc, "Resources").and_then(Value::as_mapping).into_iter().flatten() {
             let Some(id) = k.as_str() else { continue };
             let ty = get(r, "Type").and_then(Value::as_str).unwrap_or("").to_owned();
@@ -84,6 +90,9 @@ impl Resources {
         match e {
             Expr::GetAtt(id, attr) if attr == "Arn" => whole(id),
             Expr::GetAtt(..) => Err(format!("{e} is not an ARN the permission map knows")),
+            Expr::Ref(id) if Resource::ALL.iter().any(|r| r.cfn_type() == "Parameter" && r.logical_id() == id) => {
+                whole(id)
+            }
             Expr::Ref(id) => Err(format!(
                 "{e} is the name or URL of {id}, not its ARN (IAM would match nothing); grant on !GetAtt {id}.Arn"
             )),
@@ -710,10 +719,19 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<&'static str>> {
         (".send_message_batch()", "sqs:SendMessage"),
         (".delete_message()", "sqs:DeleteMessage"),
         (".put_events()", "events:PutEvents"),
+        (".get_secret_value()", "secretsmanager:GetSecretValue"),
     ];
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/adapters/");
     let mut out: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-    for file in ["dynamo/mod.rs", "dynamo/stock.rs", "dynamo/orders.rs", "sqs.rs", "eventbridge.rs"] {
+    for file in [
+        "dynamo/mod.rs",
+        "dynamo/stock.rs",
+        "dynamo/orders.rs",
+        "dynamo/sweep.rs",
+        "sqs.rs",
+        "eventbridge.rs",
+        "secrets.rs",
+    ] {
         let text = std::fs::read_to_string(format!("{root}{file}")).unwrap_or_else(|e| panic!("{file}: {e}"));
         for (call, action) in CALLS {
             if text.contains(call) {

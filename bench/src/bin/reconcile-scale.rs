@@ -48,6 +48,8 @@ const KINDS: &[&str] = &[
     "PutItem(order)",
     "Transact(lock move)",
     "SendMessage",
+    "GetItem(campaign)",
+    "BatchGet(quota shards)",
 ];
 
 impl Meter {
@@ -276,7 +278,18 @@ async fn main() -> anyhow::Result<()> {
             version: 1,
             paused: false,
         };
-        world.stock.seed(meta, &[per_sku]);
+        // Through the port (put_sku + adjust), as the admin API would: `seed` is a test helper
+        // that scans every shard per call.
+        let adj = Adjustment {
+            sku: meta.sku.clone(),
+            adjustment_id: "init".into(),
+            delta: per_sku,
+            reason: "scale run".into(),
+            at_ms: 0,
+            pieces: vec![(0, per_sku)],
+        };
+        anyhow::ensure!(world.stock.put_sku(&meta, None).await?, "put_sku {i}");
+        anyhow::ensure!(world.stock.adjust(&adj, meta.version).await? == Ok(()), "adjust {i}");
     }
     // Orphan freezes an hour old: no order was ever written for any of them.
     let hour_ago = holdfast::clock::now_ms() - 3_600_000;

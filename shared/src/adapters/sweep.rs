@@ -72,23 +72,23 @@ impl Key for String {
     }
 }
 
-/// Entries of `bucket` (`None`: all) after `cursor`, at most `limit`.
+/// Entries of `bucket` (`None`: all) after `cursor`, at most `limit`. `all` is sorted by
+/// (bucket, key), so a page is a binary search and a slice, as a GSI query is.
 fn page_of<T: Clone + Key>(all: &[(u32, T)], bucket: Option<u32>, cursor: Option<&str>, limit: usize) -> Page<T> {
-    let mut items = Vec::new();
-    let mut more = false;
-    for (_, t) in all.iter().filter(|(b, t)| bucket.is_none_or(|x| x == *b) && cursor.is_none_or(|c| t.key() > c)) {
-        if items.len() == limit.max(1) {
-            more = true;
-            break;
-        }
-        items.push(t.clone());
-    }
-    let next = if more { items.last().map(|t| t.key().to_owned()) } else { None };
+    let (lo, hi) = match bucket {
+        Some(b) => (all.partition_point(|(x, _)| *x < b), all.partition_point(|(x, _)| *x <= b)),
+        None => (0, all.len()),
+    };
+    let range = &all[lo..hi];
+    let start = cursor.map_or(0, |c| range.partition_point(|(_, t)| t.key() <= c));
+    let end = (start + limit.max(1)).min(range.len());
+    let items: Vec<T> = range[start..end].iter().map(|(_, t)| t.clone()).collect();
+    let next = if end < range.len() { items.last().map(|t| t.key().to_owned()) } else { None };
     Page { items, next }
 }
 
 fn sorted<T: Key>(mut v: Vec<(u32, T)>) -> Vec<(u32, T)> {
-    v.sort_by(|a, b| a.1.key().cmp(b.1.key()));
+    v.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.key().cmp(b.1.key())));
     v
 }
 

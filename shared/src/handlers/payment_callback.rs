@@ -28,11 +28,20 @@ pub fn parse_notice(raw: &[u8]) -> Result<PaymentNotice, Problem> {
 async fn callback(app: &App, req: &Request) -> Result<Response, Problem> {
     let raw = http::body_bytes(req, app.config.max_body_bytes)?;
     let header = http::header(req, "x-signature").unwrap_or("");
-    if app.config.webhook_secret.is_empty() {
+    // Current and previous key during a rotation (security review V5): either verifies.
+    let keys = app.webhook_keys.keys().await.map_err(Problem::from)?;
+    if keys.is_empty() {
         return Err(Problem::internal("webhook secret not configured"));
     }
-    signature::verify(app.config.webhook_secret.as_bytes(), header, &raw, clock::now_s())
-        .map_err(|e| Problem::unauthorized(e.to_string()))?;
+    let now = clock::now_s();
+    let mut verdict = Err(signature::SignatureError::Mismatch);
+    for k in &keys {
+        verdict = signature::verify(k.expose(), header, &raw, now);
+        if verdict.is_ok() {
+            break;
+        }
+    }
+    verdict.map_err(|e| Problem::unauthorized(e.to_string()))?;
     let notice = parse_notice(&raw)?;
     match payments::apply(app, &notice).await {
         Ok(r) => {

@@ -174,7 +174,9 @@ async fn a_hoarder_with_fresh_keys_is_capped_while_others_still_buy_and_paying_f
 #[tokio::test]
 async fn paying_sells_quota_and_stock_and_cancel_expiry_and_orphan_release_give_both_back() {
     let s =
-        spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "2"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "2")]).await;
+        // TTL: the payment must land before the deadline on a loaded machine (past it, the order
+        // expires and the payment is refunded: protocol review #6)
+        spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "5"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "2")]).await;
     s.sku("BOTH", 100, 10, 1, None).await;
     campaign(&s, "life", -5, 3600, json!([{"sku": "BOTH", "quota": 6, "price": 80, "per_user_limit": 5}])).await;
     let line = |q: u32| json!([{"sku": "BOTH", "quantity": q, "campaign_id": "life"}]);

@@ -214,3 +214,20 @@ async fn a_token_without_the_order_scopes_cannot_order_or_read_orders() {
     assert_eq!(s.get("/orders", Some(&read_only)).await.status, 200);
     assert_eq!(s.view("SCP").await["locked"], 0);
 }
+
+#[tokio::test]
+async fn during_a_key_rotation_callbacks_signed_with_either_key_verify_and_others_do_not() {
+    let s = spawn_with(&[("PAYMENT_WEBHOOK_SECRET", "key-new"), ("PAYMENT_WEBHOOK_SECRET_PREVIOUS", "key-old")]).await;
+    s.sku("ROT", 100, 5, 1, None).await;
+    let id = s.order_id("rob", "k", json!([{"sku": "ROT", "quantity": 1}])).await;
+    let body = |p: &str| {
+        json!({"payment_id": p, "order_id": id, "amount": 100, "currency": "EUR", "status": "FAILED"}).to_string()
+    };
+    let now = holdfast::clock::now_s();
+    for (key, p, want) in [("key-old", "p1", 200), ("key-new", "p2", 200), ("key-older", "p3", 401)] {
+        let b = body(p);
+        let sig = holdfast::domain::signature::sign(key.as_bytes(), now, b.as_bytes());
+        let a = s.call("POST", "/payments/callback", None, &[("x-signature", &sig)], Some(b)).await;
+        assert_eq!(a.status, want, "{key}: {}", a.body);
+    }
+}
