@@ -8,6 +8,7 @@ pub mod contract;
 pub mod docs;
 pub mod pollers;
 pub mod resources;
+pub mod sam;
 pub mod server;
 pub mod stack;
 pub mod template;

@@ -1,5 +1,6 @@
 //! `holdfast-local run` serves the stack until Ctrl-C / SIGTERM;
-//! `holdfast-local token --sub alice [--scope "stock:admin reservations:write"]` mints a token.
+//! `holdfast-local token --sub alice [--scope "stock:admin reservations:write"]` mints a token;
+//! `holdfast-local sam-env …` creates the resources for `sam local` (see `sam.rs`).
 
 use holdfast_local::{LocalStack, Options};
 use std::path::PathBuf;
@@ -24,8 +25,9 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Some("run") => run().await,
+        Some("sam-env") => holdfast_local::sam::main(&args).await,
         _ => {
-            eprintln!("usage: holdfast-local run | token --sub USER [--scope \"S1 S2\"] [--ttl SECONDS]");
+            eprintln!("usage: holdfast-local run | token --sub USER [--scope \"S1 S2\"] [--ttl SECONDS] | sam-env --endpoint URL --out FILE (see infra/src/sam.rs)");
             std::process::exit(2);
         }
     }

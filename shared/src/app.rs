@@ -12,6 +12,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Overrides the AWS endpoint of every SDK client when set and non-empty (`sam local` only).
+pub const AWS_ENDPOINT_VAR: &str = "HOLDFAST_AWS_ENDPOINT";
+
 pub struct App {
     /// The function this process serves (metric dimension).
     pub function: String,
@@ -106,7 +109,14 @@ impl App {
     /// For a Lambda: AWS configuration and settings from the environment.
     pub async fn from_env(function: &str) -> anyhow::Result<App> {
         let config = Config::from_env()?;
-        let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        // `sam local` points the functions at the local emulator through this variable; the
+        // template declares it empty, which in AWS means the regional endpoints (README, "Local
+        // test with sam local").
+        if let Some(url) = std::env::var(AWS_ENDPOINT_VAR).ok().filter(|u| !u.is_empty()) {
+            loader = loader.endpoint_url(url);
+        }
+        let sdk = loader.load().await;
         Self::with_aws(function, config, &sdk)
     }
 
@@ -179,6 +189,8 @@ pub struct Caches {
     closed: Mutex<HashMap<CampaignId, (i64, GateRefusal)>>,
     quota_short: Mutex<HashMap<(CampaignId, Sku), (i64, i64)>>,
     public: Mutex<HashMap<String, (i64, serde_json::Value)>>,
+    /// Held while a public view is reloaded (single flight).
+    pub public_refresh: tokio::sync::Mutex<()>,
 }
 
 impl Caches {

@@ -19,9 +19,18 @@ pub async fn run(name: &'static str) -> Result<(), Error> {
     let app = Arc::new(App::from_env(name).await?);
     match trigger {
         Trigger::Http => {
+            // Off unless under `sam local`, which has no JWT authorizer (see sam_local).
+            let gate = crate::sam_local::Gate::from_env();
             lambda_runtime::run(service_fn(|e: LambdaEvent<ApiGatewayV2httpRequest>| {
                 let app = app.clone();
-                async move { handlers::http(name, &app, e.payload).await.ok_or_else(|| Error::from("not an HTTP function")) }
+                let gate = &gate;
+                async move {
+                    let req = match gate.check(e.payload, crate::clock::now_s()) {
+                        Ok(req) => req,
+                        Err(refused) => return Ok(*refused),
+                    };
+                    handlers::http(name, &app, req).await.ok_or_else(|| Error::from("not an HTTP function"))
+                }
             }))
             .await
         }

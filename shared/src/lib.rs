@@ -16,5 +16,6 @@ pub mod http;
 pub mod lambda;
 pub mod permissions;
 pub mod ports;
+pub mod sam_local;
 pub mod service;
 pub mod telemetry;

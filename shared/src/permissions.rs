@@ -342,6 +342,9 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_FAULTS",
     // publish-events: which event kinds go on the bus (default `config::DEFAULT_PUBLISHED`)
     "HOLDFAST_PUBLISH_EVENTS",
+    // `sam local` only: the emulator's URL for every SDK client (`app::AWS_ENDPOINT_VAR`);
+    // declared empty in the template's Globals so an `--env-vars` file can set it
+    "HOLDFAST_AWS_ENDPOINT",
 ];
 
 /// The declared uses of `function`.

@@ -461,7 +461,10 @@ fn every_function_gets_exactly_the_environment_its_code_reads() {
         "template.yaml environments disagree with holdfast::permissions::ENV:\n  {}",
         problems.join("\n  ")
     );
-    assert_eq!(model.globals_env, BTreeSet::from(["HOLDFAST_LOG_LEVEL".to_owned()]));
+    assert_eq!(
+        model.globals_env,
+        BTreeSet::from(["HOLDFAST_LOG_LEVEL".to_owned(), holdfast::app::AWS_ENDPOINT_VAR.to_owned()])
+    );
 }
 
 #[test]
@@ -513,8 +516,8 @@ fn every_declared_variable_is_one_the_configuration_reads() {
     })
     .unwrap();
     let read = seen.into_inner();
-    // read by telemetry::init_logs, not by Config
-    let also_read = ["HOLDFAST_LOG_LEVEL"];
+    // read by telemetry::init_logs and app::App::from_env (the SDK endpoint), not by Config
+    let also_read = ["HOLDFAST_LOG_LEVEL", holdfast::app::AWS_ENDPOINT_VAR];
     let declared: BTreeSet<&str> =
         ENV.iter().flat_map(|(_, v)| v.iter().copied()).chain(DEFAULTED_ENV.iter().copied()).collect();
     for v in &declared {

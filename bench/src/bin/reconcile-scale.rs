@@ -4,9 +4,10 @@
 //!
 //! Workers run the real `service::reconcile::work` on the real work items, `--concurrency` at a
 //! time like Lambda's SQS poller, continuations going back on the queue. Every port call is
-//! counted and priced with DynamoDB's on-demand rules (item sizes measured on the emulator
-//! run); the AWS wall time is modelled from per-call latencies, because the in-memory ports
-//! answer in microseconds.
+//! counted and priced with DynamoDB's on-demand rules, and waits the latency it would have
+//! from Lambda (reads 6 ms, writes 8 ms, transactions 15 ms; `--no-latency` turns that off),
+//! so the wall time is the sweep's, with its real concurrency (a model of AWS latency, not a
+//! measurement of it).
 //!
 //! `cargo run -p holdfast-bench --bin reconcile-scale -- [--skus N] [--locks N] [--concurrency N]`
 
@@ -29,9 +30,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Port calls of one kind: how many, and how many items they carried.
-#[derive(Default)]
 struct Meter {
     calls: HashMap<&'static str, (AtomicU64, AtomicU64)>,
+    /// Each call waits as long as it would take against DynamoDB/SQS from Lambda, so the
+    /// run's wall time is the sweep's wall time with its real concurrency.
+    latency: bool,
 }
 
 const KINDS: &[&str] = &[
@@ -48,13 +51,21 @@ const KINDS: &[&str] = &[
 ];
 
 impl Meter {
-    fn new() -> Self {
-        Meter { calls: KINDS.iter().map(|k| (*k, Default::default())).collect() }
+    fn new(latency: bool) -> Self {
+        Meter { calls: KINDS.iter().map(|k| (*k, Default::default())).collect(), latency }
     }
-    fn add(&self, kind: &'static str, items: usize) {
+    async fn add(&self, kind: &'static str, items: usize) {
         if let Some((c, i)) = self.calls.get(kind) {
             c.fetch_add(1, Relaxed);
             i.fetch_add(items as u64, Relaxed);
+        }
+        if self.latency {
+            let ms = match kind {
+                "Transact(lock move)" => MS_TRANSACT,
+                "PutItem(VOID)" | "PutItem(order)" | "SendMessage" => MS_WRITE,
+                _ => MS_READ,
+            };
+            tokio::time::sleep(Duration::from_micros((ms * 1000.0) as u64)).await;
         }
     }
     fn get(&self, kind: &str) -> (u64, u64) {
@@ -69,14 +80,14 @@ struct Msgs(Arc<Meter>, Arc<Mutex<Vec<Message>>>);
 #[async_trait]
 impl StockStore for Stock {
     async fn get_skus(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
-        self.1.add("BatchGet(sku meta)", skus.len());
+        self.1.add("BatchGet(sku meta)", skus.len()).await;
         self.0.get_skus(skus).await
     }
     async fn put_sku(&self, meta: &SkuMeta, v: Option<u64>) -> anyhow::Result<bool> {
         self.0.put_sku(meta, v).await
     }
     async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
-        self.1.add("BatchGet(shards)", usize::from(slots));
+        self.1.add("BatchGet(shards)", usize::from(slots)).await;
         self.0.read_shards(sku, slots).await
     }
     async fn rebalance(&self, m: &SkuMeta, v: u64, old: &[ShardCounts], new: &[i64]) -> anyhow::Result<bool> {
@@ -89,15 +100,15 @@ impl StockStore for Stock {
         self.0.put_frozen(r, limits).await
     }
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
-        self.1.add("GetItem(reservation)", 1);
+        self.1.add("GetItem(reservation)", 1).await;
         self.0.get_reservation(id).await
     }
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
-        self.1.add("Transact(lock move)", 1 + r.lines.iter().map(|l| l.pieces.len()).sum::<usize>());
+        self.1.add("Transact(lock move)", 1 + r.lines.iter().map(|l| l.pieces.len()).sum::<usize>()).await;
         self.0.move_lock(r, to).await
     }
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
-        self.1.add("Transact(lock move)", 1 + r.lines.len());
+        self.1.add("Transact(lock move)", 1 + r.lines.len()).await;
         self.0.retake(r).await
     }
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
@@ -107,7 +118,7 @@ impl StockStore for Stock {
         self.0.frozen_before(before_ms).await
     }
     async fn get_reservations(&self, ids: &[ReservationId]) -> anyhow::Result<Vec<Reservation>> {
-        self.1.add("BatchGet(reservations)", ids.len());
+        self.1.add("BatchGet(reservations)", ids.len()).await;
         self.0.get_reservations(ids).await
     }
     async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
@@ -117,7 +128,7 @@ impl StockStore for Stock {
         self.0.set_sku_paused(meta, v).await
     }
     async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>> {
-        self.1.add("GetItem(campaign)", 1);
+        self.1.add("GetItem(campaign)", 1).await;
         self.0.get_campaign(id, consistent).await
     }
     async fn write_campaign(&self, c: &Campaign, v: Option<u64>) -> anyhow::Result<bool> {
@@ -130,7 +141,7 @@ impl StockStore for Stock {
         shards: u16,
         consistent: bool,
     ) -> anyhow::Result<Vec<ShardCounts>> {
-        self.1.add("BatchGet(quota shards)", usize::from(shards));
+        self.1.add("BatchGet(quota shards)", usize::from(shards)).await;
         self.0.read_quota_shards(id, sku, shards, consistent).await
     }
     async fn adjust_campaign(
@@ -152,18 +163,18 @@ impl StockStore for Stock {
 #[async_trait]
 impl OrderStore for Orders {
     async fn get(&self, id: &OrderId) -> anyhow::Result<Option<OrderRecord>> {
-        self.1.add("GetItem(order)", 1);
+        self.1.add("GetItem(order)", 1).await;
         self.0.get(id).await
     }
     async fn put_new(&self, o: &Order) -> anyhow::Result<bool> {
         self.0.put_new(o).await
     }
     async fn put_void(&self, id: &OrderId) -> anyhow::Result<bool> {
-        self.1.add("PutItem(VOID)", 1);
+        self.1.add("PutItem(VOID)", 1).await;
         self.0.put_void(id).await
     }
     async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
-        self.1.add("PutItem(order)", 1);
+        self.1.add("PutItem(order)", 1).await;
         self.0.replace(prev, next).await
     }
     async fn list_for_user(
@@ -182,7 +193,7 @@ impl OrderStore for Orders {
 #[async_trait]
 impl Messages for Msgs {
     async fn send(&self, msg: &Message, _delay_s: u32) -> anyhow::Result<()> {
-        self.0.add("SendMessage", 1);
+        self.0.add("SendMessage", 1).await;
         if let Ok(mut q) = self.1.lock() {
             q.push(msg.clone());
         }
@@ -196,17 +207,17 @@ struct CountingSweep(Arc<dyn SweepIndex>, Arc<Meter>);
 impl SweepIndex for CountingSweep {
     async fn frozen_page(&self, b: u32, before: i64, c: Option<&str>, l: usize) -> anyhow::Result<Page<ReservationId>> {
         let p = self.0.frozen_page(b, before, c, l).await?;
-        self.1.add("Query", p.items.len());
+        self.1.add("Query", p.items.len()).await;
         Ok(p)
     }
     async fn pending_page(&self, b: u32, before: i64, c: Option<&str>, l: usize) -> anyhow::Result<Page<OrderId>> {
         let p = self.0.pending_page(b, before, c, l).await?;
-        self.1.add("Query", p.items.len());
+        self.1.add("Query", p.items.len()).await;
         Ok(p)
     }
     async fn skus_page(&self, c: Option<&str>, l: usize) -> anyhow::Result<Page<Sku>> {
         let p = self.0.skus_page(c, l).await?;
-        self.1.add("Query", p.items.len());
+        self.1.add("Query", p.items.len()).await;
         Ok(p)
     }
 }
@@ -297,7 +308,7 @@ async fn main() -> anyhow::Result<()> {
     }
     eprintln!("seeded {n_skus} SKUs and {n_locks} FROZEN locks in {:.1?}", t.elapsed());
 
-    let meter = Arc::new(Meter::new());
+    let meter = Arc::new(Meter::new(!args.iter().any(|a| a == "--no-latency")));
     let queue: Arc<Mutex<Vec<Message>>> = Arc::default();
     let stock: Arc<dyn StockStore> = Arc::new(Stock(world.stock.clone(), meter.clone()));
     let orders: Arc<dyn OrderStore> = Arc::new(Orders(world.orders.clone(), meter.clone()));
@@ -401,11 +412,11 @@ async fn main() -> anyhow::Result<()> {
         + moves as f64 * MS_TRANSACT;
     let lambda_s = calls_ms / 1000.0;
     let usd_ddb = rru * USD_PER_RRU + wru * USD_PER_WRU;
+    let busy_total_s = busy_ms.lock().map(|b| b.iter().sum::<f64>()).unwrap_or(0.0) / 1000.0;
     let usd_other = (sends as f64 + 2.0 * inv) * USD_PER_SQS_REQUEST
         + inv * USD_PER_LAMBDA_REQUEST
-        + lambda_s * 0.25 * USD_PER_GB_S;
+        + busy_total_s * 0.25 * USD_PER_GB_S;
     let usd = usd_ddb + usd_other;
-    let modelled_wall_s = lambda_s / concurrency.max(1) as f64;
     let mut busy = busy_ms.lock().map(|b| b.clone()).unwrap_or_default();
     busy.sort_by(|a, b| a.total_cmp(b));
     let p = |q: f64| busy.get(((busy.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(0.0);
@@ -416,12 +427,13 @@ async fn main() -> anyhow::Result<()> {
         "locks_released": rep.locks_released, "frozen_left": left_frozen,
         "skus_checked": rep.skus_checked, "violations": rep.violations.len(),
         "locked_check_skipped": rep.locked_check_skipped, "errors": rep.errors,
-        "memory_wall_s": wall.as_secs_f64(),
+        "wall_s": wall.as_secs_f64(), "latency_injected": meter.latency,
         "item_ms_p50": p(0.5), "item_ms_p99": p(0.99), "item_ms_max": p(1.0),
         "calls": KINDS.iter().map(|k| (k.to_string(), serde_json::json!(meter.get(k)))).collect::<serde_json::Map<_, _>>(),
         "read_units": rru, "write_units": wru,
         "usd_dynamodb": usd_ddb, "usd_total": usd,
-        "modelled_aws_call_seconds": lambda_s, "modelled_aws_wall_s": modelled_wall_s,
+        "modelled_aws_call_seconds": lambda_s,
+        "lambda_busy_seconds": busy.iter().sum::<f64>() / 1000.0,
         "usd_per_10k_skus_checked": if rep.skus_checked > 0 { sku_cost(&meter) * 10_000.0 / rep.skus_checked as f64 } else { 0.0 },
         "usd_per_100k_locks_released": if rep.locks_released > 0 { (usd - sku_cost(&meter)) * 100_000.0 / rep.locks_released as f64 } else { 0.0 },
         "modelled_s_per_10k_skus_one_worker": sku_seconds(&meter) * 10_000.0 / (rep.skus_checked.max(1) as f64),

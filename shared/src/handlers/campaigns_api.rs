@@ -60,15 +60,23 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<Option<serde_json::Value>>>,
 {
-    let now = clock::now_ms();
-    let v = match app.caches.public(key, now, app.config.public_cache_ms) {
+    let ttl = app.config.public_cache_ms;
+    let v = match app.caches.public(key, clock::now_ms(), ttl) {
         Some(v) => Some(v),
         None => {
-            let v = load().await?;
-            if let Some(v) = &v {
-                app.caches.put_public(key, v, now);
+            // One refresh at a time: concurrent misses (a runtime serving requests concurrently,
+            // like the local stack) wait for the first load instead of each reading DynamoDB.
+            let _refresh = app.caches.public_refresh.lock().await;
+            match app.caches.public(key, clock::now_ms(), ttl) {
+                Some(v) => Some(v),
+                None => {
+                    let v = load().await?;
+                    if let Some(v) = &v {
+                        app.caches.put_public(key, v, clock::now_ms());
+                    }
+                    v
+                }
             }
-            v
         }
     };
     v.map(|v| serde_json::from_value(v).map_err(|e| Problem::internal(format!("cached view unreadable: {e}"))))

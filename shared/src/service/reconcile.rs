@@ -60,8 +60,10 @@ pub const WORK_BUDGET: Duration = Duration::from_secs(20);
 /// Locks resolved per page: one BatchGetItem.
 pub const LOCK_PAGE: usize = 100;
 pub const ORDER_PAGE: usize = 100;
-/// SKUs checked per page: one metadata BatchGetItem and two shard reads per SKU.
-pub const SKU_PAGE: usize = 50;
+/// SKUs checked per page: two metadata BatchGetItems and two shard reads per SKU.
+pub const SKU_PAGE: usize = 100;
+/// Items of one page handled at once (independent conditional repairs, or reads).
+pub const PAGE_CONCURRENCY: usize = 10;
 /// Largest index the `locked = Σ FROZEN` check reads in one item (about 200 BatchGets).
 pub const LOCKED_CHECK_MAX_LOCKS: usize = 20_000;
 pub const LOCKED_CHECK_MAX_SKUS: usize = 2_000;
@@ -188,20 +190,31 @@ pub async fn run(app: &App) -> anyhow::Result<ReconcileReport> {
 
 async fn stale_locks(app: &App, ids: &[ReservationId], rep: &mut ReconcileReport) -> anyhow::Result<()> {
     rep.stale_locks += ids.len();
+    use futures::StreamExt;
     let locks = app.stock.get_reservations(ids).await?;
-    for (i, r) in locks.iter().enumerate() {
+    let (first, rest) = locks.split_at(locks.len() / 2);
+    for (half, part) in [first, rest].into_iter().enumerate() {
         // A worker that dies here leaves half a page done; the item comes back from the queue
         // and the page is redone from its cursor, where every repair is already a no-op.
-        if i == locks.len() / 2 && crate::fault!(app.faults, faults::RECONCILE_WORKER_CRASH) {
+        if half == 1 && crate::fault!(app.faults, faults::RECONCILE_WORKER_CRASH) {
             return Err(InjectedCrash(faults::RECONCILE_WORKER_CRASH).into());
         }
-        match resolve_frozen(app, r, true).await {
-            Ok(CheckOutcome::Released) => rep.locks_released += 1,
-            Ok(_) => {}
-            Err(e) => {
-                // one lock failing every time must not stop the sweep behind it
-                rep.errors += 1;
-                tracing::warn!(reservation = %r.id, error = format!("{e:#}"), "reconcile: lock not resolved");
+        // Locks of one page are independent (each repair is conditional on its own state):
+        // resolved a few at a time, so a page costs a few round trips, not a hundred.
+        let mut results = futures::stream::iter(part.iter().cloned().map(|r| async move {
+            let res = resolve_frozen(app, &r, true).await;
+            (r, res)
+        }))
+        .buffer_unordered(PAGE_CONCURRENCY);
+        while let Some((r, res)) = results.next().await {
+            match res {
+                Ok(CheckOutcome::Released) => rep.locks_released += 1,
+                Ok(_) => {}
+                Err(e) => {
+                    // one lock failing every time must not stop the sweep behind it
+                    rep.errors += 1;
+                    tracing::warn!(reservation = %r.id, error = format!("{e:#}"), "reconcile: lock not resolved");
+                }
             }
         }
     }
@@ -209,9 +222,15 @@ async fn stale_locks(app: &App, ids: &[ReservationId], rep: &mut ReconcileReport
 }
 
 async fn overdue_orders(app: &App, ids: &[OrderId], rep: &mut ReconcileReport) {
+    use futures::StreamExt;
     rep.overdue_orders += ids.len();
-    for id in ids {
-        match expire_overdue(app, id).await {
+    let mut results = futures::stream::iter(ids.iter().cloned().map(|id| async move {
+        let res = expire_overdue(app, &id).await;
+        (id, res)
+    }))
+    .buffer_unordered(PAGE_CONCURRENCY);
+    while let Some((id, res)) = results.next().await {
+        match res {
             Ok(true) => rep.orders_expired += 1,
             Ok(false) => {}
             Err(e) => {
@@ -237,15 +256,21 @@ async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bool> {
 /// version moved in between skipped as inconclusive (a write in flight), so live traffic does
 /// not raise false alarms.
 async fn settled(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::Result<Vec<SkuSnapshot>> {
+    use futures::StreamExt;
     let metas = app.stock.get_skus(skus).await?;
-    let mut before = Vec::new();
-    for m in metas.values() {
-        before.push((m.version, app.stock.read_shards(&m.sku, m.slots).await?, m));
-    }
+    let reads = |slots: Vec<(Sku, u16)>| {
+        futures::stream::iter(slots.into_iter().map(|(sku, n)| async move { app.stock.read_shards(&sku, n).await }))
+            .buffered(PAGE_CONCURRENCY)
+            .collect::<Vec<_>>()
+    };
+    let metas: Vec<_> = metas.values().collect();
+    let before = reads(metas.iter().map(|m| (m.sku.clone(), m.slots)).collect()).await;
     let again = app.stock.get_skus(skus).await?;
+    let after = reads(metas.iter().map(|m| (m.sku.clone(), m.slots)).collect()).await;
     let mut out = Vec::new();
-    for (version, shards, m) in before {
-        let after = app.stock.read_shards(&m.sku, shards.len() as u16).await?;
+    for ((m, shards), after) in metas.into_iter().zip(before).zip(after) {
+        let (shards, after) = (shards?, after?);
+        let version = m.version;
         if after == shards && again.get(&m.sku).is_some_and(|a| a.version == version) {
             out.push(SkuSnapshot { sku: m.sku.clone(), stocked: m.stocked, shards, per_user_limit: m.per_user_limit });
         } else {

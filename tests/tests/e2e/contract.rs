@@ -46,6 +46,9 @@ async fn schemathesis(base: &str, spec: &std::path::Path, token: &str, extra: &[
         // introspection ("AST constructor recursion depth mismatch" with two workers).
         .args(["--max-examples", &examples(), "--seed", &seed, "--no-shrink", "--workers", "1"])
         .args(["--checks", "all"])
+        // The shared emulator serialises DynamoDB requests for every e2e test running in
+        // parallel: an answer can wait seconds behind a 400-buyer test (AWS does not).
+        .args(["--request-timeout", "60"])
         // Excluded, with the reasons:
         // - unsupported_method: for a method with no route API Gateway HTTP APIs answer 404
         //   {"message":"Not Found"}, not 405; the local stack does the same.

@@ -150,7 +150,9 @@ async fn stock_events_that_reach_the_dlq_converge_once_redriven() {
 
 #[tokio::test]
 async fn every_stock_event_delivered_three_times_and_shuffled_ends_as_if_delivered_once() {
-    let s = spawn_opts(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "2")], |o| o.paused = vec!["stock-events".into()]).await;
+    // the deadline must outlast creating twelve orders on a loaded machine: a payment after it is
+    // refunded, not applied
+    let s = spawn_opts(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "8")], |o| o.paused = vec!["stock-events".into()]).await;
     s.sku("DUP", 100, 30, 4, None).await;
     let mut ids = Vec::new();
     for i in 0..12 {

@@ -1,0 +1,64 @@
+//! `holdfast-local sam-env`: the template's resources in the emulator, for `sam local`
+//! (`scripts/sam-local.sh`). The local stack's resource creation without its server, pollers or
+//! schedules — under `sam local` the functions run in SAM's containers — plus the `--env-vars`
+//! file that gives each function's container what CloudFormation would: the table names and
+//! queue URLs of the created resources, the local webhook secret, and the emulator's URL in
+//! `HOLDFAST_AWS_ENDPOINT`. SAM only overrides variables the template declares, which is why
+//! that one is declared (empty) in the template's Globals.
+
+use crate::resources;
+use crate::stack::{emulator_sdk, DEFAULT_WEBHOOK_SECRET};
+use crate::template::{EnvValue, Template};
+use anyhow::{anyhow, Context};
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// Creates the resources under `prefix` through `endpoint` and returns the `--env-vars`
+/// document: `{"<FunctionLogicalId>": {"VAR": "value", …}, …}`. `container_endpoint` is the
+/// emulator's URL as the function containers reach it.
+pub async fn env_vars(
+    endpoint: &str,
+    container_endpoint: &str,
+    template: &Path,
+    prefix: &str,
+) -> anyhow::Result<Value> {
+    let t = Template::load(template)?;
+    let sdk = emulator_sdk(endpoint).await;
+    let res = resources::create(&sdk, &t, prefix).await.context("creating resources in the emulator")?;
+    let mut doc = Map::new();
+    for f in &t.functions {
+        let mut vars = Map::new();
+        for (k, v) in &f.env {
+            let value = match v {
+                _ if k == holdfast::app::AWS_ENDPOINT_VAR => Some(container_endpoint.to_owned()),
+                EnvValue::Deferred(_) if k == "PAYMENT_WEBHOOK_SECRET" => Some(DEFAULT_WEBHOOK_SECRET.to_owned()),
+                v => res.resolve(v),
+            };
+            let value = value.ok_or_else(|| anyhow!("{}: cannot give {k} a local value ({v:?})", f.logical_id))?;
+            vars.insert(k.clone(), Value::String(value));
+        }
+        if !vars.contains_key(holdfast::app::AWS_ENDPOINT_VAR) {
+            return Err(anyhow!(
+                "{}: template.yaml does not declare {} (Globals), so sam local cannot point it at the emulator",
+                f.logical_id,
+                holdfast::app::AWS_ENDPOINT_VAR
+            ));
+        }
+        doc.insert(f.logical_id.clone(), Value::Object(vars));
+    }
+    Ok(Value::Object(doc))
+}
+
+/// `holdfast-local sam-env --endpoint URL --container-endpoint URL [--prefix P] [--template T] --out FILE`
+pub async fn main(args: &[String]) -> anyhow::Result<()> {
+    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let endpoint = arg("--endpoint").ok_or_else(|| anyhow!("--endpoint URL is required"))?;
+    let container = arg("--container-endpoint").unwrap_or_else(|| endpoint.clone());
+    let prefix = arg("--prefix").unwrap_or_else(|| "sam".into());
+    let template = arg("--template").unwrap_or_else(|| "template.yaml".into());
+    let out = arg("--out").ok_or_else(|| anyhow!("--out FILE is required"))?;
+    let doc = env_vars(&endpoint, &container, Path::new(&template), &prefix).await?;
+    std::fs::write(&out, serde_json::to_string_pretty(&doc)? + "\n").with_context(|| format!("writing {out}"))?;
+    eprintln!("sam-env: resources created under prefix {prefix:?}; --env-vars file {out}");
+    Ok(())
+}

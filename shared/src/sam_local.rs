@@ -1,0 +1,252 @@
+//! The JWT authorizer `sam local start-api` does not have. SAM CLI emulates Lambda authorizers
+//! but not HTTP API JWT authorizers: a request reaches the function with its `Authorization`
+//! header and no `requestContext.authorizer`, so every user route would answer 401 and every
+//! admin route would be open. Under `sam local` only — SAM sets `AWS_SAM_LOCAL=true` in every
+//! function container — the Lambda entry point plays API Gateway's part: it verifies the local
+//! HS256 token (the rules of the local stack's authorizer, `infra/src/auth.rs`), checks the
+//! route's scopes, and puts the claims where the handlers read them (`http::subject`).
+//!
+//! Anywhere else (AWS, the in-process local stack, the tests) the gate is off and a request is
+//! passed on untouched: in AWS, API Gateway has already authorised it, and a token in the header
+//! must never be trusted on this code's word.
+
+use crate::http::{Request, Response};
+use aws_lambda_events::apigw::{ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerJwtDescription};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::collections::HashMap;
+
+/// Set to `true` by SAM CLI in the containers of `sam local invoke` / `start-api`.
+pub const SAM_LOCAL_VAR: &str = "AWS_SAM_LOCAL";
+/// The HS256 key; the local stack and `holdfast-local token` use the same variable and default.
+pub const SECRET_VAR: &str = "LOCAL_JWT_SECRET";
+pub const DEFAULT_SECRET: &str = "holdfast-local-jwt-secret";
+
+/// What API Gateway demands before a route's function runs, as `template.yaml` declares it
+/// (`tests/tests/sam_local_routes.rs` holds this table to the template).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteAuth {
+    /// `Auth: {Authorizer: NONE}`.
+    Public,
+    /// The JWT authorizer, with the route's `AuthorizationScopes` (any one of them suffices).
+    Jwt(&'static [&'static str]),
+}
+
+pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
+    ("POST /orders", RouteAuth::Jwt(&["orders:write"])),
+    ("GET /orders", RouteAuth::Jwt(&["orders:read"])),
+    ("GET /orders/{order_id}", RouteAuth::Jwt(&["orders:read"])),
+    ("POST /orders/{order_id}/cancel", RouteAuth::Jwt(&["orders:write"])),
+    ("POST /payments/callback", RouteAuth::Public),
+    ("POST /reservations", RouteAuth::Jwt(&["reservations:write"])),
+    ("POST /reservations/{order_id}/confirm", RouteAuth::Jwt(&["reservations:write"])),
+    ("POST /reservations/{order_id}/release", RouteAuth::Jwt(&["reservations:write"])),
+    ("PUT /admin/skus/{sku}", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/skus/{sku}/adjustments", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/skus/{sku}/pause", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/skus/{sku}/resume", RouteAuth::Jwt(&["stock:admin"])),
+    ("GET /skus/{sku}", RouteAuth::Public),
+    ("GET /skus/{sku}/availability", RouteAuth::Public),
+    ("GET /skus/{sku}/availability/me", RouteAuth::Jwt(&["orders:read"])),
+    ("PUT /admin/campaigns/{campaign_id}", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/campaigns/{campaign_id}/adjustments", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/campaigns/{campaign_id}/pause", RouteAuth::Jwt(&["stock:admin"])),
+    ("POST /admin/campaigns/{campaign_id}/resume", RouteAuth::Jwt(&["stock:admin"])),
+    ("GET /campaigns/{campaign_id}", RouteAuth::Public),
+];
+
+/// A route missing from [`ROUTE_AUTH`] needs a token with no particular scope: closed by default.
+pub fn route_auth(route_key: &str) -> RouteAuth {
+    ROUTE_AUTH.iter().find(|(k, _)| *k == route_key).map_or(RouteAuth::Jwt(&[]), |(_, a)| *a)
+}
+
+/// The gate, configured once per process.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    enabled: bool,
+    secret: String,
+}
+
+impl Gate {
+    pub fn from_env() -> Gate {
+        Self::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    /// On only when `AWS_SAM_LOCAL` is exactly `true`, as SAM CLI sets it.
+    pub fn from_lookup(get: &dyn Fn(&str) -> Option<String>) -> Gate {
+        Gate {
+            enabled: get(SAM_LOCAL_VAR).as_deref() == Some("true"),
+            secret: get(SECRET_VAR).filter(|s| !s.is_empty()).unwrap_or_else(|| DEFAULT_SECRET.to_owned()),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The request to hand to the handler, or the answer API Gateway would give instead
+    /// (401 / 403 with its `{"message"}` body).
+    pub fn check(&self, mut req: Request, now_s: i64) -> Result<Request, Box<Response>> {
+        // An event that already carries an authorizer (a `sam local invoke` fixture) is taken as
+        // Lambda would take it.
+        if !self.enabled || req.request_context.authorizer.is_some() {
+            return Ok(req);
+        }
+        let RouteAuth::Jwt(scopes) = route_auth(crate::http::route(&req)) else {
+            return Ok(req);
+        };
+        let Ok((claims, granted)) = verify(&self.secret, crate::http::header(&req, "authorization"), now_s) else {
+            return Err(gateway_error(401, "Unauthorized"));
+        };
+        if !scopes.is_empty() && !scopes.iter().any(|s| granted.iter().any(|g| g == s)) {
+            return Err(gateway_error(403, "Forbidden"));
+        }
+        req.request_context.authorizer = Some(ApiGatewayRequestAuthorizer {
+            jwt: Some(ApiGatewayRequestAuthorizerJwtDescription { claims, scopes: Some(granted) }),
+            ..Default::default()
+        });
+        Ok(req)
+    }
+}
+
+fn gateway_error(status: u16, message: &str) -> Box<Response> {
+    Box::new(crate::http::json_response(status, &serde_json::json!({ "message": message })))
+}
+
+/// `Authorization: Bearer <HS256 JWT>` → (claims as strings, as API Gateway passes them; scopes).
+fn verify(
+    secret: &str,
+    authorization: Option<&str>,
+    now_s: i64,
+) -> Result<(HashMap<String, String>, Vec<String>), &'static str> {
+    let token = authorization
+        .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+        .ok_or("missing bearer token")?
+        .trim();
+    let mut parts = token.split('.');
+    let (Some(h), Some(p), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        return Err("malformed token");
+    };
+    let header: serde_json::Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(h).map_err(|_| "malformed header")?).map_err(|_| "header")?;
+    // Only HS256: `alg: none` and anything else are refused, as API Gateway refuses them.
+    if header.get("alg").and_then(|a| a.as_str()) != Some("HS256") {
+        return Err("unsupported alg");
+    }
+    let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| "malformed signature")?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).map_err(|_| "bad key")?;
+    mac.update(format!("{h}.{p}").as_bytes());
+    mac.verify_slice(&sig).map_err(|_| "bad signature")?;
+    let payload: serde_json::Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).map_err(|_| "malformed payload")?).map_err(|_| "payload")?;
+    let obj = payload.as_object().ok_or("malformed payload")?;
+    if let Some(exp) = obj.get("exp") {
+        if exp.as_i64().is_none_or(|e| e < now_s) {
+            return Err("token expired");
+        }
+    }
+    if obj.get("sub").and_then(|s| s.as_str()).is_none_or(str::is_empty) {
+        return Err("token has no sub");
+    }
+    let claims: HashMap<String, String> =
+        obj.iter().map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned))).collect();
+    let scopes = claims
+        .get("scope")
+        .or_else(|| claims.get("scp"))
+        .map(|s| s.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    Ok((claims, scopes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    const NOW: i64 = 1_700_000_000;
+
+    fn token(secret: &str, payload: serde_json::Value) -> String {
+        let h = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+        let p = URL_SAFE_NO_PAD.encode(payload.to_string());
+        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(format!("{h}.{p}").as_bytes());
+        format!("{h}.{p}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
+    }
+
+    fn alice(scope: &str) -> String {
+        token(DEFAULT_SECRET, serde_json::json!({"sub": "alice", "scope": scope, "exp": NOW + 60}))
+    }
+
+    fn req(route: &str, bearer: Option<&str>) -> Request {
+        let mut r = Request { route_key: Some(route.into()), ..Default::default() };
+        if let Some(t) = bearer {
+            r.headers.insert("authorization", HeaderValue::from_str(&format!("Bearer {t}")).unwrap());
+        }
+        r
+    }
+
+    fn sam_local() -> Gate {
+        Gate::from_lookup(&|k| (k == SAM_LOCAL_VAR).then(|| "true".into()))
+    }
+
+    fn status(r: Result<Request, Box<Response>>) -> i64 {
+        r.err().map_or(200, |resp| resp.status_code)
+    }
+
+    #[test]
+    fn the_gate_is_off_unless_aws_sam_local_is_exactly_true() {
+        for v in [None, Some(""), Some("false"), Some("1"), Some("TRUE"), Some("yes")] {
+            let gate = Gate::from_lookup(&|k| if k == SAM_LOCAL_VAR { v.map(str::to_owned) } else { None });
+            assert!(!gate.enabled(), "{v:?}");
+            // Off, a valid token is not turned into claims (only API Gateway may do that) ...
+            let passed = gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW).unwrap();
+            assert!(passed.request_context.authorizer.is_none(), "{v:?}");
+            assert!(crate::http::subject(&passed).is_err());
+            // ... and a missing token is not refused here: API Gateway has already decided.
+            assert!(gate.check(req("PUT /admin/skus/{sku}", None), NOW).is_ok(), "{v:?}");
+        }
+        assert!(sam_local().enabled());
+    }
+
+    #[test]
+    fn under_sam_local_a_valid_token_becomes_the_claims_the_handlers_read() {
+        let r = sam_local().check(req("GET /orders/{order_id}", Some(&alice("orders:read"))), NOW).unwrap();
+        assert_eq!(crate::http::subject(&r).unwrap().as_str(), "alice");
+        let admin = sam_local().check(req("PUT /admin/skus/{sku}", Some(&alice("x stock:admin"))), NOW).unwrap();
+        let jwt = admin.request_context.authorizer.unwrap().jwt.unwrap();
+        assert_eq!(jwt.scopes, Some(vec!["x".to_owned(), "stock:admin".to_owned()]));
+    }
+
+    #[test]
+    fn under_sam_local_bad_tokens_get_401_and_missing_scopes_403_as_from_api_gateway() {
+        let gate = sam_local();
+        assert_eq!(status(gate.check(req("POST /orders", None), NOW)), 401);
+        assert_eq!(status(gate.check(req("POST /orders", Some("a.b")), NOW)), 401);
+        let forged =
+            token("another-key", serde_json::json!({"sub": "alice", "scope": "orders:write", "exp": NOW + 60}));
+        assert_eq!(status(gate.check(req("POST /orders", Some(&forged)), NOW)), 401);
+        assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW + 120)), 401, "expired");
+        let none =
+            format!("{}.{}.", URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#), alice("").split('.').nth(1).unwrap());
+        assert_eq!(status(gate.check(req("POST /orders", Some(&none)), NOW)), 401, "alg none");
+        let no_sub = token(DEFAULT_SECRET, serde_json::json!({"exp": NOW + 60}));
+        assert_eq!(status(gate.check(req("POST /orders", Some(&no_sub)), NOW)), 401);
+        assert_eq!(status(gate.check(req("PUT /admin/skus/{sku}", Some(&alice("reservations:write"))), NOW)), 403);
+        assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:read"))), NOW)), 403);
+        assert_eq!(status(gate.check(req("POST /no/such/route", Some(&alice(""))), NOW)), 200, "closed, not open");
+        assert_eq!(status(gate.check(req("POST /no/such/route", None), NOW)), 401);
+    }
+
+    #[test]
+    fn under_sam_local_public_routes_and_events_with_an_authorizer_pass_as_they_are() {
+        let gate = sam_local();
+        let r = gate.check(req("GET /skus/{sku}", None), NOW).unwrap();
+        assert!(r.request_context.authorizer.is_none());
+        assert!(gate.check(req("POST /payments/callback", None), NOW).is_ok());
+        let mut fixture = req("POST /orders", None);
+        fixture.request_context.authorizer = Some(ApiGatewayRequestAuthorizer::default());
+        assert!(gate.check(fixture, NOW).is_ok());
+    }
+}
