@@ -2,7 +2,7 @@
 
 use super::common::freeze_problem;
 use crate::api::orders::{CreateOrderRequest, OrderView};
-use crate::api::{Auth, Route};
+use crate::api::{Auth, Route, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::IdempotencyKey;
 use crate::http::{self, finish, json_response, subject, typed_body, Code, Problem, Request, Response};
@@ -11,7 +11,7 @@ use crate::telemetry::names;
 use ::http::header::HeaderValue;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
-pub const ROUTES: &[Route] = &[Route::new("POST /orders", Auth::User)];
+pub const ROUTES: &[Route] = &[Route::new("POST /orders", Auth::Scope(SCOPE_ORDERS_WRITE))];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
