@@ -40,9 +40,9 @@ pub enum Code {
     TooManyPendingOrders,
     CampaignLockedField,
     InjectedCrash,
-    Busy,
     TemporarilyUnavailable,
     CheckoutAborted,
+    Busy,
 }
 
 impl Code {
@@ -72,9 +72,9 @@ impl Code {
         Code::TooManyPendingOrders,
         Code::CampaignLockedField,
         Code::InjectedCrash,
-        Code::Busy,
         Code::TemporarilyUnavailable,
         Code::CheckoutAborted,
+        Code::Busy,
     ];
 
     /// (status, code, title)
@@ -105,9 +105,9 @@ impl Code {
             Code::TooManyPendingOrders => (409, "too_many_pending_orders", "Too many pending orders"),
             Code::CampaignLockedField => (409, "campaign_locked_field", "Field fixed at creation"),
             Code::InjectedCrash => (500, "injected_crash", "Injected crash"),
-            Code::Busy => (429, "busy", "Busy, retry shortly"),
             Code::TemporarilyUnavailable => (503, "temporarily_unavailable", "Temporarily unavailable, retry"),
             Code::CheckoutAborted => (503, "checkout_aborted", "Checkout aborted"),
+            Code::Busy => (429, "busy", "Busy, retry shortly"),
         }
     }
 
@@ -131,11 +131,11 @@ pub struct Problem {
     pub sku: Option<String>,
     /// The campaign the problem is about, when there is one.
     pub campaign_id: Option<String>,
-    /// Seconds after which a retry should succeed; also sent as `Retry-After`.
-    pub retry_after: Option<u64>,
     /// Where in the request the problem is: a body field (`items[2].quantity`), a path
     /// parameter, a query parameter or a header.
     pub field: Option<String>,
+    /// Seconds after which a retry should succeed (429 `busy`, a checkout out of its budget).
+    pub retry_after: Option<u64>,
 }
 
 /// The body of every error answer, `application/problem+json`.
@@ -154,7 +154,6 @@ pub struct ProblemBody {
     pub campaign_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
-    /// Seconds after which a retry should succeed (also the `Retry-After` header).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
 }
@@ -175,11 +174,6 @@ impl Problem {
 
     pub fn campaign(mut self, campaign_id: impl Into<String>) -> Self {
         self.campaign_id = Some(campaign_id.into());
-        self
-    }
-
-    pub fn retry_after(mut self, seconds: u64) -> Self {
-        self.retry_after = Some(seconds);
         self
     }
 
@@ -235,6 +229,12 @@ impl Problem {
     /// request succeeds a moment later. `retry_after` is also sent as the `Retry-After` header.
     pub fn busy() -> Self {
         Self::new(Code::Busy, "the stock store is at capacity for this SKU; retry after a moment").retry_after(1)
+    }
+
+    /// Seconds after which the client should retry (body field and `Retry-After` header).
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// A dependency failure: [`Problem::busy`] when the store throttled, else the generic 503.

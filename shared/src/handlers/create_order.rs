@@ -1,4 +1,4 @@
-//! create-order: `POST /orders` with a required `Idempotency-Key` (docs/architecture.md, "Checkout").
+//! create-order: `POST /orders` with a required `Idempotency-Key`.
 
 use super::common::freeze_problem;
 use crate::api::orders::{CreateOrderRequest, OrderView};
@@ -54,12 +54,12 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
         .and_then(|k| {
             IdempotencyKey::parse(k).map_err(|e| Problem::validation(e.to_string()).field("Idempotency-Key"))
         })?;
-    let lines = typed_body::<CreateOrderRequest>(req, app.config.max_body_bytes)?.items;
+    let body: CreateOrderRequest = typed_body(req, app.config.max_body_bytes)?;
     // The whole checkout has one budget (app.budget.request): a hung dependency gets a quick
     // 503 "retry with the same key" instead of holding the caller until the Lambda timeout.
     // Dropping the use case mid-way is a crash at that point, which the fence and the
     // reservation check already cover.
-    let created = match tokio::time::timeout(app.budget.request, orders::create(app, &user, &key, lines)).await {
+    let created = match tokio::time::timeout(app.budget.request, orders::create(app, &user, &key, body.items)).await {
         Ok(r) => r,
         Err(_) => {
             app.count(names::CHECKOUT_BUDGET_EXCEEDED, 1);
