@@ -2,13 +2,15 @@
 //! (`scripts/sam-local.sh`). The local stack's resource creation without its server, pollers or
 //! schedules — under `sam local` the functions run in SAM's containers — plus the `--env-vars`
 //! file that gives each function's container what CloudFormation would: the table names and
-//! queue URLs of the created resources, the local webhook secret, and the emulator's URL in
+//! queue URLs of the created resources, the ARN of the webhook key's secret (created in the
+//! emulator's Secrets Manager holding the local key, so the functions read it the way they do
+//! in AWS), and the emulator's URL in
 //! `HOLDFAST_AWS_ENDPOINT`. SAM only overrides variables the template declares, which is why
 //! that one is declared (empty) in the template's Globals.
 
 use crate::resources;
 use crate::stack::{emulator_sdk, DEFAULT_WEBHOOK_SECRET};
-use crate::template::{EnvValue, Template};
+use crate::template::Template;
 use anyhow::{anyhow, Context};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -24,16 +26,15 @@ pub async fn env_vars(
 ) -> anyhow::Result<Value> {
     let t = Template::load(template)?;
     let sdk = emulator_sdk(endpoint).await;
-    let res = resources::create(&sdk, &t, prefix).await.context("creating resources in the emulator")?;
+    let mut res = resources::create(&sdk, &t, prefix).await.context("creating resources in the emulator")?;
+    let arn = webhook_secret(&sdk, prefix).await.context("creating the webhook key's secret")?;
+    res.parameters.insert(WEBHOOK_SECRET_PARAMETER.to_owned(), Some(arn));
     let mut doc = Map::new();
     for f in &t.functions {
         let mut vars = Map::new();
         for (k, v) in &f.env {
-            let value = match v {
-                _ if k == holdfast::app::AWS_ENDPOINT_VAR => Some(container_endpoint.to_owned()),
-                EnvValue::Deferred(_) if k == "PAYMENT_WEBHOOK_SECRET" => Some(DEFAULT_WEBHOOK_SECRET.to_owned()),
-                v => res.resolve(v),
-            };
+            let value =
+                if k == holdfast::app::AWS_ENDPOINT_VAR { Some(container_endpoint.to_owned()) } else { res.resolve(v) };
             let value = value.ok_or_else(|| anyhow!("{}: cannot give {k} a local value ({v:?})", f.logical_id))?;
             vars.insert(k.clone(), Value::String(value));
         }
@@ -47,6 +48,25 @@ pub async fn env_vars(
         doc.insert(f.logical_id.clone(), Value::Object(vars));
     }
     Ok(Value::Object(doc))
+}
+
+/// The template parameter naming the webhook key's secret (see `payment-callback` in template.yaml).
+const WEBHOOK_SECRET_PARAMETER: &str = "WebhookSecretArn";
+
+/// The local webhook key as a Secrets Manager secret in the emulator; its ARN. Idempotent: a
+/// second run against the same emulator finds the secret and sets its value again.
+async fn webhook_secret(sdk: &aws_config::SdkConfig, prefix: &str) -> anyhow::Result<String> {
+    let sm = aws_sdk_secretsmanager::Client::new(sdk);
+    let name = format!("{prefix}-webhook-key");
+    match sm.create_secret().name(&name).secret_string(DEFAULT_WEBHOOK_SECRET).send().await {
+        Ok(out) => out.arn.ok_or_else(|| anyhow!("CreateSecret returned no ARN")),
+        Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_exists_exception()) => {
+            sm.put_secret_value().secret_id(&name).secret_string(DEFAULT_WEBHOOK_SECRET).send().await?;
+            let out = sm.describe_secret().secret_id(&name).send().await?;
+            out.arn.ok_or_else(|| anyhow!("DescribeSecret returned no ARN"))
+        }
+        Err(e) => Err(anyhow::Error::new(e).context("CreateSecret")),
+    }
 }
 
 /// `holdfast-local sam-env --endpoint URL --container-endpoint URL [--prefix P] [--template T] --out FILE`

@@ -9,5 +9,6 @@ mod emulator;
 mod events;
 mod hostile;
 mod orders;
+mod sam_env;
 mod soak;
 mod stock;
