@@ -6,11 +6,9 @@
 use jsonwebtoken::{decode, encode, Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use std::collections::HashMap;
 
-pub const DEFAULT_SECRET: &str = "holdfast-local-jwt-secret";
-/// What the local stack gives the template's `JwtIssuer` and `JwtAudience` parameters. They have
-/// no default in the template: every deployment names its own identity provider.
-pub const LOCAL_ISSUER: &str = "holdfast-local";
-pub const LOCAL_AUDIENCE: &str = "holdfast";
+/// The local key and what the local stack gives the template's `JwtIssuer` and `JwtAudience`
+/// parameters: one definition, shared with the `sam local` gate.
+pub use holdfast::sam_local::{DEFAULT_SECRET, LOCAL_AUDIENCE, LOCAL_ISSUER};
 
 /// The scopes a buyer's access token carries: the user routes require them (template.yaml;
 /// docs/deploy.md says how to configure the identity provider).

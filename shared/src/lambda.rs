@@ -14,7 +14,9 @@ pub struct HandlerError(String);
 
 /// Runs the named function on the Lambda Runtime API until the process ends.
 pub async fn run(name: &'static str) -> Result<(), Error> {
-    crate::telemetry::init_logs();
+    // The runtime's own subscriber: level and format from the function's LoggingConfig
+    // (AWS_LAMBDA_LOG_LEVEL / AWS_LAMBDA_LOG_FORMAT, set by Lambda from template.yaml).
+    lambda_runtime::tracing::init_default_subscriber();
     let trigger = handlers::trigger_of(name).ok_or_else(|| format!("unknown function {name}"))?;
     let app = Arc::new(App::from_env(name).await?);
     match trigger {

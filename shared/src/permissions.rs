@@ -337,9 +337,8 @@ pub const ENV: &[(&str, &[&str])] = &[
 
 /// Variables `Config` (or the log setup) reads whose defaults are the production values, or
 /// which only local/test builds use: a function's template environment may omit them, and may
-/// set them. (`HOLDFAST_LOG_LEVEL` is set for all functions in the template's Globals.)
+/// set them. (The log level is Lambda's own `ApplicationLogLevel`, not a variable of ours.)
 pub const DEFAULTED_ENV: &[&str] = &[
-    "HOLDFAST_LOG_LEVEL",
     "HOLDFAST_SOLDOUT_CACHE_MS",
     "HOLDFAST_SKU_CACHE_MS",
     "HOLDFAST_MAX_BODY_BYTES",

@@ -23,6 +23,11 @@ pub const SAM_LOCAL_VAR: &str = "AWS_SAM_LOCAL";
 /// The HS256 key; the local stack and `holdfast-local token` use the same variable and default.
 pub const SECRET_VAR: &str = "LOCAL_JWT_SECRET";
 pub const DEFAULT_SECRET: &str = "holdfast-local-jwt-secret";
+/// The issuer and audience of local tokens: what the local stack and `sam local` give the
+/// template's `JwtIssuer` and `JwtAudience` parameters (they have no default in the template:
+/// every deployment names its own identity provider). `infra/src/auth.rs` uses the same.
+pub const LOCAL_ISSUER: &str = "holdfast-local";
+pub const LOCAL_AUDIENCE: &str = "holdfast";
 
 /// What API Gateway demands before a route's function runs, as `template.yaml` declares it
 /// (`tests/tests/sam_local_routes.rs` holds this table to the template).
@@ -142,10 +147,24 @@ fn verify(
     let payload: serde_json::Value =
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).map_err(|_| "malformed payload")?).map_err(|_| "payload")?;
     let obj = payload.as_object().ok_or("malformed payload")?;
-    if let Some(exp) = obj.get("exp") {
-        if exp.as_i64().is_none_or(|e| e < now_s) {
-            return Err("token expired");
-        }
+    // As API Gateway: `exp` required and not past, `nbf` (if any) reached, `iss` the configured
+    // issuer, `aud` (a string or a list) containing the configured audience.
+    if obj.get("exp").and_then(serde_json::Value::as_i64).is_none_or(|e| e < now_s) {
+        return Err("token expired or without exp");
+    }
+    if obj.get("nbf").is_some_and(|n| n.as_i64().is_none_or(|n| n > now_s)) {
+        return Err("token not yet valid");
+    }
+    if obj.get("iss").and_then(|s| s.as_str()) != Some(LOCAL_ISSUER) {
+        return Err("wrong issuer");
+    }
+    let aud_ok = match obj.get("aud") {
+        Some(serde_json::Value::String(a)) => a == LOCAL_AUDIENCE,
+        Some(serde_json::Value::Array(a)) => a.iter().any(|a| a.as_str() == Some(LOCAL_AUDIENCE)),
+        _ => false,
+    };
+    if !aud_ok {
+        return Err("wrong audience");
     }
     if obj.get("sub").and_then(|s| s.as_str()).is_none_or(str::is_empty) {
         return Err("token has no sub");
@@ -175,8 +194,16 @@ mod tests {
         format!("{h}.{p}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes()))
     }
 
+    /// `extra` with a valid `exp`, `iss` and `aud` (unless `extra` sets them).
+    fn claims(extra: serde_json::Value) -> serde_json::Value {
+        let mut c = serde_json::json!({"exp": NOW + 60, "iss": LOCAL_ISSUER, "aud": LOCAL_AUDIENCE});
+        c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        c.as_object_mut().unwrap().retain(|_, v| !v.is_null());
+        c
+    }
+
     fn alice(scope: &str) -> String {
-        token(DEFAULT_SECRET, serde_json::json!({"sub": "alice", "scope": scope, "exp": NOW + 60}))
+        token(DEFAULT_SECRET, claims(serde_json::json!({"sub": "alice", "scope": scope})))
     }
 
     fn req(route: &str, bearer: Option<&str>) -> Request {
@@ -224,15 +251,27 @@ mod tests {
         let gate = sam_local();
         assert_eq!(status(gate.check(req("POST /orders", None), NOW)), 401);
         assert_eq!(status(gate.check(req("POST /orders", Some("a.b")), NOW)), 401);
-        let forged =
-            token("another-key", serde_json::json!({"sub": "alice", "scope": "orders:write", "exp": NOW + 60}));
+        let forged = token("another-key", claims(serde_json::json!({"sub": "alice", "scope": "orders:write"})));
         assert_eq!(status(gate.check(req("POST /orders", Some(&forged)), NOW)), 401);
         assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW + 120)), 401, "expired");
         let none =
             format!("{}.{}.", URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#), alice("").split('.').nth(1).unwrap());
         assert_eq!(status(gate.check(req("POST /orders", Some(&none)), NOW)), 401, "alg none");
-        let no_sub = token(DEFAULT_SECRET, serde_json::json!({"exp": NOW + 60}));
+        let no_sub = token(DEFAULT_SECRET, claims(serde_json::json!({})));
         assert_eq!(status(gate.check(req("POST /orders", Some(&no_sub)), NOW)), 401);
+        let with = |extra: serde_json::Value| {
+            let mut c = serde_json::json!({"sub": "alice", "scope": "orders:write"});
+            c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            let t = token(DEFAULT_SECRET, claims(c));
+            status(gate.check(req("POST /orders", Some(&t)), NOW))
+        };
+        assert_eq!(with(serde_json::json!({})), 200);
+        assert_eq!(with(serde_json::json!({"exp": null})), 401, "no exp");
+        assert_eq!(with(serde_json::json!({"iss": "someone-else"})), 401, "wrong iss");
+        assert_eq!(with(serde_json::json!({"iss": null})), 401, "no iss");
+        assert_eq!(with(serde_json::json!({"aud": "another-api"})), 401, "wrong aud");
+        assert_eq!(with(serde_json::json!({"aud": ["another-api", LOCAL_AUDIENCE]})), 200, "aud list");
+        assert_eq!(with(serde_json::json!({"nbf": NOW + 30})), 401, "not yet valid");
         assert_eq!(status(gate.check(req("PUT /admin/skus/{sku}", Some(&alice("reservations:write"))), NOW)), 403);
         assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:read"))), NOW)), 403);
         assert_eq!(status(gate.check(req("POST /no/such/route", Some(&alice(""))), NOW)), 200, "closed, not open");

@@ -69,10 +69,10 @@ pub fn snapshot() -> BTreeMap<String, u64> {
     counters().lock().map(|c| c.clone()).unwrap_or_default()
 }
 
-/// JSON logs at the level of `RUST_LOG` / `HOLDFAST_LOG_LEVEL` (default `info`).
+/// JSON logs for the local stack and tools, at the level of `RUST_LOG` (default `info`). Lambda
+/// binaries use the runtime's subscriber instead (`lambda.rs`).
 pub fn init_logs() {
-    let filter =
-        std::env::var("RUST_LOG").or_else(|_| std::env::var("HOLDFAST_LOG_LEVEL")).unwrap_or_else(|_| "info".into());
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
     let _ = tracing_subscriber::fmt()
         .json()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))

@@ -470,10 +470,7 @@ fn every_function_gets_exactly_the_environment_its_code_reads() {
         "template.yaml environments disagree with holdfast::permissions::ENV:\n  {}",
         problems.join("\n  ")
     );
-    assert_eq!(
-        model.globals_env,
-        BTreeSet::from(["HOLDFAST_LOG_LEVEL".to_owned(), holdfast::app::AWS_ENDPOINT_VAR.to_owned()])
-    );
+    assert_eq!(model.globals_env, BTreeSet::from([holdfast::app::AWS_ENDPOINT_VAR.to_owned()]));
 }
 
 #[test]
@@ -525,8 +522,8 @@ fn every_declared_variable_is_one_the_configuration_reads() {
     })
     .unwrap();
     let read = seen.into_inner();
-    // read by telemetry::init_logs and app::App::from_env (the SDK endpoint), not by Config
-    let also_read = ["HOLDFAST_LOG_LEVEL", holdfast::app::AWS_ENDPOINT_VAR];
+    // read by app::App::from_env (the SDK endpoint), not by Config
+    let also_read = [holdfast::app::AWS_ENDPOINT_VAR];
     let declared: BTreeSet<&str> =
         ENV.iter().flat_map(|(_, v)| v.iter().copied()).chain(DEFAULTED_ENV.iter().copied()).collect();
     for v in &declared {

@@ -139,3 +139,19 @@ fn a_template_route_whose_auth_differs_from_the_handler_is_reported() {
     let p = contract(&spec(), &t);
     assert!(p.iter().any(|p| p.starts_with("POST /payments/callback: template.yaml authorises")), "{p:?}");
 }
+
+#[test]
+fn functions_log_json_at_the_level_the_log_level_parameter_sets() {
+    // lambda_runtime's subscriber (shared/src/lambda.rs) reads AWS_LAMBDA_LOG_LEVEL/FORMAT,
+    // which Lambda sets from LoggingConfig; the parameter's values must be levels it parses.
+    let t = holdfast_local::template::to_json(&holdfast_local::template::yaml(&text()).unwrap());
+    let logging = &t["Globals"]["Function"]["LoggingConfig"];
+    assert_eq!(logging["LogFormat"], "JSON");
+    assert_eq!(logging["ApplicationLogLevel"], serde_json::json!({"Ref": "LogLevel"}));
+    let allowed = t["Parameters"]["LogLevel"]["AllowedValues"].as_array().unwrap();
+    for level in allowed {
+        let level = level.as_str().unwrap();
+        let parsed = level.parse::<lambda_runtime::tracing::level_filters::LevelFilter>();
+        assert!(parsed.is_ok(), "{level} is not a level lambda_runtime's subscriber parses");
+    }
+}
