@@ -32,6 +32,7 @@ fn order() -> Order {
         payments: vec![],
         request_hash: "0123456789abcdef0123456789abcdef".into(),
         cancel_reason: None,
+        refunds: vec![],
     }
 }
 

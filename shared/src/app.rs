@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::domain::campaign::{Campaign, GateRefusal};
 use crate::domain::{CampaignId, Sku};
 use crate::faults::Faults;
-use crate::ports::{EventBus, Messages, OrderStore, SkuMeta, StockStore, SweepIndex};
+use crate::ports::{EventBus, Messages, OrderStore, PaymentProvider, SkuMeta, StockStore, SweepIndex};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,6 +28,9 @@ pub struct App {
     pub sweep: Arc<dyn SweepIndex>,
     /// The payment webhook's HMAC keys (every one returned is accepted).
     pub webhook_keys: Arc<dyn WebhookKeys>,
+    /// Where refunds are issued, by the provider the payment came through (docs/after-sale.md,
+    /// "Providers").
+    pub providers: Providers,
     pub faults: Faults,
     pub caches: Caches,
     /// Time limits of this function's AWS calls and of one HTTP request (docs/runbook.md,
@@ -165,6 +168,7 @@ impl App {
             Arc::new(StaticKeys(vec![config.webhook_secret.clone(), config.webhook_secret_previous.clone()]));
         Ok(App {
             webhook_keys,
+            providers: Providers::memory(),
             budget,
             sweep,
             function: function.to_owned(),
@@ -178,6 +182,11 @@ impl App {
         })
     }
 
+    /// The same app issuing refunds through `providers`.
+    pub fn with_providers(self, providers: Providers) -> App {
+        App { providers, ..self }
+    }
+
     /// The same app reading the sweep's indexes through `sweep`.
     pub fn with_sweep(self, sweep: Arc<dyn SweepIndex>) -> App {
         App { sweep, ..self }
@@ -185,6 +194,30 @@ impl App {
 
     pub fn count(&self, metric: &str, n: u64) {
         crate::telemetry::count(&self.function, metric, n);
+    }
+}
+
+/// The refund side of each payment provider.
+#[derive(Clone)]
+pub struct Providers {
+    pub generic: Arc<dyn PaymentProvider>,
+    pub stripe: Arc<dyn PaymentProvider>,
+}
+
+impl Providers {
+    /// In-memory providers that accept every refund (unit tests).
+    pub fn memory() -> Providers {
+        Providers {
+            generic: Arc::new(crate::adapters::memory::MemoryProvider::new()),
+            stripe: Arc::new(crate::adapters::memory::MemoryProvider::new()),
+        }
+    }
+
+    pub fn get(&self, p: crate::domain::order::Provider) -> &Arc<dyn PaymentProvider> {
+        match p {
+            crate::domain::order::Provider::Generic => &self.generic,
+            crate::domain::order::Provider::Stripe => &self.stripe,
+        }
     }
 }
 

@@ -322,3 +322,35 @@ pub struct Throttled(pub String);
 pub fn is_throttled(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.downcast_ref::<Throttled>().is_some())
 }
+
+/// One refund asked of a payment provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundRequest {
+    /// Idempotency key at the provider: asking again with the same id returns the first answer
+    /// and moves no more money.
+    pub refund_id: String,
+    pub payment_id: String,
+    pub order_id: OrderId,
+    /// Minor units.
+    pub amount: u64,
+    /// ISO 4217, upper case as Holdfast stores it (an adapter converts, e.g. Stripe's lower case).
+    pub currency: String,
+}
+
+/// What the provider answered to a refund it accepted. The money is only known to be back
+/// when its webhook confirms (`service::refunds::confirm`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderRefund {
+    pub provider_refund_id: String,
+    /// The provider already reports it done (some answer synchronously).
+    pub succeeded: bool,
+}
+
+/// A payment provider's refund API (docs/after-sale.md, "Providers").
+#[async_trait]
+pub trait PaymentProvider: Send + Sync {
+    /// Refunds `r.amount` of `r.payment_id`, idempotent by `r.refund_id`. The outer error is
+    /// infrastructure (retry); the inner one is the provider refusing (`Err(reason)`: retrying
+    /// will not help, a person must look).
+    async fn refund(&self, r: &RefundRequest) -> anyhow::Result<Result<ProviderRefund, String>>;
+}

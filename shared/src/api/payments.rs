@@ -34,6 +34,7 @@ impl From<PaymentCallback> for PaymentNotice {
     fn from(c: PaymentCallback) -> Self {
         PaymentNotice {
             payment_id: c.payment_id,
+            provider: crate::domain::order::Provider::Generic,
             order_id: c.order_id,
             amount: c.amount,
             currency: c.currency,

@@ -154,6 +154,7 @@ mod tests {
             payments: vec![],
             request_hash: "h".into(),
             cancel_reason: None,
+            refunds: vec![],
         }
     }
 
@@ -190,6 +191,7 @@ mod tests {
         let o = order().apply(OrderAction::Expire, 2).unwrap();
         let rec = |id: &str| PaymentRecord {
             payment_id: id.into(),
+            provider: Default::default(),
             succeeded: true,
             amount: 10,
             currency: "EUR".into(),

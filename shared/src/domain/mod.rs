@@ -9,6 +9,7 @@ pub mod money;
 pub mod order;
 pub mod plan;
 pub mod quantity;
+pub mod refund;
 pub mod reservation;
 pub mod signature;
 

@@ -133,9 +133,22 @@ pub enum PaymentOutcome {
     AmountMismatch,
 }
 
+/// Which payment provider a payment came through: its refund goes back through the same one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// The generic signed webhook (`POST /payments/callback`).
+    #[default]
+    Generic,
+    /// Stripe (`POST /payments/stripe`).
+    Stripe,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentRecord {
     pub payment_id: String,
+    #[serde(default)]
+    pub provider: Provider,
     pub succeeded: bool,
     pub amount: u64,
     pub currency: String,
@@ -161,6 +174,8 @@ pub struct Order {
     pub payments: Vec<PaymentRecord>,
     pub request_hash: String,
     pub cancel_reason: Option<String>,
+    /// Every refund asked for, by refund id (docs/after-sale.md, "Refunds").
+    pub refunds: Vec<super::refund::RefundRecord>,
 }
 
 impl Order {

@@ -6,6 +6,7 @@ pub mod checks;
 pub mod orders;
 pub mod payments;
 pub mod reconcile;
+pub mod refunds;
 pub mod stock;
 
 use std::time::Duration;

@@ -171,6 +171,7 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation, currency: Currency) ->
         payments: Vec::new(),
         request_hash: r.request_hash.clone(),
         cancel_reason: None,
+        refunds: vec![],
     })
 }
 

@@ -4,7 +4,7 @@
 
 use crate::app::App;
 use crate::clock;
-use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord};
+use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord, Provider};
 use crate::domain::OrderId;
 use crate::telemetry::names;
 
@@ -14,6 +14,8 @@ pub const MAX_PAYMENTS_PER_ORDER: usize = 32;
 #[derive(Debug, Clone)]
 pub struct PaymentNotice {
     pub payment_id: String,
+    /// The provider that sent it (and will refund it).
+    pub provider: Provider,
     pub order_id: OrderId,
     pub amount: u64,
     pub currency: String,
@@ -94,6 +96,7 @@ fn mismatched(o: &Order, amount: u64, currency: &str) -> bool {
 pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<PaymentResult, PaymentError>) {
     let record = |outcome| PaymentRecord {
         payment_id: n.payment_id.clone(),
+        provider: n.provider,
         succeeded: n.succeeded,
         amount: n.amount,
         currency: n.currency.clone(),
@@ -158,12 +161,14 @@ mod tests {
             payments: vec![],
             request_hash: String::new(),
             cancel_reason: None,
+            refunds: vec![],
         }
     }
 
     fn notice(amount: u64, succeeded: bool) -> PaymentNotice {
         PaymentNotice {
             payment_id: "p1".into(),
+            provider: Provider::Generic,
             order_id: OrderId::parse("o1").unwrap(),
             amount,
             currency: "EUR".into(),

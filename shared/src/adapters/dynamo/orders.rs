@@ -52,6 +52,9 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if let Some(r) = &o.cancel_reason {
         it.insert("cr".into(), s(r.clone()));
     }
+    if !o.refunds.is_empty() {
+        it.insert("rfs".into(), s(serde_json::to_string(&o.refunds)?));
+    }
     if o.status == OrderStatus::PendingPayment {
         it.insert("pb".into(), s(format!("P#{}", bucket_of(o.id.as_str()))));
         it.insert("pd".into(), n(o.pay_expire_at));
@@ -85,6 +88,10 @@ pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
         },
         request_hash: get_s(it, "rh")?.to_owned(),
         cancel_reason: opt_s(it, "cr").map(str::to_owned),
+        refunds: match opt_s(it, "rfs") {
+            Some(r) => serde_json::from_str(r).context("order refunds")?,
+            None => Vec::new(),
+        },
     })))
 }
 

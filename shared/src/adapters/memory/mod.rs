@@ -28,6 +28,37 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A payment provider that accepts every refund, once per refund id, and records it.
+#[derive(Default)]
+pub struct MemoryProvider {
+    refunds: Mutex<Vec<crate::ports::RefundRequest>>,
+}
+
+impl MemoryProvider {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every distinct refund accepted so far, oldest first.
+    pub fn refunds(&self) -> Vec<crate::ports::RefundRequest> {
+        lock(&self.refunds).clone()
+    }
+}
+
+#[async_trait]
+impl crate::ports::PaymentProvider for MemoryProvider {
+    async fn refund(
+        &self,
+        r: &crate::ports::RefundRequest,
+    ) -> anyhow::Result<Result<crate::ports::ProviderRefund, String>> {
+        let mut all = lock(&self.refunds);
+        if !all.iter().any(|x| x.refund_id == r.refund_id) {
+            all.push(r.clone());
+        }
+        Ok(Ok(crate::ports::ProviderRefund { provider_refund_id: format!("mem_{}", r.refund_id), succeeded: false }))
+    }
+}
+
 /// The delay queues: records what was sent, with the delay clamped to what SQS allows.
 #[derive(Default)]
 pub struct MemoryMessages {

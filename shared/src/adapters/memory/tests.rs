@@ -127,6 +127,7 @@ async fn checkout(app: &App, buyer: &str, key: &str, l: &[(&str, u32)]) -> Resul
 fn notice(o: &Order, payment_id: &str) -> PaymentNotice {
     PaymentNotice {
         payment_id: payment_id.into(),
+        provider: crate::domain::order::Provider::Generic,
         order_id: o.id.clone(),
         amount: o.amount,
         currency: o.currency.to_string(),
@@ -511,6 +512,7 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         payments: vec![],
         request_hash: "h".into(),
         cancel_reason: None,
+        refunds: vec![],
     }
 }
 
