@@ -23,6 +23,12 @@ pub mod names {
     pub const INVARIANT_VIOLATIONS: &str = "InvariantViolations";
     pub const PAYMENT_AMOUNT_MISMATCH: &str = "PaymentAmountMismatch";
     pub const REFUNDS_REQUESTED: &str = "RefundsRequested";
+    pub const REFUNDS_ISSUED: &str = "RefundsIssued";
+    pub const REFUNDS_CONFIRMED: &str = "RefundsConfirmed";
+    pub const REFUNDS_REFUSED: &str = "RefundsRefusedByProvider";
+    pub const REFUNDS_REDRIVEN: &str = "RefundsRedriven";
+    pub const RESTOCKS: &str = "Restocks";
+    pub const ORDERS_AUTO_COMPLETED: &str = "OrdersAutoCompleted";
     pub const REJECTED_MESSAGES: &str = "RejectedMessages";
     /// A checkout answered 429 `busy` because DynamoDB throttled (hot shard or table limits).
     pub const THROTTLED: &str = "Throttled";
