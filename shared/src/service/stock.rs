@@ -390,6 +390,10 @@ pub async fn restock(app: &App, id: &ReservationId) -> Result<LockChange, LockEr
                 }
                 Err(_) => super::backoff(attempt).await,
             },
+            // the confirm has not run yet (events arrive in any order): retry after it
+            LockStatus::Frozen => {
+                return Err(LockError::Store(anyhow::anyhow!("lock {id} is not sold yet; the restock waits for the confirm")))
+            }
             other => return Err(LockError::InvalidTransition(other)),
         }
     }
