@@ -146,7 +146,11 @@ impl App {
                 config.webhook_secret_arn.clone(),
             )) as Arc<dyn WebhookKeys>
         });
+        let generic = Arc::new(crate::adapters::provider::HttpProvider::new(&config.provider_url, budget.operation)?);
         let app = Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep);
+        let stripe = Arc::new(crate::adapters::provider::Unconfigured("stripe"));
+        let providers = Providers { generic, stripe };
+        let app = app.with_providers(providers);
         Ok(match keys {
             Some(k) => App { webhook_keys: k, ..app },
             None => app,

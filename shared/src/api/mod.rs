@@ -5,6 +5,7 @@
 //! route tables and `template.yaml` agree.
 
 pub mod body;
+pub mod after_sale;
 pub mod campaigns;
 pub mod fields;
 pub mod orders;
