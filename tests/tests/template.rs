@@ -48,6 +48,13 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         ("GET /orders", "orders:read"),
         ("GET /orders/{order_id}", "orders:read"),
         ("POST /orders/{order_id}/cancel", "orders:write"),
+        ("POST /orders/{order_id}/refund", "orders:write"),
+        ("POST /orders/{order_id}/confirm-receipt", "orders:write"),
+        ("POST /orders/{order_id}/return", "orders:write"),
+        ("GET /admin/orders/{order_id}", "stock:admin"),
+        ("POST /admin/orders/{order_id}/ship", "stock:admin"),
+        ("POST /admin/orders/{order_id}/return-received", "stock:admin"),
+        ("POST /admin/orders/{order_id}/cancel", "stock:admin"),
         ("PUT /admin/skus/{sku}", "stock:admin"),
         ("POST /admin/skus/{sku}/adjustments", "stock:admin"),
         ("POST /admin/skus/{sku}/pause", "stock:admin"),
@@ -68,6 +75,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         public,
         vec![
             "POST /payments/callback",
+            "POST /payments/refunds",
             "GET /skus/{sku}",
             "GET /skus/{sku}/availability",
             "GET /campaigns/{campaign_id}"

@@ -64,7 +64,10 @@ impl PaymentProvider for HttpProvider {
         let status = resp.status();
         if status.is_success() {
             let a: RefundAnswer = resp.json().await?;
-            return Ok(Ok(ProviderRefund { succeeded: a.status == "SUCCEEDED", provider_refund_id: a.provider_refund_id }));
+            return Ok(Ok(ProviderRefund {
+                succeeded: a.status == "SUCCEEDED",
+                provider_refund_id: a.provider_refund_id,
+            }));
         }
         let text = resp.text().await.unwrap_or_default();
         if status.is_client_error() && status.as_u16() != 429 && status.as_u16() != 408 {

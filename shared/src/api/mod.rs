@@ -4,8 +4,8 @@
 //! and its `#[utoipa::path]` operation in [`spec`]. Tests check that the document, the handlers'
 //! route tables and `template.yaml` agree.
 
-pub mod body;
 pub mod after_sale;
+pub mod body;
 pub mod campaigns;
 pub mod fields;
 pub mod orders;

@@ -2,8 +2,8 @@
 //! confirm-receipt, return) and the admin's order routes (view, ship, return-received, cancel;
 //! docs/after-sale.md).
 
-use crate::api::orders::{OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
 use crate::api::after_sale::{AdminOrderView, ReasonRequest, ReturnReceivedRequest, ShipRequest};
+use crate::api::orders::{OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
 use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::order::OrderRecord;

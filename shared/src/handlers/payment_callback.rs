@@ -2,13 +2,13 @@
 //! "Payment callback"), and `POST /payments/refunds`, the same provider's refund confirmation
 //! (docs/after-sale.md, "Refunds").
 
+use crate::api::after_sale::{RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus};
 use crate::api::payments::{CallbackAnswer, PaymentCallback};
 use crate::api::{Auth, Route};
 use crate::app::App;
 use crate::clock;
 use crate::domain::signature;
 use crate::http::{self, finish, json_response, Code, Problem, Request, Response};
-use crate::api::after_sale::{RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus};
 use crate::service::payments::{self, PaymentError, PaymentNotice};
 use crate::service::refunds::{self, RefundConfirmation, RefundError};
 

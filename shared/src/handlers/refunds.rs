@@ -34,8 +34,12 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
     each(&app.function, ev, ConsumerFaults::default, |m| async move {
         let work = parse(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
         let result = match &work {
-            RefundWork::Issue { order_id, refund_id } => refunds::issue(app, order_id, refund_id).await.map(|o| format!("{o:?}")),
-            RefundWork::Oversold { order_id } => refunds::request_for_oversell(app, order_id).await.map(|a| format!("requested={a}")),
+            RefundWork::Issue { order_id, refund_id } => {
+                refunds::issue(app, order_id, refund_id).await.map(|o| format!("{o:?}"))
+            }
+            RefundWork::Oversold { order_id } => {
+                refunds::request_for_oversell(app, order_id).await.map(|a| format!("requested={a}"))
+            }
         };
         match result {
             Ok(outcome) => {
