@@ -1,6 +1,7 @@
 //! The local stack: the template's resources in the emulator, its routes on a local port, its
 //! event sources polled, its schedules fired — each function's real handler in-process.
 
+use crate::peers::provider::SimProvider;
 use crate::pollers::{schedule, SqsSource, StreamSource};
 use crate::resources::{self, Resources};
 use crate::server::{serve, Route, Server};
@@ -124,6 +125,8 @@ pub struct LocalStack {
     /// The prefix of this stack's resource names (its owner id for emulator fault rules).
     pub prefix: String,
     apps: HashMap<String, Arc<App>>,
+    /// The simulated payment provider refunds go to (docs/after-sale.md, "Providers").
+    pub provider: Arc<SimProvider>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -155,11 +158,25 @@ impl LocalStack {
         let res =
             resources::create(&sdk, &template, &opts.prefix).await.context("creating resources in the emulator")?;
 
+        let listener =
+            tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await.context("binding the local API port")?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        // The simulated payment provider: refunds go to it, its confirmations come back to us,
+        // signed with the webhook key the payment callback checks.
+        let secret =
+            opts.env.get("PAYMENT_WEBHOOK_SECRET").cloned().unwrap_or_else(|| DEFAULT_WEBHOOK_SECRET.to_owned());
+        let delay_ms = opts.env.get("HOLDFAST_SIM_PROVIDER_DELAY_MS").and_then(|d| d.parse().ok()).unwrap_or(300);
+        let (provider, provider_url) =
+            SimProvider::start(format!("{base_url}/payments/refunds"), secret, delay_ms).await?;
+
         let mut apps = HashMap::new();
         for f in &template.functions {
             let lookup = |k: &str| -> Option<String> {
                 if let Some(v) = opts.env.get(k) {
                     return Some(v.clone());
+                }
+                if k == "HOLDFAST_PROVIDER_URL" {
+                    return Some(provider_url.clone());
                 }
                 if opts.inherit_env && (k.starts_with("HOLDFAST_") || k == "PAYMENT_WEBHOOK_SECRET") {
                     if let Ok(v) = std::env::var(k) {
@@ -187,9 +204,6 @@ impl LocalStack {
 
         let (tx, rx) = watch::channel(false);
         let mut tasks = Vec::new();
-        let listener =
-            tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await.context("binding the local API port")?;
-        let base_url = format!("http://{}", listener.local_addr()?);
         let routes = template.routes().into_iter().map(|(k, f, a)| Route::new(&k, &f, a)).collect();
         let server = Arc::new(Server { routes, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone() });
         tasks.push(tokio::spawn(serve(listener, server, rx.clone())));
@@ -262,6 +276,7 @@ impl LocalStack {
             sdk,
             jwt_secret: opts.jwt_secret,
             apps,
+            provider,
             shutdown: tx,
             tasks,
         })

@@ -1,6 +1,7 @@
 //! One test binary for everything that needs the emulator (docs/architecture.md, "Testing"): the emulator's own
 //! contract, the template, and end-to-end scenarios over HTTP on the local stack.
 
+mod after_sale;
 mod campaigns;
 mod common;
 mod contract;

@@ -1,0 +1,217 @@
+//! The simulated payment provider the local stack starts (docs/after-sale.md, "Providers"): a
+//! real HTTP peer speaking the generic provider's refund API (`shared/src/adapters/provider.rs`).
+//! It records each refund once per refund id, answers `PENDING`, and after a settable delay
+//! confirms it by POSTing a signed `POST /payments/refunds` webhook to the stack, as many times
+//! as told (a provider that re-delivers). It can be told to fail (5xx) or refuse (4xx).
+//!
+//! - `POST /refunds` — `{"refund_id","payment_id","order_id","amount","currency"}`
+//! - `GET /refunds` — every refund recorded, oldest first
+//! - `POST /control` — `{"delay_ms"?, "fail_next"?, "refuse"?, "webhook_copies"?}`
+
+use holdfast::adapters::provider::{RefundAnswer, RefundBody};
+use holdfast::domain::signature;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper_util::rt::TokioIo;
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Recorded {
+    #[serde(flatten)]
+    pub body: RefundBody,
+    pub provider_refund_id: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Control {
+    pub delay_ms: Option<u64>,
+    /// Answer 503 to this many refund calls.
+    pub fail_next: Option<u32>,
+    /// Answer 422 (a refusal) to every refund call while true.
+    pub refuse: Option<bool>,
+    /// Deliver each confirmation this many times.
+    pub webhook_copies: Option<u32>,
+}
+
+struct State {
+    refunds: Vec<Recorded>,
+    delay_ms: u64,
+    fail_next: u32,
+    refuse: bool,
+    webhook_copies: u32,
+    calls: u64,
+}
+
+pub struct SimProvider {
+    state: Mutex<State>,
+    /// Where confirmations go (`{stack}/payments/refunds`).
+    webhook_url: String,
+    secret: String,
+    client: reqwest::Client,
+}
+
+fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn json(status: u16, v: &impl Serialize) -> hyper::Response<Full<Bytes>> {
+    let mut r = hyper::Response::new(Full::new(Bytes::from(serde_json::to_vec(v).unwrap_or_default())));
+    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
+    r
+}
+
+impl SimProvider {
+    /// Binds `127.0.0.1:0` and serves until the runtime stops; returns the peer and its URL.
+    pub async fn start(webhook_url: String, secret: String, delay_ms: u64) -> anyhow::Result<(Arc<Self>, String)> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let me = Arc::new(SimProvider {
+            state: Mutex::new(State {
+                refunds: Vec::new(),
+                delay_ms,
+                fail_next: 0,
+                refuse: false,
+                webhook_copies: 1,
+                calls: 0,
+            }),
+            webhook_url,
+            secret,
+            client: reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?,
+        });
+        let peer = me.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                let peer = peer.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req| {
+                        let peer = peer.clone();
+                        async move { Ok::<_, std::convert::Infallible>(peer.handle(req).await) }
+                    });
+                    let _ =
+                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                });
+            }
+        });
+        Ok((me, url))
+    }
+
+    /// Every refund recorded, oldest first.
+    pub fn refunds(&self) -> Vec<Recorded> {
+        lock(&self.state).refunds.clone()
+    }
+
+    /// Refund calls received (accepted, repeated, failed or refused).
+    pub fn calls(&self) -> u64 {
+        lock(&self.state).calls
+    }
+
+    pub fn control(&self, c: &Control) {
+        let mut s = lock(&self.state);
+        if let Some(d) = c.delay_ms {
+            s.delay_ms = d;
+        }
+        if let Some(n) = c.fail_next {
+            s.fail_next = n;
+        }
+        if let Some(r) = c.refuse {
+            s.refuse = r;
+        }
+        if let Some(n) = c.webhook_copies {
+            s.webhook_copies = n.clamp(1, 10);
+        }
+    }
+
+    async fn handle(self: Arc<Self>, req: hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
+        let route = format!("{} {}", req.method(), req.uri().path());
+        let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => return json(413, &serde_json::json!({"error": "body too large"})),
+        };
+        match route.as_str() {
+            "GET /refunds" => json(200, &self.refunds()),
+            "POST /control" => match serde_json::from_slice::<Control>(&body) {
+                Ok(c) => {
+                    self.control(&c);
+                    json(200, &serde_json::json!({"ok": true}))
+                }
+                Err(e) => json(400, &serde_json::json!({"error": e.to_string()})),
+            },
+            "POST /refunds" => match serde_json::from_slice::<RefundBody>(&body) {
+                Ok(b) => self.refund(b),
+                Err(e) => json(400, &serde_json::json!({"error": e.to_string()})),
+            },
+            _ => json(404, &serde_json::json!({"error": "no such route"})),
+        }
+    }
+
+    fn refund(self: &Arc<Self>, b: RefundBody) -> hyper::Response<Full<Bytes>> {
+        let (rec, fresh, delay, copies) = {
+            let mut s = lock(&self.state);
+            s.calls += 1;
+            if s.fail_next > 0 {
+                s.fail_next -= 1;
+                return json(503, &serde_json::json!({"error": "temporarily unavailable"}));
+            }
+            if s.refuse {
+                return json(422, &serde_json::json!({"error": "refund refused: payment not refundable"}));
+            }
+            if let Some(r) = s.refunds.iter().find(|r| r.body.refund_id == b.refund_id) {
+                // idempotent by refund id: the first answer again, no second refund
+                (r.clone(), false, 0, 0)
+            } else {
+                let rec = Recorded { provider_refund_id: format!("sim_re_{}", s.refunds.len() + 1), body: b };
+                s.refunds.push(rec.clone());
+                (rec, true, s.delay_ms, s.webhook_copies)
+            }
+        };
+        if fresh {
+            let me = self.clone();
+            let rec2 = rec.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                for _ in 0..copies {
+                    me.confirm(&rec2).await;
+                }
+            });
+        }
+        json(
+            if fresh { 201 } else { 200 },
+            &RefundAnswer { provider_refund_id: rec.provider_refund_id, status: "PENDING".into() },
+        )
+    }
+
+    /// POSTs the signed confirmation, retrying a few times like a provider does.
+    async fn confirm(&self, r: &Recorded) {
+        let body = serde_json::json!({
+            "order_id": r.body.order_id,
+            "refund_id": r.body.refund_id,
+            "provider_refund_id": r.provider_refund_id,
+            "amount": r.body.amount,
+            "status": "SUCCEEDED",
+        })
+        .to_string();
+        for attempt in 0..5u64 {
+            let sig = signature::sign(self.secret.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
+            let sent = self
+                .client
+                .post(&self.webhook_url)
+                .header("content-type", "application/json")
+                .header("x-signature", sig)
+                .body(body.clone())
+                .send()
+                .await;
+            match sent {
+                Ok(resp) if resp.status().is_success() => return,
+                Ok(resp) => tracing::warn!(status = %resp.status(), "simulated provider: webhook refused"),
+                Err(e) => tracing::warn!(error = %e, "simulated provider: webhook not delivered"),
+            }
+            tokio::time::sleep(Duration::from_millis(200 * (attempt + 1))).await;
+        }
+    }
+}
