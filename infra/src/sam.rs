@@ -29,6 +29,10 @@ pub async fn env_vars(
     let mut res = resources::create(&sdk, &t, prefix).await.context("creating resources in the emulator")?;
     let arn = webhook_secret(&sdk, prefix).await.context("creating the webhook key's secret")?;
     res.parameters.insert(WEBHOOK_SECRET_PARAMETER.to_owned(), Some(arn));
+    // No simulated payment provider runs beside `sam local` (the local stack starts one): an
+    // address nothing listens on, so a refund there fails and is retried like one to a provider
+    // that is down (README, "Local test with sam local").
+    res.parameters.insert("PaymentProviderUrl".to_owned(), Some(UNREACHABLE_PROVIDER.to_owned()));
     let mut doc = Map::new();
     for f in &t.functions {
         let mut vars = Map::new();
@@ -49,6 +53,9 @@ pub async fn env_vars(
     }
     Ok(Value::Object(doc))
 }
+
+/// Where refunds go under `sam local`: the discard port, nothing listens.
+const UNREACHABLE_PROVIDER: &str = "http://127.0.0.1:9";
 
 /// The template parameter naming the webhook key's secret (see `payment-callback` in template.yaml).
 const WEBHOOK_SECRET_PARAMETER: &str = "WebhookSecretArn";

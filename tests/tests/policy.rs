@@ -663,9 +663,9 @@ fn environment_mistakes_in_a_copy_of_the_template_are_reported() {
         &t,
         "Binary: orders-api",
         "ORDER_TABLE: !Ref OrderTable",
-        "ORDER_TABLE: !Ref OrderTable\n          STOCK_TABLE: !Ref StockTable",
+        "ORDER_TABLE: !Ref OrderTable\n          EVENT_BUS_NAME: !Ref EventBus",
     );
-    assert_reports(&m, &["orders-api is given STOCK_TABLE but its code never reads it"]);
+    assert_reports(&m, &["orders-api is given EVENT_BUS_NAME but its code never reads it"]);
     let m = mutate(&t, "Binary: reconcile", "          HOLDFAST_STALE_LOCK_SECONDS: !Ref StaleLockSeconds\n", "");
     assert_reports(&m, &["reconcile's code reads HOLDFAST_STALE_LOCK_SECONDS but the template does not set it"]);
     let m = mutate(&t, "Binary: stock-api", "STOCK_TABLE: !Ref StockTable", "STOCK_TABLE: !Ref OrderTable");

@@ -20,9 +20,9 @@ fn every_function_route_and_event_source_in_the_template_has_its_handler_and_vic
 
 #[test]
 fn a_route_the_code_does_not_handle_is_reported() {
-    let t = text().replace("Path: /orders/{order_id}/cancel", "Path: /orders/{order_id}/refund");
+    let t = text().replace("Path: /orders/{order_id}/cancel", "Path: /orders/{order_id}/teleport");
     let p = problems(&t);
-    assert!(p.iter().any(|p| p.contains("POST /orders/{order_id}/refund")), "{p:?}");
+    assert!(p.iter().any(|p| p.contains("POST /orders/{order_id}/teleport")), "{p:?}");
     assert!(p.iter().any(|p| p.contains("handles POST /orders/{order_id}/cancel")), "{p:?}");
 }
 
@@ -83,7 +83,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         "no other route is public"
     );
     let queues: Vec<_> = t.queues.iter().filter(|q| q.redrive.is_some()).map(|q| q.logical_id.as_str()).collect();
-    assert_eq!(queues.len(), 4, "{queues:?}");
+    assert_eq!(queues.len(), 5, "{queues:?}");
     let stream = t.function("publish-events").unwrap().events.iter().find_map(|(_, e)| match e {
         Event::Stream { table, on_failure, .. } => Some((table.clone(), on_failure.clone())),
         _ => None,
@@ -124,13 +124,13 @@ fn a_route_missing_from_or_extra_in_the_document_is_reported() {
     let mut s = spec();
     let paths = s["paths"].as_object_mut().unwrap();
     let cancel = paths.remove("/orders/{order_id}/cancel").unwrap();
-    paths.insert("/orders/{order_id}/refund".into(), cancel);
+    paths.insert("/orders/{order_id}/teleport".into(), cancel);
     let p = contract(&s, &text());
     assert!(
         p.iter().any(|p| p == "POST /orders/{order_id}/cancel is handled but not in the OpenAPI document"),
         "{p:?}"
     );
-    assert!(p.iter().any(|p| p.starts_with("POST /orders/{order_id}/refund is in the OpenAPI document but")), "{p:?}");
+    assert!(p.iter().any(|p| p.starts_with("POST /orders/{order_id}/teleport is in the OpenAPI document but")), "{p:?}");
 }
 
 #[test]
