@@ -23,6 +23,8 @@ pub mod names {
     pub const INVARIANT_VIOLATIONS: &str = "InvariantViolations";
     pub const PAYMENT_AMOUNT_MISMATCH: &str = "PaymentAmountMismatch";
     pub const REFUNDS_REQUESTED: &str = "RefundsRequested";
+    /// Stripe events without a usable `metadata.order_id` (answered `ignored`).
+    pub const STRIPE_EVENTS_NOT_OURS: &str = "StripeEventsNotOurs";
     pub const REJECTED_MESSAGES: &str = "RejectedMessages";
     /// A checkout answered 429 `busy` because DynamoDB throttled (hot shard or table limits).
     pub const THROTTLED: &str = "Throttled";

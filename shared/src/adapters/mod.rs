@@ -5,6 +5,7 @@ pub mod dynamo;
 pub mod eventbridge;
 pub mod memory;
 pub mod secrets;
+pub mod stripe;
 pub mod sqs;
 pub mod sweep;
 pub mod usage;

@@ -9,6 +9,7 @@ pub mod campaigns;
 pub mod fields;
 pub mod orders;
 pub mod payments;
+pub mod stripe;
 pub mod reservations;
 pub mod spec;
 pub mod stock;

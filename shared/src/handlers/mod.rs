@@ -9,6 +9,7 @@ pub mod create_order;
 mod fuzz;
 pub mod orders_api;
 pub mod payment_callback;
+pub mod stripe_webhook;
 pub mod payment_timeout;
 pub mod publish_events;
 pub mod reconcile;

@@ -10,11 +10,16 @@ use crate::http::{self, finish, json_response, Code, Problem, Request, Response}
 use crate::service::payments::{self, PaymentError, PaymentNotice};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
-pub const ROUTES: &[Route] = &[Route::new("POST /payments/callback", Auth::Signed)];
+pub const ROUTES: &[Route] = &[
+    Route::new("POST /payments/callback", Auth::Signed),
+    // Stripe's webhook, signed with `Stripe-Signature` (docs/after-sale.md, "Stripe")
+    Route::new("POST /payments/stripe", Auth::Signed),
+];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "POST /payments/callback" => callback(app, &req).await,
+        "POST /payments/stripe" => super::stripe_webhook::webhook(app, &req).await,
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)
