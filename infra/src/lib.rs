@@ -7,6 +7,7 @@ pub mod client;
 pub mod contract;
 pub mod docs;
 pub mod pollers;
+pub mod peers;
 pub mod resources;
 pub mod sam;
 pub mod server;

@@ -1,6 +1,7 @@
 //! The local stack: the template's resources in the emulator, its routes on a local port, its
 //! event sources polled, its schedules fired — each function's real handler in-process.
 
+use crate::peers::stripe::FakeStripe;
 use crate::pollers::{schedule, SqsSource, StreamSource};
 use crate::resources::{self, Resources};
 use crate::server::{serve, Route, Server};
@@ -18,6 +19,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
+/// Stripe's webhook endpoint secret in the local stack (`STRIPE_WEBHOOK_SECRET`) and its fake Stripe.
+pub const DEFAULT_STRIPE_WEBHOOK_SECRET: &str = "whsec_holdfast_local";
 
 /// `HOLDFAST_SDK_TIMEOUT_SCALE` of the local stack unless a test sets it. The emulator
 /// serialises every DynamoDB request and the e2e tests share one emulator in parallel: 400
@@ -123,6 +126,8 @@ pub struct LocalStack {
     pub emulator_endpoint: String,
     /// The prefix of this stack's resource names (its owner id for emulator fault rules).
     pub prefix: String,
+    /// The fake Stripe the functions' `STRIPE_API_BASE` points at (docs/after-sale.md, "Stripe").
+    pub stripe: FakeStripe,
     apps: HashMap<String, Arc<App>>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -155,6 +160,14 @@ impl LocalStack {
         let res =
             resources::create(&sdk, &template, &opts.prefix).await.context("creating resources in the emulator")?;
 
+        let (tx, rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+        let stripe_secret =
+            opts.env.get("STRIPE_WEBHOOK_SECRET").cloned().unwrap_or_else(|| DEFAULT_STRIPE_WEBHOOK_SECRET.to_owned());
+        let (stripe, stripe_task) =
+            FakeStripe::start(crate::peers::stripe::LOCAL_API_KEY, &stripe_secret, rx.clone()).await?;
+        tasks.push(stripe_task);
+
         let mut apps = HashMap::new();
         for f in &template.functions {
             let lookup = |k: &str| -> Option<String> {
@@ -176,6 +189,13 @@ impl LocalStack {
                     // this well-known one unless a test sets another.
                     return Some(DEFAULT_WEBHOOK_SECRET.to_owned());
                 }
+                // Stripe: the local endpoint secret, and refunds at the fake Stripe.
+                match k {
+                    "STRIPE_WEBHOOK_SECRET" => return Some(stripe_secret.clone()),
+                    "STRIPE_API_BASE" => return Some(stripe.url.clone()),
+                    "STRIPE_API_KEY" => return Some(crate::peers::stripe::LOCAL_API_KEY.to_owned()),
+                    _ => {}
+                }
                 match f.env.get(k)? {
                     EnvValue::Deferred(_) => None,
                     v => res.resolve(v),
@@ -185,11 +205,10 @@ impl LocalStack {
             apps.insert(f.binary.clone(), Arc::new(App::with_aws(&f.binary, config, &sdk)?));
         }
 
-        let (tx, rx) = watch::channel(false);
-        let mut tasks = Vec::new();
         let listener =
             tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await.context("binding the local API port")?;
         let base_url = format!("http://{}", listener.local_addr()?);
+        stripe.set_webhook_target(&format!("{base_url}/payments/stripe"));
         let routes = template.routes().into_iter().map(|(k, f, a)| Route::new(&k, &f, a)).collect();
         let server = Arc::new(Server { routes, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone() });
         tasks.push(tokio::spawn(serve(listener, server, rx.clone())));
@@ -256,6 +275,7 @@ impl LocalStack {
         Ok(LocalStack {
             emulator_endpoint: opts.emulator_endpoint.clone(),
             prefix: opts.prefix.clone(),
+            stripe,
             base_url,
             resources: res,
             template,
