@@ -12,3 +12,4 @@ mod orders;
 mod sam_env;
 mod soak;
 mod stock;
+mod stripe;
