@@ -45,6 +45,7 @@ pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
     ("GET /orders/{order_id}", RouteAuth::Jwt(&["orders:read"])),
     ("POST /orders/{order_id}/cancel", RouteAuth::Jwt(&["orders:write"])),
     ("POST /payments/callback", RouteAuth::Public),
+    ("POST /payments/stripe", RouteAuth::Public),
     ("POST /reservations", RouteAuth::Jwt(&["reservations:write"])),
     ("POST /reservations/{order_id}/confirm", RouteAuth::Jwt(&["reservations:write"])),
     ("POST /reservations/{order_id}/release", RouteAuth::Jwt(&["reservations:write"])),
