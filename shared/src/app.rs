@@ -160,7 +160,8 @@ impl App {
         };
         Ok(match stripe_keys.api {
             Some(k) => {
-                let stripe = Arc::new(crate::adapters::stripe::StripeRefunds::new(app.config.stripe_api_base.clone(), k)?);
+                let stripe =
+                    Arc::new(crate::adapters::stripe::StripeRefunds::new(app.config.stripe_api_base.clone(), k)?);
                 let providers = Providers { stripe, ..app.providers.clone() };
                 app.with_providers(providers)
             }

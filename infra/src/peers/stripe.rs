@@ -253,13 +253,19 @@ impl FakeStripe {
             }
             ("GET", "/_fake/deliveries") => (200, json!(self.deliveries()), false),
             _ => {
-                let (s, v) = stripe_error(404, "invalid_request_error", None, &format!("Unrecognized request URL ({method}: {path})"));
+                let (s, v) = stripe_error(
+                    404,
+                    "invalid_request_error",
+                    None,
+                    &format!("Unrecognized request URL ({method}: {path})"),
+                );
                 (s, v, false)
             }
         };
         let mut r = hyper::Response::new(Full::new(Bytes::from(value.to_string())));
         *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-        r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+        r.headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
         if replayed {
             r.headers_mut().insert("idempotent-replayed", hyper::header::HeaderValue::from_static("true"));
         }
@@ -306,7 +312,12 @@ impl FakeStripe {
             Some(Ok(a)) if a > 0 => a,
             None => 0, // Stripe refunds the whole charge; the fake records 0 (Holdfast always sends it)
             _ => {
-                let (s, v) = stripe_error(400, "invalid_request_error", Some("parameter_invalid_integer"), "Invalid integer: amount");
+                let (s, v) = stripe_error(
+                    400,
+                    "invalid_request_error",
+                    Some("parameter_invalid_integer"),
+                    "Invalid integer: amount",
+                );
                 return (s, v, false);
             }
         };
@@ -365,12 +376,8 @@ impl FakeStripe {
                         "url": format!("/v1/charges/{}/refunds", refund["charge"].as_str().unwrap_or(""))},
         });
         let body = event(&event_id, "charge.refunded", charge).to_string();
-        let mut delivery = Delivery {
-            event_id,
-            refund_id: refund["id"].as_str().unwrap_or("").to_owned(),
-            attempts: 0,
-            status: 0,
-        };
+        let mut delivery =
+            Delivery { event_id, refund_id: refund["id"].as_str().unwrap_or("").to_owned(), attempts: 0, status: 0 };
         for attempt in 0..DELIVERY_ATTEMPTS {
             let target = lock(&self.state.webhook_target).clone();
             if let Some(url) = target {

@@ -5,7 +5,7 @@ pub mod dynamo;
 pub mod eventbridge;
 pub mod memory;
 pub mod secrets;
-pub mod stripe;
 pub mod sqs;
+pub mod stripe;
 pub mod sweep;
 pub mod usage;

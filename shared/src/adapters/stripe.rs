@@ -125,7 +125,9 @@ impl PaymentProvider for StripeRefunds {
         let body = answer.text().await.map_err(|e| anyhow::anyhow!("reading Stripe's answer: {e}"))?;
         let out = interpret(status, &body);
         match &out {
-            Ok(Ok(p)) => tracing::info!(refund_id = r.refund_id, stripe_refund = p.provider_refund_id, "Stripe refund accepted"),
+            Ok(Ok(p)) => {
+                tracing::info!(refund_id = r.refund_id, stripe_refund = p.provider_refund_id, "Stripe refund accepted")
+            }
             Ok(Err(m)) => tracing::warn!(refund_id = r.refund_id, reason = m, "Stripe refused the refund"),
             Err(e) => tracing::warn!(refund_id = r.refund_id, error = %e, "Stripe refund failed; will be retried"),
         }

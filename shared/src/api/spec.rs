@@ -13,9 +13,9 @@ use super::campaigns::{
 };
 use super::orders::{CreateOrderRequest, ItemRequest, OrderItem, OrderList, OrderView};
 use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
-use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
 use super::stock::{AdjustmentRequest, PutSkuRequest, SkuView};
+use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use crate::http::{Code, ProblemBody};
 use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};

@@ -9,7 +9,6 @@ pub mod create_order;
 mod fuzz;
 pub mod orders_api;
 pub mod payment_callback;
-pub mod stripe_webhook;
 pub mod payment_timeout;
 pub mod publish_events;
 pub mod reconcile;
@@ -20,6 +19,7 @@ pub mod sqs;
 pub mod stock_api;
 pub mod stock_events;
 pub mod stream;
+pub mod stripe_webhook;
 
 use crate::api::Route;
 use crate::app::App;

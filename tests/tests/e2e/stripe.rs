@@ -52,7 +52,8 @@ async fn a_stripe_payment_pays_a_pending_order_once_and_other_events_are_answere
 
     // A failed attempt on another order is recorded; the order stays open.
     let open = s.order_id("sam", "k2", json!([{"sku": "STRIPE", "quantity": 1}])).await;
-    let failed = event("evt_f", "payment_intent.payment_failed", payment_intent("pi_declined", Some(&open), 1250, "eur", false));
+    let failed =
+        event("evt_f", "payment_intent.payment_failed", payment_intent("pi_declined", Some(&open), 1250, "eur", false));
     let a = s.api.stripe(&failed).await;
     assert_eq!((a.status, a.body["result"].as_str()), (200, Some("failed_recorded")));
     assert_eq!(s.get_order("sam", &open).await.body["status"], "PENDING_PAYMENT");
@@ -122,7 +123,8 @@ async fn only_a_fresh_stripe_signature_over_the_exact_body_is_accepted() {
     assert!(providers_of(&s, &id).await.is_empty(), "a refused delivery writes nothing");
 
     // Two v1s (Stripe during an endpoint-secret roll), one of them right: accepted.
-    let rolled = format!("t={now},v1={},v1={good},v0=00", holdfast::domain::stripe::v1(b"whsec_old", now, body.as_bytes()));
+    let rolled =
+        format!("t={now},v1={},v1={good},v0=00", holdfast::domain::stripe::v1(b"whsec_old", now, body.as_bytes()));
     let a = s.api.stripe_raw(&body, Some(&rolled)).await;
     assert_eq!((a.status, a.body["result"].as_str()), (200, Some("applied")), "{}", a.body);
     s.assert_invariants().await;
