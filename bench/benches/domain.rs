@@ -33,6 +33,8 @@ fn order() -> Order {
         request_hash: "0123456789abcdef0123456789abcdef".into(),
         cancel_reason: None,
         refunds: vec![],
+        shipment: None,
+        return_info: None,
     }
 }
 

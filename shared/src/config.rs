@@ -51,6 +51,14 @@ pub struct Config {
     /// Event kinds publish-events puts on the bus. `OrderCreated` is off by default: nothing in
     /// the stack consumes it, and EventBridge bills every event.
     pub publish_events: Vec<crate::domain::events::EventKind>,
+    /// A shipped order the buyer never confirms is completed this long after shipping.
+    pub auto_complete_after_s: i64,
+    /// Reconcile issues a refund still REQUESTED this long after it was asked for (the event
+    /// that should have issued it was lost or failed).
+    pub refund_redrive_after_s: i64,
+    /// Base URL of the generic payment provider's refund API (`POST {url}/refunds`); empty = no
+    /// generic provider (its refunds fail into the refunds DLQ).
+    pub provider_url: String,
 }
 
 /// A secret value: never printed by `Debug` or `Display` (security review V5), so logging a
@@ -80,9 +88,21 @@ impl std::fmt::Debug for Secret {
 pub const DEFAULT_STRIPE_API_BASE: &str = "https://api.stripe.com";
 
 /// Events published unless `HOLDFAST_PUBLISH_EVENTS` says otherwise.
-pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 5] = {
+pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 11] = {
     use crate::domain::events::EventKind::*;
-    [OrderPaid, OrderCancelled, OrderExpired, RefundRequested, OversellDetected]
+    [
+        OrderPaid,
+        OrderCancelled,
+        OrderExpired,
+        RefundRequested,
+        OversellDetected,
+        OrderShipped,
+        OrderCompleted,
+        OrderRefunding,
+        OrderRefunded,
+        OrderReturnRequested,
+        OrderReturned,
+    ]
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -154,12 +174,16 @@ impl Config {
                     })
                     .collect::<Result<_, _>>()?,
             },
+            auto_complete_after_s: parse(get, "HOLDFAST_AUTO_COMPLETE_SECONDS", 7 * 24 * 3600)?,
+            refund_redrive_after_s: parse(get, "HOLDFAST_REFUND_REDRIVE_SECONDS", 300)?,
+            provider_url: s("HOLDFAST_PROVIDER_URL"),
         };
         for (name, v) in [
             ("HOLDFAST_PAYMENT_TTL_SECONDS", c.payment_ttl_s),
             ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", c.reservation_check_delay_s),
             ("HOLDFAST_RECONCILE_INTERVAL_SECONDS", c.reconcile_interval_s),
             ("HOLDFAST_STALE_LOCK_SECONDS", c.stale_lock_s),
+            ("HOLDFAST_AUTO_COMPLETE_SECONDS", c.auto_complete_after_s),
         ] {
             if v <= 0 {
                 return Err(ConfigError { name, reason: "must be positive".into() });
@@ -182,6 +206,8 @@ mod tests {
         assert_eq!(c.stale_lock_s, 600);
         assert_eq!(c.max_pending_per_user, 5);
         assert_eq!(c.public_cache_ms, 1000);
+        assert_eq!(c.auto_complete_after_s, 604_800);
+        assert_eq!(c.refund_redrive_after_s, 300);
         assert!(!c.publish_events.contains(&crate::domain::events::EventKind::OrderCreated));
     }
 
@@ -190,7 +216,7 @@ mod tests {
         let c = Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderCreated, OrderPaid".into()))
             .unwrap();
         assert_eq!(c.publish_events.len(), 2);
-        assert!(Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderShipped".into())).is_err());
+        assert!(Config::from_lookup(&|k| (k == "HOLDFAST_PUBLISH_EVENTS").then(|| "OrderTeleported".into())).is_err());
     }
 
     #[test]

@@ -153,6 +153,9 @@ pub trait StockStore: Send + Sync {
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>>;
     /// RELEASED → SOLD, taking the units from `available` again (defence in depth, docs/architecture.md, "Stock operations").
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>>;
+    /// SOLD → RESTOCKED, putting the units back on sale (`sold -= q, available += q`) and
+    /// giving the buyer's allowance back, conditional on the lock still being SOLD.
+    async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>>;
     /// Marks an oversell once; `false` if it was already marked.
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool>;
     /// FROZEN reservations created before `before_ms`, from the bucketed sparse index.

@@ -25,6 +25,12 @@ pub mod names {
     pub const REFUNDS_REQUESTED: &str = "RefundsRequested";
     /// Stripe events without a usable `metadata.order_id` (answered `ignored`).
     pub const STRIPE_EVENTS_NOT_OURS: &str = "StripeEventsNotOurs";
+    pub const REFUNDS_ISSUED: &str = "RefundsIssued";
+    pub const REFUNDS_CONFIRMED: &str = "RefundsConfirmed";
+    pub const REFUNDS_REFUSED: &str = "RefundsRefusedByProvider";
+    pub const REFUNDS_REDRIVEN: &str = "RefundsRedriven";
+    pub const RESTOCKS: &str = "Restocks";
+    pub const ORDERS_AUTO_COMPLETED: &str = "OrdersAutoCompleted";
     pub const REJECTED_MESSAGES: &str = "RejectedMessages";
     /// A checkout answered 429 `busy` because DynamoDB throttled (hot shard or table limits).
     pub const THROTTLED: &str = "Throttled";

@@ -1,6 +1,6 @@
 //! Domain events announced by the order table's stream (the outbox, docs/architecture.md, "Events and self-healing").
 
-use super::order::{Order, OrderStatus, PaymentOutcome};
+use super::order::{Order, OrderStatus};
 use serde::{Deserialize, Serialize};
 
 /// The event source on the bus.
@@ -16,15 +16,27 @@ pub enum EventKind {
     OrderExpired,
     RefundRequested,
     OversellDetected,
+    OrderShipped,
+    OrderCompleted,
+    OrderRefunding,
+    OrderRefunded,
+    OrderReturnRequested,
+    OrderReturned,
 }
 
-pub const ALL_KINDS: [EventKind; 6] = [
+pub const ALL_KINDS: [EventKind; 12] = [
     EventKind::OrderCreated,
     EventKind::OrderPaid,
     EventKind::OrderCancelled,
     EventKind::OrderExpired,
     EventKind::RefundRequested,
     EventKind::OversellDetected,
+    EventKind::OrderShipped,
+    EventKind::OrderCompleted,
+    EventKind::OrderRefunding,
+    EventKind::OrderRefunded,
+    EventKind::OrderReturnRequested,
+    EventKind::OrderReturned,
 ];
 
 impl EventKind {
@@ -36,6 +48,12 @@ impl EventKind {
             EventKind::OrderExpired => "OrderExpired",
             EventKind::RefundRequested => "RefundRequested",
             EventKind::OversellDetected => "OversellDetected",
+            EventKind::OrderShipped => "OrderShipped",
+            EventKind::OrderCompleted => "OrderCompleted",
+            EventKind::OrderRefunding => "OrderRefunding",
+            EventKind::OrderRefunded => "OrderRefunded",
+            EventKind::OrderReturnRequested => "OrderReturnRequested",
+            EventKind::OrderReturned => "OrderReturned",
         }
     }
 
@@ -66,6 +84,12 @@ pub struct EventDetail {
     pub lines: Vec<EventLine>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_id: Option<String>,
+    /// `RefundRequested`: the refund record on the order this announces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refund_id: Option<String>,
+    /// `OrderReturned`: whether the goods go back on sale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restock: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +112,8 @@ impl OrderEvent {
                 currency: order.currency.to_string(),
                 lines: order.lines.iter().map(|l| EventLine { sku: l.sku.to_string(), quantity: l.quantity }).collect(),
                 payment_id,
+                refund_id: None,
+                restock: order.return_info.as_ref().and_then(|r| r.restock),
             },
         }
     }
@@ -106,28 +132,24 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
             OrderStatus::Paid => Some(EventKind::OrderPaid),
             OrderStatus::Cancelled => Some(EventKind::OrderCancelled),
             OrderStatus::Expired => Some(EventKind::OrderExpired),
-            _ => None,
+            OrderStatus::Shipped => Some(EventKind::OrderShipped),
+            OrderStatus::Completed => Some(EventKind::OrderCompleted),
+            OrderStatus::Refunding => Some(EventKind::OrderRefunding),
+            OrderStatus::Refunded => Some(EventKind::OrderRefunded),
+            OrderStatus::ReturnRequested => Some(EventKind::OrderReturnRequested),
+            OrderStatus::Returned => Some(EventKind::OrderReturned),
+            OrderStatus::PendingPayment => None,
         };
         if let Some(kind) = kind {
             out.push(OrderEvent::of(kind, new, new.payment_id.clone()));
         }
     }
-    let known: Vec<&str> = old
-        .map(|o| {
-            o.payments
-                .iter()
-                .filter(|p| p.outcome == PaymentOutcome::RefundRequested)
-                .map(|p| p.payment_id.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    for p in new
-        .payments
-        .iter()
-        .filter(|p| p.outcome == PaymentOutcome::RefundRequested)
-        .filter(|p| !known.contains(&p.payment_id.as_str()))
-    {
-        out.push(OrderEvent::of(EventKind::RefundRequested, new, Some(p.payment_id.clone())));
+    // Each refund record is announced once, when it first appears.
+    let known: Vec<&str> = old.map(|o| o.refunds.iter().map(|r| r.refund_id.as_str()).collect()).unwrap_or_default();
+    for r in new.refunds.iter().filter(|r| !known.contains(&r.refund_id.as_str())) {
+        let mut e = OrderEvent::of(EventKind::RefundRequested, new, Some(r.payment_id.clone()));
+        e.detail.refund_id = Some(r.refund_id.clone());
+        out.push(e);
     }
     out
 }
@@ -136,6 +158,7 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
 mod tests {
     use super::*;
     use crate::domain::order::{OrderAction, OrderLine, PaymentRecord};
+    use crate::domain::refund::{RefundReason, RefundRecord, RefundStatus};
     use crate::domain::{Currency, OrderId, Sku, UserId};
 
     fn order() -> Order {
@@ -155,6 +178,8 @@ mod tests {
             request_hash: "h".into(),
             cancel_reason: None,
             refunds: vec![],
+            shipment: None,
+            return_info: None,
         }
     }
 
@@ -189,21 +214,40 @@ mod tests {
     #[test]
     fn each_refund_request_is_announced_once() {
         let o = order().apply(OrderAction::Expire, 2).unwrap();
-        let rec = |id: &str| PaymentRecord {
-            payment_id: id.into(),
-            provider: Default::default(),
-            succeeded: true,
-            amount: 10,
-            currency: "EUR".into(),
-            outcome: PaymentOutcome::RefundRequested,
-            at_ms: 3,
+        let rec = |id: &str| {
+            let p = PaymentRecord {
+                payment_id: id.into(),
+                provider: Default::default(),
+                succeeded: true,
+                amount: 10,
+                currency: "EUR".into(),
+                outcome: PaymentOutcome::RefundRequested,
+                at_ms: 3,
+            };
+            RefundRecord::requested(&p, 10, RefundReason::PaymentNotApplied, 3)
         };
-        let a = o.next(3, |o| o.payments.push(rec("p1")));
+        let a = o.next(3, |o| o.refunds.push(rec("p1")));
         assert_eq!(kinds(events_for_change(Some(&o), Some(&a))), vec![EventKind::RefundRequested]);
-        let b = a.next(4, |o| o.payments.push(rec("p2")));
+        let b = a.next(4, |o| o.refunds.push(rec("p2")));
         let ev = events_for_change(Some(&a), Some(&b));
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].detail.payment_id.as_deref(), Some("p2"));
+        assert_eq!(ev[0].detail.refund_id.as_deref(), Some("rf_p2"));
+        // issuing or confirming it later announces nothing new
+        let c = b.next(5, |o| o.refunds[1].status = RefundStatus::Issued);
+        assert!(events_for_change(Some(&b), Some(&c)).is_empty());
+    }
+
+    #[test]
+    fn after_sale_transitions_are_announced() {
+        let paid = order().apply(OrderAction::Pay, 2).unwrap();
+        let shipped = paid.apply(OrderAction::Ship, 3).unwrap();
+        assert_eq!(kinds(events_for_change(Some(&paid), Some(&shipped))), vec![EventKind::OrderShipped]);
+        let refunding = paid.apply(OrderAction::StartRefund, 3).unwrap();
+        assert_eq!(kinds(events_for_change(Some(&paid), Some(&refunding))), vec![EventKind::OrderRefunding]);
+        let asked = shipped.apply(OrderAction::RequestReturn, 4).unwrap();
+        let returned = asked.apply(OrderAction::ReceiveReturn, 5).unwrap();
+        assert_eq!(kinds(events_for_change(Some(&asked), Some(&returned))), vec![EventKind::OrderReturned]);
     }
 
     #[test]

@@ -152,7 +152,7 @@ pub fn check_campaigns(c: &CampaignCounters, reservations: &[Reservation]) -> Ve
             if r.status == LockStatus::Frozen {
                 *frozen.entry((&cl.campaign_id, &l.sku)).or_default() += i64::from(l.quantity);
             }
-            if let (true, Some(u), false) = (cl.limited, &r.user, r.status == LockStatus::Released) {
+            if let (true, Some(u), false) = (cl.limited, &r.user, r.status.gives_allowance_back()) {
                 *holds.entry((&cl.campaign_id, &l.sku, u)).or_default() += i64::from(l.quantity);
             }
         }
@@ -274,6 +274,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         let lock = locks.get(id.as_str()).map(|r| r.status);
         let (status, want): (&str, Option<LockStatus>) = match rec {
             OrderRecord::Void => ("VOID", Some(LockStatus::Released)),
+            OrderRecord::Order(o) if o.restocks() => (o.status.as_str(), Some(LockStatus::Restocked)),
             OrderRecord::Order(o) if o.status.is_paid_or_later() => (o.status.as_str(), Some(LockStatus::Sold)),
             OrderRecord::Order(o) if o.status.is_closed_unpaid() => (o.status.as_str(), Some(LockStatus::Released)),
             OrderRecord::Order(o) => (o.status.as_str(), Some(LockStatus::Frozen)),
@@ -296,7 +297,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     let limits: HashMap<&Sku, u32> = s.skus.iter().filter_map(|k| k.per_user_limit.map(|l| (&k.sku, l))).collect();
     let mut holds: HashMap<(&Sku, &UserId), i64> = HashMap::new();
     for r in &s.reservations {
-        if r.status == LockStatus::Released {
+        if r.status.gives_allowance_back() {
             continue;
         }
         if let Some(u) = &r.user {

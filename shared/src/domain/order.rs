@@ -15,9 +15,11 @@ pub enum OrderStatus {
     Expired,
     Refunding,
     Refunded,
+    ReturnRequested,
+    Returned,
 }
 
-pub const ALL_STATUSES: [OrderStatus; 8] = [
+pub const ALL_STATUSES: [OrderStatus; 10] = [
     OrderStatus::PendingPayment,
     OrderStatus::Paid,
     OrderStatus::Shipped,
@@ -26,6 +28,8 @@ pub const ALL_STATUSES: [OrderStatus; 8] = [
     OrderStatus::Expired,
     OrderStatus::Refunding,
     OrderStatus::Refunded,
+    OrderStatus::ReturnRequested,
+    OrderStatus::Returned,
 ];
 
 impl OrderStatus {
@@ -39,6 +43,8 @@ impl OrderStatus {
             OrderStatus::Expired => "EXPIRED",
             OrderStatus::Refunding => "REFUNDING",
             OrderStatus::Refunded => "REFUNDED",
+            OrderStatus::ReturnRequested => "RETURN_REQUESTED",
+            OrderStatus::Returned => "RETURNED",
         }
     }
 
@@ -60,7 +66,19 @@ impl OrderStatus {
                 | OrderStatus::Completed
                 | OrderStatus::Refunding
                 | OrderStatus::Refunded
+                | OrderStatus::ReturnRequested
+                | OrderStatus::Returned
         )
+    }
+
+    /// Whether the order's stock should end up back on sale (restocked): refunded before
+    /// shipping, or returned with `restock`.
+    pub fn restocks(self, restock_on_return: bool) -> bool {
+        match self {
+            OrderStatus::Refunding | OrderStatus::Refunded => true,
+            OrderStatus::Returned => restock_on_return,
+            _ => false,
+        }
     }
 }
 
@@ -73,9 +91,11 @@ pub enum OrderAction {
     Complete,
     StartRefund,
     FinishRefund,
+    RequestReturn,
+    ReceiveReturn,
 }
 
-pub const ALL_ACTIONS: [OrderAction; 7] = [
+pub const ALL_ACTIONS: [OrderAction; 9] = [
     OrderAction::Pay,
     OrderAction::Cancel,
     OrderAction::Expire,
@@ -83,6 +103,8 @@ pub const ALL_ACTIONS: [OrderAction; 7] = [
     OrderAction::Complete,
     OrderAction::StartRefund,
     OrderAction::FinishRefund,
+    OrderAction::RequestReturn,
+    OrderAction::ReceiveReturn,
 ];
 
 /// Every allowed transition: (from, action, to).
@@ -97,6 +119,9 @@ pub const TRANSITIONS: &[(OrderStatus, OrderAction, OrderStatus)] = {
         (Shipped, Complete, Completed),
         (Paid, StartRefund, Refunding),
         (Refunding, FinishRefund, Refunded),
+        (Shipped, RequestReturn, ReturnRequested),
+        (Completed, RequestReturn, ReturnRequested),
+        (ReturnRequested, ReceiveReturn, Returned),
     ]
 };
 
@@ -176,6 +201,30 @@ pub struct Order {
     pub cancel_reason: Option<String>,
     /// Every refund asked for, by refund id (docs/after-sale.md, "Refunds").
     pub refunds: Vec<super::refund::RefundRecord>,
+    /// Set by the ship transition.
+    pub shipment: Option<Shipment>,
+    /// Set when the buyer asks to return the goods; completed when the admin receives them.
+    pub return_info: Option<ReturnInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shipment {
+    pub carrier: String,
+    pub tracking_number: String,
+    pub shipped_at_ms: i64,
+    /// Epoch seconds at which a shipment the buyer never confirms is completed.
+    pub auto_complete_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReturnInfo {
+    pub reason: String,
+    pub requested_at_ms: i64,
+    /// `Some` once received: whether the goods went back on sale (else written off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restock: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_at_ms: Option<i64>,
 }
 
 impl Order {
@@ -200,6 +249,20 @@ impl Order {
 
     pub fn refund_requests(&self) -> usize {
         self.payments.iter().filter(|p| p.outcome == PaymentOutcome::RefundRequested).count()
+    }
+
+    /// The payment that paid this order.
+    pub fn applied_payment(&self) -> Option<&PaymentRecord> {
+        self.payments.iter().find(|p| p.outcome == PaymentOutcome::Applied)
+    }
+
+    pub fn refund(&self, refund_id: &str) -> Option<&super::refund::RefundRecord> {
+        self.refunds.iter().find(|r| r.refund_id == refund_id)
+    }
+
+    /// Whether the lock should be RESTOCKED at quiescence.
+    pub fn restocks(&self) -> bool {
+        self.status.restocks(self.return_info.as_ref().and_then(|r| r.restock).unwrap_or(false))
     }
 }
 
@@ -227,6 +290,9 @@ mod tests {
             (Shipped, Complete, Completed),
             (Paid, StartRefund, Refunding),
             (Refunding, FinishRefund, Refunded),
+            (Shipped, RequestReturn, ReturnRequested),
+            (Completed, RequestReturn, ReturnRequested),
+            (ReturnRequested, ReceiveReturn, Returned),
         ];
         for (f, a, t) in expected {
             assert_eq!(transition(f, a), Ok(t), "{f:?} {a:?}");
@@ -250,16 +316,26 @@ mod tests {
                 }
             }
         }
-        assert_eq!(refused, 8 * 7 - 7);
+        assert_eq!(refused, ALL_STATUSES.len() * ALL_ACTIONS.len() - TRANSITIONS.len());
     }
 
     #[test]
     fn closed_orders_cannot_be_paid_cancelled_or_expired_again() {
-        for from in [Cancelled, Expired, Paid, Refunded] {
+        for from in [Cancelled, Expired, Paid, Refunded, Returned, ReturnRequested] {
             for a in [Pay, Cancel, Expire] {
                 assert!(transition(from, a).is_err(), "{from:?} {a:?}");
             }
         }
+    }
+
+    #[test]
+    fn only_a_paid_unshipped_order_can_be_refunded_and_only_delivered_goods_returned() {
+        for from in ALL_STATUSES {
+            assert_eq!(transition(from, StartRefund).is_ok(), from == Paid, "{from:?}");
+            assert_eq!(transition(from, RequestReturn).is_ok(), matches!(from, Shipped | Completed), "{from:?}");
+        }
+        assert!(Refunding.restocks(false) && Refunded.restocks(false));
+        assert!(Returned.restocks(true) && !Returned.restocks(false) && !Paid.restocks(true));
     }
 
     #[test]

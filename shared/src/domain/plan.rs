@@ -41,6 +41,8 @@ pub enum CounterMove {
     /// `available >= q`: available → sold (confirm of a released lock; no sale gate, the buyer
     /// has paid).
     Retake,
+    /// `sold >= q`: sold → available (a refund before shipping, or a return put back on sale).
+    Restock,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,11 +108,12 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus) -> Option<Ve
         (LockStatus::Frozen, LockStatus::Sold) => CounterMove::Sell,
         (LockStatus::Frozen, LockStatus::Released) => CounterMove::Release,
         (LockStatus::Released, LockStatus::Sold) => CounterMove::Retake,
+        (LockStatus::Sold, LockStatus::Restocked) => CounterMove::Restock,
         _ => return None,
     };
-    // Released units go back to their buyer's allowance; a retake charges it again.
+    // Released or restocked units go back to their buyer's allowance; a retake charges it again.
     let limit_delta = |q: i64| match how {
-        CounterMove::Release => -q,
+        CounterMove::Release | CounterMove::Restock => -q,
         CounterMove::Retake => q,
         _ => 0,
     };
@@ -270,6 +273,14 @@ mod tests {
         let retaken = lock_move(&r, LockStatus::Released, LockStatus::Sold).unwrap();
         assert!(retaken.iter().all(|a| !matches!(a.target, Target::Pending { .. })));
         assert!(lock_move(&r, LockStatus::Sold, LockStatus::Released).is_none());
+        // a restock puts product and quota units back and gives the allowance back, once
+        let restocked = lock_move(&r, LockStatus::Sold, LockStatus::Restocked).unwrap();
+        assert!(restocked.iter().any(|a| matches!(a.target, Target::Shard { .. })
+            && a.op == Op::Move { how: CounterMove::Restock, quantity: 2 }));
+        assert!(restocked.iter().any(|a| matches!(a.target, Target::Quota { .. })
+            && a.op == Op::Move { how: CounterMove::Restock, quantity: 3 }));
+        assert!(restocked.iter().all(|a| !matches!(a.target, Target::Pending { .. })));
+        assert!(lock_move(&r, LockStatus::Restocked, LockStatus::Sold).is_none());
     }
 
     #[test]

@@ -58,6 +58,26 @@ pub struct RefundRecord {
     pub failures: u32,
 }
 
+impl RefundRecord {
+    /// A new REQUESTED refund of `amount` of the payment `p`.
+    pub fn requested(p: &super::order::PaymentRecord, amount: u64, reason: RefundReason, now_ms: i64) -> RefundRecord {
+        RefundRecord {
+            refund_id: refund_id_for(&p.payment_id),
+            payment_id: p.payment_id.clone(),
+            provider: p.provider,
+            amount,
+            currency: p.currency.clone(),
+            reason,
+            status: RefundStatus::Requested,
+            provider_refund_id: None,
+            requested_at_ms: now_ms,
+            issued_at_ms: None,
+            confirmed_at_ms: None,
+            failures: 0,
+        }
+    }
+}
+
 /// The refund id of money that `payment_id` brought in: one refund per payment, whoever asks.
 pub fn refund_id_for(payment_id: &str) -> String {
     format!("rf_{payment_id}")

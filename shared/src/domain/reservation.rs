@@ -19,6 +19,8 @@ pub enum LockStatus {
     Frozen,
     Sold,
     Released,
+    /// Sold, then put back on sale after a refund before shipping or a return (docs/after-sale.md).
+    Restocked,
 }
 
 impl LockStatus {
@@ -27,7 +29,13 @@ impl LockStatus {
             LockStatus::Frozen => "FROZEN",
             LockStatus::Sold => "SOLD",
             LockStatus::Released => "RELEASED",
+            LockStatus::Restocked => "RESTOCKED",
         }
+    }
+
+    /// The buyer's per-user allowance no longer counts these units.
+    pub fn gives_allowance_back(self) -> bool {
+        matches!(self, LockStatus::Released | LockStatus::Restocked)
     }
 
     pub fn parse(s: &str) -> Option<Self> {
@@ -35,6 +43,7 @@ impl LockStatus {
             "FROZEN" => Some(LockStatus::Frozen),
             "SOLD" => Some(LockStatus::Sold),
             "RELEASED" => Some(LockStatus::Released),
+            "RESTOCKED" => Some(LockStatus::Restocked),
             _ => None,
         }
     }
@@ -51,10 +60,13 @@ pub enum LockMove {
     Conflict,
 }
 
-/// The lock status machine: only FROZEN moves, to SOLD (confirm) or RELEASED (release).
+/// The lock status machine: FROZEN moves to SOLD (confirm) or RELEASED (release); SOLD moves
+/// to RESTOCKED. A confirm of a RESTOCKED lock is done already (it was sold first).
 pub fn plan_move(current: LockStatus, target: LockStatus) -> LockMove {
     match (current, target) {
         (LockStatus::Frozen, LockStatus::Sold | LockStatus::Released) => LockMove::Apply,
+        (LockStatus::Sold, LockStatus::Restocked) => LockMove::Apply,
+        (LockStatus::Restocked, LockStatus::Sold) => LockMove::AlreadyDone,
         (c, t) if c == t => LockMove::AlreadyDone,
         _ => LockMove::Conflict,
     }

@@ -1,5 +1,6 @@
 //! stock-events: applies order events to stock (docs/architecture.md, "Events and self-healing"). OrderPaid → confirm;
-//! OrderCancelled / OrderExpired → release. Every step is conditional on the lock's status, so
+//! OrderCancelled / OrderExpired → release; OrderRefunding / OrderRefunded / OrderReturned (with
+//! restock) → restock (docs/after-sale.md, "Restock"). Every step is conditional on the lock's status, so
 //! duplicates and any order of arrival are harmless. A message that is not exactly a Holdfast
 //! event of a known schema is refused (retried into the DLQ), never applied.
 
@@ -28,6 +29,7 @@ struct Envelope {
 pub enum StockAction {
     Confirm(ReservationId),
     Release(ReservationId),
+    Restock(ReservationId),
 }
 
 pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
@@ -42,6 +44,8 @@ pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
     match EventKind::parse(&env.detail_type) {
         Some(EventKind::OrderPaid) => Ok(StockAction::Confirm(id)),
         Some(EventKind::OrderCancelled | EventKind::OrderExpired) => Ok(StockAction::Release(id)),
+        Some(EventKind::OrderRefunding | EventKind::OrderRefunded) => Ok(StockAction::Restock(id)),
+        Some(EventKind::OrderReturned) if env.detail.restock == Some(true) => Ok(StockAction::Restock(id)),
         _ => anyhow::bail!("rejected event: detail-type {}", env.detail_type),
     }
 }
@@ -52,16 +56,16 @@ pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
 /// consistent read sees at least the state the event announces. A disagreeing event is
 /// refused: it goes to the DLQ, whose alarm a person acts on.
 async fn cross_check(app: &App, action: &StockAction) -> anyhow::Result<()> {
-    let (id, confirm) = match action {
-        StockAction::Confirm(id) => (id, true),
-        StockAction::Release(id) => (id, false),
+    let id = match action {
+        StockAction::Confirm(id) | StockAction::Release(id) | StockAction::Restock(id) => id,
     };
     let Some(order_id) = id.order_id() else { anyhow::bail!("rejected event: {id} is not an order's reservation") };
-    let agrees = match app.orders.get(&order_id).await? {
-        Some(OrderRecord::Order(o)) if confirm => o.status.is_paid_or_later(),
-        Some(OrderRecord::Order(o)) => o.status.is_closed_unpaid(),
-        Some(OrderRecord::Void) => !confirm,
-        None => false,
+    let agrees = match (app.orders.get(&order_id).await?, action) {
+        (Some(OrderRecord::Order(o)), StockAction::Confirm(_)) => o.status.is_paid_or_later(),
+        (Some(OrderRecord::Order(o)), StockAction::Release(_)) => o.status.is_closed_unpaid(),
+        (Some(OrderRecord::Order(o)), StockAction::Restock(_)) => o.restocks(),
+        (Some(OrderRecord::Void), StockAction::Release(_)) => true,
+        _ => false,
     };
     if !agrees {
         app.count(names::REJECTED_MESSAGES, 1);
@@ -82,6 +86,9 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
         let (id, result) = match &action {
             StockAction::Confirm(id) => (id, stock::confirm(app, id, OnReleased::Retake).await),
             StockAction::Release(id) => (id, stock::release(app, id).await),
+            // A paid order's lock is SOLD before the after-sale events can exist (the order
+            // was PAID first); a restock that finds it FROZEN waits for the confirm (retried).
+            StockAction::Restock(id) => (id, stock::restock(app, id).await),
         };
         match result {
             Ok(LockChange::Moved(_) | LockChange::Unchanged(_) | LockChange::Retaken(_) | LockChange::Oversold(_)) => Ok(Handled::Done),
@@ -119,7 +126,14 @@ mod tests {
         let id = ReservationId::for_order(&OrderId::parse("o1").unwrap());
         assert_eq!(parse_event(&envelope("OrderPaid", detail())).unwrap(), StockAction::Confirm(id.clone()));
         assert_eq!(parse_event(&envelope("OrderExpired", detail())).unwrap(), StockAction::Release(id.clone()));
-        assert_eq!(parse_event(&envelope("OrderCancelled", detail())).unwrap(), StockAction::Release(id));
+        assert_eq!(parse_event(&envelope("OrderCancelled", detail())).unwrap(), StockAction::Release(id.clone()));
+        assert_eq!(parse_event(&envelope("OrderRefunding", detail())).unwrap(), StockAction::Restock(id.clone()));
+        let mut restock = detail();
+        restock["restock"] = json!(true);
+        assert_eq!(parse_event(&envelope("OrderReturned", restock)).unwrap(), StockAction::Restock(id));
+        let mut write_off = detail();
+        write_off["restock"] = json!(false);
+        assert!(parse_event(&envelope("OrderReturned", write_off)).is_err(), "a write-off moves no stock");
     }
 
     #[test]

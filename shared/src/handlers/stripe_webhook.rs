@@ -141,13 +141,16 @@ async fn refunded(app: &App, raw: &[u8]) -> Result<Response, Problem> {
         tracing::info!(event_id = e.id, order_id = %order_id, refund = c.provider_refund_id, "Stripe refund confirmed");
         match refunds::confirm(app, c).await {
             Ok(ConfirmResult::Applied) => any_applied = true,
-            Ok(ConfirmResult::Duplicate) => {}
+            // (FailureRecorded answers a `succeeded: false` confirmation, which this never sends)
+            Ok(_) => {}
             Err(RefundError::UnknownOrder) => return Err(Problem::not_found("no such order")),
             Err(RefundError::UnknownRefund) => return Err(Problem::not_found("no such refund on this order")),
             Err(RefundError::AmountMismatch) => {
                 return Err(Problem::new(Code::AmountMismatch, "amount does not match the refund"))
             }
             Err(RefundError::Store(e)) => return Err(e.into()),
+            // anything else the refunds service may answer: 503, Stripe delivers again
+            Err(other) => return Err(Problem::internal(other.to_string())),
         }
     }
     let result = if any_applied { StripeResult::RefundConfirmed } else { StripeResult::Duplicate };

@@ -1,6 +1,7 @@
 //! Use cases: the domain's decisions executed through the ports. One error enum per use case.
 
 pub mod admin;
+pub mod after_sale;
 pub mod campaigns;
 pub mod checks;
 pub mod orders;

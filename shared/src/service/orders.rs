@@ -172,6 +172,8 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation, currency: Currency) ->
         request_hash: r.request_hash.clone(),
         cancel_reason: None,
         refunds: vec![],
+        shipment: None,
+        return_info: None,
     })
 }
 

@@ -5,6 +5,7 @@
 use crate::app::App;
 use crate::clock;
 use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord, Provider};
+use crate::domain::refund::{refund_id_for, RefundReason, RefundRecord};
 use crate::domain::OrderId;
 use crate::telemetry::names;
 
@@ -107,11 +108,11 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<Payme
         // Money captured with the wrong amount is still captured: it goes back (protocol review
         // #7), and the order stays as it was. A failed notice with a wrong amount moved no money.
         let outcome = if n.succeeded { PaymentOutcome::RefundRequested } else { PaymentOutcome::AmountMismatch };
-        let next = o.next(now_ms, |x| x.payments.push(record(outcome)));
+        let next = o.next(now_ms, |x| push_payment(x, record(outcome), now_ms));
         return (next, Err(PaymentError::AmountMismatch));
     }
     if !n.succeeded {
-        let next = o.next(now_ms, |x| x.payments.push(record(PaymentOutcome::FailedRecorded)));
+        let next = o.next(now_ms, |x| push_payment(x, record(PaymentOutcome::FailedRecorded), now_ms));
         return (next, Ok(PaymentResult::FailedRecorded));
     }
     if o.status == OrderStatus::PendingPayment && now_ms / 1000 >= o.pay_expire_at {
@@ -120,23 +121,32 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<Payme
         // timeout would have before this callback.
         if let Ok(expired) = o.apply(OrderAction::Expire, now_ms) {
             let mut next = expired;
-            next.payments.push(record(PaymentOutcome::RefundRequested));
+            push_payment(&mut next, record(PaymentOutcome::RefundRequested), now_ms);
             return (next, Ok(PaymentResult::RefundRequested));
         }
     }
     match o.apply(OrderAction::Pay, now_ms) {
         Ok(mut paid) => {
             paid.payment_id = Some(n.payment_id.clone());
-            paid.payments.push(record(PaymentOutcome::Applied));
+            push_payment(&mut paid, record(PaymentOutcome::Applied), now_ms);
             (paid, Ok(PaymentResult::Applied))
         }
         // Paid by another payment, or closed: the money goes back (docs/architecture.md, "Payment callback").
         Err(_) => {
             debug_assert!(o.status != OrderStatus::PendingPayment);
-            let next = o.next(now_ms, |x| x.payments.push(record(PaymentOutcome::RefundRequested)));
+            let next = o.next(now_ms, |x| push_payment(x, record(PaymentOutcome::RefundRequested), now_ms));
             (next, Ok(PaymentResult::RefundRequested))
         }
     }
+}
+
+/// Records a payment; money that is not applied gets its refund record in the same write
+/// (docs/after-sale.md, "Refunds").
+fn push_payment(o: &mut Order, p: PaymentRecord, now_ms: i64) {
+    if p.outcome == PaymentOutcome::RefundRequested && o.refund(&refund_id_for(&p.payment_id)).is_none() {
+        o.refunds.push(RefundRecord::requested(&p, p.amount, RefundReason::PaymentNotApplied, now_ms));
+    }
+    o.payments.push(p);
 }
 
 #[cfg(test)]
@@ -162,6 +172,8 @@ mod tests {
             request_hash: String::new(),
             cancel_reason: None,
             refunds: vec![],
+            shipment: None,
+            return_info: None,
         }
     }
 
@@ -192,6 +204,8 @@ mod tests {
             assert_eq!(r.unwrap(), PaymentResult::RefundRequested);
             assert_eq!(next.status, st);
             assert_eq!(next.refund_requests(), 1);
+            assert_eq!(next.refunds.len(), 1);
+            assert_eq!(next.refunds[0].refund_id, "rf_p1");
         }
     }
 

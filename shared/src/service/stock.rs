@@ -370,6 +370,36 @@ pub async fn release(app: &App, id: &ReservationId) -> Result<LockChange, LockEr
     change(app, id, LockStatus::Released, OnReleased::Refuse).await
 }
 
+/// SOLD → RESTOCKED: the units back on sale after a refund before shipping or a return
+/// (docs/after-sale.md, "Restock"). Idempotent: a RESTOCKED lock is left as it is.
+pub async fn restock(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
+    for attempt in 1..=FREEZE_ATTEMPTS {
+        let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
+        match r.status {
+            LockStatus::Restocked => return Ok(LockChange::Unchanged(r)),
+            LockStatus::Sold => match app.stock.restock(&r).await? {
+                Ok(()) => {
+                    app.count(names::RESTOCKS, 1);
+                    tracing::info!(reservation = %r.id, "lock restocked");
+                    let mut moved = r;
+                    moved.status = LockStatus::Restocked;
+                    return Ok(LockChange::Moved(moved));
+                }
+                Err(MoveRejection::ShardShort) => {
+                    return Err(LockError::Store(anyhow::anyhow!("lock {id}: its shards hold fewer sold units than it")))
+                }
+                Err(_) => super::backoff(attempt).await,
+            },
+            // the confirm has not run yet (events arrive in any order): retry after it
+            LockStatus::Frozen => {
+                return Err(LockError::Store(anyhow::anyhow!("lock {id} is not sold yet; the restock waits for the confirm")))
+            }
+            other => return Err(LockError::InvalidTransition(other)),
+        }
+    }
+    Err(LockError::Store(anyhow::anyhow!("lock {id} kept changing under us")))
+}
+
 /// What confirm does with a lock it finds RELEASED.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnReleased {
@@ -461,6 +491,8 @@ fn oversell_event(r: &Reservation) -> OrderEvent {
             currency: r.lines.first().map(|l| l.currency.to_string()).unwrap_or_default(),
             lines: r.lines.iter().map(|l| EventLine { sku: l.sku.to_string(), quantity: l.quantity }).collect(),
             payment_id: None,
+            refund_id: None,
+            restock: None,
         },
     }
 }

@@ -6,7 +6,8 @@ use crate::common::{eventually, spawn, spawn_with, Stack};
 use holdfast::adapters::secrets::StaticKeys;
 use holdfast::adapters::stripe::StripeRefunds;
 use holdfast::config::Secret;
-use holdfast::domain::order::{OrderRecord, Provider};
+use holdfast::domain::order::{Order, OrderRecord, Provider};
+use holdfast::domain::refund::RefundStatus;
 use holdfast::domain::OrderId;
 use holdfast::ports::{PaymentProvider, RefundRequest};
 use holdfast_local::peers::stripe::{event, payment_intent, signature, LOCAL_API_KEY};
@@ -19,15 +20,19 @@ fn succeeded(order_id: &str, pi: &str, amount: u64) -> serde_json::Value {
     event(&format!("evt_{pi}"), "payment_intent.succeeded", payment_intent(pi, Some(order_id), amount, "eur", true))
 }
 
-async fn providers_of(s: &Stack, id: &str) -> Vec<Provider> {
+async fn order_of(s: &Stack, id: &str) -> Order {
     let snap = s.local.snapshot().await.expect("snapshot");
     snap.orders
-        .iter()
+        .into_iter()
         .find_map(|(i, r)| match r {
-            OrderRecord::Order(o) if i.as_str() == id => Some(o.payments.iter().map(|p| p.provider).collect()),
+            OrderRecord::Order(o) if i.as_str() == id => Some(*o),
             _ => None,
         })
-        .unwrap_or_default()
+        .expect("the order")
+}
+
+async fn providers_of(s: &Stack, id: &str) -> Vec<Provider> {
+    order_of(s, id).await.payments.iter().map(|p| p.provider).collect()
 }
 
 #[tokio::test]
@@ -131,7 +136,7 @@ async fn only_a_fresh_stripe_signature_over_the_exact_body_is_accepted() {
 }
 
 #[tokio::test]
-async fn a_late_stripe_payment_on_an_expired_order_asks_for_a_stripe_refund() {
+async fn a_late_stripe_payment_is_refunded_exactly_once_at_stripe_and_confirmed_by_its_webhook() {
     let s = spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "3")]).await;
     s.sku("STRIPELATE", 400, 1, 1, None).await;
     let id = s.order_id("lou", "k", json!([{"sku": "STRIPELATE", "quantity": 1}])).await;
@@ -147,8 +152,37 @@ async fn a_late_stripe_payment_on_an_expired_order_asks_for_a_stripe_refund() {
     assert_eq!((o["status"].as_str(), o["refunds_requested"].as_u64()), (Some("EXPIRED"), Some(1)));
     // The refund is owed through the provider the money came in by.
     assert_eq!(providers_of(&s, &id).await, vec![Provider::Stripe]);
-    // TODO(after-sale on main): once the refunds function issues refunds, exactly one refund
-    // reaches the fake Stripe here; until then the adapter is tested directly below.
+    let order = order_of(&s, &id).await;
+    let [refund] = order.refunds.as_slice() else { panic!("one refund record: {:?}", order.refunds) };
+    assert_eq!((refund.provider, refund.amount, refund.payment_id.as_str()), (Provider::Stripe, 400, "pi_late"));
+
+    // Issued through the Stripe adapter at the fake, twice at once and once more (a redelivered
+    // queue message, the reconcile backstop): Stripe sees one refund.
+    let app = s.local.app("payment-callback").unwrap().clone();
+    let oid = OrderId::parse(&id).unwrap();
+    let (x, y) = tokio::join!(
+        holdfast::service::refunds::issue(&app, &oid, &refund.refund_id),
+        holdfast::service::refunds::issue(&app, &oid, &refund.refund_id)
+    );
+    assert!(x.is_ok() && y.is_ok(), "{x:?} {y:?}");
+    let _ = holdfast::service::refunds::issue(&app, &oid, &refund.refund_id).await.unwrap();
+    let at_stripe: Vec<_> =
+        s.local.stripe.refunds().into_iter().filter(|r| r["payment_intent"] == "pi_late").collect();
+    assert_eq!(at_stripe.len(), 1, "exactly one refund at Stripe: {at_stripe:?}");
+    assert_eq!(at_stripe[0]["amount"], 400);
+    assert_eq!(at_stripe[0]["metadata"]["refund_id"].as_str(), Some(refund.refund_id.as_str()));
+    assert_eq!(at_stripe[0]["metadata"]["order_id"].as_str(), Some(id.as_str()));
+
+    // The fake's signed charge.refunded confirms it on the order.
+    let confirmed = eventually("Stripe's webhook to confirm the refund", Duration::from_secs(20), || async {
+        let o = order_of(&s, &id).await;
+        o.refunds.iter().find(|r| r.status == RefundStatus::Confirmed).cloned()
+    })
+    .await;
+    assert_eq!(confirmed.provider_refund_id.as_deref(), at_stripe[0]["id"].as_str());
+    let d = s.local.stripe.deliveries();
+    assert!(d.iter().any(|d| d.status == 200), "{d:?}");
+    assert_eq!(s.local.stripe.refunds().len(), 1, "and no second refund");
     s.assert_invariants().await;
 }
 

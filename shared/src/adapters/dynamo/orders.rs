@@ -5,6 +5,7 @@
 use super::item::{get_n, get_s, key, n, opt_s, s, values, Item};
 use super::{bucket_of, charge, item_bytes, rru, wru};
 use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus, PaymentRecord};
+use crate::domain::refund::RefundStatus;
 use crate::domain::{Currency, OrderId, UserId};
 use crate::ports::{OrderCursor, OrderStore};
 use anyhow::{anyhow, Context};
@@ -55,11 +56,38 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if !o.refunds.is_empty() {
         it.insert("rfs".into(), s(serde_json::to_string(&o.refunds)?));
     }
+    if let Some(sh) = &o.shipment {
+        it.insert("shp".into(), s(serde_json::to_string(sh)?));
+        if o.status == OrderStatus::Shipped {
+            // the auto-complete sweep's sparse index (docs/after-sale.md, "Lifecycle")
+            it.insert("sb".into(), s(format!("S#{}", bucket_of(o.id.as_str()))));
+            it.insert("sdue".into(), n(sh.auto_complete_at));
+        }
+    }
+    if let Some(r) = &o.return_info {
+        it.insert("ret".into(), s(serde_json::to_string(r)?));
+    }
+    if let Some(first) = o.refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.requested_at_ms).min() {
+        // the refund backstop's sparse index: orders with a refund not yet issued
+        it.insert("rb".into(), s(format!("R#{}", bucket_of(o.id.as_str()))));
+        it.insert("rdue".into(), n(first));
+    }
     if o.status == OrderStatus::PendingPayment {
         it.insert("pb".into(), s(format!("P#{}", bucket_of(o.id.as_str()))));
         it.insert("pd".into(), n(o.pay_expire_at));
     }
     Ok(it)
+}
+
+/// The sparse index keys an order item carries (pending-by-deadline, shipped-by-due,
+/// refunds-requested): an index is written only when its key changes.
+fn sparse_keys(o: &Order) -> [Option<i64>; 3] {
+    let requested = o.refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.requested_at_ms).min();
+    [
+        (o.status == OrderStatus::PendingPayment).then_some(o.pay_expire_at),
+        o.shipment.as_ref().filter(|_| o.status == OrderStatus::Shipped).map(|s| s.auto_complete_at),
+        requested,
+    ]
 }
 
 /// Decodes an order item (also a stream image); a VOID tombstone decodes to `OrderRecord::Void`.
@@ -92,6 +120,8 @@ pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
             Some(r) => serde_json::from_str(r).context("order refunds")?,
             None => Vec::new(),
         },
+        shipment: opt_s(it, "shp").map(serde_json::from_str).transpose().context("order shipment")?,
+        return_info: opt_s(it, "ret").map(serde_json::from_str).transpose().context("order return")?,
     })))
 }
 
@@ -150,9 +180,7 @@ impl OrderStore for DynamoOrders {
     async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
         // KEYS_ONLY indexes are written only when their keys change: leaving PENDING removes the
         // pending-by-deadline entry; by-user keys never change.
-        let index = f64::from(u8::from(
-            (prev.status == OrderStatus::PendingPayment) != (next.status == OrderStatus::PendingPayment),
-        ));
+        let index = sparse_keys(prev).iter().zip(sparse_keys(next)).filter(|(a, b)| **a != *b).count() as f64;
         self.conditional_put(encode_order(next)?, "v = :v", Some(values([(":v", n(prev.version))])), index).await
     }
 

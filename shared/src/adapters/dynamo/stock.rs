@@ -223,6 +223,7 @@ fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::
                 CounterMove::Sell => ("SET lk = lk - :q, sd = sd + :q", "lk >= :q"),
                 CounterMove::Release => ("SET lk = lk - :q, av = av + :q", "lk >= :q"),
                 CounterMove::Retake => ("SET av = av - :q, sd = sd + :q", "av >= :q"),
+                CounterMove::Restock => ("SET sd = sd - :q, av = av + :q", "sd >= :q"),
             };
             match (&a.target, how) {
                 // The sale gates live on the shards the freeze writes anyway: a stop-sale on
@@ -584,6 +585,20 @@ impl StockStore for DynamoStock {
             Err(None) => Err(MoveRejection::Conflict),
             // item 0 is the reservation (`st = RELEASED`); only shard pieces carry the other
             // conditions, so anything else (throttling, an empty list) is retryable, never an oversell
+            Err(Some(codes)) => match codes.first().map(String::as_str) {
+                _ if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
+                Some("ConditionalCheckFailed") => Err(MoveRejection::StatusChanged),
+                _ if codes.iter().skip(1).any(|c| c == "ConditionalCheckFailed") => Err(MoveRejection::ShardShort),
+                _ => Err(MoveRejection::Conflict),
+            },
+        })
+    }
+
+    async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
+        let items = self.lock_move_items(r, LockStatus::Sold, LockStatus::Restocked)?;
+        Ok(match self.transact(items, 0.0).await? {
+            Ok(()) => Ok(()),
+            Err(None) => Err(MoveRejection::Conflict),
             Err(Some(codes)) => match codes.first().map(String::as_str) {
                 _ if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
                 Some("ConditionalCheckFailed") => Err(MoveRejection::StatusChanged),

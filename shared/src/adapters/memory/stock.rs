@@ -134,6 +134,7 @@ fn move_holds(c: &ShardCounts, how: CounterMove, q: i64) -> bool {
     match how {
         CounterMove::Freeze | CounterMove::Retake => c.available >= q,
         CounterMove::Sell | CounterMove::Release => c.locked >= q,
+        CounterMove::Restock => c.sold >= q,
     }
 }
 
@@ -154,6 +155,10 @@ fn move_apply(c: &mut ShardCounts, how: CounterMove, q: i64) {
         CounterMove::Retake => {
             c.available -= q;
             c.sold += q;
+        }
+        CounterMove::Restock => {
+            c.sold -= q;
+            c.available += q;
         }
     }
 }
@@ -400,6 +405,16 @@ impl StockStore for MemoryStock {
 
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
         Ok(self.move_from(r, LockStatus::Released, LockStatus::Sold)?.map_err(|shard| {
+            if shard {
+                MoveRejection::ShardShort
+            } else {
+                MoveRejection::StatusChanged
+            }
+        }))
+    }
+
+    async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
+        Ok(self.move_from(r, LockStatus::Sold, LockStatus::Restocked)?.map_err(|shard| {
             if shard {
                 MoveRejection::ShardShort
             } else {

@@ -513,6 +513,8 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         request_hash: "h".into(),
         cancel_reason: None,
         refunds: vec![],
+        shipment: None,
+        return_info: None,
     }
 }
 

@@ -1,0 +1,229 @@
+//! The order after PAID (docs/after-sale.md, "Lifecycle"): ship, confirm receipt or
+//! auto-complete, refund before shipping, return after shipping, and the admin's cancel of a
+//! pending order. Each is one compare-and-set through the transition table of
+//! `domain::order`; the stream announces it on the bus, where stock-events restocks and the
+//! refunds function issues refunds. Nothing here touches stock or a provider.
+
+use super::orders::OrderError;
+use crate::app::App;
+use crate::clock;
+use crate::domain::order::{Order, OrderAction, OrderRecord, ReturnInfo, Shipment};
+use crate::domain::refund::RefundReason;
+use crate::domain::{OrderId, UserId};
+use crate::telemetry::names;
+
+/// Who asks: the buyer (must own the order) or an admin (any order).
+#[derive(Debug, Clone, Copy)]
+pub enum Caller<'a> {
+    Buyer(&'a UserId),
+    Admin,
+}
+
+/// A requested change, decided purely from the order as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Ship { carrier: String, tracking_number: String },
+    ConfirmReceipt,
+    AutoComplete,
+    Refund { reason: String },
+    RequestReturn { reason: String },
+    ReceiveReturn { restock: bool },
+    AdminCancel { reason: String },
+}
+
+impl Change {
+    pub fn action(&self) -> OrderAction {
+        match self {
+            Change::Ship { .. } => OrderAction::Ship,
+            Change::ConfirmReceipt | Change::AutoComplete => OrderAction::Complete,
+            Change::Refund { .. } => OrderAction::StartRefund,
+            Change::RequestReturn { .. } => OrderAction::RequestReturn,
+            Change::ReceiveReturn { .. } => OrderAction::ReceiveReturn,
+            Change::AdminCancel { .. } => OrderAction::Cancel,
+        }
+    }
+}
+
+/// The order after `change`, or why not. Pure. `auto_complete_after_s` dates a shipment's
+/// automatic completion.
+pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i64) -> Result<Order, OrderError> {
+    if let Change::AutoComplete = change {
+        let due = o.shipment.as_ref().is_some_and(|s| now_ms / 1000 >= s.auto_complete_at);
+        if !due {
+            return Err(OrderError::Invalid(crate::domain::order::InvalidTransition {
+                from: o.status,
+                action: OrderAction::Complete,
+            }));
+        }
+    }
+    let mut next = o.apply(change.action(), now_ms)?;
+    match change {
+        Change::Ship { carrier, tracking_number } => {
+            next.shipment = Some(Shipment {
+                carrier: carrier.clone(),
+                tracking_number: tracking_number.clone(),
+                shipped_at_ms: now_ms,
+                auto_complete_at: now_ms / 1000 + auto_complete_after_s,
+            });
+        }
+        Change::Refund { reason } => {
+            next.cancel_reason = Some(reason.clone());
+            if let Some(with) = super::refunds::with_refund_requested(&next, RefundReason::BuyerRequest, now_ms) {
+                next = Order { version: next.version, ..with };
+            }
+            // the payment may have been refunded already (an oversell): then it is done now
+            super::refunds::finish_if_refunded(&mut next, now_ms);
+        }
+        Change::RequestReturn { reason } => {
+            next.return_info =
+                Some(ReturnInfo { reason: reason.clone(), requested_at_ms: now_ms, restock: None, received_at_ms: None });
+        }
+        Change::ReceiveReturn { restock } => {
+            if let Some(r) = next.return_info.as_mut() {
+                r.restock = Some(*restock);
+                r.received_at_ms = Some(now_ms);
+            }
+            if let Some(with) = super::refunds::with_refund_requested(&next, RefundReason::Return, now_ms) {
+                next = Order { version: next.version, ..with };
+            }
+        }
+        Change::AdminCancel { reason } => next.cancel_reason = Some(format!("cancelled by admin: {reason}")),
+        Change::ConfirmReceipt | Change::AutoComplete => {}
+    }
+    Ok(next)
+}
+
+/// Applies `change` to the order with compare-and-set, re-reading on a lost race. A repeat of
+/// a change that already happened (same target status) answers the order as it is.
+pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) -> Result<Order, OrderError> {
+    for attempt in 1..=super::CAS_ATTEMPTS {
+        let o = match (app.orders.get(id).await?, caller) {
+            (Some(OrderRecord::Order(o)), Caller::Buyer(u)) if &o.user == u => *o,
+            (Some(OrderRecord::Order(o)), Caller::Admin) => *o,
+            _ => return Err(OrderError::NotFound),
+        };
+        let now = clock::now_ms();
+        let next = match decide(&o, &change, now, app.config.auto_complete_after_s) {
+            Ok(n) => n,
+            Err(OrderError::Invalid(t)) if replayed(&o, &change) => {
+                tracing::debug!(order_id = %id, ?t, "after-sale change already applied");
+                return Ok(o);
+            }
+            Err(e) => return Err(e),
+        };
+        if app.orders.replace(&o, &next).await? {
+            if let Change::AutoComplete = change {
+                app.count(names::ORDERS_AUTO_COMPLETED, 1);
+            }
+            if next.refunds.len() > o.refunds.len() {
+                app.count(names::REFUNDS_REQUESTED, 1);
+            }
+            tracing::info!(order_id = %id, from = o.status.as_str(), to = next.status.as_str(), "order moved");
+            return Ok(next);
+        }
+        super::backoff(attempt).await;
+    }
+    Err(OrderError::Store(anyhow::anyhow!("order {id} kept changing; retry")))
+}
+
+/// Whether the order already shows `change` (a retried request whose first answer was lost).
+fn replayed(o: &Order, change: &Change) -> bool {
+    use crate::domain::order::OrderStatus::*;
+    match change {
+        Change::Ship { tracking_number, .. } => {
+            o.shipment.as_ref().is_some_and(|s| &s.tracking_number == tracking_number) && o.status == Shipped
+        }
+        Change::ConfirmReceipt => o.status == Completed,
+        Change::Refund { .. } => matches!(o.status, Refunding | Refunded),
+        Change::RequestReturn { .. } => o.status == ReturnRequested,
+        Change::ReceiveReturn { restock } => {
+            o.status == Returned && o.return_info.as_ref().and_then(|r| r.restock) == Some(*restock)
+        }
+        Change::AutoComplete | Change::AdminCancel { .. } => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::order::{OrderLine, OrderStatus, PaymentOutcome, PaymentRecord, Provider};
+    use crate::domain::refund::RefundStatus;
+    use crate::domain::{Currency, Sku};
+
+    fn paid() -> Order {
+        Order {
+            id: OrderId::parse("o1").unwrap(),
+            user: UserId::parse("u").unwrap(),
+            status: OrderStatus::Paid,
+            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500 }],
+            amount: 500,
+            currency: Currency::parse("EUR").unwrap(),
+            pay_expire_at: 10,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            version: 2,
+            payment_id: Some("p1".into()),
+            payments: vec![PaymentRecord {
+                payment_id: "p1".into(),
+                provider: Provider::Generic,
+                succeeded: true,
+                amount: 500,
+                currency: "EUR".into(),
+                outcome: PaymentOutcome::Applied,
+                at_ms: 1,
+            }],
+            request_hash: String::new(),
+            cancel_reason: None,
+            refunds: vec![],
+            shipment: None,
+            return_info: None,
+        }
+    }
+
+    #[test]
+    fn a_refund_before_shipping_asks_for_the_whole_payment_back_once() {
+        let o = decide(&paid(), &Change::Refund { reason: "changed my mind".into() }, 5_000, 60).unwrap();
+        assert_eq!(o.status, OrderStatus::Refunding);
+        assert_eq!(o.version, 3, "one write");
+        assert_eq!(o.refunds.len(), 1);
+        assert_eq!((o.refunds[0].amount, o.refunds[0].status), (500, RefundStatus::Requested));
+        assert_eq!(o.refunds[0].reason, RefundReason::BuyerRequest);
+        assert!(decide(&o, &Change::Refund { reason: "again".into() }, 6_000, 60).is_err());
+        assert!(replayed(&o, &Change::Refund { reason: "again".into() }));
+    }
+
+    #[test]
+    fn shipping_dates_the_auto_completion_and_only_then_is_it_due() {
+        let o = decide(&paid(), &Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() }, 10_000, 60)
+            .unwrap();
+        assert_eq!(o.shipment.as_ref().unwrap().auto_complete_at, 70);
+        assert!(decide(&o, &Change::AutoComplete, 69_999, 60).is_err());
+        assert_eq!(decide(&o, &Change::AutoComplete, 70_000, 60).unwrap().status, OrderStatus::Completed);
+        assert!(decide(&paid(), &Change::ConfirmReceipt, 1, 60).is_err(), "not shipped yet");
+        assert!(decide(&o, &Change::Refund { reason: "x".into() }, 1, 60).is_err(), "shipped: return instead");
+    }
+
+    #[test]
+    fn a_received_return_records_the_restock_choice_and_asks_for_the_refund() {
+        let shipped =
+            decide(&paid(), &Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() }, 1, 60).unwrap();
+        assert!(decide(&shipped, &Change::ReceiveReturn { restock: true }, 2, 60).is_err(), "not asked for");
+        let asked = decide(&shipped, &Change::RequestReturn { reason: "broken".into() }, 2, 60).unwrap();
+        for restock in [true, false] {
+            let back = decide(&asked, &Change::ReceiveReturn { restock }, 3, 60).unwrap();
+            assert_eq!(back.status, OrderStatus::Returned);
+            assert_eq!(back.restocks(), restock);
+            assert_eq!(back.refunds[0].reason, RefundReason::Return);
+        }
+    }
+
+    #[test]
+    fn an_admin_cancels_only_a_pending_order() {
+        let mut pending = paid();
+        pending.status = OrderStatus::PendingPayment;
+        let c = decide(&pending, &Change::AdminCancel { reason: "fraud".into() }, 1, 60).unwrap();
+        assert_eq!(c.status, OrderStatus::Cancelled);
+        assert_eq!(c.cancel_reason.as_deref(), Some("cancelled by admin: fraud"));
+        assert!(decide(&paid(), &Change::AdminCancel { reason: "x".into() }, 1, 60).is_err());
+    }
+}
