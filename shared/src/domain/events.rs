@@ -157,7 +157,7 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::order::{OrderAction, OrderLine, PaymentRecord};
+    use crate::domain::order::{OrderAction, OrderLine, PaymentOutcome, PaymentRecord};
     use crate::domain::refund::{RefundReason, RefundRecord, RefundStatus};
     use crate::domain::{Currency, OrderId, Sku, UserId};
 

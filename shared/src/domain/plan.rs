@@ -275,10 +275,14 @@ mod tests {
         assert!(lock_move(&r, LockStatus::Sold, LockStatus::Released).is_none());
         // a restock puts product and quota units back and gives the allowance back, once
         let restocked = lock_move(&r, LockStatus::Sold, LockStatus::Restocked).unwrap();
-        assert!(restocked.iter().any(|a| matches!(a.target, Target::Shard { .. })
-            && a.op == Op::Move { how: CounterMove::Restock, quantity: 2 }));
-        assert!(restocked.iter().any(|a| matches!(a.target, Target::Quota { .. })
-            && a.op == Op::Move { how: CounterMove::Restock, quantity: 3 }));
+        assert!(restocked
+            .iter()
+            .any(|a| matches!(a.target, Target::Shard { .. })
+                && a.op == Op::Move { how: CounterMove::Restock, quantity: 2 }));
+        assert!(restocked
+            .iter()
+            .any(|a| matches!(a.target, Target::Quota { .. })
+                && a.op == Op::Move { how: CounterMove::Restock, quantity: 3 }));
         assert!(restocked.iter().all(|a| !matches!(a.target, Target::Pending { .. })));
         assert!(lock_move(&r, LockStatus::Restocked, LockStatus::Sold).is_none());
     }

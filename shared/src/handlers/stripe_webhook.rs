@@ -54,23 +54,23 @@ fn ignored() -> Response {
 /// (another integration on the same Stripe account, or an order id no order can have). That
 /// is answered 200 `ignored` — a 4xx would make Stripe retry it for three days — and counted,
 /// so a Holdfast integration that forgot the metadata shows up on the dashboard.
-fn our_order(app: &App, event_id: &str, metadata: &std::collections::HashMap<String, String>) -> Option<OrderId> {
-    let id = metadata.get("order_id").and_then(|v| OrderId::parse(v).ok());
-    if id.is_none() {
-        app.count(names::STRIPE_EVENTS_NOT_OURS, 1);
-        tracing::warn!(event_id, "Stripe event without a usable metadata.order_id: ignored (not a Holdfast order)");
-    }
-    id
+pub fn order_of(metadata: &std::collections::HashMap<String, String>) -> Option<OrderId> {
+    metadata.get("order_id").and_then(|v| OrderId::parse(v).ok())
 }
 
-/// The notice a PaymentIntent event gives, or `None` when it is not about a Holdfast order.
-pub fn notice(app: &App, e: &EventOf<PaymentIntent>, succeeded: bool) -> Option<PaymentNotice> {
+fn not_ours(app: &App, event_id: &str) -> Response {
+    app.count(names::STRIPE_EVENTS_NOT_OURS, 1);
+    tracing::warn!(event_id, "Stripe event without a usable metadata.order_id: ignored (not a Holdfast order)");
+    ignored()
+}
+
+/// The notice a PaymentIntent event gives, or `None` when it is not about a Holdfast order. Pure.
+pub fn notice(e: &EventOf<PaymentIntent>, succeeded: bool) -> Option<PaymentNotice> {
     let pi = &e.data.object;
-    let order_id = our_order(app, &e.id, &pi.metadata)?;
     Some(PaymentNotice {
         provider: Provider::Stripe,
         payment_id: pi.id.clone(),
-        order_id,
+        order_id: order_of(&pi.metadata)?,
         // What was captured on success; what was asked for on a failure (nothing was captured).
         amount: if succeeded { pi.amount_received } else { pi.amount },
         // Stripe sends ISO 4217 in lower case; orders store it upper case.
@@ -81,7 +81,7 @@ pub fn notice(app: &App, e: &EventOf<PaymentIntent>, succeeded: bool) -> Option<
 
 async fn payment(app: &App, raw: &[u8], succeeded: bool) -> Result<Response, Problem> {
     let e = body::parse::<EventOf<PaymentIntent>>(raw)?;
-    let Some(n) = notice(app, &e, succeeded) else { return Ok(ignored()) };
+    let Some(n) = notice(&e, succeeded) else { return Ok(not_ours(app, &e.id)) };
     tracing::info!(event_id = e.id, kind = e.kind, payment_id = n.payment_id, order_id = %n.order_id, "Stripe payment event");
     match payments::apply(app, &n).await {
         Ok(r) => Ok(json_response(
@@ -130,7 +130,7 @@ pub fn confirmations(order_id: &OrderId, c: &Charge) -> Vec<RefundConfirmation> 
 async fn refunded(app: &App, raw: &[u8]) -> Result<Response, Problem> {
     let e = body::parse::<EventOf<Charge>>(raw)?;
     let charge = &e.data.object;
-    let Some(order_id) = our_order(app, &e.id, &charge.metadata) else { return Ok(ignored()) };
+    let Some(order_id) = order_of(&charge.metadata) else { return Ok(not_ours(app, &e.id)) };
     let list = confirmations(&order_id, charge);
     if list.is_empty() {
         tracing::info!(event_id = e.id, charge = charge.id, "charge.refunded without a succeeded refund: ignored");
@@ -170,6 +170,24 @@ mod tests {
             status: Some(status.into()),
             metadata: rid.map(|r| HashMap::from([("refund_id".to_owned(), r.to_owned())])).unwrap_or_default(),
         }
+    }
+
+    #[test]
+    fn a_payment_intent_becomes_a_stripe_notice_in_upper_case_currency() {
+        let raw = serde_json::json!({"id": "evt_1", "type": "payment_intent.succeeded", "data": {"object": {
+            "id": "pi_1", "amount": 700, "amount_received": 650, "currency": "eur", "metadata": {"order_id": "o1"}}}});
+        let e: EventOf<PaymentIntent> = crate::api::body::parse(raw.to_string().as_bytes()).unwrap();
+        let n = notice(&e, true).unwrap();
+        assert_eq!(
+            (n.provider, n.payment_id.as_str(), n.order_id.as_str(), n.amount, n.currency.as_str(), n.succeeded),
+            (Provider::Stripe, "pi_1", "o1", 650, "EUR", true)
+        );
+        assert_eq!(notice(&e, false).unwrap().amount, 700, "a failed intent: the amount asked for");
+        let mut foreign = e.clone();
+        foreign.data.object.metadata.clear();
+        assert!(notice(&foreign, true).is_none());
+        foreign.data.object.metadata.insert("order_id".into(), "not an id!".into());
+        assert!(notice(&foreign, true).is_none(), "no Holdfast order can have that id");
     }
 
     #[test]

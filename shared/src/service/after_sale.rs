@@ -75,8 +75,12 @@ pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i6
             super::refunds::finish_if_refunded(&mut next, now_ms);
         }
         Change::RequestReturn { reason } => {
-            next.return_info =
-                Some(ReturnInfo { reason: reason.clone(), requested_at_ms: now_ms, restock: None, received_at_ms: None });
+            next.return_info = Some(ReturnInfo {
+                reason: reason.clone(),
+                requested_at_ms: now_ms,
+                restock: None,
+                received_at_ms: None,
+            });
         }
         Change::ReceiveReturn { restock } => {
             if let Some(r) = next.return_info.as_mut() {
@@ -194,8 +198,8 @@ mod tests {
 
     #[test]
     fn shipping_dates_the_auto_completion_and_only_then_is_it_due() {
-        let o = decide(&paid(), &Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() }, 10_000, 60)
-            .unwrap();
+        let o =
+            decide(&paid(), &Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() }, 10_000, 60).unwrap();
         assert_eq!(o.shipment.as_ref().unwrap().auto_complete_at, 70);
         assert!(decide(&o, &Change::AutoComplete, 69_999, 60).is_err());
         assert_eq!(decide(&o, &Change::AutoComplete, 70_000, 60).unwrap().status, OrderStatus::Completed);

@@ -386,13 +386,17 @@ pub async fn restock(app: &App, id: &ReservationId) -> Result<LockChange, LockEr
                     return Ok(LockChange::Moved(moved));
                 }
                 Err(MoveRejection::ShardShort) => {
-                    return Err(LockError::Store(anyhow::anyhow!("lock {id}: its shards hold fewer sold units than it")))
+                    return Err(LockError::Store(anyhow::anyhow!(
+                        "lock {id}: its shards hold fewer sold units than it"
+                    )))
                 }
                 Err(_) => super::backoff(attempt).await,
             },
             // the confirm has not run yet (events arrive in any order): retry after it
             LockStatus::Frozen => {
-                return Err(LockError::Store(anyhow::anyhow!("lock {id} is not sold yet; the restock waits for the confirm")))
+                return Err(LockError::Store(anyhow::anyhow!(
+                    "lock {id} is not sold yet; the restock waits for the confirm"
+                )))
             }
             other => return Err(LockError::InvalidTransition(other)),
         }

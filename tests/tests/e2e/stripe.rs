@@ -166,8 +166,7 @@ async fn a_late_stripe_payment_is_refunded_exactly_once_at_stripe_and_confirmed_
     );
     assert!(x.is_ok() && y.is_ok(), "{x:?} {y:?}");
     let _ = holdfast::service::refunds::issue(&app, &oid, &refund.refund_id).await.unwrap();
-    let at_stripe: Vec<_> =
-        s.local.stripe.refunds().into_iter().filter(|r| r["payment_intent"] == "pi_late").collect();
+    let at_stripe: Vec<_> = s.local.stripe.refunds().into_iter().filter(|r| r["payment_intent"] == "pi_late").collect();
     assert_eq!(at_stripe.len(), 1, "exactly one refund at Stripe: {at_stripe:?}");
     assert_eq!(at_stripe[0]["amount"], 400);
     assert_eq!(at_stripe[0]["metadata"]["refund_id"].as_str(), Some(refund.refund_id.as_str()));

@@ -67,7 +67,9 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if let Some(r) = &o.return_info {
         it.insert("ret".into(), s(serde_json::to_string(r)?));
     }
-    if let Some(first) = o.refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.requested_at_ms).min() {
+    if let Some(first) =
+        o.refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.requested_at_ms).min()
+    {
         // the refund backstop's sparse index: orders with a refund not yet issued
         it.insert("rb".into(), s(format!("R#{}", bucket_of(o.id.as_str()))));
         it.insert("rdue".into(), n(first));
