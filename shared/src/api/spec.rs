@@ -381,7 +381,7 @@ fn payment_callback() {}
          content_type = "application/problem+json"),
         (status = 409, description = "amount_mismatch or too_many_payments", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Event over 256 KiB", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "A field Holdfast reads is invalid", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),

@@ -88,6 +88,15 @@ async fn a_stripe_payment_pays_a_pending_order_once_and_other_events_are_answere
     assert_eq!(a.status, 400);
     assert_eq!(s.get_order("sam", &open).await.body["status"], "PENDING_PAYMENT");
 
+    // Stripe's events are larger than buyers' bodies (16 KiB): a 40 KiB one is read; past
+    // 256 KiB is a 413.
+    let mut big = other.clone();
+    big["data"]["object"]["description"] = json!("x".repeat(40 * 1024));
+    let a = s.api.stripe(&big).await;
+    assert_eq!((a.status, a.body["result"].as_str()), (200, Some("ignored")), "{}", a.body);
+    big["data"]["object"]["description"] = json!("x".repeat(300 * 1024));
+    assert_eq!(s.api.stripe(&big).await.status, 413);
+
     eventually("the paid units to be sold", Duration::from_secs(20), || async {
         (s.view("STRIPE").await["sold"] == 2).then_some(())
     })
