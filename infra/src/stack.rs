@@ -46,7 +46,7 @@ pub struct Options {
     pub sqs_pollers: usize,
     /// How often schedules fire; `None` = never (tests drive reconcile themselves).
     pub schedule_every: Option<Duration>,
-    /// Read settings (`HOLDFAST_*`, `PAYMENT_WEBHOOK_SECRET`) from the process environment.
+    /// Read settings (`HOLDFAST_*`, `PAYMENT_WEBHOOK_SECRET`, `STRIPE_*`) from the process environment.
     pub inherit_env: bool,
     /// Functions whose event sources are not polled (a test plays the source itself).
     pub paused: Vec<String>,
@@ -162,8 +162,15 @@ impl LocalStack {
 
         let (tx, rx) = watch::channel(false);
         let mut tasks = Vec::new();
-        let stripe_secret =
-            opts.env.get("STRIPE_WEBHOOK_SECRET").cloned().unwrap_or_else(|| DEFAULT_STRIPE_WEBHOOK_SECRET.to_owned());
+        // The endpoint secret the functions verify with and the fake Stripe signs with: a test's,
+        // else (the local runner) the environment's — e.g. the one `stripe listen` prints — else
+        // the well-known local one.
+        let stripe_secret = opts
+            .env
+            .get("STRIPE_WEBHOOK_SECRET")
+            .cloned()
+            .or_else(|| opts.inherit_env.then(|| std::env::var("STRIPE_WEBHOOK_SECRET").ok()).flatten())
+            .unwrap_or_else(|| DEFAULT_STRIPE_WEBHOOK_SECRET.to_owned());
         let (stripe, stripe_task) =
             FakeStripe::start(crate::peers::stripe::LOCAL_API_KEY, &stripe_secret, rx.clone()).await?;
         tasks.push(stripe_task);
@@ -174,7 +181,9 @@ impl LocalStack {
                 if let Some(v) = opts.env.get(k) {
                     return Some(v.clone());
                 }
-                if opts.inherit_env && (k.starts_with("HOLDFAST_") || k == "PAYMENT_WEBHOOK_SECRET") {
+                if opts.inherit_env
+                    && (k.starts_with("HOLDFAST_") || k == "PAYMENT_WEBHOOK_SECRET" || k.starts_with("STRIPE_"))
+                {
                     if let Ok(v) = std::env::var(k) {
                         return Some(v);
                     }
