@@ -149,7 +149,12 @@ impl App {
             )) as Arc<dyn WebhookKeys>
         });
         let stripe_keys = stripe_secrets(sdk, &config);
+        let generic = Arc::new(crate::adapters::provider::HttpProvider::new(&config.provider_url, budget.operation)?);
         let app = Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep);
+        // Stripe refunds are wired below when a Stripe API key (or its secret) is configured.
+        let stripe = Arc::new(crate::adapters::provider::Unconfigured("stripe"));
+        let providers = Providers { generic, stripe };
+        let app = app.with_providers(providers);
         let app = match keys {
             Some(k) => App { webhook_keys: k, ..app },
             None => app,

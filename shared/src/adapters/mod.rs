@@ -4,6 +4,7 @@
 pub mod dynamo;
 pub mod eventbridge;
 pub mod memory;
+pub mod provider;
 pub mod secrets;
 pub mod sqs;
 pub mod stripe;

@@ -33,6 +33,19 @@ pub fn reason<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     text(d, "reason", 500)
 }
 
+pub fn carrier<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    text(d, "carrier", 64)
+}
+
+/// A tracking number: 1-64 printable ASCII characters, no spaces.
+pub fn tracking_number<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s = String::deserialize(d)?;
+    if s.is_empty() || s.len() > 64 || !s.bytes().all(|c| (0x21..=0x7e).contains(&c)) {
+        return Err(D::Error::custom("tracking_number must be 1-64 printable ASCII characters"));
+    }
+    Ok(s)
+}
+
 pub fn quantity<'de, D: Deserializer<'de>>(d: D) -> Result<Quantity, D::Error> {
     Quantity::new(u64::deserialize(d)?).map_err(D::Error::custom)
 }

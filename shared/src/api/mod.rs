@@ -4,15 +4,16 @@
 //! and its `#[utoipa::path]` operation in [`spec`]. Tests check that the document, the handlers'
 //! route tables and `template.yaml` agree.
 
+pub mod after_sale;
 pub mod body;
 pub mod campaigns;
 pub mod fields;
 pub mod orders;
 pub mod payments;
+pub mod stripe;
 pub mod reservations;
 pub mod spec;
 pub mod stock;
-pub mod stripe;
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,6 +13,7 @@ pub mod payment_timeout;
 pub mod publish_events;
 pub mod reconcile;
 pub mod reconcile_worker;
+pub mod refunds;
 pub mod reservation_check;
 pub mod reservations;
 pub mod sqs;
@@ -53,6 +54,7 @@ pub const FUNCTIONS: &[(&str, Trigger)] = &[
     ("reservation-check", Trigger::Sqs),
     ("reconcile", Trigger::Schedule),
     ("reconcile-worker", Trigger::Sqs),
+    ("refunds", Trigger::Sqs),
 ];
 
 /// HTTP routes per function, from each handler module.
@@ -86,6 +88,7 @@ pub async fn sqs(name: &str, app: &App, ev: SqsEvent) -> Option<anyhow::Result<S
         "payment-timeout" => payment_timeout::handle(app, ev).await,
         "reservation-check" => reservation_check::handle(app, ev).await,
         "reconcile-worker" => reconcile_worker::handle(app, ev).await,
+        "refunds" => refunds::handle(app, ev).await,
         _ => return None,
     })
 }

@@ -1,11 +1,16 @@
-//! orders-api: `GET /orders`, `GET /orders/{order_id}`, `POST /orders/{order_id}/cancel`.
+//! orders-api: the buyer's orders (`GET /orders`, `GET /orders/{order_id}`, cancel, refund,
+//! confirm-receipt, return) and the admin's order routes (view, ship, return-received, cancel;
+//! docs/after-sale.md).
 
+use crate::api::after_sale::{AdminOrderView, ReasonRequest, ReturnReceivedRequest, ShipRequest};
 use crate::api::orders::{OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
-use crate::api::{Auth, Route, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
+use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
-use crate::domain::OrderId;
-use crate::http::{self, finish, json_response, path_param, query, subject, Problem, Request, Response};
+use crate::domain::order::OrderRecord;
+use crate::domain::{OrderId, ReservationId};
+use crate::http::{self, finish, json_response, path_param, query, subject, typed_body, Problem, Request, Response};
 use crate::ports::OrderCursor;
+use crate::service::after_sale::{self, Caller, Change};
 use crate::service::orders::{self, OrderError};
 use base64::Engine;
 
@@ -14,16 +19,51 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET /orders", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("GET /orders/{order_id}", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("POST /orders/{order_id}/cancel", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("POST /orders/{order_id}/refund", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("POST /orders/{order_id}/confirm-receipt", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("POST /orders/{order_id}/return", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("GET /admin/orders/{order_id}", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/orders/{order_id}/ship", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/orders/{order_id}/return-received", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/orders/{order_id}/cancel", Auth::Scope(SCOPE_ADMIN)),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
-    let r = match http::route(&req) {
+    finish(route(app, req).await)
+}
+
+async fn route(app: &App, req: Request) -> Result<Response, Problem> {
+    match http::route(&req) {
         "GET /orders" => list(app, &req).await,
         "GET /orders/{order_id}" => get(app, &req).await,
         "POST /orders/{order_id}/cancel" => cancel(app, &req).await,
+        "POST /orders/{order_id}/refund" => {
+            let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
+            buyer(app, &req, 202, Change::Refund { reason: b.reason }).await
+        }
+        "POST /orders/{order_id}/confirm-receipt" => {
+            http::body_bytes(&req, app.config.max_body_bytes)?;
+            buyer(app, &req, 200, Change::ConfirmReceipt).await
+        }
+        "POST /orders/{order_id}/return" => {
+            let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
+            buyer(app, &req, 202, Change::RequestReturn { reason: b.reason }).await
+        }
+        "GET /admin/orders/{order_id}" => admin_get(app, &req).await,
+        "POST /admin/orders/{order_id}/ship" => {
+            let b: ShipRequest = typed_body(&req, app.config.max_body_bytes)?;
+            admin(app, &req, Change::Ship { carrier: b.carrier, tracking_number: b.tracking_number }).await
+        }
+        "POST /admin/orders/{order_id}/return-received" => {
+            let b: ReturnReceivedRequest = typed_body(&req, app.config.max_body_bytes)?;
+            admin(app, &req, Change::ReceiveReturn { restock: b.restock }).await
+        }
+        "POST /admin/orders/{order_id}/cancel" => {
+            let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
+            admin(app, &req, Change::AdminCancel { reason: b.reason }).await
+        }
         other => Err(Problem::not_found(format!("no route {other}"))),
-    };
-    finish(r)
+    }
 }
 
 fn order_problem(e: OrderError) -> Problem {
@@ -49,6 +89,30 @@ async fn cancel(app: &App, req: &Request) -> Result<Response, Problem> {
     http::body_bytes(req, app.config.max_body_bytes)?;
     let o = orders::cancel(app, &user, &order_id(req)?).await.map_err(order_problem)?;
     Ok(json_response(200, &OrderView::from(&o)))
+}
+
+async fn buyer(app: &App, req: &Request, status: u16, change: Change) -> Result<Response, Problem> {
+    let user = subject(req)?;
+    let o = after_sale::apply(app, Caller::Buyer(&user), &order_id(req)?, change).await.map_err(order_problem)?;
+    Ok(json_response(status, &OrderView::from(&o)))
+}
+
+async fn admin(app: &App, req: &Request, change: Change) -> Result<Response, Problem> {
+    let actor = subject(req).map(|u| u.to_string()).unwrap_or_else(|_| "admin".into());
+    let id = order_id(req)?;
+    let o = after_sale::apply(app, Caller::Admin, &id, change).await.map_err(order_problem)?;
+    tracing::info!(order_id = %id, actor, status = o.status.as_str(), "admin order change");
+    Ok(json_response(200, &OrderView::from(&o)))
+}
+
+async fn admin_get(app: &App, req: &Request) -> Result<Response, Problem> {
+    let id = order_id(req)?;
+    let o = match app.orders.get(&id).await? {
+        Some(OrderRecord::Order(o)) => *o,
+        _ => return Err(Problem::not_found("no such order")),
+    };
+    let lock = app.stock.get_reservation(&ReservationId::for_order(&id)).await?;
+    Ok(json_response(200, &AdminOrderView::new(&o, lock.as_ref(), Vec::new())))
 }
 
 fn encode_cursor(c: &OrderCursor) -> String {

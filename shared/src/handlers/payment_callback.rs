@@ -1,6 +1,8 @@
 //! payment-callback: `POST /payments/callback`, an HMAC-signed webhook (docs/architecture.md,
-//! "Payment callback").
+//! "Payment callback"), and `POST /payments/refunds`, the same provider's refund confirmation
+//! (docs/after-sale.md, "Refunds").
 
+use crate::api::after_sale::{RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus};
 use crate::api::payments::{CallbackAnswer, PaymentCallback};
 use crate::api::{Auth, Route};
 use crate::app::App;
@@ -8,10 +10,12 @@ use crate::clock;
 use crate::domain::signature;
 use crate::http::{self, finish, json_response, Code, Problem, Request, Response};
 use crate::service::payments::{self, PaymentError, PaymentNotice};
+use crate::service::refunds::{self, RefundConfirmation, RefundError};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
     Route::new("POST /payments/callback", Auth::Signed),
+    Route::new("POST /payments/refunds", Auth::Signed),
     // Stripe's webhook, signed with `Stripe-Signature` (docs/after-sale.md, "Stripe")
     Route::new("POST /payments/stripe", Auth::Signed),
 ];
@@ -19,6 +23,7 @@ pub const ROUTES: &[Route] = &[
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "POST /payments/callback" => callback(app, &req).await,
+        "POST /payments/refunds" => refund_webhook(app, &req).await,
         "POST /payments/stripe" => super::stripe_webhook::webhook(app, &req).await,
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
@@ -30,7 +35,8 @@ pub fn parse_notice(raw: &[u8]) -> Result<PaymentNotice, Problem> {
     crate::api::body::parse::<PaymentCallback>(raw).map(PaymentNotice::from)
 }
 
-async fn callback(app: &App, req: &Request) -> Result<Response, Problem> {
+/// The body, once its `X-Signature` verified under the current or the previous key.
+async fn verified_body(app: &App, req: &Request) -> Result<Vec<u8>, Problem> {
     let raw = http::body_bytes(req, app.config.max_body_bytes)?;
     let header = http::header(req, "x-signature").unwrap_or("");
     // Current and previous key during a rotation (security review V5): either verifies.
@@ -47,6 +53,29 @@ async fn callback(app: &App, req: &Request) -> Result<Response, Problem> {
         }
     }
     verdict.map_err(|e| Problem::unauthorized(e.to_string()))?;
+    Ok(raw)
+}
+
+async fn refund_webhook(app: &App, req: &Request) -> Result<Response, Problem> {
+    let raw = verified_body(app, req).await?;
+    let b: RefundWebhook = crate::api::body::parse(&raw)?;
+    let c = RefundConfirmation {
+        order_id: b.order_id.clone(),
+        refund_id: Some(b.refund_id),
+        provider_refund_id: b.provider_refund_id,
+        amount: b.amount,
+        succeeded: b.status == RefundWebhookStatus::Succeeded,
+    };
+    match refunds::confirm(app, &c).await {
+        Ok(r) => Ok(json_response(200, &RefundWebhookAnswer { result: r.as_str(), order_id: b.order_id.to_string() })),
+        Err(RefundError::UnknownOrder | RefundError::UnknownRefund) => Err(Problem::not_found("no such refund")),
+        Err(RefundError::AmountMismatch) => Err(Problem::new(Code::AmountMismatch, "amount does not match the refund")),
+        Err(e) => Err(anyhow::anyhow!(e).into()),
+    }
+}
+
+async fn callback(app: &App, req: &Request) -> Result<Response, Problem> {
+    let raw = verified_body(app, req).await?;
     let notice = parse_notice(&raw)?;
     match payments::apply(app, &notice).await {
         Ok(r) => {

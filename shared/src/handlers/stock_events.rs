@@ -32,7 +32,9 @@ pub enum StockAction {
     Restock(ReservationId),
 }
 
-pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
+/// A Holdfast event as delivered to an SQS target: its kind (`None`: unknown detail-type) and
+/// detail, checked for source and schema.
+pub(crate) fn parse_envelope(body: &str) -> anyhow::Result<(Option<EventKind>, EventDetail, String)> {
     let env: Envelope = serde_json::from_str(body).map_err(|e| anyhow::anyhow!("rejected event: {e}"))?;
     if env.source != SOURCE {
         anyhow::bail!("rejected event: source {}", env.source);
@@ -40,13 +42,18 @@ pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
     if env.detail.schema != SCHEMA_VERSION {
         anyhow::bail!("rejected event: schema {}", env.detail.schema);
     }
-    let id = ReservationId::for_order(&OrderId::parse(&env.detail.order_id)?);
-    match EventKind::parse(&env.detail_type) {
+    Ok((EventKind::parse(&env.detail_type), env.detail, env.detail_type))
+}
+
+pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
+    let (kind, detail, detail_type) = parse_envelope(body)?;
+    let id = ReservationId::for_order(&OrderId::parse(&detail.order_id)?);
+    match kind {
         Some(EventKind::OrderPaid) => Ok(StockAction::Confirm(id)),
         Some(EventKind::OrderCancelled | EventKind::OrderExpired) => Ok(StockAction::Release(id)),
         Some(EventKind::OrderRefunding | EventKind::OrderRefunded) => Ok(StockAction::Restock(id)),
-        Some(EventKind::OrderReturned) if env.detail.restock == Some(true) => Ok(StockAction::Restock(id)),
-        _ => anyhow::bail!("rejected event: detail-type {}", env.detail_type),
+        Some(EventKind::OrderReturned) if detail.restock == Some(true) => Ok(StockAction::Restock(id)),
+        _ => anyhow::bail!("rejected event: detail-type {detail_type}"),
     }
 }
 

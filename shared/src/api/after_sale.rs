@@ -1,0 +1,237 @@
+//! After the money (docs/after-sale.md): the buyer's refund, receipt and return requests, the
+//! admin's ship, return-received and cancel, the refund webhook, and the customer-service view.
+
+use super::fields;
+use super::orders::OrderView;
+use crate::clock;
+use crate::domain::order::Order;
+use crate::domain::reservation::Reservation;
+use crate::domain::OrderId;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `POST /orders/{order_id}/refund`, `POST /orders/{order_id}/return`, `POST /admin/orders/{order_id}/cancel`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReasonRequest {
+    /// 1-500 characters, no control characters.
+    #[serde(deserialize_with = "fields::reason")]
+    #[schema(min_length = 1, max_length = 500)]
+    pub reason: String,
+}
+
+/// `POST /admin/orders/{order_id}/ship`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShipRequest {
+    #[serde(deserialize_with = "fields::carrier")]
+    #[schema(min_length = 1, max_length = 64)]
+    pub carrier: String,
+    #[serde(deserialize_with = "fields::tracking_number")]
+    #[schema(pattern = "^[!-~]{1,64}$")]
+    pub tracking_number: String,
+}
+
+/// `POST /admin/orders/{order_id}/return-received`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReturnReceivedRequest {
+    /// `true`: the goods go back on sale; `false`: written off (counters unchanged).
+    pub restock: bool,
+}
+
+/// Whether a refund went through at the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+pub enum RefundWebhookStatus {
+    #[serde(rename = "SUCCEEDED")]
+    Succeeded,
+    #[serde(rename = "FAILED")]
+    Failed,
+}
+
+/// `POST /payments/refunds`: the generic provider's refund confirmation, signed like the
+/// payment callback (`X-Signature`).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefundWebhook {
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub order_id: OrderId,
+    /// Holdfast's refund id, as sent to the provider.
+    #[serde(deserialize_with = "fields::payment_id")]
+    #[schema(pattern = "^[!-~]{1,128}$")]
+    pub refund_id: String,
+    /// The provider's own id for the refund.
+    #[serde(deserialize_with = "fields::payment_id")]
+    #[schema(pattern = "^[!-~]{1,128}$")]
+    pub provider_refund_id: String,
+    /// Minor units; must equal the refund's amount.
+    pub amount: u64,
+    pub status: RefundWebhookStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RefundWebhookAnswer {
+    /// `refund_confirmed`, `duplicate` or `refund_failure_recorded`.
+    pub result: &'static str,
+    pub order_id: String,
+}
+
+/// One refund on an order.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RefundView {
+    pub refund_id: String,
+    pub payment_id: String,
+    /// `generic` or `stripe`.
+    pub provider: String,
+    pub amount: u64,
+    pub currency: String,
+    /// `payment_not_applied`, `oversold`, `buyer_request` or `return`.
+    pub reason: String,
+    /// `REQUESTED`, `ISSUED` or `CONFIRMED`.
+    pub status: String,
+    pub provider_refund_id: Option<String>,
+    #[schema(format = DateTime)]
+    pub requested_at: String,
+    pub failures: u32,
+}
+
+/// One payment notice recorded on an order.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct PaymentView {
+    pub payment_id: String,
+    pub provider: String,
+    pub succeeded: bool,
+    pub amount: u64,
+    pub currency: String,
+    /// `applied`, `refund_requested`, `failed_recorded` or `amount_mismatch`.
+    pub outcome: String,
+    #[schema(format = DateTime)]
+    pub at: String,
+}
+
+/// One line of the order's lock record, with the shard pieces it holds.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct LockLineView {
+    pub sku: String,
+    pub quantity: u32,
+    /// `[shard, quantity]` pairs.
+    pub pieces: Vec<[u32; 2]>,
+    pub campaign_id: Option<String>,
+}
+
+/// The order's lock record: `FROZEN`, `SOLD`, `RELEASED` or `RESTOCKED`.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct LockView {
+    pub reservation_id: String,
+    pub status: &'static str,
+    pub oversold: bool,
+    pub lines: Vec<LockLineView>,
+}
+
+/// `GET /admin/orders/{order_id}`: everything customer service needs about one order.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct AdminOrderView {
+    pub order: OrderView,
+    pub cancel_reason: Option<String>,
+    pub shipment: Option<serde_json::Value>,
+    #[serde(rename = "return")]
+    pub return_info: Option<serde_json::Value>,
+    /// Absent only for an order whose lock was never written (a fenced checkout).
+    pub locks: Vec<LockView>,
+    pub payments: Vec<PaymentView>,
+    pub refunds: Vec<RefundView>,
+    /// Stock journal entries caused by this order, newest first.
+    pub journal: Vec<serde_json::Value>,
+}
+
+fn snake<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+impl AdminOrderView {
+    pub fn new(o: &Order, lock: Option<&Reservation>, journal: Vec<serde_json::Value>) -> Self {
+        AdminOrderView {
+            order: OrderView::from(o),
+            cancel_reason: o.cancel_reason.clone(),
+            shipment: o.shipment.as_ref().and_then(|s| serde_json::to_value(s).ok()),
+            return_info: o.return_info.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+            locks: lock
+                .map(|r| LockView {
+                    reservation_id: r.id.to_string(),
+                    status: r.status.as_str(),
+                    oversold: r.oversold,
+                    lines: r
+                        .lines
+                        .iter()
+                        .map(|l| LockLineView {
+                            sku: l.sku.to_string(),
+                            quantity: l.quantity,
+                            pieces: l.pieces.iter().map(|p| [u32::from(p.shard), p.quantity]).collect(),
+                            campaign_id: l.campaign.as_ref().map(|c| c.campaign_id.to_string()),
+                        })
+                        .collect(),
+                })
+                .into_iter()
+                .collect(),
+            payments: o
+                .payments
+                .iter()
+                .map(|p| PaymentView {
+                    payment_id: p.payment_id.clone(),
+                    provider: snake(&p.provider),
+                    succeeded: p.succeeded,
+                    amount: p.amount,
+                    currency: p.currency.clone(),
+                    outcome: snake(&p.outcome),
+                    at: clock::rfc3339(p.at_ms),
+                })
+                .collect(),
+            refunds: o
+                .refunds
+                .iter()
+                .map(|r| RefundView {
+                    refund_id: r.refund_id.clone(),
+                    payment_id: r.payment_id.clone(),
+                    provider: snake(&r.provider),
+                    amount: r.amount,
+                    currency: r.currency.clone(),
+                    reason: snake(&r.reason),
+                    status: snake(&r.status),
+                    provider_refund_id: r.provider_refund_id.clone(),
+                    requested_at: clock::rfc3339(r.requested_at_ms),
+                    failures: r.failures,
+                })
+                .collect(),
+            journal,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::body::parse;
+    use serde_json::json;
+
+    #[test]
+    fn bodies_are_bounded_and_closed() {
+        assert!(parse::<ReasonRequest>(br#"{"reason":"too small"}"#).is_ok());
+        for (body, field) in [
+            (json!({"reason": ""}), "reason"),
+            (json!({"reason": "a\u{7}b"}), "reason"),
+            (json!({"reason": "x".repeat(501)}), "reason"),
+            (json!({"reason": "ok", "refund": 1}), "refund"),
+        ] {
+            assert_eq!(parse::<ReasonRequest>(body.to_string().as_bytes()).unwrap_err().field.as_deref(), Some(field));
+        }
+        assert!(parse::<ShipRequest>(br#"{"carrier":"DHL","tracking_number":"JD014600003"}"#).is_ok());
+        for (body, field) in [
+            (json!({"carrier": "DHL", "tracking_number": "has space"}), "tracking_number"),
+            (json!({"carrier": "", "tracking_number": "T"}), "carrier"),
+        ] {
+            assert_eq!(parse::<ShipRequest>(body.to_string().as_bytes()).unwrap_err().field.as_deref(), Some(field));
+        }
+        assert!(parse::<ReturnReceivedRequest>(br#"{"restock":"yes"}"#).is_err());
+        assert!(parse::<ReturnReceivedRequest>(br#"{}"#).is_err());
+    }
+}
