@@ -177,12 +177,15 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // list → list_for_user: Query by-user (KEYS_ONLY) then BatchGetItem of the orders
             ("dynamodb:Query", OrderTableIndexes),
             ("dynamodb:BatchGetItem", OrderTable),
+            // after_sale::apply → orders.get / replace (above); the admin view → get_reservation
+            ("dynamodb:GetItem", StockTable),
         ],
     ),
     (
         "payment-callback",
         &[
-            // payments::apply → orders.get, orders.replace. Never touches stock (docs/architecture.md, "Payment callback").
+            // payments::apply, refunds::confirm → orders.get, orders.replace. Never touches stock
+            // (docs/architecture.md, "Payment callback").
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
             // SecretsManagerKeys: the HMAC keys, AWSCURRENT and AWSPREVIOUS, cached
@@ -240,6 +243,15 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
         ],
     ),
     (
+        "refunds",
+        &[
+            // refunds::issue / request_for_oversell → orders.get, orders.replace; the provider is
+            // an HTTP peer, not an AWS resource
+            ("dynamodb:GetItem", OrderTable),
+            ("dynamodb:PutItem", OrderTable),
+        ],
+    ),
+    (
         "payment-timeout",
         &[
             // orders::payment_timeout → orders.get, expire → orders.replace
@@ -286,7 +298,7 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:GetItem", OrderTable),
             // put_void (fence), expire → replace
             ("dynamodb:PutItem", OrderTable),
-            // DynamoSweep::pending_page (pending-by-deadline)
+            // DynamoSweep::pending_page (pending-by-deadline), shipped_page, refunds_page
             ("dynamodb:Query", OrderTableIndexes),
             // confirm → retake → OversellDetected
             ("events:PutEvents", EventBus),
@@ -314,7 +326,9 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_MAX_PENDING_PER_USER",
         ],
     ),
-    ("orders-api", &["ORDER_TABLE"]),
+    ("orders-api", &["ORDER_TABLE", "STOCK_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS"]),
+    // where refunds of generic payments are issued
+    ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL"]),
     // the webhook's HMAC keys are fetched at run time from the secret this names
     // (and Stripe's endpoint secret, the same way)
     ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN", "STRIPE_WEBHOOK_SECRET_ARN"]),
@@ -339,6 +353,7 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_STALE_LOCK_SECONDS",
             "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
             "HOLDFAST_RECONCILE_INTERVAL_MINUTES",
+            "HOLDFAST_PROVIDER_URL",
         ],
     ),
 ];
@@ -364,6 +379,8 @@ pub const DEFAULTED_ENV: &[&str] = &[
     // `sam local` only: the emulator's URL for every SDK client (`app::AWS_ENDPOINT_VAR`);
     // declared empty in the template's Globals so an `--env-vars` file can set it
     "HOLDFAST_AWS_ENDPOINT",
+    // reconcile's refund backstop: how long a REQUESTED refund waits for its event first
+    "HOLDFAST_REFUND_REDRIVE_SECONDS",
     // local/test builds: Stripe's webhook endpoint secret when no STRIPE_WEBHOOK_SECRET_ARN is set
     "STRIPE_WEBHOOK_SECRET",
     // the Stripe refunds adapter (docs/after-sale.md, "Stripe"): the API (default the real one)

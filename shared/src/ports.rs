@@ -211,6 +211,45 @@ pub struct OrderCursor {
     pub order_id: OrderId,
 }
 
+/// The order table's bucketed sparse indexes the sweep reads (docs/after-sale.md, "Sweeps").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum OrderIndex {
+    /// PENDING_PAYMENT orders by payment deadline (epoch seconds).
+    Pending,
+    /// SHIPPED orders by auto-completion time (epoch seconds).
+    Shipped,
+    /// Orders with a refund still REQUESTED, by the oldest request (epoch ms).
+    RefundsRequested,
+}
+
+impl OrderIndex {
+    /// (index name, hash attribute, hash prefix, range attribute).
+    pub fn keys(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            OrderIndex::Pending => ("pending-by-deadline", "pb", "P#", "pd"),
+            OrderIndex::Shipped => ("shipped-by-due", "sb", "S#", "sdue"),
+            OrderIndex::RefundsRequested => ("refunds-requested", "rb", "R#", "rdue"),
+        }
+    }
+
+    /// The index's range value of `o`, if `o` is in it.
+    pub fn value_of(self, o: &Order) -> Option<i64> {
+        use crate::domain::order::OrderStatus;
+        use crate::domain::refund::RefundStatus;
+        match self {
+            OrderIndex::Pending => (o.status == OrderStatus::PendingPayment).then_some(o.pay_expire_at),
+            OrderIndex::Shipped => {
+                o.shipment.as_ref().filter(|_| o.status == OrderStatus::Shipped).map(|s| s.auto_complete_at)
+            }
+            OrderIndex::RefundsRequested => {
+                o.refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.requested_at_ms).min()
+            }
+        }
+    }
+
+    pub const ALL: [OrderIndex; 3] = [OrderIndex::Pending, OrderIndex::Shipped, OrderIndex::RefundsRequested];
+}
+
 /// The order table (owned by the order service).
 #[async_trait]
 pub trait OrderStore: Send + Sync {
@@ -230,7 +269,11 @@ pub trait OrderStore: Send + Sync {
         limit: usize,
     ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)>;
     /// PENDING_PAYMENT orders whose deadline is before `before_s`, from the sparse index.
-    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>>;
+    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>> {
+        self.due_in(OrderIndex::Pending, before_s).await
+    }
+    /// Orders in `index` whose range value is before `before`, every bucket.
+    async fn due_in(&self, index: OrderIndex, before: i64) -> anyhow::Result<Vec<OrderId>>;
 }
 
 /// Delayed work (SQS delay queues).
@@ -265,6 +308,11 @@ pub enum WorkItem {
     LockedTotals {},
     /// The campaign identity `quota = available + locked + sold` of every campaign item.
     CampaignQuotas {},
+    /// SHIPPED orders of one `shipped-by-due` bucket due before `before_s`: complete.
+    ShippedDue { bucket: u32, before_s: i64, cursor: Option<String> },
+    /// Orders of one `refunds-requested` bucket with a refund REQUESTED before `before_ms`:
+    /// issue it (the event that should have was lost or failed).
+    UnissuedRefunds { bucket: u32, before_ms: i64, cursor: Option<String> },
 }
 
 /// One page of a sparse index; `next` resumes after it (`None`: the index is done).
@@ -291,6 +339,15 @@ pub trait SweepIndex: Send + Sync {
         &self,
         bucket: u32,
         before_s: i64,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<Page<OrderId>>;
+    /// Orders of `bucket` in a sparse order index whose range value is before `before`.
+    async fn orders_page(
+        &self,
+        index: OrderIndex,
+        bucket: u32,
+        before: i64,
         cursor: Option<&str>,
         limit: usize,
     ) -> anyhow::Result<Page<OrderId>>;

@@ -6,7 +6,7 @@
 
 use super::dynamo::bucket_of;
 use crate::domain::{OrderId, ReservationId, Sku};
-use crate::ports::{OrderStore, Page, StockStore, SweepIndex};
+use crate::ports::{OrderIndex, OrderStore, Page, StockStore, SweepIndex};
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -128,6 +128,23 @@ impl SweepIndex for PortSweep {
             }
         };
         Ok(page_of(&all, Some(bucket), cursor, limit))
+    }
+
+    async fn orders_page(
+        &self,
+        index: OrderIndex,
+        bucket: u32,
+        before: i64,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<Page<OrderId>> {
+        if index == OrderIndex::Pending {
+            return self.pending_page(bucket, before, cursor, limit).await;
+        }
+        // small in-memory sets (unit tests): read every time, no cache
+        let ids = self.orders.due_in(index, before).await?;
+        let v = sorted(ids.into_iter().map(|id| (bucket_of(id.as_str()), id)).collect());
+        Ok(page_of(&v, Some(bucket), cursor, limit))
     }
 
     async fn skus_page(&self, cursor: Option<&str>, limit: usize) -> anyhow::Result<Page<Sku>> {

@@ -8,6 +8,10 @@
 
 #![allow(dead_code)] // the functions exist only to carry their `#[utoipa::path]` operation
 
+use super::after_sale::{
+    AdminOrderView, LockLineView, LockView, PaymentView, ReasonRequest, RefundView, RefundWebhook, RefundWebhookAnswer,
+    RefundWebhookStatus, ReturnReceivedRequest, ShipRequest,
+};
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
 };
@@ -72,13 +76,17 @@ impl Modify for Security {
     paths(put_sku, adjust_sku, pause_sku, resume_sku, get_sku, availability, my_availability, put_campaign,
           adjust_campaign, pause_campaign, resume_campaign, get_campaign, create_order, list_orders, get_order, cancel_order, payment_callback,
           stripe_webhook,
+          refund_order, confirm_receipt, return_order, admin_get_order, admin_ship_order, admin_return_received,
+          admin_cancel_order, refund_webhook,
           create_reservation, confirm_reservation, release_reservation),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
                        OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
                        ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult,
                        StripeEvent, StripeEventData, StripeAnswer, StripeResult,
                        CampaignItemRequest, CampaignRequest, CampaignAdjustmentRequest, CampaignItemView,
-                       CampaignViewBody, Availability)),
+                       CampaignViewBody, Availability, ReasonRequest, ShipRequest, ReturnReceivedRequest,
+                       RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
+                       LockLineView, PaymentView, RefundView)),
     modifiers(&Security),
     tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
 )]
@@ -367,6 +375,128 @@ fn cancel_order() {}
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]
 fn payment_callback() {}
+
+#[utoipa::path(post, path = "/orders/{order_id}/refund", tag = "orders", operation_id = "refundOrder",
+    request_body = ReasonRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 202, description = "REFUNDING: the stock goes back on sale and the payment is refunded", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not PAID (shipped orders are returned instead)", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn refund_order() {}
+
+#[utoipa::path(post, path = "/orders/{order_id}/confirm-receipt", tag = "orders", operation_id = "confirmReceipt",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 200, description = "COMPLETED", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not SHIPPED", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn confirm_receipt() {}
+
+#[utoipa::path(post, path = "/orders/{order_id}/return", tag = "orders", operation_id = "returnOrder",
+    request_body = ReasonRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 202, description = "RETURN_REQUESTED", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not SHIPPED or COMPLETED", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn return_order() {}
+
+#[utoipa::path(post, path = "/admin/orders/{order_id}/ship", tag = "orders", operation_id = "adminShipOrder",
+    request_body = ShipRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "SHIPPED", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not PAID", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn admin_ship_order() {}
+
+#[utoipa::path(post, path = "/admin/orders/{order_id}/return-received", tag = "orders", operation_id = "adminReturnReceived",
+    request_body = ReturnReceivedRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "RETURNED; the refund follows", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: no return was asked for", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn admin_return_received() {}
+
+#[utoipa::path(post, path = "/admin/orders/{order_id}/cancel", tag = "orders", operation_id = "adminCancelOrder",
+    request_body = ReasonRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "CANCELLED; its stock is released", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not pending payment", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn admin_cancel_order() {}
+
+#[utoipa::path(get, path = "/admin/orders/{order_id}", tag = "orders", operation_id = "adminGetOrder",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "The order, its lock record, payments, refunds and journal entries", body = AdminOrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn admin_get_order() {}
+
+#[utoipa::path(post, path = "/payments/refunds", tag = "payments", operation_id = "refundWebhook",
+    request_body = RefundWebhook,
+    security(("webhook_signature" = [])),
+    responses(
+        (status = 200, description = "What the confirmation did", body = RefundWebhookAnswer),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, wrong or stale signature", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order or refund", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "amount_mismatch", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid confirmation", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn refund_webhook() {}
 
 #[utoipa::path(post, path = "/payments/stripe", tag = "payments", operation_id = "stripeWebhook",
     request_body = StripeEvent,

@@ -6,8 +6,11 @@
 //! repair is a conditional write, so overlapping workers (or a page redone after a crash) never
 //! repair one thing twice: the loser's condition fails and it counts nothing.
 
+use super::after_sale::{self, Caller, Change};
 use super::checks::{resolve_frozen, CheckOutcome};
 use super::orders::expire;
+use super::orders::OrderError;
+use super::refunds;
 use crate::adapters::dynamo::INDEX_BUCKETS;
 use crate::app::App;
 use crate::clock;
@@ -15,7 +18,7 @@ use crate::domain::invariants::{check_stock, SkuSnapshot, Violation};
 use crate::domain::order::{OrderRecord, OrderStatus};
 use crate::domain::{OrderId, ReservationId, Sku};
 use crate::faults::{self, InjectedCrash};
-use crate::ports::{Message, WorkItem};
+use crate::ports::{Message, OrderIndex, WorkItem};
 use crate::telemetry::names;
 use std::time::{Duration, Instant};
 
@@ -25,6 +28,10 @@ pub struct ReconcileReport {
     pub locks_released: usize,
     pub overdue_orders: usize,
     pub orders_expired: usize,
+    /// Shipped orders completed automatically.
+    pub orders_completed: usize,
+    /// Refunds left REQUESTED that this sweep issued.
+    pub refunds_redriven: usize,
     pub skus_checked: usize,
     pub skus_inconclusive: usize,
     pub violations: Vec<String>,
@@ -44,6 +51,8 @@ impl ReconcileReport {
         self.locks_released += o.locks_released;
         self.overdue_orders += o.overdue_orders;
         self.orders_expired += o.orders_expired;
+        self.orders_completed += o.orders_completed;
+        self.refunds_redriven += o.refunds_redriven;
         self.skus_checked += o.skus_checked;
         self.skus_inconclusive += o.skus_inconclusive;
         self.violations.extend(o.violations);
@@ -82,6 +91,11 @@ pub fn seed_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
     for bucket in 0..INDEX_BUCKETS {
         items.push(WorkItem::StaleLocks { bucket, before_ms: now_ms - stale_ms, cursor: None });
         items.push(WorkItem::OverdueOrders { bucket, before_s: now_ms / 1000 - app.config.stale_lock_s, cursor: None });
+    }
+    let redrive_ms = app.config.refund_redrive_after_s.saturating_mul(1000);
+    for bucket in 0..INDEX_BUCKETS {
+        items.push(WorkItem::ShippedDue { bucket, before_s: now_ms / 1000 + 1, cursor: None });
+        items.push(WorkItem::UnissuedRefunds { bucket, before_ms: now_ms - redrive_ms, cursor: None });
     }
     items.push(WorkItem::SkuInvariants { cursor: None });
     items.push(WorkItem::LockedTotals {});
@@ -133,6 +147,63 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
                     None => break None,
                     Some(c) if started.elapsed() > budget => {
                         break Some(WorkItem::OverdueOrders { bucket: *bucket, before_s: *before_s, cursor: Some(c) })
+                    }
+                    Some(c) => cursor = Some(c),
+                }
+            }
+        }
+        WorkItem::ShippedDue { bucket, before_s, cursor } => {
+            let mut cursor = cursor.clone();
+            loop {
+                let page = app
+                    .sweep
+                    .orders_page(OrderIndex::Shipped, *bucket, *before_s, cursor.as_deref(), ORDER_PAGE)
+                    .await?;
+                for id in &page.items {
+                    match after_sale::apply(app, Caller::Admin, id, Change::AutoComplete).await {
+                        Ok(_) => rep.orders_completed += 1,
+                        // confirmed by the buyer, returned, or not due after all: nothing to do
+                        Err(OrderError::Invalid(_) | OrderError::NotFound) => {}
+                        Err(OrderError::Store(e)) => {
+                            rep.errors += 1;
+                            tracing::warn!(order_id = %id, error = format!("{e:#}"), "auto-complete failed");
+                        }
+                    }
+                }
+                match page.next {
+                    None => break None,
+                    Some(c) if started.elapsed() > budget => {
+                        break Some(WorkItem::ShippedDue { bucket: *bucket, before_s: *before_s, cursor: Some(c) })
+                    }
+                    Some(c) => cursor = Some(c),
+                }
+            }
+        }
+        WorkItem::UnissuedRefunds { bucket, before_ms, cursor } => {
+            let mut cursor = cursor.clone();
+            loop {
+                let page = app
+                    .sweep
+                    .orders_page(OrderIndex::RefundsRequested, *bucket, *before_ms, cursor.as_deref(), ORDER_PAGE)
+                    .await?;
+                for id in &page.items {
+                    let Some(OrderRecord::Order(o)) = app.orders.get(id).await? else { continue };
+                    match refunds::redrive(app, &o, *before_ms).await {
+                        Ok(n) => rep.refunds_redriven += n,
+                        Err(e) => {
+                            rep.errors += 1;
+                            tracing::warn!(order_id = %id, error = format!("{e:#}"), "refund re-drive failed");
+                        }
+                    }
+                }
+                match page.next {
+                    None => break None,
+                    Some(c) if started.elapsed() > budget => {
+                        break Some(WorkItem::UnissuedRefunds {
+                            bucket: *bucket,
+                            before_ms: *before_ms,
+                            cursor: Some(c),
+                        })
                     }
                     Some(c) => cursor = Some(c),
                 }

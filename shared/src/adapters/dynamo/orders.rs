@@ -5,9 +5,8 @@
 use super::item::{get_n, get_s, key, n, opt_s, s, values, Item};
 use super::{bucket_of, charge, item_bytes, rru, wru};
 use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus, PaymentRecord};
-use crate::domain::refund::RefundStatus;
 use crate::domain::{Currency, OrderId, UserId};
-use crate::ports::{OrderCursor, OrderStore};
+use crate::ports::{OrderCursor, OrderIndex, OrderStore};
 use anyhow::{anyhow, Context};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::KeysAndAttributes;
@@ -58,25 +57,17 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     }
     if let Some(sh) = &o.shipment {
         it.insert("shp".into(), s(serde_json::to_string(sh)?));
-        if o.status == OrderStatus::Shipped {
-            // the auto-complete sweep's sparse index (docs/after-sale.md, "Lifecycle")
-            it.insert("sb".into(), s(format!("S#{}", bucket_of(o.id.as_str()))));
-            it.insert("sdue".into(), n(sh.auto_complete_at));
-        }
     }
     if let Some(r) = &o.return_info {
         it.insert("ret".into(), s(serde_json::to_string(r)?));
     }
-    if let Some(first) =
-        o.refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.requested_at_ms).min()
-    {
-        // the refund backstop's sparse index: orders with a refund not yet issued
-        it.insert("rb".into(), s(format!("R#{}", bucket_of(o.id.as_str()))));
-        it.insert("rdue".into(), n(first));
-    }
-    if o.status == OrderStatus::PendingPayment {
-        it.insert("pb".into(), s(format!("P#{}", bucket_of(o.id.as_str()))));
-        it.insert("pd".into(), n(o.pay_expire_at));
+    // the bucketed sparse indexes (docs/after-sale.md, "Sweeps")
+    for index in OrderIndex::ALL {
+        if let Some(v) = index.value_of(o) {
+            let (_, hash, prefix, range) = index.keys();
+            it.insert(hash.into(), s(format!("{prefix}{}", bucket_of(o.id.as_str()))));
+            it.insert(range.into(), n(v));
+        }
     }
     Ok(it)
 }
@@ -84,12 +75,7 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
 /// The sparse index keys an order item carries (pending-by-deadline, shipped-by-due,
 /// refunds-requested): an index is written only when its key changes.
 fn sparse_keys(o: &Order) -> [Option<i64>; 3] {
-    let requested = o.refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.requested_at_ms).min();
-    [
-        (o.status == OrderStatus::PendingPayment).then_some(o.pay_expire_at),
-        o.shipment.as_ref().filter(|_| o.status == OrderStatus::Shipped).map(|s| s.auto_complete_at),
-        requested,
-    ]
+    OrderIndex::ALL.map(|i| i.value_of(o))
 }
 
 /// Decodes an order item (also a stream image); a VOID tombstone decodes to `OrderRecord::Void`.
@@ -251,8 +237,9 @@ impl OrderStore for DynamoOrders {
         Ok((orders, next))
     }
 
-    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>> {
+    async fn due_in(&self, index: OrderIndex, before: i64) -> anyhow::Result<Vec<OrderId>> {
         let mut out = Vec::new();
+        let (name, hash, prefix, range) = index.keys();
         for b in 0..super::INDEX_BUCKETS {
             let mut start: Option<Item> = None;
             loop {
@@ -261,14 +248,14 @@ impl OrderStore for DynamoOrders {
                     .client
                     .query()
                     .table_name(&self.table)
-                    .index_name(PENDING_INDEX)
-                    .key_condition_expression("pb = :b AND pd < :d")
-                    .expression_attribute_values(":b", s(format!("P#{b}")))
-                    .expression_attribute_values(":d", n(before_s))
+                    .index_name(name)
+                    .key_condition_expression(format!("{hash} = :b AND {range} < :d"))
+                    .expression_attribute_values(":b", s(format!("{prefix}{b}")))
+                    .expression_attribute_values(":d", n(before))
                     .set_exclusive_start_key(start)
                     .send()
                     .await
-                    .context("Query pending-by-deadline")?;
+                    .with_context(|| format!("Query {name}"))?;
                 super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
                 for it in r.items() {
                     if let Some(id) = get_s(it, "pk")?.strip_prefix("ORD#") {

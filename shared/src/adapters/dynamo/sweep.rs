@@ -6,7 +6,7 @@ use super::orders::PENDING_INDEX;
 use super::stock::{FROZEN_INDEX, SKU_INDEX};
 use super::{item_bytes, rru, sdk_error};
 use crate::domain::{OrderId, ReservationId, Sku};
-use crate::ports::{Page, SweepIndex};
+use crate::ports::{OrderIndex, Page, SweepIndex};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 
@@ -86,6 +86,21 @@ impl SweepIndex for DynamoSweep {
     ) -> anyhow::Result<Page<OrderId>> {
         let vals = vec![(":b", s(format!("P#{bucket}"))), (":d", n(before_s))];
         let page = self.page(&self.order_table, PENDING_INDEX, "pb = :b AND pd < :d", vals, cursor, limit).await?;
+        parse_all(page, |pk| pk.strip_prefix("ORD#").map(|id| OrderId::parse(id).map_err(Into::into)))
+    }
+
+    async fn orders_page(
+        &self,
+        index: OrderIndex,
+        bucket: u32,
+        before: i64,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<Page<OrderId>> {
+        let (name, hash, prefix, range) = index.keys();
+        let vals = vec![(":b", s(format!("{prefix}{bucket}"))), (":d", n(before))];
+        let cond = format!("{hash} = :b AND {range} < :d");
+        let page = self.page(&self.order_table, name, &cond, vals, cursor, limit).await?;
         parse_all(page, |pk| pk.strip_prefix("ORD#").map(|id| OrderId::parse(id).map_err(Into::into)))
     }
 

@@ -3,9 +3,9 @@
 //! index reads. VOID tombstones are kept forever (DynamoDB expires them after a week).
 
 use super::lock;
-use crate::domain::order::{Order, OrderRecord, OrderStatus};
+use crate::domain::order::{Order, OrderRecord};
 use crate::domain::{OrderId, UserId};
-use crate::ports::{OrderCursor, OrderStore};
+use crate::ports::{OrderCursor, OrderIndex, OrderStore};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -91,18 +91,16 @@ impl OrderStore for MemoryOrders {
         Ok((mine.into_iter().cloned().collect(), next))
     }
 
-    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>> {
+    async fn due_in(&self, index: OrderIndex, before: i64) -> anyhow::Result<Vec<OrderId>> {
         let m = lock(&self.records);
-        let mut due: Vec<&Order> = m
+        let mut due: Vec<(i64, OrderId)> = m
             .values()
             .filter_map(|r| match r {
-                OrderRecord::Order(o) if o.status == OrderStatus::PendingPayment && o.pay_expire_at < before_s => {
-                    Some(&**o)
-                }
+                OrderRecord::Order(o) => index.value_of(o).filter(|v| *v < before).map(|v| (v, o.id.clone())),
                 _ => None,
             })
             .collect();
-        due.sort_by_key(|o| (o.pay_expire_at, o.id.clone()));
-        Ok(due.into_iter().map(|o| o.id.clone()).collect())
+        due.sort();
+        Ok(due.into_iter().map(|(_, id)| id).collect())
     }
 }
