@@ -10,10 +10,10 @@ pub mod campaigns;
 pub mod fields;
 pub mod orders;
 pub mod payments;
-pub mod stripe;
 pub mod reservations;
 pub mod spec;
 pub mod stock;
+pub mod stripe;
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
