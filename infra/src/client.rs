@@ -61,4 +61,22 @@ impl ApiClient {
         let sig = signature::sign(secret, holdfast::clock::now_s(), body.as_bytes());
         self.call("POST", "/payments/callback", None, &[("x-signature", &sig)], Some(body)).await
     }
+
+    /// A Stripe event (`peers::stripe::event`) delivered to `POST /payments/stripe` with the
+    /// given `Stripe-Signature` header (`None`: no header at all).
+    pub async fn stripe_raw(&self, body: &str, signature: Option<&str>) -> Answer {
+        let headers: Vec<(&str, &str)> = signature.iter().map(|s| ("stripe-signature", *s)).collect();
+        self.call("POST", "/payments/stripe", None, &headers, Some(body.to_owned())).await
+    }
+
+    /// A Stripe event signed now with the local endpoint secret, as Stripe would send it.
+    pub async fn stripe(&self, event: &Value) -> Answer {
+        let body = event.to_string();
+        let sig = crate::peers::stripe::signature(
+            &[crate::stack::DEFAULT_STRIPE_WEBHOOK_SECRET],
+            holdfast::clock::now_s(),
+            &body,
+        );
+        self.stripe_raw(&body, Some(&sig)).await
+    }
 }

@@ -4,7 +4,7 @@
 //! be in all three with the same authorisation.
 
 use crate::template::{self, Template};
-use holdfast::api::spec::{JWT, SIGNATURE};
+use holdfast::api::spec::{JWT, SIGNATURE, STRIPE_SIGNATURE};
 use holdfast::api::Auth;
 use std::collections::BTreeMap;
 
@@ -35,7 +35,9 @@ pub fn spec_routes(spec: &serde_json::Value) -> Result<BTreeMap<String, String>,
                         Some([s]) => format!("JWT with scope {}", s.as_str().unwrap_or("?")),
                         _ => format!("unreadable scopes {scopes}"),
                     },
-                    Some([(name, _)]) if *name == SIGNATURE => "webhook signature".to_owned(),
+                    Some([(name, _)]) if *name == SIGNATURE || *name == STRIPE_SIGNATURE => {
+                        "webhook signature".to_owned()
+                    }
                     Some([]) => "public".to_owned(),
                     _ => format!("unreadable security {one}"),
                 },

@@ -9,7 +9,7 @@
 //! that one is declared (empty) in the template's Globals.
 
 use crate::resources;
-use crate::stack::{emulator_sdk, DEFAULT_WEBHOOK_SECRET};
+use crate::stack::{emulator_sdk, DEFAULT_STRIPE_WEBHOOK_SECRET, DEFAULT_WEBHOOK_SECRET};
 use crate::template::Template;
 use anyhow::{anyhow, Context};
 use serde_json::{Map, Value};
@@ -33,6 +33,10 @@ pub async fn env_vars(
     // address nothing listens on, so a refund there fails and is retried like one to a provider
     // that is down (README, "Local test with sam local").
     res.parameters.insert("PaymentProviderUrl".to_owned(), Some(UNREACHABLE_PROVIDER.to_owned()));
+    let arn = secret(&sdk, &format!("{prefix}-stripe-webhook-secret"), DEFAULT_STRIPE_WEBHOOK_SECRET)
+        .await
+        .context("creating Stripe's webhook secret")?;
+    res.parameters.insert(STRIPE_WEBHOOK_SECRET_PARAMETER.to_owned(), Some(arn));
     let mut doc = Map::new();
     for f in &t.functions {
         let mut vars = Map::new();
@@ -59,17 +63,23 @@ const UNREACHABLE_PROVIDER: &str = "http://127.0.0.1:9";
 
 /// The template parameter naming the webhook key's secret (see `payment-callback` in template.yaml).
 const WEBHOOK_SECRET_PARAMETER: &str = "WebhookSecretArn";
+/// The template parameter naming Stripe's webhook endpoint secret (`POST /payments/stripe`).
+const STRIPE_WEBHOOK_SECRET_PARAMETER: &str = "StripeWebhookSecretArn";
 
 /// The local webhook key as a Secrets Manager secret in the emulator; its ARN. Idempotent: a
 /// second run against the same emulator finds the secret and sets its value again.
 async fn webhook_secret(sdk: &aws_config::SdkConfig, prefix: &str) -> anyhow::Result<String> {
+    secret(sdk, &format!("{prefix}-webhook-key"), DEFAULT_WEBHOOK_SECRET).await
+}
+
+/// A secret `name` holding `value` in the emulator (created, or its value set again); its ARN.
+async fn secret(sdk: &aws_config::SdkConfig, name: &str, value: &str) -> anyhow::Result<String> {
     let sm = aws_sdk_secretsmanager::Client::new(sdk);
-    let name = format!("{prefix}-webhook-key");
-    match sm.create_secret().name(&name).secret_string(DEFAULT_WEBHOOK_SECRET).send().await {
+    match sm.create_secret().name(name).secret_string(value).send().await {
         Ok(out) => out.arn.ok_or_else(|| anyhow!("CreateSecret returned no ARN")),
         Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_exists_exception()) => {
-            sm.put_secret_value().secret_id(&name).secret_string(DEFAULT_WEBHOOK_SECRET).send().await?;
-            let out = sm.describe_secret().secret_id(&name).send().await?;
+            sm.put_secret_value().secret_id(name).secret_string(value).send().await?;
+            let out = sm.describe_secret().secret_id(name).send().await?;
             out.arn.ok_or_else(|| anyhow!("DescribeSecret returned no ARN"))
         }
         Err(e) => Err(anyhow::Error::new(e).context("CreateSecret")),

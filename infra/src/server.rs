@@ -96,7 +96,8 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn parse_query(q: &str) -> HashMap<String, Vec<String>> {
+/// `a=1&b=x%20y` (also an `application/x-www-form-urlencoded` body) into its values.
+pub fn parse_query(q: &str) -> HashMap<String, Vec<String>> {
     let mut m: HashMap<String, Vec<String>> = HashMap::new();
     for pair in q.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));

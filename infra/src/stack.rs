@@ -2,6 +2,7 @@
 //! event sources polled, its schedules fired — each function's real handler in-process.
 
 use crate::peers::provider::SimProvider;
+use crate::peers::stripe::FakeStripe;
 use crate::pollers::{schedule, SqsSource, StreamSource};
 use crate::resources::{self, Resources};
 use crate::server::{serve, Route, Server};
@@ -19,6 +20,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
+/// Stripe's webhook endpoint secret in the local stack (`STRIPE_WEBHOOK_SECRET`) and its fake Stripe.
+pub const DEFAULT_STRIPE_WEBHOOK_SECRET: &str = "whsec_holdfast_local";
 
 /// `HOLDFAST_SDK_TIMEOUT_SCALE` of the local stack unless a test sets it. The emulator
 /// serialises every DynamoDB request and the e2e tests share one emulator in parallel: 400
@@ -44,7 +47,7 @@ pub struct Options {
     pub sqs_pollers: usize,
     /// How often schedules fire; `None` = never (tests drive reconcile themselves).
     pub schedule_every: Option<Duration>,
-    /// Read settings (`HOLDFAST_*`, `PAYMENT_WEBHOOK_SECRET`) from the process environment.
+    /// Read settings (`HOLDFAST_*`, `PAYMENT_WEBHOOK_SECRET`, `STRIPE_*`) from the process environment.
     pub inherit_env: bool,
     /// Functions whose event sources are not polled (a test plays the source itself).
     pub paused: Vec<String>,
@@ -124,6 +127,8 @@ pub struct LocalStack {
     pub emulator_endpoint: String,
     /// The prefix of this stack's resource names (its owner id for emulator fault rules).
     pub prefix: String,
+    /// The fake Stripe the functions' `STRIPE_API_BASE` points at (docs/after-sale.md, "Stripe").
+    pub stripe: FakeStripe,
     apps: HashMap<String, Arc<App>>,
     /// The simulated payment provider refunds go to (docs/after-sale.md, "Providers").
     pub provider: Arc<SimProvider>,
@@ -158,6 +163,8 @@ impl LocalStack {
         let res =
             resources::create(&sdk, &template, &opts.prefix).await.context("creating resources in the emulator")?;
 
+        let (tx, rx) = watch::channel(false);
+        let mut tasks = Vec::new();
         let listener =
             tokio::net::TcpListener::bind(("127.0.0.1", opts.port)).await.context("binding the local API port")?;
         let base_url = format!("http://{}", listener.local_addr()?);
@@ -168,6 +175,19 @@ impl LocalStack {
         let delay_ms = opts.env.get("HOLDFAST_SIM_PROVIDER_DELAY_MS").and_then(|d| d.parse().ok()).unwrap_or(300);
         let (provider, provider_url) =
             SimProvider::start(format!("{base_url}/payments/refunds"), secret, delay_ms).await?;
+        // The endpoint secret the functions verify with and the fake Stripe signs with: a test's,
+        // else (the local runner) the environment's — e.g. the one `stripe listen` prints — else
+        // the well-known local one.
+        let stripe_secret = opts
+            .env
+            .get("STRIPE_WEBHOOK_SECRET")
+            .cloned()
+            .or_else(|| opts.inherit_env.then(|| std::env::var("STRIPE_WEBHOOK_SECRET").ok()).flatten())
+            .unwrap_or_else(|| DEFAULT_STRIPE_WEBHOOK_SECRET.to_owned());
+        let (stripe, stripe_task) =
+            FakeStripe::start(crate::peers::stripe::LOCAL_API_KEY, &stripe_secret, rx.clone()).await?;
+        tasks.push(stripe_task);
+        stripe.set_webhook_target(&format!("{base_url}/payments/stripe"));
 
         let mut apps = HashMap::new();
         for f in &template.functions {
@@ -178,7 +198,9 @@ impl LocalStack {
                 if k == "HOLDFAST_PROVIDER_URL" {
                     return Some(provider_url.clone());
                 }
-                if opts.inherit_env && (k.starts_with("HOLDFAST_") || k == "PAYMENT_WEBHOOK_SECRET") {
+                if opts.inherit_env
+                    && (k.starts_with("HOLDFAST_") || k == "PAYMENT_WEBHOOK_SECRET" || k.starts_with("STRIPE_"))
+                {
                     if let Ok(v) = std::env::var(k) {
                         return Some(v);
                     }
@@ -193,6 +215,13 @@ impl LocalStack {
                     // this well-known one unless a test sets another.
                     return Some(DEFAULT_WEBHOOK_SECRET.to_owned());
                 }
+                // Stripe: the local endpoint secret, and refunds at the fake Stripe.
+                match k {
+                    "STRIPE_WEBHOOK_SECRET" => return Some(stripe_secret.clone()),
+                    "STRIPE_API_BASE" => return Some(stripe.url.clone()),
+                    "STRIPE_API_KEY" => return Some(crate::peers::stripe::LOCAL_API_KEY.to_owned()),
+                    _ => {}
+                }
                 match f.env.get(k)? {
                     EnvValue::Deferred(_) => None,
                     v => res.resolve(v),
@@ -202,8 +231,6 @@ impl LocalStack {
             apps.insert(f.binary.clone(), Arc::new(App::with_aws(&f.binary, config, &sdk)?));
         }
 
-        let (tx, rx) = watch::channel(false);
-        let mut tasks = Vec::new();
         let routes = template.routes().into_iter().map(|(k, f, a)| Route::new(&k, &f, a)).collect();
         let server = Arc::new(Server { routes, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone() });
         tasks.push(tokio::spawn(serve(listener, server, rx.clone())));
@@ -270,6 +297,7 @@ impl LocalStack {
         Ok(LocalStack {
             emulator_endpoint: opts.emulator_endpoint.clone(),
             prefix: opts.prefix.clone(),
+            stripe,
             base_url,
             resources: res,
             template,

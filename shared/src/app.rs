@@ -28,6 +28,8 @@ pub struct App {
     pub sweep: Arc<dyn SweepIndex>,
     /// The payment webhook's HMAC keys (every one returned is accepted).
     pub webhook_keys: Arc<dyn WebhookKeys>,
+    /// Stripe's webhook endpoint secrets (docs/after-sale.md, "Stripe"; every one returned verifies).
+    pub stripe_webhook_keys: Arc<dyn WebhookKeys>,
     /// Where refunds are issued, by the provider the payment came through (docs/after-sale.md,
     /// "Providers").
     pub providers: Providers,
@@ -146,13 +148,28 @@ impl App {
                 config.webhook_secret_arn.clone(),
             )) as Arc<dyn WebhookKeys>
         });
+        let stripe_keys = stripe_secrets(sdk, &config);
         let generic = Arc::new(crate::adapters::provider::HttpProvider::new(&config.provider_url, budget.operation)?);
         let app = Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep);
+        // Stripe refunds are wired below when a Stripe API key (or its secret) is configured.
         let stripe = Arc::new(crate::adapters::provider::Unconfigured("stripe"));
         let providers = Providers { generic, stripe };
         let app = app.with_providers(providers);
-        Ok(match keys {
+        let app = match keys {
             Some(k) => App { webhook_keys: k, ..app },
+            None => app,
+        };
+        let app = match stripe_keys.webhook {
+            Some(k) => App { stripe_webhook_keys: k, ..app },
+            None => app,
+        };
+        Ok(match stripe_keys.api {
+            Some(k) => {
+                let stripe =
+                    Arc::new(crate::adapters::stripe::StripeRefunds::new(app.config.stripe_api_base.clone(), k)?);
+                let providers = Providers { stripe, ..app.providers.clone() };
+                app.with_providers(providers)
+            }
             None => app,
         })
     }
@@ -170,8 +187,10 @@ impl App {
         let sweep = Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::ZERO));
         let webhook_keys =
             Arc::new(StaticKeys(vec![config.webhook_secret.clone(), config.webhook_secret_previous.clone()]));
+        let stripe_webhook_keys = Arc::new(StaticKeys(vec![config.stripe_webhook_secret.clone()]));
         Ok(App {
             webhook_keys,
+            stripe_webhook_keys,
             providers: Providers::memory(),
             budget,
             sweep,
@@ -199,6 +218,27 @@ impl App {
     pub fn count(&self, metric: &str, n: u64) {
         crate::telemetry::count(&self.function, metric, n);
     }
+}
+
+/// Where the Stripe secrets come from: Secrets Manager when an ARN is set, else configuration;
+/// `None` = keep the default (the configured webhook secret; no Stripe refunds).
+struct StripeSecrets {
+    webhook: Option<Arc<dyn WebhookKeys>>,
+    api: Option<Arc<dyn WebhookKeys>>,
+}
+
+fn stripe_secrets(sdk: &aws_config::SdkConfig, config: &Config) -> StripeSecrets {
+    let from_arn = |arn: &str| -> Option<Arc<dyn WebhookKeys>> {
+        (!arn.is_empty()).then(|| {
+            Arc::new(SecretsManagerKeys::new(aws_sdk_secretsmanager::Client::new(sdk), arn.to_owned()))
+                as Arc<dyn WebhookKeys>
+        })
+    };
+    let api = from_arn(&config.stripe_api_key_secret_arn).or_else(|| {
+        (!config.stripe_api_key.is_empty())
+            .then(|| Arc::new(StaticKeys(vec![config.stripe_api_key.clone()])) as Arc<dyn WebhookKeys>)
+    });
+    StripeSecrets { webhook: from_arn(&config.stripe_webhook_secret_arn), api }
 }
 
 /// The refund side of each payment provider.

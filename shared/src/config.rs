@@ -31,6 +31,18 @@ pub struct Config {
     pub webhook_secret_previous: Secret,
     /// Secrets Manager secret holding the HMAC key (`WEBHOOK_SECRET_ARN`; empty = use the above).
     pub webhook_secret_arn: String,
+    /// Stripe's webhook endpoint secret (`whsec_…`) when no secret ARN is set (local stack, tests;
+    /// no default: an unset secret answers 503, never accepts).
+    pub stripe_webhook_secret: Secret,
+    /// Secrets Manager secret holding it (`STRIPE_WEBHOOK_SECRET_ARN`; AWSCURRENT and AWSPREVIOUS
+    /// both verify during a roll).
+    pub stripe_webhook_secret_arn: String,
+    /// Stripe's API (`STRIPE_API_BASE`; the local stack points it at its fake Stripe).
+    pub stripe_api_base: String,
+    /// Stripe secret API key for refunds (`STRIPE_API_KEY`), or the secret holding it
+    /// (`STRIPE_API_KEY_SECRET_ARN`). Neither set: Stripe refunds are not wired.
+    pub stripe_api_key: Secret,
+    pub stripe_api_key_secret_arn: String,
     pub faults: String,
     pub max_body_bytes: usize,
     /// Multiplies every SDK timeout of [`crate::app::SdkBudget`] (1 in AWS; the local stack
@@ -71,6 +83,9 @@ impl std::fmt::Debug for Secret {
         f.write_str(if self.0.is_empty() { "Secret(<empty>)" } else { "Secret(<redacted>)" })
     }
 }
+
+/// Where Stripe's API is unless `STRIPE_API_BASE` says otherwise.
+pub const DEFAULT_STRIPE_API_BASE: &str = "https://api.stripe.com";
 
 /// Events published unless `HOLDFAST_PUBLISH_EVENTS` says otherwise.
 pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 11] = {
@@ -137,6 +152,13 @@ impl Config {
             webhook_secret: Secret::new(get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default()),
             webhook_secret_previous: Secret::new(get("PAYMENT_WEBHOOK_SECRET_PREVIOUS").unwrap_or_default()),
             webhook_secret_arn: s("WEBHOOK_SECRET_ARN"),
+            stripe_webhook_secret: Secret::new(get("STRIPE_WEBHOOK_SECRET").unwrap_or_default()),
+            stripe_webhook_secret_arn: s("STRIPE_WEBHOOK_SECRET_ARN"),
+            stripe_api_base: Some(s("STRIPE_API_BASE"))
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| DEFAULT_STRIPE_API_BASE.to_owned()),
+            stripe_api_key: Secret::new(get("STRIPE_API_KEY").unwrap_or_default()),
+            stripe_api_key_secret_arn: s("STRIPE_API_KEY_SECRET_ARN"),
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
             sdk_timeout_scale: parse(get, "HOLDFAST_SDK_TIMEOUT_SCALE", 1.0)?,
@@ -207,6 +229,18 @@ mod tests {
         assert!(!printed.contains("s3cr3t-key"), "{printed}");
         assert!(printed.contains("Secret(<redacted>)"));
         assert_eq!(c.webhook_secret.expose(), b"s3cr3t-key");
+    }
+
+    #[test]
+    fn stripe_settings_default_to_the_real_api_and_no_secrets() {
+        let c = Config::from_lookup(&|_| None).unwrap();
+        assert_eq!(c.stripe_api_base, "https://api.stripe.com");
+        assert!(c.stripe_webhook_secret.is_empty() && c.stripe_api_key.is_empty());
+        let c = Config::from_lookup(&|k| {
+            (k == "STRIPE_API_KEY" || k == "STRIPE_WEBHOOK_SECRET").then(|| "sk_test_hidden".into())
+        })
+        .unwrap();
+        assert!(!format!("{c:?}").contains("sk_test_hidden"));
     }
 
     #[test]

@@ -54,10 +54,12 @@ pub enum Resource {
     /// `!Ref WebhookSecretArn`: the Secrets Manager secret holding the webhook's HMAC keys (a
     /// parameter whose value is an ARN outside the stack).
     WebhookSecret,
+    /// `!Ref StripeWebhookSecretArn`: the secret holding Stripe's webhook endpoint secret.
+    StripeWebhookSecret,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 10] = [
+    pub const ALL: [Resource; 11] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -68,6 +70,7 @@ impl Resource {
         Resource::PublishEventsFailureQueue,
         Resource::ReconcileWorkQueue,
         Resource::WebhookSecret,
+        Resource::StripeWebhookSecret,
     ];
 
     /// The template's logical id of the resource (for indexes: of their table).
@@ -81,6 +84,7 @@ impl Resource {
             Resource::PublishEventsFailureQueue => "PublishEventsFailureQueue",
             Resource::ReconcileWorkQueue => "ReconcileWorkQueue",
             Resource::WebhookSecret => "WebhookSecretArn",
+            Resource::StripeWebhookSecret => "StripeWebhookSecretArn",
         }
     }
 
@@ -95,7 +99,7 @@ impl Resource {
             | Resource::PublishEventsFailureQueue
             | Resource::ReconcileWorkQueue => "AWS::SQS::Queue",
             Resource::EventBus => "AWS::Events::EventBus",
-            Resource::WebhookSecret => "Parameter",
+            Resource::WebhookSecret | Resource::StripeWebhookSecret => "Parameter",
         }
     }
 
@@ -116,6 +120,7 @@ impl Resource {
             Resource::PublishEventsFailureQueue => None,
             Resource::ReconcileWorkQueue => Some("RECONCILE_WORK_QUEUE_URL"),
             Resource::WebhookSecret => Some("WEBHOOK_SECRET_ARN"),
+            Resource::StripeWebhookSecret => Some("STRIPE_WEBHOOK_SECRET_ARN"),
         }
     }
 }
@@ -185,6 +190,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:PutItem", OrderTable),
             // SecretsManagerKeys: the HMAC keys, AWSCURRENT and AWSPREVIOUS, cached
             ("secretsmanager:GetSecretValue", WebhookSecret),
+            // POST /payments/stripe: Stripe's endpoint secret, AWSCURRENT and AWSPREVIOUS, cached
+            ("secretsmanager:GetSecretValue", StripeWebhookSecret),
         ],
     ),
     (
@@ -323,7 +330,8 @@ pub const ENV: &[(&str, &[&str])] = &[
     // where refunds of generic payments are issued
     ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL"]),
     // the webhook's HMAC keys are fetched at run time from the secret this names
-    ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN"]),
+    // (and Stripe's endpoint secret, the same way)
+    ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN", "STRIPE_WEBHOOK_SECRET_ARN"]),
     // default ttl_seconds of a hold
     ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
     // public views' cache lifetime; the cap the eligibility check reports
@@ -373,6 +381,13 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_AWS_ENDPOINT",
     // reconcile's refund backstop: how long a REQUESTED refund waits for its event first
     "HOLDFAST_REFUND_REDRIVE_SECONDS",
+    // local/test builds: Stripe's webhook endpoint secret when no STRIPE_WEBHOOK_SECRET_ARN is set
+    "STRIPE_WEBHOOK_SECRET",
+    // the Stripe refunds adapter (docs/after-sale.md, "Stripe"): the API (default the real one)
+    // and its secret key, or the secret holding it; the function that issues refunds sets them
+    "STRIPE_API_BASE",
+    "STRIPE_API_KEY",
+    "STRIPE_API_KEY_SECRET_ARN",
 ];
 
 /// The declared uses of `function`.

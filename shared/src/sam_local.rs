@@ -53,6 +53,7 @@ pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
     ("POST /admin/orders/{order_id}/cancel", RouteAuth::Jwt(&["stock:admin"])),
     ("POST /payments/callback", RouteAuth::Public),
     ("POST /payments/refunds", RouteAuth::Public),
+    ("POST /payments/stripe", RouteAuth::Public),
     ("POST /reservations", RouteAuth::Jwt(&["reservations:write"])),
     ("POST /reservations/{order_id}/confirm", RouteAuth::Jwt(&["reservations:write"])),
     ("POST /reservations/{order_id}/release", RouteAuth::Jwt(&["reservations:write"])),

@@ -23,6 +23,8 @@ pub mod names {
     pub const INVARIANT_VIOLATIONS: &str = "InvariantViolations";
     pub const PAYMENT_AMOUNT_MISMATCH: &str = "PaymentAmountMismatch";
     pub const REFUNDS_REQUESTED: &str = "RefundsRequested";
+    /// Stripe events without a usable `metadata.order_id` (answered `ignored`).
+    pub const STRIPE_EVENTS_NOT_OURS: &str = "StripeEventsNotOurs";
     pub const REFUNDS_ISSUED: &str = "RefundsIssued";
     pub const REFUNDS_CONFIRMED: &str = "RefundsConfirmed";
     pub const REFUNDS_REFUSED: &str = "RefundsRefusedByProvider";

@@ -41,6 +41,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
     let auth = |k: &str| routes.iter().find(|(r, _, _)| r == k).map(|(_, _, a)| a.clone()).unwrap();
     assert_eq!(auth("GET /skus/{sku}"), Auth::Public);
     assert_eq!(auth("POST /payments/callback"), Auth::Public);
+    assert_eq!(auth("POST /payments/stripe"), Auth::Public);
     // Every protected route, with the scope it needs (security review V6, V8).
     let jwt = |s: &str| Auth::Jwt { scopes: vec![s.to_owned()] };
     for (route, scope) in [
@@ -76,6 +77,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         vec![
             "POST /payments/callback",
             "POST /payments/refunds",
+            "POST /payments/stripe",
             "GET /skus/{sku}",
             "GET /skus/{sku}/availability",
             "GET /campaigns/{campaign_id}"

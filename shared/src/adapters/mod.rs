@@ -7,5 +7,6 @@ pub mod memory;
 pub mod provider;
 pub mod secrets;
 pub mod sqs;
+pub mod stripe;
 pub mod sweep;
 pub mod usage;

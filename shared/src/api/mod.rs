@@ -13,6 +13,7 @@ pub mod payments;
 pub mod reservations;
 pub mod spec;
 pub mod stock;
+pub mod stripe;
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

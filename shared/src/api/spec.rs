@@ -19,6 +19,7 @@ use super::orders::{CreateOrderRequest, ItemRequest, OrderItem, OrderList, Order
 use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
 use super::stock::{AdjustmentRequest, PutSkuRequest, SkuView};
+use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use crate::http::{Code, ProblemBody};
 use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -34,6 +35,8 @@ pub struct GatewayError {
 pub const JWT: &str = "jwt";
 /// Name of the webhook-signature scheme (`X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>`).
 pub const SIGNATURE: &str = "webhook_signature";
+/// Name of Stripe's signature scheme (`Stripe-Signature: t=<unix>,v1=<hex>[,v1=…]`).
+pub const STRIPE_SIGNATURE: &str = "stripe_signature";
 
 struct Security;
 
@@ -51,6 +54,14 @@ impl Modify for Security {
                 "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>; at most 300 s old",
             ))),
         );
+        c.add_security_scheme(
+            STRIPE_SIGNATURE,
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Stripe-Signature",
+                "Stripe's webhook signature: t=<unix seconds>,v1=<hex HMAC-SHA256(endpoint secret, \"<t>.<raw body>\")>, \
+                 one or more v1 (any may match; other schemes ignored); within 300 s of now either way",
+            ))),
+        );
     }
 }
 
@@ -64,12 +75,14 @@ impl Modify for Security {
     ),
     paths(put_sku, adjust_sku, pause_sku, resume_sku, get_sku, availability, my_availability, put_campaign,
           adjust_campaign, pause_campaign, resume_campaign, get_campaign, create_order, list_orders, get_order, cancel_order, payment_callback,
+          stripe_webhook,
           refund_order, confirm_receipt, return_order, admin_get_order, admin_ship_order, admin_return_received,
           admin_cancel_order, refund_webhook,
           create_reservation, confirm_reservation, release_reservation),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
                        OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
                        ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult,
+                       StripeEvent, StripeEventData, StripeAnswer, StripeResult,
                        CampaignItemRequest, CampaignRequest, CampaignAdjustmentRequest, CampaignItemView,
                        CampaignViewBody, Availability, ReasonRequest, ShipRequest, ReturnReceivedRequest,
                        RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
@@ -490,6 +503,26 @@ fn admin_get_order() {}
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]
 fn refund_webhook() {}
+
+#[utoipa::path(post, path = "/payments/stripe", tag = "payments", operation_id = "stripeWebhook",
+    request_body = StripeEvent,
+    security(("stripe_signature" = [])),
+    responses(
+        (status = 200, description = "What the event did (`ignored`: a type Holdfast does not act on, or no \
+                                      metadata.order_id)", body = StripeAnswer),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, wrong, stale or future Stripe-Signature", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 404, description = "Unknown order (or refund)", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 409, description = "amount_mismatch or too_many_payments", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 413, description = "Event over 256 KiB", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "A field Holdfast reads is invalid", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn stripe_webhook() {}
 
 #[utoipa::path(post, path = "/reservations", tag = "reservations", operation_id = "createReservation",
     request_body = ReservationRequest,

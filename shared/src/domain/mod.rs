@@ -12,6 +12,7 @@ pub mod quantity;
 pub mod refund;
 pub mod reservation;
 pub mod signature;
+pub mod stripe;
 
 pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 pub use money::{Currency, Money};

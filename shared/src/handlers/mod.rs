@@ -20,6 +20,7 @@ pub mod sqs;
 pub mod stock_api;
 pub mod stock_events;
 pub mod stream;
+pub mod stripe_webhook;
 
 use crate::api::Route;
 use crate::app::App;

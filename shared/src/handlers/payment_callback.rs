@@ -13,13 +13,18 @@ use crate::service::payments::{self, PaymentError, PaymentNotice};
 use crate::service::refunds::{self, RefundConfirmation, RefundError};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
-pub const ROUTES: &[Route] =
-    &[Route::new("POST /payments/callback", Auth::Signed), Route::new("POST /payments/refunds", Auth::Signed)];
+pub const ROUTES: &[Route] = &[
+    Route::new("POST /payments/callback", Auth::Signed),
+    Route::new("POST /payments/refunds", Auth::Signed),
+    // Stripe's webhook, signed with `Stripe-Signature` (docs/after-sale.md, "Stripe")
+    Route::new("POST /payments/stripe", Auth::Signed),
+];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     let r = match http::route(&req) {
         "POST /payments/callback" => callback(app, &req).await,
         "POST /payments/refunds" => refund_webhook(app, &req).await,
+        "POST /payments/stripe" => super::stripe_webhook::webhook(app, &req).await,
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)

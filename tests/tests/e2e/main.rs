@@ -13,3 +13,4 @@ mod orders;
 mod sam_env;
 mod soak;
 mod stock;
+mod stripe;

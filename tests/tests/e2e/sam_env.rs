@@ -3,7 +3,7 @@
 //! secret in the emulator that the payment callback can read the way it does in AWS.
 
 use crate::common::{emulator, template_path};
-use holdfast_local::stack::{emulator_sdk, DEFAULT_WEBHOOK_SECRET};
+use holdfast_local::stack::{emulator_sdk, DEFAULT_STRIPE_WEBHOOK_SECRET, DEFAULT_WEBHOOK_SECRET};
 use holdfast_local::template::Template;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -26,4 +26,9 @@ async fn sam_env_gives_every_declared_variable_a_value_and_the_webhook_key_a_sec
     let sm = aws_sdk_secretsmanager::Client::new(&emulator_sdk(&emulator()).await);
     let got = sm.get_secret_value().secret_id(arn).version_stage("AWSCURRENT").send().await.unwrap();
     assert_eq!(got.secret_string(), Some(DEFAULT_WEBHOOK_SECRET));
+
+    // Stripe's endpoint secret (POST /payments/stripe) the same way.
+    let arn = doc["PaymentCallbackFunction"]["STRIPE_WEBHOOK_SECRET_ARN"].as_str().unwrap();
+    let got = sm.get_secret_value().secret_id(arn).version_stage("AWSCURRENT").send().await.unwrap();
+    assert_eq!(got.secret_string(), Some(DEFAULT_STRIPE_WEBHOOK_SECRET));
 }
