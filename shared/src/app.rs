@@ -26,6 +26,8 @@ pub struct App {
     pub bus: Arc<dyn EventBus>,
     /// Paged reads of the sparse indexes (the reconcile sweep).
     pub sweep: Arc<dyn SweepIndex>,
+    /// The stock journal (docs/after-sale.md, "Stock journal").
+    pub journal: Arc<dyn crate::ports::Journal>,
     /// The payment webhook's HMAC keys (every one returned is accepted).
     pub webhook_keys: Arc<dyn WebhookKeys>,
     /// Where refunds are issued, by the provider the payment came through (docs/after-sale.md,
@@ -146,7 +148,10 @@ impl App {
                 config.webhook_secret_arn.clone(),
             )) as Arc<dyn WebhookKeys>
         });
-        let app = Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep);
+        let journal =
+            Arc::new(crate::adapters::dynamo::journal::DynamoJournal::new(ddb.clone(), config.journal_table.clone()));
+        let app =
+            Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep).with_journal(journal);
         Ok(match keys {
             Some(k) => App { webhook_keys: k, ..app },
             None => app,
@@ -171,6 +176,7 @@ impl App {
             providers: Providers::memory(),
             budget,
             sweep,
+            journal: Arc::new(crate::adapters::memory::MemoryJournal::new()),
             function: function.to_owned(),
             config,
             stock,
@@ -185,6 +191,11 @@ impl App {
     /// The same app issuing refunds through `providers`.
     pub fn with_providers(self, providers: Providers) -> App {
         App { providers, ..self }
+    }
+
+    /// The same app with its stock journal at `journal`.
+    pub fn with_journal(self, journal: Arc<dyn crate::ports::Journal>) -> App {
+        App { journal, ..self }
     }
 
     /// The same app reading the sweep's indexes through `sweep`.
