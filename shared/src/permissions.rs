@@ -54,10 +54,16 @@ pub enum Resource {
     /// `!Ref WebhookSecretArn`: the Secrets Manager secret holding the webhook's HMAC keys (a
     /// parameter whose value is an ARN outside the stack).
     WebhookSecret,
+    /// `!GetAtt JournalTable.Arn`: the stock journal.
+    JournalTable,
+    /// `!Sub "${JournalTable.Arn}/index/…"` (`by-ref`).
+    JournalTableIndexes,
+    /// The on-failure destination of stock-journal's stream source.
+    StockJournalFailureQueue,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 10] = [
+    pub const ALL: [Resource; 13] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -68,6 +74,9 @@ impl Resource {
         Resource::PublishEventsFailureQueue,
         Resource::ReconcileWorkQueue,
         Resource::WebhookSecret,
+        Resource::JournalTable,
+        Resource::JournalTableIndexes,
+        Resource::StockJournalFailureQueue,
     ];
 
     /// The template's logical id of the resource (for indexes: of their table).
@@ -81,15 +90,21 @@ impl Resource {
             Resource::PublishEventsFailureQueue => "PublishEventsFailureQueue",
             Resource::ReconcileWorkQueue => "ReconcileWorkQueue",
             Resource::WebhookSecret => "WebhookSecretArn",
+            Resource::JournalTable | Resource::JournalTableIndexes => "JournalTable",
+            Resource::StockJournalFailureQueue => "StockJournalFailureQueue",
         }
     }
 
     /// The CloudFormation type the logical id must have.
     pub fn cfn_type(self) -> &'static str {
         match self {
-            Resource::StockTable | Resource::StockTableIndexes | Resource::OrderTable | Resource::OrderTableIndexes => {
-                "AWS::DynamoDB::Table"
-            }
+            Resource::StockTable
+            | Resource::StockTableIndexes
+            | Resource::OrderTable
+            | Resource::OrderTableIndexes
+            | Resource::JournalTable
+            | Resource::JournalTableIndexes => "AWS::DynamoDB::Table",
+            Resource::StockJournalFailureQueue => "AWS::SQS::Queue",
             Resource::PaymentTimeoutQueue
             | Resource::ReservationCheckQueue
             | Resource::PublishEventsFailureQueue
@@ -101,7 +116,7 @@ impl Resource {
 
     /// Whether this stands for a table's secondary indexes.
     pub fn is_index(self) -> bool {
-        matches!(self, Resource::StockTableIndexes | Resource::OrderTableIndexes)
+        matches!(self, Resource::StockTableIndexes | Resource::OrderTableIndexes | Resource::JournalTableIndexes)
     }
 
     /// The environment variable through which the code learns this resource's name or URL
@@ -116,6 +131,8 @@ impl Resource {
             Resource::PublishEventsFailureQueue => None,
             Resource::ReconcileWorkQueue => Some("RECONCILE_WORK_QUEUE_URL"),
             Resource::WebhookSecret => Some("WEBHOOK_SECRET_ARN"),
+            Resource::JournalTable | Resource::JournalTableIndexes => Some("JOURNAL_TABLE"),
+            Resource::StockJournalFailureQueue => None,
         }
     }
 }
@@ -207,6 +224,17 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:PutItem", StockTable),
             // … and Update items (rebalance shards, adjust meta + shards)
             ("dynamodb:UpdateItem", StockTable),
+            // GET /admin/skus/{sku}/journal → journal.for_sku (a Query on the table's key)
+            ("dynamodb:Query", JournalTable),
+        ],
+    ),
+    (
+        "stock-journal",
+        &[
+            // DynamoJournal::put
+            ("dynamodb:BatchWriteItem", JournalTable),
+            // Not the code: the stream event source's OnFailure destination (as publish-events)
+            ("sqs:SendMessage", StockJournalFailureQueue),
         ],
     ),
     (
@@ -313,7 +341,8 @@ pub const ENV: &[(&str, &[&str])] = &[
     // default ttl_seconds of a hold
     ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
     // public views' cache lifetime; the cap the eligibility check reports
-    ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER"]),
+    ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER", "JOURNAL_TABLE"]),
+    ("stock-journal", &["JOURNAL_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
     ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
     ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),

@@ -52,6 +52,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         ("POST /admin/skus/{sku}/adjustments", "stock:admin"),
         ("POST /admin/skus/{sku}/pause", "stock:admin"),
         ("POST /admin/skus/{sku}/resume", "stock:admin"),
+        ("GET /admin/skus/{sku}/journal", "stock:admin"),
         ("PUT /admin/campaigns/{campaign_id}", "stock:admin"),
         ("POST /admin/campaigns/{campaign_id}/adjustments", "stock:admin"),
         ("POST /admin/campaigns/{campaign_id}/pause", "stock:admin"),

@@ -92,8 +92,15 @@ impl StockStore for Stock {
         self.1.add("BatchGet(shards)", usize::from(slots)).await;
         self.0.read_shards(sku, slots).await
     }
-    async fn rebalance(&self, m: &SkuMeta, v: u64, old: &[ShardCounts], new: &[i64]) -> anyhow::Result<bool> {
-        self.0.rebalance(m, v, old, new).await
+    async fn rebalance(
+        &self,
+        m: &SkuMeta,
+        v: u64,
+        old: &[ShardCounts],
+        new: &[i64],
+        cause: &holdfast::domain::journal::Cause,
+    ) -> anyhow::Result<bool> {
+        self.0.rebalance(m, v, old, new, cause).await
     }
     async fn adjust(&self, adj: &Adjustment, v: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
         self.0.adjust(adj, v).await
@@ -285,6 +292,7 @@ async fn main() -> anyhow::Result<()> {
             adjustment_id: "init".into(),
             delta: per_sku,
             reason: "scale run".into(),
+            actor: None,
             at_ms: 0,
             pieces: vec![(0, per_sku)],
         };
