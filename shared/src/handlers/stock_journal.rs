@@ -33,7 +33,9 @@ pub fn record_entry(r: &StreamRecord) -> anyhow::Result<Option<Entry>> {
     let old = old.as_ref().map(decode_image).transpose()?;
     let new = new.as_ref().map(decode_image).transpose()?;
     let at_ms = r.change.approximate_creation_date_time.timestamp_millis();
+    // sequence numbers grow within a stream shard; padded, they also sort as strings
     let seq: String = stream::sequence_number(r).chars().filter(char::is_ascii_alphanumeric).collect();
+    let seq = if seq.bytes().all(|b| b.is_ascii_digit()) { format!("{seq:0>40}") } else { seq };
     Ok(journal::entry(&item, old.as_ref(), new.as_ref(), at_ms, &seq))
 }
 
@@ -105,7 +107,7 @@ mod tests {
         assert_eq!((e.sku, e.shard, e.quantity), (Sku::parse("A-1").unwrap(), 0, 2));
         assert_eq!((e.cause.as_str(), e.actor.as_str(), e.why.as_str()), ("o1", "system", "sell"));
         // the event type keeps whole seconds of the creation time
-        assert_eq!(e.seq, "1700000000000#000123");
+        assert_eq!(e.seq, "1700000000000#0000000000000000000000000000000000000123");
         let meta = record(serde_json::json!({}), serde_json::json!({"pk": {"S": "SKU#A-1"}, "v": {"N": "2"}}));
         assert!(record_entry(&meta).unwrap().is_none());
     }
