@@ -313,6 +313,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("events:PutEvents", EventBus),
             // the rest of an item past its budget, sent back with its cursor
             ("sqs:SendMessage", ReconcileWorkQueue),
+            // SkuJournals → journal.for_sku (a Query on the table's key)
+            ("dynamodb:Query", JournalTable),
         ],
     ),
 ];
@@ -360,6 +362,7 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_STALE_LOCK_SECONDS",
             "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
             "HOLDFAST_RECONCILE_INTERVAL_MINUTES",
+            "JOURNAL_TABLE",
         ],
     ),
 ];

@@ -266,6 +266,9 @@ pub enum WorkItem {
     LockedTotals {},
     /// The campaign identity `quota = available + locked + sold` of every campaign item.
     CampaignQuotas {},
+    /// Per SKU after `cursor`: its stock journal sums to its shard counters
+    /// (docs/after-sale.md, "Stock journal"; only SKUs whose journal is complete).
+    SkuJournals { cursor: Option<String> },
 }
 
 /// One page of a sparse index; `next` resumes after it (`None`: the index is done).
