@@ -118,7 +118,7 @@ pub struct Entry {
     pub reason: Option<String>,
     /// When the write happened (the stream record's creation time).
     pub at_ms: i64,
-    /// Sort key, unique per stream record and time-ordered: `<at_ms, 13 digits>#<sequence>`.
+    /// Sort key, unique per stream record and time-ordered: `<at_ms, 13 digits>.<sequence>` (URL-safe: it is the page cursor).
     /// A redelivered record gets the same key, so writing it again is idempotent.
     pub seq: String,
 }
@@ -136,12 +136,12 @@ impl Entry {
 
 /// The sort key of the entry of a stream record.
 pub fn entry_key(at_ms: i64, sequence: &str) -> String {
-    format!("{:013}#{sequence}", at_ms.max(0))
+    format!("{:013}.{sequence}", at_ms.max(0))
 }
 
 /// Whether `s` is a well-formed entry key (a page cursor is one).
 pub fn is_entry_key(s: &str) -> bool {
-    match s.split_once('#') {
+    match s.split_once('.') {
         Some((t, q)) => {
             t.len() == 13
                 && t.bytes().all(|b| b.is_ascii_digit())
@@ -156,7 +156,7 @@ pub fn is_entry_key(s: &str) -> bool {
 /// The entry one stream record makes, or `None` when no counter changed (a stop-sale flag, a
 /// window copy) and the item is not new. A new item (no old image) always makes an entry, so
 /// the journal of a shard created after the journal existed starts from zero: that is what
-/// makes it complete (see [`complete`]).
+/// makes it complete (see [`check`]).
 pub fn entry(item: &Counted, old: Option<&Image>, new: Option<&Image>, at_ms: i64, sequence: &str) -> Option<Entry> {
     let before = old.map(|i| i.counts).unwrap_or_default();
     let after = new.map(|i| i.counts).unwrap_or_default();
@@ -199,8 +199,9 @@ pub fn entry(item: &Counted, old: Option<&Image>, new: Option<&Image>, at_ms: i6
 pub enum Verdict {
     /// For every counter, Σ(after − before) over the entries equals the current value.
     Holds,
-    /// Some shard has no `create` entry: it existed before the journal (or its first entry
-    /// was lost), so the sums cannot be expected to hold. Not checked.
+    /// Some shard's oldest entry does not start from zero (or it has none): the shard held
+    /// units before the journal existed (or its first entry was lost), so the sums cannot be
+    /// expected to hold. Not checked.
     Incomplete,
     /// The newest entry of some shard does not show its current counters: the stream has not
     /// been processed up to the last write yet. Check again later.
@@ -214,7 +215,7 @@ pub enum Verdict {
 /// quota entries are ignored) against the shards' current counters.
 pub fn check(entries: &[Entry], shards: &[ShardCounts]) -> Verdict {
     let mut sums = vec![ShardCounts::default(); shards.len()];
-    let mut created = vec![false; shards.len()];
+    let mut oldest: Vec<Option<&Entry>> = vec![None; shards.len()];
     let mut newest: Vec<Option<&Entry>> = vec![None; shards.len()];
     for e in entries.iter().filter(|e| e.campaign.is_none()) {
         let i = usize::from(e.shard);
@@ -225,12 +226,16 @@ pub fn check(entries: &[Entry], shards: &[ShardCounts]) -> Verdict {
         sums[i].available += d.available;
         sums[i].locked += d.locked;
         sums[i].sold += d.sold;
-        created[i] |= e.why == "create";
         if newest[i].is_none_or(|n| n.seq < e.seq) {
             newest[i] = Some(e);
         }
+        if oldest[i].is_none_or(|o| o.seq > e.seq) {
+            oldest[i] = Some(e);
+        }
     }
-    if created.iter().any(|c| !c) {
+    // complete: every shard's journal starts from zero (its creation, or its first write
+    // while it was still empty), so the sums start where the counters did
+    if oldest.iter().any(|o| o.is_none_or(|e| e.before != ShardCounts::default())) {
         return Verdict::Incomplete;
     }
     if newest.iter().zip(shards).any(|(n, s)| n.map(|e| e.after) != Some(*s)) {
@@ -289,7 +294,7 @@ mod tests {
         let e = entry(&shard0(), Some(&old), Some(&new), 1_700_000_000_123, "42").unwrap();
         assert_eq!((e.before, e.after, e.quantity), (c(10, 0, 0), c(7, 3, 0), 3));
         assert_eq!((e.cause.as_str(), e.actor.as_str(), e.why.as_str(), e.reason), ("ord-1", "u1", "freeze", None));
-        assert_eq!(e.seq, "1700000000123#42");
+        assert_eq!(e.seq, "1700000000123.42");
         assert!(is_entry_key(&e.seq));
     }
 
@@ -339,14 +344,17 @@ mod tests {
     #[test]
     fn the_check_holds_on_a_complete_caught_up_journal_and_says_why_otherwise() {
         let journal = vec![
-            e(0, c(0, 0, 0), c(0, 0, 0), "create", "0000000000001#1"),
-            e(0, c(0, 0, 0), c(10, 0, 0), "adjust", "0000000000002#2"),
-            e(0, c(10, 0, 0), c(8, 2, 0), "freeze", "0000000000003#3"),
-            e(0, c(8, 2, 0), c(8, 0, 2), "sell", "0000000000004#4"),
+            e(0, c(0, 0, 0), c(0, 0, 0), "create", "0000000000001.1"),
+            e(0, c(0, 0, 0), c(10, 0, 0), "adjust", "0000000000002.2"),
+            e(0, c(10, 0, 0), c(8, 2, 0), "freeze", "0000000000003.3"),
+            e(0, c(8, 2, 0), c(8, 0, 2), "sell", "0000000000004.4"),
         ];
         assert_eq!(check(&journal, &[c(8, 0, 2)]), Verdict::Holds);
         assert_eq!(check(&journal, &[c(6, 2, 2)]), Verdict::Behind);
-        assert_eq!(check(&journal[1..], &[c(8, 0, 2)]), Verdict::Incomplete);
+        // a shard that was empty when its journal began counts from zero as well
+        assert_eq!(check(&journal[1..], &[c(8, 0, 2)]), Verdict::Holds);
+        // one that held units before the journal existed cannot be summed
+        assert_eq!(check(&journal[2..], &[c(8, 0, 2)]), Verdict::Incomplete);
         assert_eq!(check(&journal, &[c(8, 0, 2), c(0, 0, 0)]), Verdict::Incomplete, "shard 1 has no entries");
         // an entry lost in the middle: the newest still shows the counters, the sums do not
         let mut lost = journal.clone();

@@ -107,7 +107,7 @@ mod tests {
         assert_eq!((e.sku, e.shard, e.quantity), (Sku::parse("A-1").unwrap(), 0, 2));
         assert_eq!((e.cause.as_str(), e.actor.as_str(), e.why.as_str()), ("o1", "system", "sell"));
         // the event type keeps whole seconds of the creation time
-        assert_eq!(e.seq, "1700000000000#0000000000000000000000000000000000000123");
+        assert_eq!(e.seq, "1700000000000.0000000000000000000000000000000000000123");
         let meta = record(serde_json::json!({}), serde_json::json!({"pk": {"S": "SKU#A-1"}, "v": {"N": "2"}}));
         assert!(record_entry(&meta).unwrap().is_none());
     }

@@ -1,5 +1,5 @@
 //! The journal table (docs/after-sale.md, "Stock journal"): `pk = J#<sku>`, `sk` = the entry key
-//! (`<at_ms>#<stream sequence>`: time-ordered, the same for a redelivered record), and the
+//! (`<at_ms>.<stream sequence>`: time-ordered, the same for a redelivered record), and the
 //! sparse `by-ref` index (`ref`, `sk`) for reads by cause id. Entries are small (~250 bytes):
 //! one write unit each, plus one for the index entry of an entry that has a cause.
 
