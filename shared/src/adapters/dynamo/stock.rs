@@ -847,3 +847,32 @@ pub mod audit {
         Ok(StockDump { skus, reservations, user_counters, campaigns: campaign_counters })
     }
 }
+
+#[cfg(test)]
+mod journal_cost_tests {
+    use super::*;
+    use crate::adapters::dynamo::{item_bytes, wru};
+
+    /// The journal adds no write units to a checkout: the cause rides on the shard item the
+    /// freeze/confirm/release already updates, and even with the longest ids (a 64-byte SKU and
+    /// order id, a 128-byte user id) the stamped item stays far under the 1 KB a write unit
+    /// covers (DynamoDB bills an update by the larger of the item's before and after sizes).
+    #[test]
+    fn a_stamped_shard_item_stays_within_one_write_unit() {
+        let sku = "S".repeat(64);
+        let mut bare = values([
+            ("pk", s(format!("SKU#{sku}#63"))),
+            ("av", n(i64::MAX)),
+            ("lk", n(i64::MAX)),
+            ("sd", n(i64::MAX)),
+            ("ps", AttributeValue::Bool(false)),
+        ]);
+        let before = item_bytes(&bare);
+        let cause = Cause::new("o".repeat(64), Some(&"u".repeat(128)), "release");
+        bare.extend(cause_values(&cause).map(|(k, v)| (k.to_owned(), v)));
+        let after = item_bytes(&bare);
+        assert!(after > before);
+        assert_eq!((wru(before), wru(after)), (1.0, 1.0), "{before} -> {after} bytes");
+        assert!(after < 400, "{after} bytes");
+    }
+}
