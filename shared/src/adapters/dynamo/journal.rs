@@ -148,7 +148,7 @@ impl Journal for DynamoJournal {
             .last_evaluated_key()
             .and_then(|k| k.get("sk"))
             .and_then(|v| v.as_s().ok())
-            .map(|s: &String| s.clone())
+            .cloned()
             .filter(|_| entries.len() == limit);
         Ok((entries, next))
     }
@@ -179,5 +179,33 @@ impl Journal for DynamoJournal {
                 _ => return Ok(out),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::journal::entry_key;
+
+    #[test]
+    fn an_entry_round_trips_and_is_one_write_unit_even_with_the_longest_ids() {
+        let e = Entry {
+            sku: Sku::parse(&"S".repeat(64)).unwrap(),
+            shard: 63,
+            campaign: Some(CampaignId::parse(&"c".repeat(64)).unwrap()),
+            before: ShardCounts { available: 1_000_000, locked: 10, sold: 5 },
+            after: ShardCounts { available: 999_990, locked: 20, sold: 5 },
+            quantity: 10,
+            cause: "o".repeat(64),
+            actor: "u".repeat(128),
+            why: "freeze".into(),
+            reason: None,
+            at_ms: 1_700_000_000_000,
+            seq: entry_key(1_700_000_000_000, &"9".repeat(40)),
+        };
+        let it = encode(&e);
+        assert_eq!(decode(&it).unwrap(), e);
+        let bytes = item_bytes(&it);
+        assert!(wru(bytes) == 1.0 && bytes < 700, "{bytes} bytes");
     }
 }
