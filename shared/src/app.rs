@@ -26,6 +26,8 @@ pub struct App {
     pub bus: Arc<dyn EventBus>,
     /// Paged reads of the sparse indexes (the reconcile sweep).
     pub sweep: Arc<dyn SweepIndex>,
+    /// The stock journal (docs/after-sale.md, "Stock journal").
+    pub journal: Arc<dyn crate::ports::Journal>,
     /// The payment webhook's HMAC keys (every one returned is accepted).
     pub webhook_keys: Arc<dyn WebhookKeys>,
     /// Stripe's webhook endpoint secrets (docs/after-sale.md, "Stripe"; every one returned verifies).
@@ -150,7 +152,10 @@ impl App {
         });
         let stripe_keys = stripe_secrets(sdk, &config);
         let generic = Arc::new(crate::adapters::provider::HttpProvider::new(&config.provider_url, budget.operation)?);
-        let app = Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep);
+        let journal =
+            Arc::new(crate::adapters::dynamo::journal::DynamoJournal::new(ddb.clone(), config.journal_table.clone()));
+        let app =
+            Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep).with_journal(journal);
         // Stripe refunds are wired below when a Stripe API key (or its secret) is configured.
         let stripe = Arc::new(crate::adapters::provider::Unconfigured("stripe"));
         let providers = Providers { generic, stripe };
@@ -194,6 +199,7 @@ impl App {
             providers: Providers::memory(),
             budget,
             sweep,
+            journal: Arc::new(crate::adapters::memory::MemoryJournal::new()),
             function: function.to_owned(),
             config,
             stock,
@@ -208,6 +214,11 @@ impl App {
     /// The same app issuing refunds through `providers`.
     pub fn with_providers(self, providers: Providers) -> App {
         App { providers, ..self }
+    }
+
+    /// The same app with its stock journal at `journal`.
+    pub fn with_journal(self, journal: Arc<dyn crate::ports::Journal>) -> App {
+        App { journal, ..self }
     }
 
     /// The same app reading the sweep's indexes through `sweep`.

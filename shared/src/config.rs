@@ -5,6 +5,8 @@ use std::str::FromStr;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub stock_table: String,
+    /// The stock journal (docs/after-sale.md, "Stock journal").
+    pub journal_table: String,
     pub order_table: String,
     pub payment_timeout_queue_url: String,
     pub reservation_check_queue_url: String,
@@ -132,6 +134,7 @@ impl Config {
         let s = |k: &str| get(k).unwrap_or_default();
         let c = Config {
             stock_table: s("STOCK_TABLE"),
+            journal_table: s("JOURNAL_TABLE"),
             order_table: s("ORDER_TABLE"),
             payment_timeout_queue_url: s("PAYMENT_TIMEOUT_QUEUE_URL"),
             reservation_check_queue_url: s("RESERVATION_CHECK_QUEUE_URL"),

@@ -56,10 +56,16 @@ pub enum Resource {
     WebhookSecret,
     /// `!Ref StripeWebhookSecretArn`: the secret holding Stripe's webhook endpoint secret.
     StripeWebhookSecret,
+    /// `!GetAtt JournalTable.Arn`: the stock journal.
+    JournalTable,
+    /// `!Sub "${JournalTable.Arn}/index/…"` (`by-ref`).
+    JournalTableIndexes,
+    /// The on-failure destination of stock-journal's stream source.
+    StockJournalFailureQueue,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 11] = [
+    pub const ALL: [Resource; 14] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -71,6 +77,9 @@ impl Resource {
         Resource::ReconcileWorkQueue,
         Resource::WebhookSecret,
         Resource::StripeWebhookSecret,
+        Resource::JournalTable,
+        Resource::JournalTableIndexes,
+        Resource::StockJournalFailureQueue,
     ];
 
     /// The template's logical id of the resource (for indexes: of their table).
@@ -85,15 +94,21 @@ impl Resource {
             Resource::ReconcileWorkQueue => "ReconcileWorkQueue",
             Resource::WebhookSecret => "WebhookSecretArn",
             Resource::StripeWebhookSecret => "StripeWebhookSecretArn",
+            Resource::JournalTable | Resource::JournalTableIndexes => "JournalTable",
+            Resource::StockJournalFailureQueue => "StockJournalFailureQueue",
         }
     }
 
     /// The CloudFormation type the logical id must have.
     pub fn cfn_type(self) -> &'static str {
         match self {
-            Resource::StockTable | Resource::StockTableIndexes | Resource::OrderTable | Resource::OrderTableIndexes => {
-                "AWS::DynamoDB::Table"
-            }
+            Resource::StockTable
+            | Resource::StockTableIndexes
+            | Resource::OrderTable
+            | Resource::OrderTableIndexes
+            | Resource::JournalTable
+            | Resource::JournalTableIndexes => "AWS::DynamoDB::Table",
+            Resource::StockJournalFailureQueue => "AWS::SQS::Queue",
             Resource::PaymentTimeoutQueue
             | Resource::ReservationCheckQueue
             | Resource::PublishEventsFailureQueue
@@ -105,7 +120,7 @@ impl Resource {
 
     /// Whether this stands for a table's secondary indexes.
     pub fn is_index(self) -> bool {
-        matches!(self, Resource::StockTableIndexes | Resource::OrderTableIndexes)
+        matches!(self, Resource::StockTableIndexes | Resource::OrderTableIndexes | Resource::JournalTableIndexes)
     }
 
     /// The environment variable through which the code learns this resource's name or URL
@@ -121,6 +136,8 @@ impl Resource {
             Resource::ReconcileWorkQueue => Some("RECONCILE_WORK_QUEUE_URL"),
             Resource::WebhookSecret => Some("WEBHOOK_SECRET_ARN"),
             Resource::StripeWebhookSecret => Some("STRIPE_WEBHOOK_SECRET_ARN"),
+            Resource::JournalTable | Resource::JournalTableIndexes => Some("JOURNAL_TABLE"),
+            Resource::StockJournalFailureQueue => None,
         }
     }
 }
@@ -217,6 +234,17 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:PutItem", StockTable),
             // … and Update items (rebalance shards, adjust meta + shards)
             ("dynamodb:UpdateItem", StockTable),
+            // GET /admin/skus/{sku}/journal → journal.for_sku (a Query on the table's key)
+            ("dynamodb:Query", JournalTable),
+        ],
+    ),
+    (
+        "stock-journal",
+        &[
+            // DynamoJournal::put
+            ("dynamodb:BatchWriteItem", JournalTable),
+            // Not the code: the stream event source's OnFailure destination (as publish-events)
+            ("sqs:SendMessage", StockJournalFailureQueue),
         ],
     ),
     (
@@ -304,6 +332,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("events:PutEvents", EventBus),
             // the rest of an item past its budget, sent back with its cursor
             ("sqs:SendMessage", ReconcileWorkQueue),
+            // SkuJournals → journal.for_sku (a Query on the table's key)
+            ("dynamodb:Query", JournalTable),
         ],
     ),
 ];
@@ -335,7 +365,8 @@ pub const ENV: &[(&str, &[&str])] = &[
     // default ttl_seconds of a hold
     ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
     // public views' cache lifetime; the cap the eligibility check reports
-    ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER"]),
+    ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER", "JOURNAL_TABLE"]),
+    ("stock-journal", &["JOURNAL_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
     ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
     ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),
@@ -354,6 +385,7 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
             "HOLDFAST_RECONCILE_INTERVAL_MINUTES",
             "HOLDFAST_PROVIDER_URL",
+            "JOURNAL_TABLE",
         ],
     ),
 ];

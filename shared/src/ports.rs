@@ -42,6 +42,8 @@ pub struct Adjustment {
     pub adjustment_id: String,
     pub delta: i64,
     pub reason: String,
+    /// The admin's JWT `sub` (stamped on the shards for the journal, kept on the record as `by`).
+    pub actor: Option<String>,
     pub at_ms: i64,
     /// Per-shard changes summing to `delta`.
     pub pieces: Vec<(u16, i64)>,
@@ -133,13 +135,15 @@ pub trait StockStore: Send + Sync {
     /// Counters of shards `0..slots`, read consistently.
     async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>>;
     /// Moves available units between shards: each shard's `available` goes from `old` to
-    /// `new_available`, conditional on the old value, together with the metadata write.
+    /// `new_available`, conditional on the old value, together with the metadata write. Each
+    /// shard written carries `cause` (the journal's `ref`/`actor`/`why`).
     async fn rebalance(
         &self,
         meta: &SkuMeta,
         expected_version: u64,
         old: &[ShardCounts],
         new_available: &[i64],
+        cause: &crate::domain::journal::Cause,
     ) -> anyhow::Result<bool>;
     async fn adjust(&self, adj: &Adjustment, meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>>;
     /// One transaction: the reservation (if absent), every shard piece (`available >= q`),
@@ -313,6 +317,9 @@ pub enum WorkItem {
     /// Orders of one `refunds-requested` bucket with a refund REQUESTED before `before_ms`:
     /// issue it (the event that should have was lost or failed).
     UnissuedRefunds { bucket: u32, before_ms: i64, cursor: Option<String> },
+    /// Per SKU after `cursor`: its stock journal sums to its shard counters
+    /// (docs/after-sale.md, "Stock journal"; only SKUs whose journal is complete).
+    SkuJournals { cursor: Option<String> },
 }
 
 /// One page of a sparse index; `next` resumes after it (`None`: the index is done).
@@ -413,4 +420,23 @@ pub trait PaymentProvider: Send + Sync {
     /// infrastructure (retry); the inner one is the provider refusing (`Err(reason)`: retrying
     /// will not help, a person must look).
     async fn refund(&self, r: &RefundRequest) -> anyhow::Result<Result<ProviderRefund, String>>;
+}
+
+/// The stock journal (docs/after-sale.md, "Stock journal"): one entry per counter write of a
+/// product or quota shard, written by the `stock-journal` stream consumer.
+#[async_trait]
+pub trait Journal: Send + Sync {
+    /// Writes entries; writing an entry again (a redelivered stream record) writes the same item.
+    async fn put(&self, entries: &[crate::domain::journal::Entry]) -> anyhow::Result<()>;
+    /// A SKU's entries, newest first, after `cursor` (an entry key from a previous page); the
+    /// second value resumes after this page (`None`: no more).
+    async fn for_sku(
+        &self,
+        sku: &Sku,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<crate::domain::journal::Entry>, Option<String>)>;
+    /// Every entry whose cause id (`ref`) is `reference` (an order id, an adjustment id), oldest
+    /// first. From an index: may lag a write by a moment.
+    async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<crate::domain::journal::Entry>>;
 }

@@ -21,6 +21,8 @@ pub mod names {
     pub const ORDERS_EXPIRED: &str = "OrdersExpired";
     pub const REPAIRS: &str = "Repairs";
     pub const INVARIANT_VIOLATIONS: &str = "InvariantViolations";
+    /// A SKU whose complete, caught-up stock journal does not sum to its counters.
+    pub const JOURNAL_MISMATCH: &str = "JournalMismatch";
     pub const PAYMENT_AMOUNT_MISMATCH: &str = "PaymentAmountMismatch";
     pub const REFUNDS_REQUESTED: &str = "RefundsRequested";
     /// Stripe events without a usable `metadata.order_id` (answered `ignored`).

@@ -725,6 +725,7 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<&'static str>> {
         "dynamo/stock.rs",
         "dynamo/orders.rs",
         "dynamo/sweep.rs",
+        "dynamo/journal.rs",
         "sqs.rs",
         "eventbridge.rs",
         "secrets.rs",

@@ -60,6 +60,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         ("POST /admin/skus/{sku}/adjustments", "stock:admin"),
         ("POST /admin/skus/{sku}/pause", "stock:admin"),
         ("POST /admin/skus/{sku}/resume", "stock:admin"),
+        ("GET /admin/skus/{sku}/journal", "stock:admin"),
         ("PUT /admin/campaigns/{campaign_id}", "stock:admin"),
         ("POST /admin/campaigns/{campaign_id}/adjustments", "stock:admin"),
         ("POST /admin/campaigns/{campaign_id}/pause", "stock:admin"),
@@ -132,7 +133,10 @@ fn a_route_missing_from_or_extra_in_the_document_is_reported() {
         p.iter().any(|p| p == "POST /orders/{order_id}/cancel is handled but not in the OpenAPI document"),
         "{p:?}"
     );
-    assert!(p.iter().any(|p| p.starts_with("POST /orders/{order_id}/teleport is in the OpenAPI document but")), "{p:?}");
+    assert!(
+        p.iter().any(|p| p.starts_with("POST /orders/{order_id}/teleport is in the OpenAPI document but")),
+        "{p:?}"
+    );
 }
 
 #[test]

@@ -92,8 +92,15 @@ impl StockStore for Stock {
         self.1.add("BatchGet(shards)", usize::from(slots)).await;
         self.0.read_shards(sku, slots).await
     }
-    async fn rebalance(&self, m: &SkuMeta, v: u64, old: &[ShardCounts], new: &[i64]) -> anyhow::Result<bool> {
-        self.0.rebalance(m, v, old, new).await
+    async fn rebalance(
+        &self,
+        m: &SkuMeta,
+        v: u64,
+        old: &[ShardCounts],
+        new: &[i64],
+        cause: &holdfast::domain::journal::Cause,
+    ) -> anyhow::Result<bool> {
+        self.0.rebalance(m, v, old, new, cause).await
     }
     async fn adjust(&self, adj: &Adjustment, v: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
         self.0.adjust(adj, v).await
@@ -112,6 +119,10 @@ impl StockStore for Stock {
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
         self.1.add("Transact(lock move)", 1 + r.lines.len()).await;
         self.0.retake(r).await
+    }
+    async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
+        self.1.add("Transact(lock move)", 1 + r.lines.iter().map(|l| l.pieces.len()).sum::<usize>()).await;
+        self.0.restock(r).await
     }
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
         self.0.mark_oversold(r).await
@@ -187,8 +198,8 @@ impl OrderStore for Orders {
     ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)> {
         self.0.list_for_user(user, after, limit).await
     }
-    async fn pending_due(&self, before_s: i64) -> anyhow::Result<Vec<OrderId>> {
-        self.0.pending_due(before_s).await
+    async fn due_in(&self, index: holdfast::ports::OrderIndex, before: i64) -> anyhow::Result<Vec<OrderId>> {
+        self.0.due_in(index, before).await
     }
 }
 
@@ -214,6 +225,18 @@ impl SweepIndex for CountingSweep {
     }
     async fn pending_page(&self, b: u32, before: i64, c: Option<&str>, l: usize) -> anyhow::Result<Page<OrderId>> {
         let p = self.0.pending_page(b, before, c, l).await?;
+        self.1.add("Query", p.items.len()).await;
+        Ok(p)
+    }
+    async fn orders_page(
+        &self,
+        index: holdfast::ports::OrderIndex,
+        b: u32,
+        before: i64,
+        c: Option<&str>,
+        l: usize,
+    ) -> anyhow::Result<Page<OrderId>> {
+        let p = self.0.orders_page(index, b, before, c, l).await?;
         self.1.add("Query", p.items.len()).await;
         Ok(p)
     }
@@ -285,6 +308,7 @@ async fn main() -> anyhow::Result<()> {
             adjustment_id: "init".into(),
             delta: per_sku,
             reason: "scale run".into(),
+            actor: None,
             at_ms: 0,
             pieces: vec![(0, per_sku)],
         };

@@ -1,5 +1,5 @@
 //! Real HTTP peers the local stack starts beside its API, speaking third parties' documented
 //! shapes so the adapters are exercised over the wire (no mocks).
 
-pub mod stripe;
 pub mod provider;
+pub mod stripe;

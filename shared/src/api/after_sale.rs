@@ -140,8 +140,8 @@ pub struct AdminOrderView {
     pub locks: Vec<LockView>,
     pub payments: Vec<PaymentView>,
     pub refunds: Vec<RefundView>,
-    /// Stock journal entries caused by this order, newest first.
-    pub journal: Vec<serde_json::Value>,
+    /// Stock journal entries caused by this order (its freeze, sale, release, restock).
+    pub journal: Vec<super::stock::JournalEntryBody>,
 }
 
 fn snake<T: Serialize>(v: &T) -> String {
@@ -149,7 +149,7 @@ fn snake<T: Serialize>(v: &T) -> String {
 }
 
 impl AdminOrderView {
-    pub fn new(o: &Order, lock: Option<&Reservation>, journal: Vec<serde_json::Value>) -> Self {
+    pub fn new(o: &Order, lock: Option<&Reservation>, journal: Vec<super::stock::JournalEntryBody>) -> Self {
         AdminOrderView {
             order: OrderView::from(o),
             cancel_reason: o.cancel_reason.clone(),

@@ -18,7 +18,7 @@ use super::campaigns::{
 use super::orders::{CreateOrderRequest, ItemRequest, OrderItem, OrderList, OrderView};
 use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
-use super::stock::{AdjustmentRequest, PutSkuRequest, SkuView};
+use super::stock::{AdjustmentRequest, CountersBody, JournalEntryBody, JournalPage, PutSkuRequest, SkuView};
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use crate::http::{Code, ProblemBody};
 use serde::Serialize;
@@ -73,7 +73,7 @@ impl Modify for Security {
                        application/problem+json with a stable `code`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    paths(put_sku, adjust_sku, pause_sku, resume_sku, get_sku, availability, my_availability, put_campaign,
+    paths(put_sku, adjust_sku, pause_sku, resume_sku, sku_journal, get_sku, availability, my_availability, put_campaign,
           adjust_campaign, pause_campaign, resume_campaign, get_campaign, create_order, list_orders, get_order, cancel_order, payment_callback,
           stripe_webhook,
           refund_order, confirm_receipt, return_order, admin_get_order, admin_ship_order, admin_return_received,
@@ -86,7 +86,8 @@ impl Modify for Security {
                        CampaignItemRequest, CampaignRequest, CampaignAdjustmentRequest, CampaignItemView,
                        CampaignViewBody, Availability, ReasonRequest, ShipRequest, ReturnReceivedRequest,
                        RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
-                       LockLineView, PaymentView, RefundView)),
+                       LockLineView, PaymentView, RefundView,
+                       JournalPage, JournalEntryBody, CountersBody)),
     modifiers(&Security),
     tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
 )]
@@ -170,6 +171,21 @@ fn pause_sku() {}
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]
 fn resume_sku() {}
+
+#[utoipa::path(get, path = "/admin/skus/{sku}/journal", tag = "stock", operation_id = "skuJournal",
+    params(("sku" = String, Path),
+           ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Page size, default 50"),
+           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "The SKU's stock journal, newest first", body = JournalPage),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Bad limit or cursor", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn sku_journal() {}
 
 #[utoipa::path(get, path = "/skus/{sku}/availability", tag = "stock", operation_id = "getAvailability",
     description = "Whether `quantity` units could be checked out now. Eventually consistent and cached briefly.",

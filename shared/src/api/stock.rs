@@ -160,3 +160,72 @@ mod tests {
         assert_eq!(field::<AdjustmentRequest>(bad_id).as_deref(), Some("adjustment_id"));
     }
 }
+
+/// Counter triple of a shard, before or after one journal entry.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct CountersBody {
+    pub available: i64,
+    pub locked: i64,
+    pub sold: i64,
+}
+
+impl From<crate::domain::invariants::ShardCounts> for CountersBody {
+    fn from(c: crate::domain::invariants::ShardCounts) -> Self {
+        CountersBody { available: c.available, locked: c.locked, sold: c.sold }
+    }
+}
+
+/// One stock journal entry: one write of one shard's counters (docs/after-sale.md, "Stock journal").
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct JournalEntryBody {
+    /// Entry key (time-ordered); a page cursor is one.
+    pub id: String,
+    pub sku: String,
+    pub shard: u16,
+    /// Set for a campaign quota shard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_id: Option<String>,
+    pub before: CountersBody,
+    pub after: CountersBody,
+    /// Units moved (largest counter change).
+    pub quantity: i64,
+    /// Cause id: the order (reservation) id, the adjustment id, `rebalance-v<n>`; empty when a
+    /// shard was created.
+    pub cause: String,
+    /// The admin's JWT `sub`, the buyer's user id (freeze), or `system`.
+    pub actor: String,
+    /// Move name: create, freeze, sell, release, retake, adjust, rebalance, …
+    pub why: String,
+    /// The admin's reason (adjustments).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Epoch milliseconds of the write.
+    pub at_ms: i64,
+}
+
+impl From<&crate::domain::journal::Entry> for JournalEntryBody {
+    fn from(e: &crate::domain::journal::Entry) -> Self {
+        JournalEntryBody {
+            id: e.seq.clone(),
+            sku: e.sku.to_string(),
+            shard: e.shard,
+            campaign_id: e.campaign.as_ref().map(|c| c.to_string()),
+            before: e.before.into(),
+            after: e.after.into(),
+            quantity: e.quantity,
+            cause: e.cause.clone(),
+            actor: e.actor.clone(),
+            why: e.why.clone(),
+            reason: e.reason.clone(),
+            at_ms: e.at_ms,
+        }
+    }
+}
+
+/// `GET /admin/skus/{sku}/journal`: a page of entries, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JournalPage {
+    pub entries: Vec<JournalEntryBody>,
+    /// Pass as `cursor` for the next (older) page; absent on the last one.
+    pub next_cursor: Option<String>,
+}

@@ -5,6 +5,7 @@ pub mod campaign;
 pub mod events;
 pub mod ids;
 pub mod invariants;
+pub mod journal;
 pub mod money;
 pub mod order;
 pub mod plan;

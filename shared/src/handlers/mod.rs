@@ -19,6 +19,7 @@ pub mod reservations;
 pub mod sqs;
 pub mod stock_api;
 pub mod stock_events;
+pub mod stock_journal;
 pub mod stream;
 pub mod stripe_webhook;
 
@@ -49,6 +50,7 @@ pub const FUNCTIONS: &[(&str, Trigger)] = &[
     ("reservations", Trigger::Http),
     ("stock-api", Trigger::Http),
     ("publish-events", Trigger::Stream),
+    ("stock-journal", Trigger::Stream),
     ("stock-events", Trigger::Sqs),
     ("payment-timeout", Trigger::Sqs),
     ("reservation-check", Trigger::Sqs),
@@ -96,6 +98,7 @@ pub async fn sqs(name: &str, app: &App, ev: SqsEvent) -> Option<anyhow::Result<S
 pub async fn stream(name: &str, app: &App, ev: StreamEvent) -> Option<anyhow::Result<StreamBatchResponse>> {
     Some(match name {
         "publish-events" => publish_events::handle(app, ev).await,
+        "stock-journal" => stock_journal::handle(app, ev).await,
         _ => return None,
     })
 }

@@ -112,7 +112,9 @@ async fn admin_get(app: &App, req: &Request) -> Result<Response, Problem> {
         _ => return Err(Problem::not_found("no such order")),
     };
     let lock = app.stock.get_reservation(&ReservationId::for_order(&id)).await?;
-    Ok(json_response(200, &AdminOrderView::new(&o, lock.as_ref(), Vec::new())))
+    let journal = app.journal.for_cause(id.as_str()).await?;
+    let journal = journal.iter().map(crate::api::stock::JournalEntryBody::from).collect();
+    Ok(json_response(200, &AdminOrderView::new(&o, lock.as_ref(), journal)))
 }
 
 fn encode_cursor(c: &OrderCursor) -> String {

@@ -2,11 +2,13 @@
 //! `GET /skus/{sku}`, pause/resume, availability) and campaigns ([`super::campaigns_api`]).
 
 use super::campaigns_api;
-use crate::api::stock::{AdjustmentRequest, PutSkuRequest, SkuView};
+use crate::api::stock::{AdjustmentRequest, JournalEntryBody, JournalPage, PutSkuRequest, SkuView};
 use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ};
 use crate::app::App;
 use crate::domain::Sku;
-use crate::http::{self, finish, json_response, path_param, typed_body, Code, Problem, Request, Response};
+use crate::http::{
+    self, finish, json_response, path_param, query, subject, typed_body, Code, Problem, Request, Response,
+};
 use crate::service::admin::{self, AdminError, StockView};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
@@ -15,6 +17,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/skus/{sku}/adjustments", Auth::Scope(SCOPE_ADMIN)),
     Route::new("POST /admin/skus/{sku}/pause", Auth::Scope(SCOPE_ADMIN)),
     Route::new("POST /admin/skus/{sku}/resume", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("GET /admin/skus/{sku}/journal", Auth::Scope(SCOPE_ADMIN)),
     Route::new("GET /skus/{sku}", Auth::Public),
     Route::new("GET /skus/{sku}/availability", Auth::Public),
     Route::new("GET /skus/{sku}/availability/me", Auth::Scope(SCOPE_ORDERS_READ)),
@@ -31,6 +34,7 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "POST /admin/skus/{sku}/adjustments" => adjust(app, &req).await,
         "POST /admin/skus/{sku}/pause" => campaigns_api::pause_sku(app, &req, true).await,
         "POST /admin/skus/{sku}/resume" => campaigns_api::pause_sku(app, &req, false).await,
+        "GET /admin/skus/{sku}/journal" => journal(app, &req).await,
         "GET /skus/{sku}" => campaigns_api::get_sku(app, &req).await,
         "GET /skus/{sku}/availability" => campaigns_api::availability(app, &req, false).await,
         "GET /skus/{sku}/availability/me" => campaigns_api::availability(app, &req, true).await,
@@ -70,7 +74,9 @@ pub fn view_json(v: &StockView) -> serde_json::Value {
 async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
     let spec = typed_body::<PutSkuRequest>(req, app.config.max_body_bytes)?.into();
-    let (_, created) = admin::put_sku(app, &sku, &spec).await.map_err(admin_problem)?;
+    let actor = subject(req).ok();
+    let (_, created) =
+        admin::put_sku(app, &sku, &spec, actor.as_ref().map(|a| a.as_str())).await.map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if created { 201 } else { 200 }, &SkuView::from(&v)))
 }
@@ -78,7 +84,43 @@ async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
 async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
     let b: AdjustmentRequest = typed_body(req, app.config.max_body_bytes)?;
-    let applied = admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason).await.map_err(admin_problem)?;
+    let actor = subject(req).ok();
+    let applied = admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason, actor.as_ref().map(|a| a.as_str()))
+        .await
+        .map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if applied { 201 } else { 200 }, &SkuView::from(&v)))
+}
+
+/// Default and largest page of `GET /admin/skus/{sku}/journal`.
+pub const JOURNAL_PAGE: usize = 50;
+pub const JOURNAL_MAX_PAGE: usize = 100;
+
+async fn journal(app: &App, req: &Request) -> Result<Response, Problem> {
+    let sku = sku_param(req)?;
+    let limit = match query(req, "limit") {
+        None => JOURNAL_PAGE,
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) if (1..=JOURNAL_MAX_PAGE).contains(&n) => n,
+            _ => {
+                return Err(
+                    Problem::validation(format!("limit must be an integer in 1..={JOURNAL_MAX_PAGE}")).field("limit")
+                )
+            }
+        },
+    };
+    let cursor = match query(req, "cursor") {
+        Some(c) if !crate::domain::journal::is_entry_key(c) => {
+            return Err(Problem::validation("cursor is not valid").field("cursor"))
+        }
+        c => c,
+    };
+    if app.stock.get_skus(std::slice::from_ref(&sku)).await?.is_empty() {
+        return Err(Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str()));
+    }
+    let (entries, next) = app.journal.for_sku(&sku, cursor, limit).await?;
+    Ok(json_response(
+        200,
+        &JournalPage { entries: entries.iter().map(JournalEntryBody::from).collect(), next_cursor: next },
+    ))
 }

@@ -5,6 +5,7 @@ use crate::app::App;
 use crate::clock;
 use crate::domain::allocation::{adjustment_pieces, spread};
 use crate::domain::invariants::{ShardCounts, SkuSnapshot};
+use crate::domain::journal::Cause;
 use crate::domain::{Currency, Sku};
 use crate::ports::{AdjustRejection, Adjustment, SkuMeta};
 
@@ -35,7 +36,8 @@ pub enum AdminError {
 
 /// Creates or updates a SKU's metadata. A changed shard count redistributes `available` over the
 /// new shards in one transaction; locked and sold units stay where their locks say.
-pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec) -> Result<(SkuMeta, bool), AdminError> {
+/// `actor` is the admin's JWT `sub`, stamped on rebalanced shards for the journal.
+pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) -> Result<(SkuMeta, bool), AdminError> {
     for attempt in 1..=ATTEMPTS {
         let existing = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku);
         let Some(old) = existing else {
@@ -75,7 +77,8 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec) -> Result<(SkuMeta, b
             let total: i64 = counts.iter().map(|c| c.available).sum();
             let mut target = spread(total, meta.shards);
             target.resize(usize::from(meta.slots), 0);
-            app.stock.rebalance(&meta, old.version, &counts, &target).await?
+            let cause = Cause::new(format!("rebalance-v{}", meta.version), actor, "rebalance");
+            app.stock.rebalance(&meta, old.version, &counts, &target, &cause).await?
         };
         if done {
             app.caches.forget_sku(sku);
@@ -87,8 +90,16 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec) -> Result<(SkuMeta, b
 }
 
 /// Applies a stock adjustment once per `adjustment_id`. Returns whether it was applied now
-/// (`false` = a replay of the same adjustment).
-pub async fn adjust(app: &App, sku: &Sku, adjustment_id: &str, delta: i64, reason: &str) -> Result<bool, AdminError> {
+/// (`false` = a replay of the same adjustment). `actor` is the admin's JWT `sub` (kept on the
+/// adjustment record and stamped on the shards for the journal).
+pub async fn adjust(
+    app: &App,
+    sku: &Sku,
+    adjustment_id: &str,
+    delta: i64,
+    reason: &str,
+    actor: Option<&str>,
+) -> Result<bool, AdminError> {
     for attempt in 1..=ATTEMPTS {
         let meta = app
             .stock
@@ -110,6 +121,7 @@ pub async fn adjust(app: &App, sku: &Sku, adjustment_id: &str, delta: i64, reaso
             adjustment_id: adjustment_id.to_owned(),
             delta,
             reason: reason.to_owned(),
+            actor: actor.map(str::to_owned),
             at_ms: clock::now_ms(),
             pieces,
         };

@@ -15,6 +15,7 @@ use crate::adapters::dynamo::INDEX_BUCKETS;
 use crate::app::App;
 use crate::clock;
 use crate::domain::invariants::{check_stock, SkuSnapshot, Violation};
+use crate::domain::journal;
 use crate::domain::order::{OrderRecord, OrderStatus};
 use crate::domain::{OrderId, ReservationId, Sku};
 use crate::faults::{self, InjectedCrash};
@@ -42,6 +43,12 @@ pub struct ReconcileReport {
     pub continuations: usize,
     /// `locked = Σ FROZEN` was not checked: too many locks or SKUs to read in one budget.
     pub locked_check_skipped: bool,
+    /// SKUs whose stock journal was checked against their counters and held, whose journal
+    /// is incomplete (the SKU predates the journal: not checked), and whose journal had not
+    /// caught up with the last write by the second look (not judged this run).
+    pub journals_held: usize,
+    pub journals_incomplete: usize,
+    pub journals_behind: usize,
 }
 
 impl ReconcileReport {
@@ -60,6 +67,9 @@ impl ReconcileReport {
         self.items += o.items;
         self.continuations += o.continuations;
         self.locked_check_skipped |= o.locked_check_skipped;
+        self.journals_held += o.journals_held;
+        self.journals_incomplete += o.journals_incomplete;
+        self.journals_behind += o.journals_behind;
     }
 }
 
@@ -100,6 +110,7 @@ pub fn seed_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
     items.push(WorkItem::SkuInvariants { cursor: None });
     items.push(WorkItem::LockedTotals {});
     items.push(WorkItem::CampaignQuotas {});
+    items.push(WorkItem::SkuJournals { cursor: None });
     items
 }
 
@@ -230,6 +241,18 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
             let v = super::campaigns::check_quotas(app).await?;
             report_violations(app, &v, &mut rep);
             None
+        }
+        WorkItem::SkuJournals { cursor } => {
+            let mut cursor = cursor.clone();
+            loop {
+                let page = app.sweep.skus_page(cursor.as_deref(), JOURNAL_SKU_PAGE).await?;
+                sku_journals(app, &page.items, &mut rep).await?;
+                match page.next {
+                    None => break None,
+                    Some(c) if started.elapsed() > budget => break Some(WorkItem::SkuJournals { cursor: Some(c) }),
+                    Some(c) => cursor = Some(c),
+                }
+            }
         }
     };
     if next.is_some() {
@@ -366,6 +389,57 @@ async fn sku_invariants(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> a
     let suspects: Vec<Sku> = snaps.iter().map(|s| s.sku.clone()).collect();
     let second = identity(&settled(app, &suspects, &mut ReconcileReport::default()).await?);
     Ok(first.into_iter().filter(|v| second.contains(v)).collect())
+}
+
+/// SKUs whose journal is checked per page (each reads its whole journal: one Query per 100
+/// entries).
+pub const JOURNAL_SKU_PAGE: usize = 20;
+
+/// The stock journal of each SKU against its counters ([`journal::check`]). A journal that has
+/// not caught up with the last write (stream lag) is looked at again a moment later; a broken
+/// one is an invariant violation and a `JournalMismatch` metric.
+async fn sku_journals(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::Result<()> {
+    let metas = app.stock.get_skus(skus).await?;
+    for sku in skus {
+        let Some(meta) = metas.get(sku) else { continue };
+        let mut verdict = journal::Verdict::Behind;
+        for look in 0..3 {
+            if look > 0 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            let shards = app.stock.read_shards(sku, meta.slots).await?;
+            let entries = whole_journal(app, sku).await?;
+            verdict = journal::check(&entries, &shards);
+            if verdict != journal::Verdict::Behind {
+                break;
+            }
+        }
+        match verdict {
+            journal::Verdict::Holds => rep.journals_held += 1,
+            journal::Verdict::Incomplete => rep.journals_incomplete += 1,
+            journal::Verdict::Behind => rep.journals_behind += 1,
+            journal::Verdict::Broken { journal, counters } => {
+                app.count(names::JOURNAL_MISMATCH, 1);
+                tracing::error!(sku = %sku, ?journal, ?counters, "stock journal does not sum to the counters");
+                rep.violations
+                    .push(format!("JournalMismatch {{ sku: {sku}, journal: {journal:?}, counters: {counters:?} }}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn whole_journal(app: &App, sku: &Sku) -> anyhow::Result<Vec<journal::Entry>> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let (page, next) = app.journal.for_sku(sku, cursor.as_deref(), 100).await?;
+        out.extend(page);
+        match next {
+            None => return Ok(out),
+            Some(c) => cursor = Some(c),
+        }
+    }
 }
 
 /// `locked = Σ FROZEN` per SKU. It needs every FROZEN lock and every SKU, so it first counts

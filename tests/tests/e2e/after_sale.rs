@@ -93,6 +93,15 @@ async fn a_refund_before_shipping_puts_the_stock_back_once_and_ends_refunded() {
     })
     .await;
     assert_eq!(counters(&s.view("RF").await), (5, 0, 0), "back on sale exactly once");
+    // the customer-service view shows the order's journal: freeze, sale and the restock
+    let journal = eventually("the restock in the order's journal", WAIT, || async {
+        let v = admin_view(&s, &id).await;
+        let whys: Vec<String> =
+            v["journal"].as_array()?.iter().filter_map(|e| e["why"].as_str().map(str::to_owned)).collect();
+        whys.iter().any(|w| w.contains("restock")).then_some(whys)
+    })
+    .await;
+    assert!(journal.iter().any(|w| w.contains("freeze")), "{journal:?}");
     assert_eq!(s.local.provider.refunds().len(), 1);
     // the allowance came back too: the same buyer can take 3 again
     let again = s.order("buyer", "k2", json!([{"sku": "RF", "quantity": 3}])).await;
@@ -192,6 +201,9 @@ async fn a_refund_whose_event_was_lost_is_issued_by_reconcile_and_a_refusal_wait
     s.assert_invariants().await;
 }
 
+/// (method, path, token, body, expected status)
+type Case<'a> = (&'a str, String, Option<&'a str>, Option<String>, u16);
+
 #[tokio::test]
 async fn after_sale_routes_refuse_bad_input_and_change_nothing() {
     let s = spawn().await;
@@ -201,7 +213,7 @@ async fn after_sale_routes_refuse_bad_input_and_change_nothing() {
     let before = admin_view(&s, &paid).await;
     let owner = s.user("owner");
     let stranger = s.user("stranger");
-    let cases: Vec<(&str, String, Option<&str>, Option<String>, u16)> = vec![
+    let cases: Vec<Case> = vec![
         ("POST", format!("/orders/{paid}/refund"), Some(&stranger), Some(json!({"reason": "x"}).to_string()), 404),
         ("POST", format!("/orders/{paid}/refund"), Some(&owner), Some("{not json".into()), 400),
         ("POST", format!("/orders/{paid}/refund"), Some(&owner), Some(json!({"reason": ""}).to_string()), 422),

@@ -9,6 +9,7 @@ mod edges;
 mod emulator;
 mod events;
 mod hostile;
+mod journal;
 mod orders;
 mod sam_env;
 mod soak;

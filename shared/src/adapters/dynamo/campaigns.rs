@@ -3,9 +3,10 @@
 //! the pause flag (`ps`) for the freeze condition, `CADJ#<id>#<adjustment>` quota adjustments.
 
 use super::item::{get_n, get_s, n, s, values, Item};
-use super::stock::{classify, put, quota_pk, update, versioned_put, Cancel, DynamoStock, Role};
+use super::stock::{classify, put, quota_pk, update, update_stamped, versioned_put, Cancel, DynamoStock, Role};
 use crate::domain::allocation::spread;
 use crate::domain::campaign::{Campaign, CampaignItem};
+use crate::domain::journal::Cause;
 use crate::domain::CampaignId;
 use crate::ports::{AdjustRejection, CampaignAdjustment};
 use anyhow::Context;
@@ -127,7 +128,15 @@ impl DynamoStock {
             } else {
                 "attribute_exists(pk)"
             };
-            items.push(update(t, quota_pk(&adj.campaign_id, &adj.sku, shard), "ADD av :d", Some(cond), v)?);
+            let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
+            items.push(update_stamped(
+                t,
+                quota_pk(&adj.campaign_id, &adj.sku, shard),
+                "ADD av :d",
+                Some(cond),
+                v,
+                &cause,
+            )?);
             roles.push(Role::Shard);
         }
         match self.transact(items, 0.0).await? {

@@ -2,6 +2,7 @@
 
 pub mod campaigns;
 pub mod item;
+pub mod journal;
 pub mod orders;
 pub mod stock;
 pub mod sweep;

@@ -9,6 +9,7 @@ use super::item::{get_n, get_s, key, n, opt_n, opt_s, s, values, Item};
 use super::{bucket_of, charge, item_bytes, rru, wru};
 use crate::domain::campaign::Campaign;
 use crate::domain::invariants::ShardCounts;
+use crate::domain::journal::{move_cause, Cause};
 use crate::domain::plan::{self, Action, CounterMove, Op, Target};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{CampaignId, Currency, ReservationId, Sku, UserId};
@@ -212,11 +213,58 @@ fn decode_reservation(it: &Item) -> anyhow::Result<Reservation> {
     })
 }
 
+/// `expr` with the cause's three attributes set too, and their values and names.
+pub(super) fn stamped(expr: &str, vals: &mut Item, cause: &Cause) -> (String, HashMap<String, String>) {
+    vals.insert(":jref".into(), s(cause.reference.clone()));
+    vals.insert(":jact".into(), s(cause.actor.clone()));
+    vals.insert(":jwhy".into(), s(cause.why.clone()));
+    let set = "#jref = :jref, #jact = :jact, #jwhy = :jwhy";
+    let expr = match expr.strip_prefix("SET ") {
+        Some(rest) => format!("SET {set}, {rest}"),
+        None => format!("SET {set} {expr}"),
+    };
+    let names = [("#jref", "ref"), ("#jact", "actor"), ("#jwhy", "why")]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    (expr, names)
+}
+
+/// The three cause attributes as item values (for a put).
+pub(super) fn cause_values(cause: &Cause) -> [(&'static str, AttributeValue); 3] {
+    [("ref", s(cause.reference.clone())), ("actor", s(cause.actor.clone())), ("why", s(cause.why.clone()))]
+}
+
+/// An update that also stamps `cause` on the item.
+pub(super) fn update_stamped(
+    table: &str,
+    pk: String,
+    expr: &str,
+    cond: Option<&str>,
+    mut vals: Item,
+    cause: &Cause,
+) -> anyhow::Result<TransactWriteItem> {
+    let (expr, names) = stamped(expr, &mut vals, cause);
+    let u = Update::builder()
+        .table_name(table)
+        .set_key(Some(key(pk)))
+        .update_expression(expr)
+        .set_condition_expression(cond.map(str::to_owned))
+        .set_expression_attribute_values(Some(vals))
+        .set_expression_attribute_names(Some(names))
+        .build()?;
+    Ok(TransactWriteItem::builder().update(u).build())
+}
+
 /// The transaction item of one planned action; `now_s` is the clock the sale gates judge by.
 fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::Result<TransactWriteItem> {
     let pk = target_pk(r, &a.target);
     match &a.op {
         Op::Move { how, quantity } => {
+            let cause = move_cause(r, *how);
+            let update = |table: &str, pk: String, expr: &str, cond: Option<&str>, vals: Item| {
+                update_stamped(table, pk, expr, cond, vals, &cause)
+            };
             let q = n(*quantity);
             let (expr, cond) = match how {
                 CounterMove::Freeze => ("SET av = av - :q, lk = lk + :q", "av >= :q"),
@@ -468,6 +516,7 @@ impl StockStore for DynamoStock {
         expected_version: u64,
         old: &[ShardCounts],
         new_available: &[i64],
+        cause: &Cause,
     ) -> anyhow::Result<bool> {
         let t = &self.table;
         let mut items = vec![versioned_put(t, encode_meta(meta), expected_version)?];
@@ -475,18 +524,19 @@ impl StockStore for DynamoStock {
             let pk = shard_pk(&meta.sku, i as u16);
             match old.get(i) {
                 Some(o) if o.available == av => {}
-                Some(o) => items.push(update(
+                Some(o) => items.push(update_stamped(
                     t,
                     pk,
                     "SET av = :new",
                     Some("av = :old"),
                     values([(":new", n(av)), (":old", n(o.available))]),
+                    cause,
                 )?),
-                None => items.push(put(
-                    t,
-                    values([("pk", s(pk)), ("av", n(av)), ("lk", n(0)), ("sd", n(0))]),
-                    "attribute_not_exists(pk)",
-                )?),
+                None => {
+                    let mut shard = values([("pk", s(pk)), ("av", n(av)), ("lk", n(0)), ("sd", n(0))]);
+                    shard.extend(cause_values(cause).map(|(k, v)| (k.to_owned(), v)));
+                    items.push(put(t, shard, "attribute_not_exists(pk)")?)
+                }
             }
         }
         Ok(self.transact(items, 0.0).await?.is_ok())
@@ -494,12 +544,16 @@ impl StockStore for DynamoStock {
 
     async fn adjust(&self, adj: &Adjustment, _meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
         let t = &self.table;
-        let rec = values([
+        let mut rec = values([
             ("pk", s(format!("ADJ#{}#{}", adj.sku, adj.adjustment_id))),
             ("delta", n(adj.delta)),
             ("reason", s(adj.reason.clone())),
             ("at", n(adj.at_ms)),
         ]);
+        if let Some(a) = &adj.actor {
+            rec.insert("by".into(), s(a.clone()));
+        }
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
         let mut items = vec![put(t, rec, "attribute_not_exists(pk)")?];
         let mut roles = vec![Role::Adjustment];
         items.push(update(
@@ -518,7 +572,8 @@ impl StockStore for DynamoStock {
             if d < 0 {
                 v.insert(":m".into(), n(-d));
             }
-            items.push(update(t, shard_pk(&adj.sku, shard), "ADD av :d", cond.or(Some("attribute_exists(pk)")), v)?);
+            let cond = cond.or(Some("attribute_exists(pk)"));
+            items.push(update_stamped(t, shard_pk(&adj.sku, shard), "ADD av :d", cond, v, &cause)?);
             roles.push(Role::Shard);
         }
         match self.transact(items, 0.0).await? {
@@ -805,5 +860,34 @@ pub mod audit {
             }
         }
         Ok(StockDump { skus, reservations, user_counters, campaigns: campaign_counters })
+    }
+}
+
+#[cfg(test)]
+mod journal_cost_tests {
+    use super::*;
+    use crate::adapters::dynamo::{item_bytes, wru};
+
+    /// The journal adds no write units to a checkout: the cause rides on the shard item the
+    /// freeze/confirm/release already updates, and even with the longest ids (a 64-byte SKU and
+    /// order id, a 128-byte user id) the stamped item stays far under the 1 KB a write unit
+    /// covers (DynamoDB bills an update by the larger of the item's before and after sizes).
+    #[test]
+    fn a_stamped_shard_item_stays_within_one_write_unit() {
+        let sku = "S".repeat(64);
+        let mut bare = values([
+            ("pk", s(format!("SKU#{sku}#63"))),
+            ("av", n(i64::MAX)),
+            ("lk", n(i64::MAX)),
+            ("sd", n(i64::MAX)),
+            ("ps", AttributeValue::Bool(false)),
+        ]);
+        let before = item_bytes(&bare);
+        let cause = Cause::new("o".repeat(64), Some(&"u".repeat(128)), "release");
+        bare.extend(cause_values(&cause).map(|(k, v)| (k.to_owned(), v)));
+        let after = item_bytes(&bare);
+        assert!(after > before);
+        assert_eq!((wru(before), wru(after)), (1.0, 1.0), "{before} -> {after} bytes");
+        assert!(after < 400, "{after} bytes");
     }
 }

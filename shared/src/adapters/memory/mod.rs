@@ -6,11 +6,13 @@
 //! rejection mapping follow the DynamoDB adapters (see the comments in [`stock`] and
 //! [`orders`]); nothing here counts AWS usage.
 
+mod journal;
 mod orders;
 mod stock;
 #[cfg(test)]
 mod tests;
 
+pub use journal::MemoryJournal;
 pub use orders::MemoryOrders;
 pub use stock::MemoryStock;
 

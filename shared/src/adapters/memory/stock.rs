@@ -6,6 +6,7 @@ use super::lock;
 use crate::domain::allocation::spread;
 use crate::domain::campaign::{gate, Campaign};
 use crate::domain::invariants::ShardCounts;
+use crate::domain::journal::{move_cause, Cause};
 use crate::domain::plan::{self, Action, CounterMove, Op, Target};
 use crate::domain::reservation::{LockStatus, Reservation, MAX_TRANSACTION_ACTIONS};
 use crate::domain::{CampaignId, ReservationId, Sku, UserId};
@@ -32,6 +33,9 @@ struct State {
     campaign_limits: BTreeMap<(CampaignId, Sku, UserId), i64>,
     pending: BTreeMap<UserId, i64>,
     campaign_adjustments: HashMap<(CampaignId, String), CampaignAdjustment>,
+    /// The journal cause (`ref`, `actor`, `why`) last stamped on each counter item, by its
+    /// DynamoDB key (`SKU#<sku>#<n>`, `CQ#<campaign>#<sku>#<n>`).
+    causes: HashMap<String, Cause>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -42,7 +46,33 @@ struct QuotaShard {
     paused: bool,
 }
 
+fn shard_key(sku: &Sku, shard: u16) -> String {
+    format!("SKU#{sku}#{shard}")
+}
+
+fn quota_key(campaign: &CampaignId, sku: &Sku, shard: u16) -> String {
+    format!("CQ#{campaign}#{sku}#{shard}")
+}
+
 impl State {
+    /// Stamps the cause of each counter move of `actions` on its item, as the DynamoDB
+    /// adapter's update expressions do.
+    fn stamp_moves(&mut self, r: &Reservation, actions: &[Action]) {
+        for a in actions {
+            let (key, Op::Move { how, .. }) = (
+                match &a.target {
+                    Target::Shard { sku, shard } => shard_key(sku, *shard),
+                    Target::Quota { campaign, sku, shard } => quota_key(campaign, sku, *shard),
+                    _ => continue,
+                },
+                &a.op,
+            ) else {
+                continue;
+            };
+            self.causes.insert(key, move_cause(r, *how));
+        }
+    }
+
     fn shard(&self, sku: &Sku, shard: u16) -> Option<&ShardCounts> {
         self.shards.get(&(sku.clone(), shard))
     }
@@ -267,6 +297,11 @@ impl MemoryStock {
     }
 
     /// Every campaign's metadata.
+    /// The journal cause last stamped on a counter item (by its DynamoDB key).
+    pub fn cause_of(&self, key: &str) -> Option<Cause> {
+        lock(&self.state).causes.get(key).cloned()
+    }
+
     pub fn campaigns(&self) -> Vec<Campaign> {
         lock(&self.state).campaigns.values().cloned().collect()
     }
@@ -280,6 +315,7 @@ impl MemoryStock {
         let status_ok = s.reservations.get(&r.id).is_some_and(|st| st.status == from);
         match s.transact(status_ok, &actions, r.created_at_ms / 1000) {
             Ok(()) => {
+                s.stamp_moves(r, &actions);
                 if let Some(stored) = s.reservations.get_mut(&r.id) {
                     stored.status = to;
                 }
@@ -330,6 +366,7 @@ impl StockStore for MemoryStock {
         expected_version: u64,
         old: &[ShardCounts],
         new_available: &[i64],
+        cause: &Cause,
     ) -> anyhow::Result<bool> {
         let mut s = lock(&self.state);
         if s.metas.get(&meta.sku).is_none_or(|m| m.version != expected_version) {
@@ -349,6 +386,7 @@ impl StockStore for MemoryStock {
         for (i, &av) in new_available.iter().enumerate() {
             if old.get(i).is_none_or(|o| o.available != av) {
                 s.shard_mut(&meta.sku, i as u16).available = av;
+                s.causes.insert(shard_key(&meta.sku, i as u16), cause.clone());
             }
         }
         s.metas.insert(meta.sku.clone(), meta.clone());
@@ -369,8 +407,10 @@ impl StockStore for MemoryStock {
         if !(meta_ok && shards_ok) {
             return Ok(Err(AdjustRejection::ShardShort));
         }
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
         for &(i, d) in &adj.pieces {
             s.shard_mut(&adj.sku, i).available += d;
+            s.causes.insert(shard_key(&adj.sku, i), cause.clone());
         }
         if let Some(m) = s.metas.get_mut(&adj.sku) {
             m.stocked += adj.delta;
@@ -387,6 +427,7 @@ impl StockStore for MemoryStock {
         let absent = !s.reservations.contains_key(&r.id);
         match s.transact(absent, &actions, r.created_at_ms / 1000) {
             Ok(()) => {
+                s.stamp_moves(r, &actions);
                 // The item has no `ov` attribute until `mark_oversold`.
                 s.reservations.insert(r.id.clone(), Reservation { oversold: false, ..r.clone() });
                 Ok(Ok(()))
@@ -528,9 +569,11 @@ impl StockStore for MemoryStock {
         if !adj.pieces.iter().all(|&(i, d)| shard_ok(&s, i, d)) {
             return Ok(Err(AdjustRejection::ShardShort));
         }
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
         for &(i, d) in &adj.pieces {
             if let Some(q) = s.quota.get_mut(&(adj.campaign_id.clone(), adj.sku.clone(), i)) {
                 q.counts.available += d;
+                s.causes.insert(quota_key(&adj.campaign_id, &adj.sku, i), cause.clone());
             }
         }
         s.campaigns.insert(next.id.clone(), next.clone());

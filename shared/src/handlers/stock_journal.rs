@@ -1,0 +1,114 @@
+//! stock-journal: the stock table's stream becomes the stock journal (docs/after-sale.md,
+//! "Stock journal"). Each record of a product or quota shard whose counters changed is one
+//! entry (before/after, quantity, and the cause the write stamped on the item); other items
+//! are skipped. Entries are keyed by the record's time and sequence number, so a redelivered
+//! batch writes the same items again. A batch whose write fails is reported from its first
+//! record, so the stream source retries it (bounded, bisected, then the on-failure queue).
+
+use super::stream::{self, StreamBatchResponse, StreamEvent, StreamItemFailure, StreamRecord};
+use crate::adapters::dynamo::item::{get_n, opt_s, Item};
+use crate::app::App;
+use crate::domain::invariants::ShardCounts;
+use crate::domain::journal::{self, Cause, Counted, Entry, Image};
+
+fn decode_image(it: &Item) -> anyhow::Result<Image> {
+    let counts = ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? };
+    let cause = match (opt_s(it, "ref"), opt_s(it, "why")) {
+        (Some(r), Some(w)) => Some(Cause {
+            reference: r.to_owned(),
+            actor: opt_s(it, "actor").unwrap_or(journal::SYSTEM).to_owned(),
+            why: w.to_owned(),
+        }),
+        _ => None,
+    };
+    Ok(Image { counts, cause })
+}
+
+/// The journal entry of one stream record (`None`: not a counter item, or nothing moved).
+pub fn record_entry(r: &StreamRecord) -> anyhow::Result<Option<Entry>> {
+    let old = stream::image(&r.change.old_image);
+    let new = stream::image(&r.change.new_image);
+    let pk = new.as_ref().or(old.as_ref()).and_then(|i| opt_s(i, "pk").map(str::to_owned));
+    let Some(item) = pk.as_deref().and_then(Counted::parse) else { return Ok(None) };
+    let old = old.as_ref().map(decode_image).transpose()?;
+    let new = new.as_ref().map(decode_image).transpose()?;
+    let at_ms = r.change.approximate_creation_date_time.timestamp_millis();
+    // sequence numbers grow within a stream shard; padded, they also sort as strings
+    let seq: String = stream::sequence_number(r).chars().filter(char::is_ascii_alphanumeric).collect();
+    let seq = if seq.bytes().all(|b| b.is_ascii_digit()) { format!("{seq:0>40}") } else { seq };
+    Ok(journal::entry(&item, old.as_ref(), new.as_ref(), at_ms, &seq))
+}
+
+pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchResponse> {
+    let mut entries = Vec::new();
+    for r in &ev.records {
+        match record_entry(r) {
+            Ok(Some(e)) => entries.push(e),
+            Ok(None) => {}
+            Err(e) => {
+                // an undecodable counter item: reported, retried a bounded number of times,
+                // then its position goes to the on-failure queue (docs/runbook.md)
+                tracing::error!(
+                    seq = stream::sequence_number(r),
+                    error = format!("{e:#}"),
+                    "cannot decode stock record"
+                );
+                return Ok(fail_from(&ev, r, app, &entries).await);
+            }
+        }
+    }
+    if let Err(e) = app.journal.put(&entries).await {
+        tracing::warn!(error = format!("{e:#}"), "journal write failed");
+        let first = ev.records.first().map(|r| stream::sequence_number(r).to_owned());
+        return Ok(StreamBatchResponse { batch_item_failures: vec![StreamItemFailure { item_identifier: first }] });
+    }
+    app.count("JournalEntries", entries.len() as u64);
+    Ok(StreamBatchResponse { batch_item_failures: Vec::new() })
+}
+
+/// Writes the entries before the bad record, and reports the bad record as the failed item.
+async fn fail_from(ev: &StreamEvent, bad: &StreamRecord, app: &App, before: &[Entry]) -> StreamBatchResponse {
+    let from = if app.journal.put(before).await.is_ok() {
+        stream::sequence_number(bad).to_owned()
+    } else {
+        ev.records.first().map(|r| stream::sequence_number(r).to_owned()).unwrap_or_default()
+    };
+    StreamBatchResponse { batch_item_failures: vec![StreamItemFailure { item_identifier: Some(from) }] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Sku;
+
+    fn record(old: serde_json::Value, new: serde_json::Value) -> StreamRecord {
+        let ev: StreamEvent = serde_json::from_value(serde_json::json!({"Records": [{
+            "awsRegion": "eu-west-1", "eventID": "1", "eventName": "MODIFY",
+            "dynamodb": {
+                "Keys": {"pk": {"S": "SKU#A-1#0"}},
+                "OldImage": old, "NewImage": new,
+                "SequenceNumber": "000123", "SizeBytes": 10, "StreamViewType": "NEW_AND_OLD_IMAGES",
+                "ApproximateCreationDateTime": 1_700_000_000.5
+            }
+        }]}))
+        .unwrap();
+        ev.records.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn a_confirm_record_of_a_shard_becomes_an_entry_and_other_items_do_not() {
+        let r = record(
+            serde_json::json!({"pk": {"S": "SKU#A-1#0"}, "av": {"N": "5"}, "lk": {"N": "2"}, "sd": {"N": "0"},
+                "ref": {"S": "o1"}, "actor": {"S": "u1"}, "why": {"S": "freeze"}}),
+            serde_json::json!({"pk": {"S": "SKU#A-1#0"}, "av": {"N": "5"}, "lk": {"N": "0"}, "sd": {"N": "2"},
+                "ref": {"S": "o1"}, "actor": {"S": "system"}, "why": {"S": "sell"}}),
+        );
+        let e = record_entry(&r).unwrap().unwrap();
+        assert_eq!((e.sku, e.shard, e.quantity), (Sku::parse("A-1").unwrap(), 0, 2));
+        assert_eq!((e.cause.as_str(), e.actor.as_str(), e.why.as_str()), ("o1", "system", "sell"));
+        // the event type keeps whole seconds of the creation time
+        assert_eq!(e.seq, "1700000000000.0000000000000000000000000000000000000123");
+        let meta = record(serde_json::json!({}), serde_json::json!({"pk": {"S": "SKU#A-1"}, "v": {"N": "2"}}));
+        assert!(record_entry(&meta).unwrap().is_none());
+    }
+}
