@@ -67,7 +67,7 @@ fixtures_of() {
   return 0
 }
 # fixture -> the log line that shows it was refused for the expected reason.
-declare -A EXPECT_REJECTED=([stock-events.json]="rejected event")
+declare -A EXPECT_REJECTED=([stock-events.json]="rejected event" [refunds.json]="rejected event")
 fails=0
 invoked=0
 retried=0

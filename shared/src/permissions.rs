@@ -196,6 +196,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:BatchGetItem", OrderTable),
             // after_sale::apply → orders.get / replace (above); the admin view → get_reservation
             ("dynamodb:GetItem", StockTable),
+            // the admin view → journal.for_cause (Query on the journal's by-ref index)
+            ("dynamodb:Query", JournalTableIndexes),
         ],
     ),
     (
@@ -356,7 +358,7 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_MAX_PENDING_PER_USER",
         ],
     ),
-    ("orders-api", &["ORDER_TABLE", "STOCK_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS"]),
+    ("orders-api", &["ORDER_TABLE", "STOCK_TABLE", "JOURNAL_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS"]),
     // where refunds of generic payments are issued
     ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL"]),
     // the webhook's HMAC keys are fetched at run time from the secret this names

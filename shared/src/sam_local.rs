@@ -51,6 +51,7 @@ pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
     ("POST /admin/orders/{order_id}/ship", RouteAuth::Jwt(&["stock:admin"])),
     ("POST /admin/orders/{order_id}/return-received", RouteAuth::Jwt(&["stock:admin"])),
     ("POST /admin/orders/{order_id}/cancel", RouteAuth::Jwt(&["stock:admin"])),
+    ("GET /admin/skus/{sku}/journal", RouteAuth::Jwt(&["stock:admin"])),
     ("POST /payments/callback", RouteAuth::Public),
     ("POST /payments/refunds", RouteAuth::Public),
     ("POST /payments/stripe", RouteAuth::Public),
