@@ -180,8 +180,9 @@ async fn a_reconcile_worker_that_crashes_mid_page_is_redelivered_and_the_fanned_
     // The schedule seeds the sweep; every worker dies half-way through its page for a while.
     s.local.set_faults("reconcile-worker.crash-mid-page").unwrap();
     let seeded = s.local.run_schedule("reconcile").await.unwrap();
-    // a stale-lock and an overdue-order item per bucket, SKU invariants, locked totals, campaign quotas
-    assert_eq!(seeded["items_seeded"], 2 * 64 + 3, "{seeded}");
+    // per bucket: stale locks, overdue orders, shipped-due, unissued refunds; then SKU
+    // invariants, locked totals, campaign quotas, SKU journals
+    assert_eq!(seeded["items_seeded"], 4 * 64 + 4, "{seeded}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(s.view("RCW").await["locked"], 12, "nothing released while every worker crashes");
     s.local.set_faults("").unwrap();
