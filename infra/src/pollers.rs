@@ -252,6 +252,10 @@ impl StreamSource {
         // the shard (MOTO_NOTES.md d), which AWS would never do.
         let mut last_seq: HashMap<String, Option<String>> = HashMap::new();
         let mut pending: Vec<(String, StreamRecord)> = Vec::new();
+        // Idle streams are polled less often (100 ms doubling to 800 ms), as Lambda's poller
+        // does: the emulator serialises DynamoDB requests, and two streams per stack polled at
+        // 10 Hz by every parallel test queue the tests' own requests behind them.
+        let mut idle_ms = 100u64;
         loop {
             if *shutdown.borrow() {
                 return;
@@ -287,6 +291,7 @@ impl StreamSource {
                     }
                 }
             }
+            idle_ms = if pending.is_empty() { (idle_ms * 2).min(800) } else { 100 };
             while !pending.is_empty() {
                 let n = pending.len().min(self.batch_size.max(1));
                 let batch: Vec<(String, StreamRecord)> = pending.drain(..n).collect();
@@ -294,7 +299,7 @@ impl StreamSource {
             }
             tokio::select! {
                 _ = shutdown.changed() => return,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {}
+                _ = tokio::time::sleep(Duration::from_millis(idle_ms)) => {}
             }
         }
     }

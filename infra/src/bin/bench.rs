@@ -260,7 +260,8 @@ async fn after_sale_section(endpoint: &str, n: usize, journal: bool) -> anyhow::
     let mut cursor: Option<String> = None;
     loop {
         let q = cursor.as_ref().map(|c| format!("&cursor={c}")).unwrap_or_default();
-        let (_, page) = b.call("GET", &format!("/admin/skus/COST/journal?limit=100{q}"), Some(&b.admin), &[], None).await;
+        let (_, page) =
+            b.call("GET", &format!("/admin/skus/COST/journal?limit=100{q}"), Some(&b.admin), &[], None).await;
         entries += page["entries"].as_array().map_or(0, Vec::len);
         match page["next_cursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),

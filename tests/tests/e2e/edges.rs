@@ -166,7 +166,7 @@ async fn a_reconcile_worker_that_crashes_mid_page_is_redelivered_and_the_fanned_
             ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "1"),
             ("HOLDFAST_FAULTS", "create-order.after-freeze,reservation-check.drop"),
         ],
-        |o| o.visibility_timeout_cap = Some(2),
+        |o| o.visibility_timeout_cap = Some(6),
     )
     .await;
     s.sku("RCW", 100, 50, 1, None).await;
