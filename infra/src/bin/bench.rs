@@ -214,6 +214,9 @@ async fn paid_lifecycles_of(endpoint: &str, n: usize, campaign: bool, max_pendin
 async fn after_sale_section(endpoint: &str, n: usize, journal: bool) -> anyhow::Result<Value> {
     let mut o = Options::new(endpoint, PathBuf::from("template.yaml"));
     o.env.insert("HOLDFAST_SIM_PROVIDER_DELAY_MS".into(), "50".into());
+    // payment timeouts and orphan checks due within the drain, as in the paid-order run
+    o.env.insert("HOLDFAST_PAYMENT_TTL_SECONDS".into(), "3".into());
+    o.env.insert("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS".into(), "1".into());
     if !journal {
         o.paused = vec!["stock-journal".into()];
     }
