@@ -45,7 +45,7 @@ unit:
 # shared emulator queues requests past an 800 ms attempt timeout, which AWS does not.
 BUDGET_TESTS := test(/edges::a_hung_dependency/) | test(/edges::a_throttled_hot_shard/)
 # make test runs a short soak; `make soak` the long one.
-export HOLDFAST_SOAK_ORDERS ?= 800
+export HOLDFAST_SOAK_ORDERS ?= 300
 e2e: venv
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E 'not ($(BUDGET_TESTS))'
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E '$(BUDGET_TESTS)'
