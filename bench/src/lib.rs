@@ -77,6 +77,8 @@ pub fn stock(w: &MemoryWorld, name: &str, shards: u16, per_user_limit: Option<u3
         stocked: 0,
         version: 1,
         paused: false,
+        model: Default::default(),
+        bundle: Vec::new(),
     };
     let per = HUGE / i64::from(shards);
     w.stock.seed(meta, &vec![per; usize::from(shards)]);

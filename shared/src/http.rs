@@ -131,6 +131,8 @@ pub struct Problem {
     pub sku: Option<String>,
     /// The campaign the problem is about, when there is one.
     pub campaign_id: Option<String>,
+    /// The date of a calendar SKU the problem is about (`YYYY-MM-DD`), when there is one.
+    pub date: Option<String>,
     /// Where in the request the problem is: a body field (`items[2].quantity`), a path
     /// parameter, a query parameter or a header.
     pub field: Option<String>,
@@ -153,6 +155,8 @@ pub struct ProblemBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub campaign_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after: Option<u64>,
@@ -160,7 +164,15 @@ pub struct ProblemBody {
 
 impl Problem {
     pub fn new(code: Code, detail: impl Into<String>) -> Self {
-        Problem { code, detail: detail.into(), sku: None, campaign_id: None, field: None, retry_after: None }
+        Problem {
+            code,
+            detail: detail.into(),
+            sku: None,
+            campaign_id: None,
+            date: None,
+            field: None,
+            retry_after: None,
+        }
     }
 
     pub fn status(&self) -> u16 {
@@ -170,6 +182,19 @@ impl Problem {
     pub fn sku(mut self, sku: impl Into<String>) -> Self {
         self.sku = Some(sku.into());
         self
+    }
+
+    pub fn date(mut self, date: impl Into<String>) -> Self {
+        self.date = Some(date.into());
+        self
+    }
+
+    /// The SKU a stock problem is about: for a calendar date's cell, the SKU and the date.
+    pub fn stock_cell(self, cell: &crate::domain::Sku) -> Self {
+        match cell.calendar_parent() {
+            Some((sku, day)) => self.sku(sku.as_str()).date(day.to_string()),
+            None => self.sku(cell.as_str()),
+        }
     }
 
     pub fn campaign(mut self, campaign_id: impl Into<String>) -> Self {
@@ -210,6 +235,7 @@ impl Problem {
             detail: self.detail,
             sku: self.sku,
             campaign_id: self.campaign_id,
+            date: self.date,
             field: self.field,
             retry_after: self.retry_after,
         }

@@ -8,6 +8,7 @@
 use crate::domain::campaign::Campaign;
 use crate::domain::events::OrderEvent;
 use crate::domain::invariants::ShardCounts;
+use crate::domain::model::{BundleChild, InventoryModel};
 use crate::domain::order::{Order, OrderRecord};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
 use crate::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
@@ -33,6 +34,10 @@ pub struct SkuMeta {
     pub version: u64,
     /// Stop-sale: copied onto every shard, where the freeze condition reads it.
     pub paused: bool,
+    /// How the stock is kept and taken (docs/inventory-models.md); fixed at creation.
+    pub model: InventoryModel,
+    /// A BUNDLE's children.
+    pub bundle: Vec<BundleChild>,
 }
 
 /// One admin stock change, idempotent by `adjustment_id` (the audit trail of docs/architecture.md, "Data model").

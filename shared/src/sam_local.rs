@@ -64,6 +64,7 @@ pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
     ("POST /admin/skus/{sku}/resume", RouteAuth::Jwt(&["stock:admin"])),
     ("GET /skus/{sku}", RouteAuth::Public),
     ("GET /skus/{sku}/availability", RouteAuth::Public),
+    ("GET /skus/{sku}/calendar", RouteAuth::Public),
     ("GET /skus/{sku}/availability/me", RouteAuth::Jwt(&["orders:read"])),
     ("PUT /admin/campaigns/{campaign_id}", RouteAuth::Jwt(&["stock:admin"])),
     ("POST /admin/campaigns/{campaign_id}/adjustments", RouteAuth::Jwt(&["stock:admin"])),

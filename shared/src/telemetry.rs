@@ -32,6 +32,10 @@ pub mod names {
     pub const REFUNDS_REFUSED: &str = "RefundsRefusedByProvider";
     pub const REFUNDS_REDRIVEN: &str = "RefundsRedriven";
     pub const RESTOCKS: &str = "Restocks";
+    /// A pay-time (`AT_PAYMENT`) line took its stock when the order was paid.
+    pub const PAY_TIME_TAKEN: &str = "PayTimeDeductions";
+    /// A pay-time line found the stock gone when the order was paid: refunded as an oversell.
+    pub const PAY_TIME_SHORT: &str = "PayTimeShortfalls";
     pub const ORDERS_AUTO_COMPLETED: &str = "OrdersAutoCompleted";
     pub const REJECTED_MESSAGES: &str = "RejectedMessages";
     /// A checkout answered 429 `busy` because DynamoDB throttled (hot shard or table limits).

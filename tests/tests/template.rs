@@ -81,6 +81,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
             "POST /payments/stripe",
             "GET /skus/{sku}",
             "GET /skus/{sku}/availability",
+            "GET /skus/{sku}/calendar",
             "GET /campaigns/{campaign_id}"
         ],
         "no other route is public"

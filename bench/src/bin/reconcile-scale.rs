@@ -300,6 +300,8 @@ async fn main() -> anyhow::Result<()> {
             stocked: 0,
             version: 1,
             paused: false,
+            model: Default::default(),
+            bundle: Vec::new(),
         };
         // Through the port (put_sku + adjust), as the admin API would: `seed` is a test helper
         // that scans every shard per call.
@@ -335,6 +337,9 @@ async fn main() -> anyhow::Result<()> {
                 limited: false,
                 pieces: vec![Piece { shard: 0, quantity: 1 }],
                 campaign: None,
+                dates: Vec::new(),
+                draws: Vec::new(),
+                at_payment: false,
             }],
             oversold: false,
             pending: false,

@@ -197,7 +197,8 @@ pub struct Availability {
     pub sku: String,
     pub quantity: u32,
     pub purchasable: bool,
-    pub available: i64,
+    /// `null` for an UNLIMITED SKU and for one sold by date (ask `GET /skus/{sku}/calendar`).
+    pub available: Option<i64>,
     /// The first reason a checkout would be refused: the error code it would get.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Code>)]

@@ -5,6 +5,7 @@
 
 use super::body::Object;
 use super::orders::ItemRequest;
+use crate::domain::model::{Day, MAX_DATES};
 use crate::domain::quantity::{Quantity, MAX_QUANTITY};
 use crate::domain::reservation::MAX_LINES;
 use crate::domain::{CampaignId, OrderId, Sku, UserId};
@@ -77,6 +78,19 @@ pub fn per_user_limit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D:
     }
 }
 
+/// Dates of an adjustment: 1..=366 distinct `YYYY-MM-DD`, sorted.
+pub fn dates<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Day>>, D::Error> {
+    let Some(mut v) = Option::<Vec<Day>>::deserialize(d)? else { return Ok(None) };
+    if v.is_empty() || v.len() > MAX_DATES {
+        return Err(D::Error::custom(format!("dates must list 1..={MAX_DATES} dates")));
+    }
+    v.sort();
+    if let Some(w) = v.windows(2).find(|w| w[0] == w[1]) {
+        return Err(D::Error::custom(format!("date {} is listed twice", w[0])));
+    }
+    Ok(Some(v))
+}
+
 /// An id with the order-id alphabet, named for the field that carries it.
 pub fn adjustment_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let s = String::deserialize(d)?;
@@ -133,21 +147,38 @@ pub fn order_lines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<LineRequest>, 
     if items.len() > MAX_ITEMS {
         return Err(D::Error::custom(format!("at most {MAX_ITEMS} items, {MAX_LINES} distinct SKUs, per order")));
     }
-    let mut merged: BTreeMap<Sku, (Quantity, Option<CampaignId>)> = BTreeMap::new();
-    for Object(ItemRequest { sku, quantity, campaign_id }) in items {
+    let mut merged: BTreeMap<Sku, (Quantity, Option<CampaignId>, Vec<Day>)> = BTreeMap::new();
+    for Object(ItemRequest { sku, quantity, campaign_id, dates }) in items {
+        let dates = match dates {
+            Some(d) if d.is_empty() => return Err(D::Error::custom(format!("{sku}: dates must not be empty"))),
+            Some(d) if d.len() > MAX_DATES => {
+                return Err(D::Error::custom(format!("{sku}: at most {MAX_DATES} dates per line")))
+            }
+            d => {
+                let mut d = d.unwrap_or_default();
+                d.sort();
+                d
+            }
+        };
         let total = match merged.get(&sku) {
-            Some((_, c)) if *c != campaign_id => {
+            Some((_, c, _)) if *c != campaign_id => {
                 return Err(D::Error::custom(format!(
                     "{sku} appears under two campaigns (or with and without one); order it once"
                 )))
             }
-            Some((prev, _)) => prev.checked_add(quantity).map_err(|e| D::Error::custom(format!("{sku}: {e}")))?,
+            Some((_, _, d)) if !d.is_empty() || !dates.is_empty() => {
+                return Err(D::Error::custom(format!("{sku} is ordered by date: name it once, with all its dates")))
+            }
+            Some((prev, _, _)) => prev.checked_add(quantity).map_err(|e| D::Error::custom(format!("{sku}: {e}")))?,
             None => quantity,
         };
-        merged.insert(sku, (total, campaign_id));
+        merged.insert(sku, (total, campaign_id, dates));
     }
     if merged.len() > MAX_LINES {
         return Err(D::Error::custom(format!("at most {MAX_LINES} distinct SKUs per order")));
     }
-    Ok(merged.into_iter().map(|(sku, (quantity, campaign))| LineRequest { sku, quantity, campaign }).collect())
+    Ok(merged
+        .into_iter()
+        .map(|(sku, (quantity, campaign, dates))| LineRequest { sku, quantity, campaign, dates })
+        .collect())
 }

@@ -2,6 +2,7 @@
 
 use super::fields;
 use crate::clock;
+use crate::domain::model::Day;
 use crate::domain::order::{Order, ALL_STATUSES};
 use crate::domain::{CampaignId, Quantity, Sku};
 use crate::service::stock::LineRequest;
@@ -24,6 +25,11 @@ pub struct ItemRequest {
     #[serde(default)]
     #[schema(value_type = Option<String>, pattern = "^[A-Za-z0-9._-]{1,64}$")]
     pub campaign_id: Option<CampaignId>,
+    /// For a SKU sold by date (unit `CALENDAR`): the dates, each taking `quantity`; all or none.
+    /// A line with dates names its SKU once per order.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>, min_items = 1, max_items = 366, example = json!(["2027-03-01", "2027-03-02"]))]
+    pub dates: Option<Vec<Day>>,
 }
 
 /// `POST /orders`. The same `Idempotency-Key` with the same body answers with the same order.

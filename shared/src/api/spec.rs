@@ -18,8 +18,11 @@ use super::campaigns::{
 use super::orders::{CreateOrderRequest, ItemRequest, OrderItem, OrderList, OrderView};
 use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
-use super::stock::{AdjustmentRequest, CountersBody, JournalEntryBody, JournalPage, PutSkuRequest, SkuView};
+use super::stock::{
+    AdjustmentRequest, CalendarDate, CalendarView, CountersBody, JournalEntryBody, JournalPage, PutSkuRequest, SkuView,
+};
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
+use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
 use crate::http::{Code, ProblemBody};
 use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -73,7 +76,7 @@ impl Modify for Security {
                        application/problem+json with a stable `code`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    paths(put_sku, adjust_sku, pause_sku, resume_sku, sku_journal, get_sku, availability, my_availability, put_campaign,
+    paths(put_sku, adjust_sku, pause_sku, resume_sku, sku_journal, get_sku, availability, calendar, my_availability, put_campaign,
           adjust_campaign, pause_campaign, resume_campaign, get_campaign, create_order, list_orders, get_order, cancel_order, payment_callback,
           stripe_webhook,
           refund_order, confirm_receipt, return_order, admin_get_order, admin_ship_order, admin_return_received,
@@ -87,7 +90,8 @@ impl Modify for Security {
                        CampaignViewBody, Availability, ReasonRequest, ShipRequest, ReturnReceivedRequest,
                        RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
                        LockLineView, PaymentView, RefundView,
-                       JournalPage, JournalEntryBody, CountersBody)),
+                       JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
+                       InventoryModel, Management, Unit, Deduct, BundleChild)),
     modifiers(&Security),
     tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
 )]
@@ -204,6 +208,23 @@ fn sku_journal() {}
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]
 fn availability() {}
+
+#[utoipa::path(get, path = "/skus/{sku}/calendar", tag = "stock", operation_id = "getCalendar",
+    description = "Per-date stock of a SKU sold by date (unit `CALENDAR`), `from` to `to` inclusive, at most \
+                   366 days; a date never stocked counts zero. Eventually consistent and cached briefly.",
+    params(
+        ("sku" = String, Path),
+        ("from" = String, Query, description = "First date, YYYY-MM-DD", pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
+        ("to" = String, Query, description = "Last date, YYYY-MM-DD", pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
+    ),
+    responses(
+        (status = 200, description = "One entry per date", body = CalendarView),
+        (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Missing or bad dates, a range over 366 days, or a SKU not sold by date",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn calendar() {}
 
 #[utoipa::path(get, path = "/skus/{sku}/availability/me", tag = "stock", operation_id = "getMyAvailability",
     description = "As `/availability`, with the caller's remaining allowance and unpaid checkouts.",

@@ -1,6 +1,7 @@
 //! Stock: `PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`, `GET /skus/{sku}`.
 
 use super::fields;
+use crate::domain::model::{BundleChild, Day, InventoryModel, Management};
 use crate::domain::Currency;
 use crate::service::admin::{SkuSpec, StockView};
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,14 @@ pub struct PutSkuRequest {
     #[serde(default, deserialize_with = "fields::per_user_limit")]
     #[schema(minimum = 1, maximum = 10000)]
     pub per_user_limit: Option<u32>,
+    /// How the stock is kept and taken; each part defaults (`QUANTITY`, `SINGLE`, `AT_ORDER`).
+    /// Fixed when the SKU is created.
+    #[serde(default)]
+    pub model: Option<InventoryModel>,
+    /// A `BUNDLE`'s children: plain SKUs, each unit of the bundle taking `quantity` of each.
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    pub bundle: Option<Vec<BundleChild>>,
 }
 
 fn one() -> u16 {
@@ -45,6 +54,8 @@ impl From<PutSkuRequest> for SkuSpec {
             currency: r.currency,
             shards: r.shards,
             per_user_limit: r.per_user_limit,
+            model: r.model.unwrap_or_default(),
+            bundle: r.bundle.unwrap_or_default(),
         }
     }
 }
@@ -69,6 +80,10 @@ pub struct AdjustmentRequest {
         pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
     )]
     pub reason: String,
+    /// For a SKU sold by date: the dates the delta applies to (each), at most 366.
+    #[serde(default, deserialize_with = "fields::dates")]
+    #[schema(value_type = Option<Vec<String>>, min_items = 1, max_items = 366)]
+    pub dates: Option<Vec<Day>>,
 }
 
 /// A SKU and its stock summed over its shards: `total = available + locked + sold`.
@@ -79,8 +94,11 @@ pub struct SkuView {
     pub price: u64,
     pub currency: String,
     pub total: i64,
-    /// Units that can be ordered now.
-    pub available: i64,
+    /// Units that can be ordered now: for a `BUNDLE` the fewest bundles its children make;
+    /// `null` for an `UNLIMITED` SKU and for one sold by date (see `GET /skus/{sku}/calendar`).
+    pub available: Option<i64>,
+    /// No stock is kept: any quantity can be ordered.
+    pub unlimited: bool,
     /// Units held by reservations and unpaid orders.
     pub locked: i64,
     pub sold: i64,
@@ -88,6 +106,9 @@ pub struct SkuView {
     pub shards: u16,
     /// Stop-sale: while true, no checkout may take this SKU.
     pub paused: bool,
+    pub model: InventoryModel,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bundle: Vec<BundleChild>,
 }
 
 impl From<&StockView> for SkuView {
@@ -98,12 +119,51 @@ impl From<&StockView> for SkuView {
             price: v.meta.price,
             currency: v.meta.currency.as_str().to_owned(),
             total: v.totals.available + v.totals.locked + v.totals.sold,
-            available: v.totals.available,
+            available: v.available,
+            unlimited: v.meta.model.management == Management::Unlimited,
             locked: v.totals.locked,
             sold: v.totals.sold,
             per_user_limit: v.meta.per_user_limit,
             shards: v.meta.shards,
             paused: v.meta.paused,
+            model: v.meta.model,
+            bundle: v.meta.bundle.clone(),
+        }
+    }
+}
+
+/// One date of `GET /skus/{sku}/calendar`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CalendarDate {
+    #[schema(value_type = String, example = "2027-03-01")]
+    pub date: String,
+    pub total: i64,
+    pub available: i64,
+    pub locked: i64,
+    pub sold: i64,
+}
+
+/// `GET /skus/{sku}/calendar?from=&to=`: per-date stock of a SKU sold by date.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CalendarView {
+    pub sku: String,
+    pub dates: Vec<CalendarDate>,
+}
+
+impl CalendarView {
+    pub fn new(sku: &str, dates: &[crate::service::admin::DateCounts]) -> Self {
+        CalendarView {
+            sku: sku.to_owned(),
+            dates: dates
+                .iter()
+                .map(|d| CalendarDate {
+                    date: d.date.to_string(),
+                    total: d.counts.available + d.counts.locked + d.counts.sold,
+                    available: d.counts.available,
+                    locked: d.counts.locked,
+                    sold: d.counts.sold,
+                })
+                .collect(),
         }
     }
 }

@@ -166,7 +166,7 @@ mod tests {
             id: OrderId::parse("o1").unwrap(),
             user: UserId::parse("u").unwrap(),
             status: OrderStatus::PendingPayment,
-            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 2, unit_price: 5 }],
+            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 2, unit_price: 5, dates: Vec::new() }],
             amount: 10,
             currency: Currency::parse("EUR").unwrap(),
             pay_expire_at: 100,

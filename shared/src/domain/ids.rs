@@ -67,6 +67,34 @@ token_id!(
     /// A stock-keeping unit: 1–64 characters of `[A-Za-z0-9._-]`.
     Sku, "sku", 64
 );
+impl Sku {
+    /// The stock cell of one date of a CALENDAR SKU: `<sku>@<YYYY-MM-DD>`. `@` is outside the
+    /// alphabet clients may use, so a cell never collides with a SKU and cannot be ordered,
+    /// adjusted or viewed directly (docs/inventory-models.md, "Calendar").
+    pub fn cell(&self, day: super::model::Day) -> Sku {
+        Sku(format!("{}@{day}", self.0))
+    }
+
+    /// The SKU and date of a calendar cell.
+    pub fn calendar_parent(&self) -> Option<(Sku, super::model::Day)> {
+        let (p, d) = self.0.split_once('@')?;
+        Some((Sku(p.to_owned()), super::model::Day::parse(d).ok()?))
+    }
+
+    /// A SKU read back from storage: a client's SKU or a calendar cell.
+    pub fn from_stored(s: &str) -> Result<Sku, IdError> {
+        match s.split_once('@') {
+            Some((p, d)) => {
+                check_token("sku", p, 64)?;
+                let day =
+                    super::model::Day::parse(d).map_err(|_| IdError { field: "sku", reason: "has a bad date" })?;
+                Ok(Sku(p.to_owned()).cell(day))
+            }
+            None => Sku::parse(s),
+        }
+    }
+}
+
 token_id!(
     /// A campaign id: 1–64 characters of `[A-Za-z0-9._-]`.
     CampaignId, "campaign_id", 64

@@ -51,6 +51,13 @@ pub enum Violation {
         locked: i64,
         frozen: i64,
     },
+    /// Invariant 2 for sales: `sold` differs from the sum of SOLD lock quantities (each cell:
+    /// a SKU, a calendar date, a bundle's child).
+    SoldMismatch {
+        sku: Sku,
+        sold: i64,
+        locks: i64,
+    },
     /// Invariant 2: a FROZEN lock nobody will resolve.
     StrandedLock {
         reservation: String,
@@ -207,14 +214,33 @@ pub fn check_campaigns(c: &CampaignCounters, reservations: &[Reservation]) -> Ve
     out
 }
 
-/// Invariant 1 and the `locked = Σ FROZEN` half of invariant 2 for the given SKUs.
-pub fn check_stock(skus: &[SkuSnapshot], frozen: &[Reservation]) -> Vec<Violation> {
-    let mut frozen_by_sku: HashMap<&Sku, i64> = HashMap::new();
-    for r in frozen.iter().filter(|r| r.status == LockStatus::Frozen) {
-        for l in &r.lines {
-            *frozen_by_sku.entry(&l.sku).or_default() += i64::from(l.quantity);
+/// Units each cell holds for locks in `status`: a pay-time line holds nothing while FROZEN.
+fn held_by_cell(locks: &[Reservation], status: LockStatus) -> HashMap<Sku, i64> {
+    let mut out: HashMap<Sku, i64> = HashMap::new();
+    for r in locks.iter().filter(|r| r.status == status) {
+        for l in r.lines.iter().filter(|l| !(l.at_payment && status == LockStatus::Frozen)) {
+            for c in l.cells() {
+                *out.entry(c.cell).or_default() += i64::from(c.quantity);
+            }
         }
     }
+    out
+}
+
+/// `sold = Σ SOLD` for every cell (all locks must be given: a check over all reservations).
+pub fn check_sold(skus: &[SkuSnapshot], locks: &[Reservation]) -> Vec<Violation> {
+    let sold = held_by_cell(locks, LockStatus::Sold);
+    skus.iter()
+        .filter_map(|s| {
+            let (have, want) = (s.totals().sold, sold.get(&s.sku).copied().unwrap_or(0));
+            (have != want).then(|| Violation::SoldMismatch { sku: s.sku.clone(), sold: have, locks: want })
+        })
+        .collect()
+}
+
+/// Invariant 1 and the `locked = Σ FROZEN` half of invariant 2 for the given SKUs.
+pub fn check_stock(skus: &[SkuSnapshot], frozen: &[Reservation]) -> Vec<Violation> {
+    let frozen_by_sku = held_by_cell(frozen, LockStatus::Frozen);
     let mut out = Vec::new();
     for s in skus {
         for (i, c) in s.shards.iter().enumerate() {
@@ -250,6 +276,7 @@ pub struct Snapshot {
 /// All five invariants of docs/architecture.md, "Invariants"
 pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     let mut out = check_stock(&s.skus, &s.reservations);
+    out.extend(check_sold(&s.skus, &s.reservations));
     out.extend(check_campaigns(&s.campaigns, &s.reservations));
     let orders: HashMap<&str, &OrderRecord> = s.orders.iter().map(|(id, o)| (id.as_str(), o)).collect();
     let locks: HashMap<&str, &Reservation> = s.reservations.iter().map(|r| (r.id.as_str(), r)).collect();
@@ -374,6 +401,9 @@ mod tests {
                 limited: true,
                 pieces: vec![Piece { shard: 0, quantity: q }],
                 campaign: None,
+                dates: Vec::new(),
+                draws: Vec::new(),
+                at_payment: false,
             }],
             oversold: false,
             pending: false,

@@ -79,7 +79,7 @@ impl Counted {
         }
         let rest = pk.strip_prefix("SKU#")?;
         let (sku, shard) = rest.rsplit_once('#')?;
-        Some(Counted::Shard { sku: Sku::parse(sku).ok()?, shard: shard.parse().ok()? })
+        Some(Counted::Shard { sku: Sku::from_stored(sku).ok()?, shard: shard.parse().ok()? })
     }
 
     pub fn sku(&self) -> &Sku {

@@ -6,6 +6,7 @@ pub mod events;
 pub mod ids;
 pub mod invariants;
 pub mod journal;
+pub mod model;
 pub mod money;
 pub mod order;
 pub mod plan;

@@ -1,6 +1,7 @@
 //! Orders and their state machine (docs/architecture.md, "Order state machine"). Transitions are a table; anything not in it
 //! is `invalid_transition`, never a silent overwrite.
 
+use super::model::Day;
 use super::{Currency, OrderId, Sku, UserId};
 use serde::{Deserialize, Serialize};
 
@@ -146,6 +147,9 @@ pub struct OrderLine {
     pub sku: Sku,
     pub quantity: u32,
     pub unit_price: u64,
+    /// A calendar line's dates (each takes `quantity`; the line's price is per date).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dates: Vec<Day>,
 }
 
 /// What became of one payment callback, recorded on the order so a payment id is applied once.

@@ -73,8 +73,11 @@ pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
     let mut out = Vec::new();
     for l in &r.lines {
         let q = i64::from(l.quantity);
-        for p in &l.pieces {
-            out.push(mv(Target::Shard { sku: l.sku.clone(), shard: p.shard }, CounterMove::Freeze, p.quantity));
+        // a pay-time line takes its cells at confirm (docs/inventory-models.md, "Pay-time deduction")
+        for c in l.cells().iter().filter(|_| !l.at_payment) {
+            for p in c.pieces {
+                out.push(mv(Target::Shard { sku: c.cell.clone(), shard: p.shard }, CounterMove::Freeze, p.quantity));
+            }
         }
         if let Some(c) = &l.campaign {
             for p in &c.pieces {
@@ -98,7 +101,31 @@ pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
     if let (true, Some(u), Some(max)) = (r.pending, &r.user, limits.max_pending) {
         out.push(add(Target::Pending { user: u.clone() }, 1, Some(i64::from(max) - 1)));
     }
+    merged(out)
+}
+
+/// One action per item: two lines drawing on one shard (a bundle's child also ordered on its
+/// own) become one move of their sum — a transaction may not touch an item twice.
+fn merged(actions: Vec<Action>) -> Vec<Action> {
+    let mut out: Vec<Action> = Vec::with_capacity(actions.len());
+    for a in actions {
+        let same = out.iter_mut().find(|b| {
+            b.target == a.target
+                && matches!((&b.op, &a.op), (Op::Move { how: x, .. }, Op::Move { how: y, .. }) if x == y)
+        });
+        match (same, &a.op) {
+            (Some(Action { op: Op::Move { quantity, .. }, .. }), Op::Move { quantity: q, .. }) => *quantity += q,
+            _ => out.push(a),
+        }
+    }
     out
+}
+
+/// Whether a planned transaction moves one item twice (in different ways): it cannot be one
+/// DynamoDB transaction, so the freeze refuses the order before writing.
+pub fn touches_an_item_twice(actions: &[Action]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    !actions.iter().all(|a| seen.insert(&a.target))
 }
 
 /// The counter writes of a lock move `from` → `to` (the reservation's status change comes
@@ -120,8 +147,19 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus) -> Option<Ve
     let mut out = Vec::new();
     for l in &r.lines {
         let q = i64::from(l.quantity);
-        for p in &l.pieces {
-            out.push(mv(Target::Shard { sku: l.sku.clone(), shard: p.shard }, how, p.quantity));
+        // A pay-time line holds nothing while FROZEN: paying takes its cells (available →
+        // sold), releasing it has nothing to give back.
+        let cell_how = match (l.at_payment, how) {
+            (true, CounterMove::Sell) => Some(CounterMove::Retake),
+            (true, CounterMove::Release) => None,
+            _ => Some(how),
+        };
+        if let Some(h) = cell_how {
+            for c in l.cells() {
+                for p in c.pieces {
+                    out.push(mv(Target::Shard { sku: c.cell.clone(), shard: p.shard }, h, p.quantity));
+                }
+            }
         }
         if let Some(c) = &l.campaign {
             for p in &c.pieces {
@@ -147,7 +185,7 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus) -> Option<Ve
     if let (true, Some(u), LockStatus::Frozen) = (r.pending, &r.user, from) {
         out.push(add(Target::Pending { user: u.clone() }, -1, None));
     }
-    Some(out)
+    Some(merged(out))
 }
 
 /// What a cancelled freeze means, from the targets whose conditions failed, in the order that
@@ -223,6 +261,9 @@ mod tests {
                     pieces: vec![Piece { shard: 2, quantity: 3 }],
                     limited: campaign_limited,
                 }),
+                dates: Vec::new(),
+                draws: Vec::new(),
+                at_payment: false,
             }],
             oversold: false,
             pending,

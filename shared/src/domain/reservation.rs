@@ -2,6 +2,7 @@
 //! FROZEN → SOLD | RELEASED (docs/architecture.md, "Stock operations").
 
 use super::allocation::Piece;
+use super::model::Day;
 use super::{CampaignId, Currency, ReservationId, Sku, UserId};
 use serde::{Deserialize, Serialize};
 
@@ -105,6 +106,79 @@ pub struct ReservedLine {
     /// every freeze, confirm and release (one transaction, no saga).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub campaign: Option<CampaignLine>,
+    /// The dates of a calendar line (each takes `quantity`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dates: Vec<Day>,
+    /// What the line takes from cells other than the SKU's own counters (a calendar line's
+    /// dates, a bundle's children); `pieces` stays the SKU's own (docs/inventory-models.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub draws: Vec<Draw>,
+    /// `AT_PAYMENT`: the line's cells move available → sold at confirm, not at freeze.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_payment: bool,
+}
+
+/// One draw of a line on another SKU's cell: `quantity` units of `sku` (on `date`, for a
+/// calendar SKU), taken from the shard pieces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Draw {
+    pub sku: Sku,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<Day>,
+    pub quantity: u32,
+    pub pieces: Vec<Piece>,
+}
+
+impl Draw {
+    /// The SKU whose counters this draw moves.
+    pub fn cell(&self) -> Sku {
+        match self.date {
+            Some(d) => self.sku.cell(d),
+            None => self.sku.clone(),
+        }
+    }
+}
+
+/// One cell a line holds: its SKU (a calendar cell for a dated draw), units and shard pieces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellPieces<'a> {
+    pub cell: Sku,
+    pub quantity: u32,
+    pub pieces: &'a [Piece],
+}
+
+impl ReservedLine {
+    /// Units the buyer pays for: a calendar line pays `quantity` for each of its dates.
+    pub fn units_charged(&self) -> u32 {
+        self.quantity.saturating_mul(u32::try_from(self.dates.len().max(1)).unwrap_or(u32::MAX))
+    }
+
+    /// Every cell this line holds: the SKU's own counters (when it has pieces on them), then
+    /// its draws. An UNLIMITED line holds none.
+    pub fn cells(&self) -> Vec<CellPieces<'_>> {
+        let own = (!self.pieces.is_empty()).then(|| CellPieces {
+            cell: self.sku.clone(),
+            quantity: self.quantity,
+            pieces: &self.pieces,
+        });
+        own.into_iter()
+            .chain(self.draws.iter().map(|d| CellPieces { cell: d.cell(), quantity: d.quantity, pieces: &d.pieces }))
+            .collect()
+    }
+
+    /// The pieces this line holds on `cell`, to re-plan them (with the units they must sum to).
+    pub fn pieces_on_mut(&mut self, cell: &Sku) -> Vec<(u32, &mut Vec<Piece>)> {
+        let mut out = Vec::new();
+        if &self.sku == cell && !self.pieces.is_empty() {
+            out.push((self.quantity, &mut self.pieces));
+        }
+        for d in &mut self.draws {
+            if &d.cell() == cell {
+                out.push((d.quantity, &mut d.pieces));
+            }
+        }
+        out
+    }
 }
 
 /// The campaign part of a reserved line: the quota shard pieces it took.
@@ -146,7 +220,7 @@ impl Reservation {
     /// the same or fewer).
     pub fn freeze_actions(&self) -> usize {
         let line = |l: &ReservedLine| {
-            l.pieces.len()
+            l.cells().iter().map(|c| c.pieces.len()).sum::<usize>()
                 + usize::from(l.limited)
                 + l.campaign.as_ref().map_or(0, |c| c.pieces.len() + usize::from(c.limited))
         };

@@ -45,7 +45,7 @@ fn campaign_json(v: &campaigns::CampaignView, now_s: i64) -> serde_json::Value {
     serde_json::to_value(CampaignViewBody::new(v, now_s)).unwrap_or_default()
 }
 
-fn cacheable(app: &App, mut r: Response) -> Response {
+pub(crate) fn cacheable(app: &App, mut r: Response) -> Response {
     let secs = (app.config.public_cache_ms / 1000).max(1);
     if let Ok(v) = HeaderValue::from_str(&format!("public, max-age={secs}")) {
         r.headers.insert(CACHE_CONTROL, v);
@@ -193,7 +193,8 @@ pub async fn availability(app: &App, req: &Request, signed_in: bool) -> Result<R
     let at = |t: &str| clock::parse_rfc3339(t).map(|ms| ms / 1000).unwrap_or(0);
     let input = EligibilityInput {
         quantity: quantity.get(),
-        available: sku_view.available,
+        // an unlimited SKU never runs short; a calendar SKU's answer needs dates (not asked here)
+        available: sku_view.available.unwrap_or(if sku_view.unlimited { i64::from(u32::MAX) } else { 0 }),
         sku_paused: sku_view.paused,
         sku_limit: sku_view.per_user_limit,
         campaign: campaign
@@ -207,7 +208,7 @@ pub async fn availability(app: &App, req: &Request, signed_in: bool) -> Result<R
         sku: sku.as_str().to_owned(),
         quantity: quantity.get(),
         purchasable: reason.is_none(),
-        available: input.available,
+        available: sku_view.available,
         reason: reason.map(|r| r.code()),
         price: sku_view.price,
         campaign_id: None,

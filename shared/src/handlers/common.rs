@@ -1,14 +1,38 @@
 //! The mapping of use-case errors shared by the HTTP handlers to problems.
 
+use crate::domain::model::LineRefusal;
+use crate::domain::Sku;
 use crate::http::{Code, Problem};
 use crate::service::stock::FreezeError;
+
+fn e_mixed(s: &Sku) -> String {
+    format!("{s} and another line would move one stock item both at order and at payment; order them separately")
+}
 
 pub fn freeze_problem(e: FreezeError) -> Problem {
     match e {
         FreezeError::UnknownSku(s) => Problem::new(Code::UnknownSku, format!("no SKU {s}")).sku(s.as_str()),
-        FreezeError::Insufficient(s) => {
-            Problem::new(Code::InsufficientStock, format!("not enough {s} available")).sku(s.as_str())
+        FreezeError::Insufficient(s) => match s.calendar_parent() {
+            Some((sku, day)) => Problem::new(Code::InsufficientStock, format!("not enough {sku} available on {day}")),
+            None => Problem::new(Code::InsufficientStock, format!("not enough {s} available")),
         }
+        .stock_cell(&s),
+        FreezeError::Line(e) => {
+            let field = match &e {
+                LineRefusal::Overflow(_) => "items",
+                _ => "dates",
+            };
+            let sku = match &e {
+                LineRefusal::DatesMissing(s)
+                | LineRefusal::DatesNotAllowed(s)
+                | LineRefusal::PastDate(s, _)
+                | LineRefusal::DuplicateDate(s, _)
+                | LineRefusal::TooManyDates(s)
+                | LineRefusal::Overflow(s) => s.to_string(),
+            };
+            Problem::validation(e.to_string()).sku(sku).field(field)
+        }
+        FreezeError::MixedDeduction(s) => Problem::validation(e_mixed(&s)).sku(s.as_str()).field("items"),
         FreezeError::LimitExceeded(s) => {
             Problem::new(Code::PurchaseLimitExceeded, format!("the per-user limit of {s} would be exceeded"))
                 .sku(s.as_str())

@@ -2,9 +2,10 @@
 //! `GET /skus/{sku}`, pause/resume, availability) and campaigns ([`super::campaigns_api`]).
 
 use super::campaigns_api;
-use crate::api::stock::{AdjustmentRequest, JournalEntryBody, JournalPage, PutSkuRequest, SkuView};
+use crate::api::stock::{AdjustmentRequest, CalendarView, JournalEntryBody, JournalPage, PutSkuRequest, SkuView};
 use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ};
 use crate::app::App;
+use crate::domain::model::{Day, ModelError, MAX_DATES};
 use crate::domain::Sku;
 use crate::http::{
     self, finish, json_response, path_param, query, subject, typed_body, Code, Problem, Request, Response,
@@ -20,6 +21,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET /admin/skus/{sku}/journal", Auth::Scope(SCOPE_ADMIN)),
     Route::new("GET /skus/{sku}", Auth::Public),
     Route::new("GET /skus/{sku}/availability", Auth::Public),
+    Route::new("GET /skus/{sku}/calendar", Auth::Public),
     Route::new("GET /skus/{sku}/availability/me", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("PUT /admin/campaigns/{campaign_id}", Auth::Scope(SCOPE_ADMIN)),
     Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::Scope(SCOPE_ADMIN)),
@@ -37,6 +39,7 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "GET /admin/skus/{sku}/journal" => journal(app, &req).await,
         "GET /skus/{sku}" => campaigns_api::get_sku(app, &req).await,
         "GET /skus/{sku}/availability" => campaigns_api::availability(app, &req, false).await,
+        "GET /skus/{sku}/calendar" => calendar(app, &req).await,
         "GET /skus/{sku}/availability/me" => campaigns_api::availability(app, &req, true).await,
         "PUT /admin/campaigns/{campaign_id}" => campaigns_api::put_campaign(app, &req).await,
         "POST /admin/campaigns/{campaign_id}/adjustments" => campaigns_api::adjust_campaign(app, &req).await,
@@ -62,6 +65,15 @@ pub fn admin_problem(e: AdminError) -> Problem {
             Problem::new(Code::IdempotencyKeyReused, "this adjustment_id was already applied with a different delta")
         }
         AdminError::Contention => Problem::internal("contention; retry"),
+        AdminError::Model(e) => {
+            let field = match e {
+                ModelError::ModelChanged(..) => "model",
+                ModelError::UnlimitedUnit | ModelError::UnlimitedAtPayment => "model",
+                _ => "bundle",
+            };
+            Problem::validation(e.to_string()).field(field)
+        }
+        AdminError::NotAdjustable(d) => Problem::validation(d),
         AdminError::Store(e) => Problem::from(e),
     }
 }
@@ -85,11 +97,36 @@ async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
     let b: AdjustmentRequest = typed_body(req, app.config.max_body_bytes)?;
     let actor = subject(req).ok();
-    let applied = admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason, actor.as_ref().map(|a| a.as_str()))
-        .await
-        .map_err(admin_problem)?;
+    let dates = b.dates.unwrap_or_default();
+    let applied =
+        admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason, actor.as_ref().map(|a| a.as_str()), &dates)
+            .await
+            .map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if applied { 201 } else { 200 }, &SkuView::from(&v)))
+}
+
+/// `GET /skus/{sku}/calendar?from=YYYY-MM-DD&to=YYYY-MM-DD`: per-date stock, at most 366 days.
+async fn calendar(app: &App, req: &Request) -> Result<Response, Problem> {
+    let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
+    let day = |name: &'static str| -> Result<Day, Problem> {
+        let v = query(req, name)
+            .ok_or_else(|| Problem::validation(format!("{name} is required (YYYY-MM-DD)")).field(name))?;
+        Day::parse(v).map_err(|e| Problem::validation(e).field(name))
+    };
+    let (from, to) = (day("from")?, day("to")?);
+    match from.span(to) {
+        0 => return Err(Problem::validation("to must not be before from").field("to")),
+        n if n > MAX_DATES => return Err(Problem::validation(format!("at most {MAX_DATES} days per view")).field("to")),
+        _ => {}
+    }
+    let Some((meta, dates)) = admin::calendar(app, &sku, from, to).await? else {
+        return Err(Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str()));
+    };
+    if meta.model.unit != crate::domain::model::Unit::Calendar {
+        return Err(Problem::validation(format!("{sku} is not sold by date")).sku(sku.as_str()));
+    }
+    Ok(campaigns_api::cacheable(app, json_response(200, &CalendarView::new(sku.as_str(), &dates))))
 }
 
 /// Default and largest page of `GET /admin/skus/{sku}/journal`.

@@ -6,8 +6,12 @@ use crate::clock;
 use crate::domain::allocation::{adjustment_pieces, spread};
 use crate::domain::invariants::{ShardCounts, SkuSnapshot};
 use crate::domain::journal::Cause;
+use crate::domain::model::{
+    self, Availability, BundleChild, CellDraw, Day, InventoryModel, LineSpec, Management, ModelError, Unit,
+};
 use crate::domain::{Currency, Sku};
 use crate::ports::{AdjustRejection, Adjustment, SkuMeta};
+use std::collections::HashMap;
 
 const ATTEMPTS: u32 = 10;
 
@@ -18,6 +22,8 @@ pub struct SkuSpec {
     pub currency: Currency,
     pub shards: u16,
     pub per_user_limit: Option<u32>,
+    pub model: InventoryModel,
+    pub bundle: Vec<BundleChild>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +37,12 @@ pub enum AdminError {
     #[error("contention; retry")]
     Contention,
     #[error(transparent)]
+    Model(#[from] ModelError),
+    /// An adjustment that does not fit the SKU's model (a bundle or unlimited SKU has no
+    /// stock of its own; a calendar SKU's needs dates; another SKU's must not carry them).
+    #[error("{0}")]
+    NotAdjustable(String),
+    #[error(transparent)]
     Store(#[from] anyhow::Error),
 }
 
@@ -38,6 +50,15 @@ pub enum AdminError {
 /// new shards in one transaction; locked and sold units stay where their locks say.
 /// `actor` is the admin's JWT `sub`, stamped on rebalanced shards for the journal.
 pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) -> Result<(SkuMeta, bool), AdminError> {
+    model::validate(sku, &spec.model, &spec.bundle)?;
+    if !spec.bundle.is_empty() {
+        let children: Vec<Sku> = spec.bundle.iter().map(|c| c.sku.clone()).collect();
+        let found = app.stock.get_skus(&children).await?;
+        model::check_children(&spec.bundle, |s| found.get(s).map(|m| m.model))?;
+    }
+    // A SKU without counters of its own (calendar, bundle, unlimited) has no shard items:
+    // `shards` is what each calendar date's cell gets.
+    let own = |shards: u16| if spec.model.has_own_stock() { shards } else { 0 };
     for attempt in 1..=ATTEMPTS {
         let existing = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku);
         let Some(old) = existing else {
@@ -47,11 +68,13 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
                 price: spec.price,
                 currency: spec.currency.clone(),
                 shards: spec.shards,
-                slots: spec.shards,
+                slots: own(spec.shards),
                 per_user_limit: spec.per_user_limit,
                 stocked: 0,
                 version: 1,
                 paused: false,
+                model: spec.model,
+                bundle: spec.bundle.clone(),
             };
             if app.stock.put_sku(&meta, None).await? {
                 app.caches.forget_sku(sku);
@@ -60,17 +83,22 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             super::backoff(attempt).await;
             continue;
         };
+        if old.model != spec.model {
+            let was = serde_json::to_string(&old.model).unwrap_or_default();
+            return Err(ModelError::ModelChanged(sku.clone(), was).into());
+        }
         let meta = SkuMeta {
             name: spec.name.clone(),
             price: spec.price,
             currency: spec.currency.clone(),
             shards: spec.shards,
-            slots: old.slots.max(spec.shards),
+            slots: old.slots.max(own(spec.shards)),
             per_user_limit: spec.per_user_limit,
             version: old.version + 1,
+            bundle: spec.bundle.clone(),
             ..old.clone()
         };
-        let done = if meta.shards == old.shards {
+        let done = if meta.shards == old.shards || !meta.model.has_own_stock() {
             app.stock.put_sku(&meta, Some(old.version)).await?
         } else {
             let counts = app.stock.read_shards(sku, old.slots).await?;
@@ -93,6 +121,75 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
 /// (`false` = a replay of the same adjustment). `actor` is the admin's JWT `sub` (kept on the
 /// adjustment record and stamped on the shards for the journal).
 pub async fn adjust(
+    app: &App,
+    sku: &Sku,
+    adjustment_id: &str,
+    delta: i64,
+    reason: &str,
+    actor: Option<&str>,
+    dates: &[Day],
+) -> Result<bool, AdminError> {
+    let meta = app
+        .stock
+        .get_skus(std::slice::from_ref(sku))
+        .await?
+        .remove(sku)
+        .ok_or_else(|| AdminError::UnknownSku(sku.clone()))?;
+    match (meta.model.management, meta.model.unit, dates.is_empty()) {
+        (Management::Unlimited, ..) => {
+            Err(AdminError::NotAdjustable(format!("{sku} is UNLIMITED: it has no stock to adjust")))
+        }
+        (_, Unit::Bundle, _) => {
+            Err(AdminError::NotAdjustable(format!("{sku} is a BUNDLE: its stock is its children's; adjust them")))
+        }
+        (_, Unit::Calendar, true) => {
+            Err(AdminError::NotAdjustable(format!("{sku} is sold by date: the adjustment needs \"dates\"")))
+        }
+        (_, Unit::Single, false) => {
+            Err(AdminError::NotAdjustable(format!("{sku} is not sold by date: the adjustment must not carry dates")))
+        }
+        (_, Unit::Calendar, false) => {
+            // One adjustment per date, each idempotent under the same id on its own cell: a
+            // retry after a partial failure applies only the dates still missing.
+            let mut applied = false;
+            for d in dates {
+                let cell = ensure_cell(app, &meta, *d).await?;
+                applied |= adjust_cell(app, &cell, adjustment_id, delta, reason, actor).await?;
+            }
+            Ok(applied)
+        }
+        (_, Unit::Single, true) => adjust_cell(app, sku, adjustment_id, delta, reason, actor).await,
+    }
+}
+
+/// The cell of one date of a calendar SKU, created (with the SKU's shard count) on its first
+/// adjustment.
+async fn ensure_cell(app: &App, parent: &SkuMeta, day: Day) -> Result<Sku, AdminError> {
+    let cell = parent.sku.cell(day);
+    if app.stock.get_skus(std::slice::from_ref(&cell)).await?.contains_key(&cell) {
+        return Ok(cell);
+    }
+    let shards = parent.shards.clamp(1, crate::domain::allocation::MAX_SHARDS);
+    let meta = SkuMeta {
+        sku: cell.clone(),
+        name: format!("{} on {day}", parent.name),
+        price: parent.price,
+        currency: parent.currency.clone(),
+        shards,
+        slots: shards,
+        per_user_limit: None,
+        stocked: 0,
+        version: 1,
+        paused: false,
+        model: InventoryModel::default(),
+        bundle: Vec::new(),
+    };
+    // lost a race with another adjustment creating it: it exists now either way
+    app.stock.put_sku(&meta, None).await?;
+    Ok(cell)
+}
+
+async fn adjust_cell(
     app: &App,
     sku: &Sku,
     adjustment_id: &str,
@@ -153,6 +250,13 @@ pub async fn set_paused(app: &App, sku: &Sku, paused: bool) -> Result<SkuMeta, A
         if old.paused == paused {
             return Ok(old);
         }
+        if !old.model.has_own_stock() && old.model.management != Management::Unlimited {
+            // the flag lives on the shards a freeze writes; a calendar or bundle SKU's are its
+            // dates' and children's (docs/inventory-models.md, "Stop-sale")
+            return Err(AdminError::NotAdjustable(format!(
+                "{sku} keeps its stock on its dates or children: pause those, or the campaign it sells in"
+            )));
+        }
         let next = SkuMeta { paused, version: old.version + 1, ..old.clone() };
         if app.stock.set_sku_paused(&next, old.version).await? {
             app.caches.forget_sku(sku);
@@ -164,32 +268,120 @@ pub async fn set_paused(app: &App, sku: &Sku, paused: bool) -> Result<SkuMeta, A
     Err(AdminError::Contention)
 }
 
-/// The stock view of one SKU: metadata and counters summed over every shard.
+/// The stock view of one SKU: metadata and counters summed over every shard of its own, and
+/// what its model says is available (docs/inventory-models.md, "Views").
 #[derive(Debug, Clone)]
 pub struct StockView {
     pub meta: SkuMeta,
     pub totals: ShardCounts,
+    /// `None` when no single number is true: an UNLIMITED SKU (see `meta.model`), or a calendar
+    /// SKU (its dates each have their own, `GET /skus/{sku}/calendar`).
+    pub available: Option<i64>,
 }
 
 pub async fn view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockView>> {
-    let Some(meta) = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku) else {
-        return Ok(None);
-    };
-    let counts = app.stock.read_shards(sku, meta.slots).await?;
-    Ok(Some(totals(meta, counts)))
+    view_with(app, sku, true).await
 }
 
 /// The same view from eventually consistent reads, for public pages.
 pub async fn public_view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockView>> {
-    let Some(meta) = app.stock.get_skus_public(std::slice::from_ref(sku)).await?.remove(sku) else {
+    view_with(app, sku, false).await
+}
+
+async fn metas_read(app: &App, skus: &[Sku], consistent: bool) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
+    if consistent {
+        app.stock.get_skus(skus).await
+    } else {
+        app.stock.get_skus_public(skus).await
+    }
+}
+
+async fn shards_read(app: &App, sku: &Sku, slots: u16, consistent: bool) -> anyhow::Result<Vec<ShardCounts>> {
+    if consistent {
+        app.stock.read_shards(sku, slots).await
+    } else {
+        app.stock.read_shards_public(sku, slots).await
+    }
+}
+
+async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Option<StockView>> {
+    let Some(meta) = metas_read(app, std::slice::from_ref(sku), consistent).await?.remove(sku) else {
         return Ok(None);
     };
-    let counts = app.stock.read_shards_public(sku, meta.slots).await?;
-    Ok(Some(totals(meta, counts)))
+    let counts = shards_read(app, sku, meta.slots, consistent).await?;
+    let mut v = totals(meta, counts);
+    let strategy = model::strategy(&v.meta.model);
+    v.available = match v.meta.model.unit {
+        Unit::Calendar => None,
+        Unit::Bundle => {
+            let one = LineSpec { sku, quantity: 1, dates: &[], bundle: &v.meta.bundle, today: Day::of_epoch_s(0) };
+            let draws = strategy.draws(&one).unwrap_or_default();
+            let children: Vec<Sku> = draws.iter().map(|d| d.cell()).collect();
+            let metas = metas_read(app, &children, consistent).await?;
+            let mut cells = Vec::with_capacity(draws.len());
+            for d in draws {
+                let a = match metas.get(&d.sku) {
+                    Some(m) if m.model.management == Management::Unlimited => i64::MAX,
+                    Some(m) => shards_read(app, &d.sku, m.slots, consistent).await?.iter().map(|c| c.available).sum(),
+                    None => 0,
+                };
+                cells.push((d, a));
+            }
+            units(strategy.availability(&cells))
+        }
+        Unit::Single => units(
+            strategy.availability(&[(CellDraw { sku: sku.clone(), date: None, quantity: 1 }, v.totals.available)]),
+        ),
+    };
+    Ok(Some(v))
+}
+
+fn units(a: Availability) -> Option<i64> {
+    match a {
+        Availability::Units(n) => Some(n),
+        Availability::Unlimited => None,
+    }
 }
 
 fn totals(meta: SkuMeta, counts: Vec<ShardCounts>) -> StockView {
     let sku = meta.sku.clone();
     let totals = SkuSnapshot { sku, stocked: meta.stocked, shards: counts, per_user_limit: None }.totals();
-    StockView { meta, totals }
+    StockView { meta, available: Some(totals.available), totals }
+}
+
+/// One date of a calendar SKU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DateCounts {
+    pub date: Day,
+    pub counts: ShardCounts,
+}
+
+/// Per-date counters of a calendar SKU over `from..=to` (public, eventually consistent reads);
+/// a date never stocked counts zero. `None` for an unknown SKU.
+pub async fn calendar(app: &App, sku: &Sku, from: Day, to: Day) -> anyhow::Result<Option<(SkuMeta, Vec<DateCounts>)>> {
+    let Some(meta) = app.stock.get_skus_public(std::slice::from_ref(sku)).await?.remove(sku) else {
+        return Ok(None);
+    };
+    let mut days = Vec::new();
+    let mut d = from;
+    while d <= to && days.len() < model::MAX_DATES {
+        days.push(d);
+        d = d.next();
+    }
+    let cells: Vec<Sku> = days.iter().map(|d| sku.cell(*d)).collect();
+    let metas =
+        if meta.model.unit == Unit::Calendar { app.stock.get_skus_public(&cells).await? } else { HashMap::new() };
+    let reads = days.iter().zip(&cells).map(|(day, cell)| {
+        let slots = metas.get(cell).map(|m| m.slots);
+        async move {
+            let shards = match slots {
+                Some(n) => app.stock.read_shards_public(cell, n).await?,
+                None => Vec::new(),
+            };
+            let snap = SkuSnapshot { sku: cell.clone(), stocked: 0, shards, per_user_limit: None };
+            anyhow::Ok(DateCounts { date: *day, counts: snap.totals() })
+        }
+    });
+    let out = futures::future::try_join_all(reads).await?;
+    Ok(Some((meta, out)))
 }

@@ -24,6 +24,10 @@ pub fn request_hash(lines: &[LineRequest]) -> String {
             h.update(b"@");
             h.update(c.as_str().as_bytes());
         }
+        for d in &l.dates {
+            h.update(b"+");
+            h.update(d.to_string().as_bytes());
+        }
         h.update(b"\n");
     }
     hex::encode(&h.finalize()[..16])
@@ -72,7 +76,8 @@ pub async fn create(
     let metas = stock::metas(app, &skus).await?;
     let currency = single_currency(metas.values().map(|m| &m.currency))?;
     for l in &lines {
-        Money::line_total(metas[&l.sku].price, l.quantity.get())?;
+        let nights = u32::try_from(l.dates.len().max(1)).unwrap_or(u32::MAX);
+        Money::line_total(metas[&l.sku].price, l.quantity.get().saturating_mul(nights))?;
     }
     let now = clock::now_s();
     let req = FreezeRequest {
@@ -150,7 +155,7 @@ fn single_currency<'a>(mut it: impl Iterator<Item = &'a Currency>) -> Result<Cur
 fn order_of(id: &OrderId, user: &UserId, r: &Reservation, currency: Currency) -> Result<Order, CreateError> {
     let mut amount: u64 = 0;
     for l in &r.lines {
-        amount = amount.checked_add(Money::line_total(l.unit_price, l.quantity)?).ok_or(MoneyError::Overflow)?;
+        amount = amount.checked_add(Money::line_total(l.unit_price, l.units_charged())?).ok_or(MoneyError::Overflow)?;
     }
     Ok(Order {
         id: id.clone(),
@@ -159,7 +164,12 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation, currency: Currency) ->
         lines: r
             .lines
             .iter()
-            .map(|l| OrderLine { sku: l.sku.clone(), quantity: l.quantity, unit_price: l.unit_price })
+            .map(|l| OrderLine {
+                sku: l.sku.clone(),
+                quantity: l.quantity,
+                unit_price: l.unit_price,
+                dates: l.dates.clone(),
+            })
             .collect(),
         amount,
         currency,

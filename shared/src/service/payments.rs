@@ -160,7 +160,7 @@ mod tests {
             id: OrderId::parse("o1").unwrap(),
             user: UserId::parse("u").unwrap(),
             status,
-            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500 }],
+            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500, dates: Vec::new() }],
             amount: 500,
             currency: Currency::parse("EUR").unwrap(),
             pay_expire_at: 1_000_000,

@@ -2,9 +2,12 @@
 
 use crate::app::App;
 use crate::clock;
-use crate::domain::allocation::{split, start_shard, Piece, MAX_SHARDS};
+use crate::domain::allocation::{split, start_shard, Piece, Shortfall, MAX_SHARDS};
 use crate::domain::campaign::{gate, Campaign, GateRefusal};
 use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
+use crate::domain::model::{self, Day, Deduct, LineRefusal, LineSpec};
+use crate::domain::plan;
+use crate::domain::reservation::Draw;
 use crate::domain::reservation::{
     plan_move, CampaignLine, LockMove, LockStatus, Reservation, ReservationKind, ReservedLine, MAX_TRANSACTION_ACTIONS,
 };
@@ -22,11 +25,13 @@ pub struct LineRequest {
     pub sku: Sku,
     pub quantity: Quantity,
     pub campaign: Option<CampaignId>,
+    /// A calendar line's dates (each takes `quantity`).
+    pub dates: Vec<Day>,
 }
 
 impl LineRequest {
     pub fn plain(sku: Sku, quantity: Quantity) -> Self {
-        LineRequest { sku, quantity, campaign: None }
+        LineRequest { sku, quantity, campaign: None, dates: Vec::new() }
     }
 }
 
@@ -52,8 +57,13 @@ pub enum Frozen {
 pub enum FreezeError {
     #[error("unknown SKU {0}")]
     UnknownSku(Sku),
+    /// For a calendar SKU the SKU is the date's cell (see [`Sku::calendar_parent`]).
     #[error("insufficient stock of {0}")]
     Insufficient(Sku),
+    #[error(transparent)]
+    Line(#[from] LineRefusal),
+    #[error("{0} would be taken both at order and at payment in one order; order them separately")]
+    MixedDeduction(Sku),
     #[error("purchase limit exceeded for {0}")]
     LimitExceeded(Sku),
     #[error("unknown campaign {0}")]
@@ -118,6 +128,55 @@ pub async fn campaign(app: &App, id: &CampaignId) -> Result<Campaign, FreezeErro
     Ok(c)
 }
 
+/// The metadata of every cell the lines draw on that is not a line's own SKU (calendar dates,
+/// bundle children), through the same warm cache. A date never stocked has no cell and is left
+/// out (the freeze answers it as short, naming the date).
+async fn cell_metas(
+    app: &App,
+    lines: &[LineRequest],
+    metas: &HashMap<Sku, SkuMeta>,
+    now_s: i64,
+) -> Result<HashMap<Sku, SkuMeta>, FreezeError> {
+    let mut cells = Vec::new();
+    for l in lines {
+        let meta = metas.get(&l.sku).ok_or_else(|| FreezeError::UnknownSku(l.sku.clone()))?;
+        let spec = LineSpec {
+            sku: &l.sku,
+            quantity: l.quantity.get(),
+            dates: &l.dates,
+            bundle: &meta.bundle,
+            today: Day::of_epoch_s(now_s),
+        };
+        for d in model::strategy(&meta.model).draws(&spec)? {
+            let cell = d.cell();
+            if !metas.contains_key(&cell) && !cells.contains(&cell) {
+                cells.push(cell);
+            }
+        }
+    }
+    let mut out: HashMap<Sku, SkuMeta> = metas.clone();
+    if cells.is_empty() {
+        return Ok(out);
+    }
+    let now = clock::now_ms();
+    let mut missing = Vec::new();
+    for c in cells {
+        match app.caches.sku(&c, now, app.config.sku_cache_ms) {
+            Some(m) => {
+                out.insert(c, m);
+            }
+            None => missing.push(c),
+        }
+    }
+    if !missing.is_empty() {
+        for (c, m) in app.stock.get_skus(&missing).await? {
+            app.caches.put_sku(&m, now);
+            out.insert(c, m);
+        }
+    }
+    Ok(out)
+}
+
 /// Whether an in-memory mark refuses this request without a write: a sold-out SKU, an
 /// exhausted campaign quota or a closed sale seen by a consistent read less than
 /// `soldout_cache_ms` ago.
@@ -161,11 +220,22 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         app.count(names::SOLD_OUT_FAST_PATH, 1);
         return refuse(app, req, e).await;
     }
+    let now_s = clock::now_s();
+    let cells = match cell_metas(app, &req.lines, metas, now_s).await {
+        Ok(c) => c,
+        Err(e @ (FreezeError::Line(_) | FreezeError::UnknownSku(_))) => return refuse(app, req, e).await,
+        Err(e) => return Err(e),
+    };
     let mut limits = FreezeLimits::default();
     let mut lines = Vec::with_capacity(req.lines.len());
     for l in &req.lines {
         let (sku, q) = (&l.sku, l.quantity.get());
         let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+        // A SKU without counters of its own has no shard to carry the stop-sale flag: its
+        // metadata (cached at most `sku_cache_ms`) decides.
+        if meta.paused && !meta.model.has_own_stock() {
+            return refuse(app, req, FreezeError::SalePaused(sku.clone())).await;
+        }
         let limited = req.user.is_some() && meta.per_user_limit.is_some();
         if let Some(limit) = meta.per_user_limit.filter(|_| limited) {
             if q > limit {
@@ -193,16 +263,39 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
                 limited,
             });
         }
-        let shards = meta.shards.clamp(1, MAX_SHARDS);
-        lines.push(ReservedLine {
+        // The SKU's strategy names the cells the line draws on (docs/inventory-models.md).
+        let spec = LineSpec { sku, quantity: q, dates: &l.dates, bundle: &meta.bundle, today: Day::of_epoch_s(now_s) };
+        let draws = match model::strategy(&meta.model).draws(&spec) {
+            Ok(d) => d,
+            Err(e) => return refuse(app, req, e.into()).await,
+        };
+        let mut line = ReservedLine {
             sku: sku.clone(),
             quantity: q,
             unit_price,
             currency: meta.currency.clone(),
             limited,
-            pieces: vec![Piece { shard: start_shard(req.id.as_str(), sku, shards), quantity: q }],
+            pieces: Vec::new(),
             campaign: campaign_line,
-        });
+            dates: l.dates.clone(),
+            draws: Vec::new(),
+            at_payment: meta.model.deduct == Deduct::AtPayment,
+        };
+        for d in draws {
+            let cell = d.cell();
+            let shards = match cells.get(&cell) {
+                Some(m) => m.shards.clamp(1, MAX_SHARDS),
+                // a date never stocked: short, not unknown
+                None => return refuse(app, req, FreezeError::Insufficient(cell)).await,
+            };
+            let pieces = vec![Piece { shard: start_shard(req.id.as_str(), &cell, shards), quantity: d.quantity }];
+            if d.sku == *sku && d.date.is_none() {
+                line.pieces = pieces;
+            } else {
+                line.draws.push(Draw { sku: d.sku, date: d.date, quantity: d.quantity, pieces });
+            }
+        }
+        lines.push(line);
     }
     // Anti-hoarding: a checkout of a signed-in buyer holds one of their pending slots until it is
     // paid or released. External reservations are trusted systems' and are not capped here.
@@ -222,6 +315,12 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         oversold: false,
         pending,
     };
+    if let Some(a) = plan::lock_move(&r, LockStatus::Frozen, LockStatus::Sold) {
+        if plan::touches_an_item_twice(&a) {
+            let sku = r.lines.iter().find(|l| l.at_payment).map_or_else(|| r.lines[0].sku.clone(), |l| l.sku.clone());
+            return refuse(app, req, FreezeError::MixedDeduction(sku)).await;
+        }
+    }
     for attempt in 1..=FREEZE_ATTEMPTS {
         match app.stock.put_frozen(&r, &limits).await? {
             Ok(()) => {
@@ -253,7 +352,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             }
             Err(FreezeRejection::ShardShort(skus)) => {
                 for sku in skus {
-                    resplit(app, &mut r, &sku, metas).await?;
+                    resplit(app, &mut r, &sku, &cells).await?;
                 }
                 if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
                     return Err(FreezeError::TooFragmented);
@@ -322,18 +421,58 @@ async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, metas: &HashMap<Sku,
     // Every slot counts: a release after a shard-count reduction puts units back on the shard
     // its lock took them from, which may lie beyond the current count.
     let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
-    let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(()) };
-    match split(&available, start_shard(r.id.as_str(), sku, shards), line.quantity) {
-        Ok(pieces) => {
-            line.pieces = pieces;
-            Ok(())
-        }
-        Err(short) => {
-            app.caches.mark_short(sku, short.available, clock::now_ms());
-            app.count(names::FREEZE_REFUSED, 1);
-            Err(FreezeError::Insufficient(sku.clone()))
-        }
+    let start = start_shard(r.id.as_str(), sku, shards);
+    replan(r, sku, &available, start, |l| !l.at_payment).map_err(|short| {
+        app.caches.mark_short(sku, short.available, clock::now_ms());
+        app.count(names::FREEZE_REFUSED, 1);
+        FreezeError::Insufficient(sku.clone())
+    })
+}
+
+/// Re-plans every piece the lines picked by `which` hold on `cell` from the cell's shard
+/// counts: one split of their sum, handed out line by line (two lines on one cell — a bundle's
+/// child also ordered alone — must not take the same units twice).
+fn replan(
+    r: &mut Reservation,
+    cell: &Sku,
+    available: &[i64],
+    start: u16,
+    which: impl Fn(&ReservedLine) -> bool,
+) -> Result<(), Shortfall> {
+    let mut holders: Vec<(u32, &mut Vec<Piece>)> =
+        r.lines.iter_mut().filter(|l| which(l)).flat_map(|l| l.pieces_on_mut(cell)).collect();
+    let total: u32 = holders.iter().map(|(q, _)| *q).sum();
+    if total == 0 {
+        return Ok(());
     }
+    let pieces = split(available, start, total)?;
+    let parts = hand_out(&pieces, &holders.iter().map(|(q, _)| *q).collect::<Vec<_>>());
+    for ((_, slot), part) in holders.iter_mut().zip(parts) {
+        **slot = part;
+    }
+    Ok(())
+}
+
+/// Hands `pieces` (summing to the sum of `wants`) out in order: each want gets its units.
+fn hand_out(pieces: &[Piece], wants: &[u32]) -> Vec<Vec<Piece>> {
+    let mut left: Vec<Piece> = pieces.to_vec();
+    let mut out = Vec::with_capacity(wants.len());
+    let mut i = 0;
+    for &want in wants {
+        let mut need = want;
+        let mut mine = Vec::new();
+        while need > 0 && i < left.len() {
+            let take = left[i].quantity.min(need);
+            mine.push(Piece { shard: left[i].shard, quantity: take });
+            left[i].quantity -= take;
+            need -= take;
+            if left[i].quantity == 0 {
+                i += 1;
+            }
+        }
+        out.push(mine);
+    }
+    out
 }
 
 fn replay(existing: Reservation, req: &FreezeRequest) -> Result<Frozen, FreezeError> {
@@ -428,17 +567,27 @@ async fn change(
         let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
         match plan_move(r.status, to) {
             LockMove::AlreadyDone => return Ok(LockChange::Unchanged(r)),
-            LockMove::Apply => match app.stock.move_lock(&r, to).await? {
-                Ok(()) => {
-                    for l in &r.lines {
-                        tracing::info!(reservation = %r.id, sku = %l.sku, to = to.as_str(), "lock moved");
-                    }
-                    let mut moved = r;
-                    moved.status = to;
-                    return Ok(LockChange::Moved(moved));
+            LockMove::Apply => {
+                let mut r = r;
+                let pay_time = to == LockStatus::Sold && r.lines.iter().any(|l| l.at_payment);
+                if pay_time && !replan_pay_time(app, &mut r).await? {
+                    return pay_time_short(app, r).await;
                 }
-                Err(_) => super::backoff(attempt).await,
-            },
+                match app.stock.move_lock(&r, to).await? {
+                    Ok(()) => {
+                        for l in &r.lines {
+                            tracing::info!(reservation = %r.id, sku = %l.sku, to = to.as_str(), "lock moved");
+                        }
+                        if pay_time {
+                            app.count(names::PAY_TIME_TAKEN, 1);
+                        }
+                        let mut moved = r;
+                        moved.status = to;
+                        return Ok(LockChange::Moved(moved));
+                    }
+                    Err(_) => super::backoff(attempt).await,
+                }
+            }
             LockMove::Conflict if to == LockStatus::Sold && on_released == OnReleased::Retake => {
                 match retake(app, r).await? {
                     Some(done) => return Ok(done),
@@ -450,6 +599,49 @@ async fn change(
         }
     }
     Err(LockError::Store(anyhow::anyhow!("lock {id} kept changing under us")))
+}
+
+/// Re-plans the pieces of a lock's pay-time lines from fresh shard reads, so paying never meets
+/// a false shortage on one shard. `false` when a cell as a whole is short.
+async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockError> {
+    let mut cells: Vec<Sku> = r.lines.iter().filter(|l| l.at_payment).flat_map(|l| l.cells()).map(|c| c.cell).collect();
+    cells.sort();
+    cells.dedup();
+    let metas = app.stock.get_skus(&cells).await?;
+    for cell in &cells {
+        let Some(meta) = metas.get(cell) else { return Ok(false) };
+        let counts = app.stock.read_shards(cell, meta.slots.max(meta.shards)).await?;
+        let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
+        let start = start_shard(r.id.as_str(), cell, meta.shards.clamp(1, MAX_SHARDS));
+        if replan(r, cell, &available, start, |l| l.at_payment).is_err() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// A paid order whose pay-time stock is gone: its lock is released (its other lines give their
+/// units back) and the confirm goes the oversell way — flagged, announced, refunded
+/// (docs/inventory-models.md, "Pay-time deduction").
+async fn pay_time_short(app: &App, r: Reservation) -> Result<LockChange, LockError> {
+    app.count(names::PAY_TIME_SHORT, 1);
+    tracing::warn!(reservation = %r.id, "pay-time stock short at payment; the order is refunded");
+    match app.stock.move_lock(&r, LockStatus::Released).await? {
+        Ok(()) => {}
+        Err(MoveRejection::StatusChanged) => {}
+        Err(_) => {
+            return Err(LockError::Store(anyhow::anyhow!("lock {}: release of a short pay-time lock conflicted", r.id)))
+        }
+    }
+    let released = app.stock.get_reservation(&r.id).await?.ok_or(LockError::NotFound)?;
+    match released.status {
+        LockStatus::Released => match retake(app, released).await? {
+            Some(done) => Ok(done),
+            None => Err(LockError::Store(anyhow::anyhow!("lock {} changed during a pay-time shortfall", r.id))),
+        },
+        LockStatus::Sold | LockStatus::Restocked => Ok(LockChange::Unchanged(released)),
+        LockStatus::Frozen => Err(LockError::Store(anyhow::anyhow!("lock {} is still frozen; retry", r.id))),
+    }
 }
 
 /// Confirm of a RELEASED lock (must not happen; defence in depth, docs/architecture.md, "Stock operations").
@@ -491,7 +683,7 @@ fn oversell_event(r: &Reservation) -> OrderEvent {
             user_id: r.user.as_ref().map(|u| u.to_string()).unwrap_or_default(),
             status: "OVERSOLD".into(),
             version: 0,
-            amount: r.lines.iter().map(|l| l.unit_price.saturating_mul(u64::from(l.quantity))).sum(),
+            amount: r.lines.iter().map(|l| l.unit_price.saturating_mul(u64::from(l.units_charged()))).sum(),
             currency: r.lines.first().map(|l| l.currency.to_string()).unwrap_or_default(),
             lines: r.lines.iter().map(|l| EventLine { sku: l.sku.to_string(), quantity: l.quantity }).collect(),
             payment_id: None,

@@ -60,7 +60,7 @@ pub fn decode(it: &Item) -> anyhow::Result<Entry> {
         Ok(ShardCounts { available: get_n(it, a)?, locked: get_n(it, l)?, sold: get_n(it, d)? })
     };
     Ok(Entry {
-        sku: Sku::parse(get_s(it, "sku")?)?,
+        sku: Sku::from_stored(get_s(it, "sku")?)?,
         shard: get_n(it, "sh")?,
         campaign: opt_s(it, "cmp").map(CampaignId::parse).transpose()?,
         before: counts("bav", "blk", "bsd")?,

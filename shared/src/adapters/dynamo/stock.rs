@@ -150,12 +150,20 @@ fn encode_meta(m: &SkuMeta) -> Item {
     if m.paused {
         it.insert("ps".into(), AttributeValue::Bool(true));
     }
+    // the default model and an empty bundle are absent: every SKU stored before models exists
+    // reads back unchanged
+    if !m.model.is_default() {
+        it.insert("mdl".into(), s(serde_json::to_string(&m.model).unwrap_or_default()));
+    }
+    if !m.bundle.is_empty() {
+        it.insert("bdl".into(), s(serde_json::to_string(&m.bundle).unwrap_or_default()));
+    }
     it
 }
 
 fn decode_meta(it: &Item) -> anyhow::Result<SkuMeta> {
     Ok(SkuMeta {
-        sku: Sku::parse(get_s(it, "sku")?)?,
+        sku: Sku::from_stored(get_s(it, "sku")?)?,
         name: get_s(it, "name")?.to_owned(),
         price: get_n(it, "price")?,
         currency: Currency::parse(get_s(it, "cur")?)?,
@@ -165,6 +173,8 @@ fn decode_meta(it: &Item) -> anyhow::Result<SkuMeta> {
         stocked: get_n(it, "stocked")?,
         version: get_n(it, "v")?,
         paused: matches!(it.get("ps"), Some(AttributeValue::Bool(true))),
+        model: opt_s(it, "mdl").map(serde_json::from_str).transpose().context("inventory model")?.unwrap_or_default(),
+        bundle: opt_s(it, "bdl").map(serde_json::from_str).transpose().context("bundle")?.unwrap_or_default(),
     })
 }
 
@@ -332,6 +342,19 @@ pub(super) fn versioned_put(table: &str, item: Item, expected_version: u64) -> a
     Ok(TransactWriteItem::builder().put(p).build())
 }
 
+/// How a cancelled lock move failed. Item 0 is the reservation (its status condition); only
+/// shard pieces carry the other conditions, so anything else (throttling, an empty list) is
+/// retryable, never a shortfall.
+fn move_rejection(codes: Option<Vec<String>>) -> MoveRejection {
+    let Some(codes) = codes else { return MoveRejection::Conflict };
+    match codes.first().map(String::as_str) {
+        _ if codes.iter().any(|c| c == "TransactionConflict") => MoveRejection::Conflict,
+        Some("ConditionalCheckFailed") => MoveRejection::StatusChanged,
+        _ if codes.iter().skip(1).any(|c| c == "ConditionalCheckFailed") => MoveRejection::ShardShort,
+        _ => MoveRejection::Conflict,
+    }
+}
+
 pub(super) fn put(table: &str, item: Item, cond: &str) -> anyhow::Result<TransactWriteItem> {
     let p = Put::builder().table_name(table).set_item(Some(item)).condition_expression(cond).build()?;
     Ok(TransactWriteItem::builder().put(p).build())
@@ -467,12 +490,17 @@ impl DynamoStock {
     ) -> anyhow::Result<Vec<TransactWriteItem>> {
         let t = &self.table;
         let actions = plan::lock_move(r, from, to).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
+        // the lines are written back: a pay-time confirm may have re-planned its pieces
         let mut items = vec![update(
             t,
             res_pk(&r.id),
-            "SET st = :to REMOVE fzb, fza",
+            "SET st = :to, ln = :ln REMOVE fzb, fza",
             Some("st = :from"),
-            values([(":to", s(to.as_str())), (":from", s(from.as_str()))]),
+            values([
+                (":to", s(to.as_str())),
+                (":from", s(from.as_str())),
+                (":ln", s(serde_json::to_string(&r.lines)?)),
+            ]),
         )?];
         for a in &actions {
             items.push(action_item(t, r, a, r.created_at_ms / 1000)?);
@@ -625,42 +653,17 @@ impl StockStore for DynamoStock {
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
         let items = self.lock_move_items(r, LockStatus::Frozen, to)?;
         // + removing the frozen-by-age index entry
-        Ok(match self.transact(items, 1.0).await? {
-            Ok(()) => Ok(()),
-            Err(None) => Err(MoveRejection::Conflict),
-            Err(Some(codes)) if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
-            Err(Some(_)) => Err(MoveRejection::StatusChanged),
-        })
+        Ok(self.transact(items, 1.0).await?.map_err(move_rejection))
     }
 
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
         let items = self.lock_move_items(r, LockStatus::Released, LockStatus::Sold)?;
-        Ok(match self.transact(items, 0.0).await? {
-            Ok(()) => Ok(()),
-            Err(None) => Err(MoveRejection::Conflict),
-            // item 0 is the reservation (`st = RELEASED`); only shard pieces carry the other
-            // conditions, so anything else (throttling, an empty list) is retryable, never an oversell
-            Err(Some(codes)) => match codes.first().map(String::as_str) {
-                _ if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
-                Some("ConditionalCheckFailed") => Err(MoveRejection::StatusChanged),
-                _ if codes.iter().skip(1).any(|c| c == "ConditionalCheckFailed") => Err(MoveRejection::ShardShort),
-                _ => Err(MoveRejection::Conflict),
-            },
-        })
+        Ok(self.transact(items, 0.0).await?.map_err(move_rejection))
     }
 
     async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
         let items = self.lock_move_items(r, LockStatus::Sold, LockStatus::Restocked)?;
-        Ok(match self.transact(items, 0.0).await? {
-            Ok(()) => Ok(()),
-            Err(None) => Err(MoveRejection::Conflict),
-            Err(Some(codes)) => match codes.first().map(String::as_str) {
-                _ if codes.iter().any(|c| c == "TransactionConflict") => Err(MoveRejection::Conflict),
-                Some("ConditionalCheckFailed") => Err(MoveRejection::StatusChanged),
-                _ if codes.iter().skip(1).any(|c| c == "ConditionalCheckFailed") => Err(MoveRejection::ShardShort),
-                _ => Err(MoveRejection::Conflict),
-            },
-        })
+        Ok(self.transact(items, 0.0).await?.map_err(move_rejection))
     }
 
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
@@ -708,7 +711,7 @@ impl StockStore for DynamoStock {
 
     async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
         let pks = self.query_keys(SKU_INDEX, "skl = :k", values([(":k", s("SKU"))])).await?;
-        pks.iter().map(|pk| Sku::parse(pk.trim_start_matches("SKU#")).map_err(anyhow::Error::from)).collect()
+        pks.iter().map(|pk| Sku::from_stored(pk.trim_start_matches("SKU#")).map_err(anyhow::Error::from)).collect()
     }
 
     async fn get_skus_public(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {

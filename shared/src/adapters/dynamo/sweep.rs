@@ -107,6 +107,6 @@ impl SweepIndex for DynamoSweep {
     async fn skus_page(&self, cursor: Option<&str>, limit: usize) -> anyhow::Result<Page<Sku>> {
         let vals = vec![(":k", s("SKU"))];
         let page = self.page(&self.stock_table, SKU_INDEX, "skl = :k", vals, cursor, limit).await?;
-        parse_all(page, |pk| Some(Sku::parse(pk.trim_start_matches("SKU#")).map_err(Into::into)))
+        parse_all(page, |pk| Some(Sku::from_stored(pk.trim_start_matches("SKU#")).map_err(Into::into)))
     }
 }

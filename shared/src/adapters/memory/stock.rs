@@ -318,6 +318,8 @@ impl MemoryStock {
                 s.stamp_moves(r, &actions);
                 if let Some(stored) = s.reservations.get_mut(&r.id) {
                     stored.status = to;
+                    // a pay-time confirm may have re-planned its pieces
+                    stored.lines = r.lines.clone();
                 }
                 Ok(Ok(()))
             }
@@ -441,7 +443,13 @@ impl StockStore for MemoryStock {
     }
 
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
-        Ok(self.move_from(r, LockStatus::Frozen, to)?.map_err(|_| MoveRejection::StatusChanged))
+        Ok(self.move_from(r, LockStatus::Frozen, to)?.map_err(|shard| {
+            if shard {
+                MoveRejection::ShardShort
+            } else {
+                MoveRejection::StatusChanged
+            }
+        }))
     }
 
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {

@@ -8,7 +8,7 @@ use crate::domain::allocation::Piece;
 use crate::domain::events::EventKind;
 use crate::domain::invariants::{check_all, ShardCounts};
 use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus};
-use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
+use crate::domain::reservation::{Draw, LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{Currency, IdempotencyKey, OrderId, Quantity, ReservationId, Sku, UserId};
 use crate::ports::{FreezeLimits, FreezeRejection, OrderCursor, OrderStore, SkuMeta, StockStore};
 use crate::service::admin::{self, AdminError, SkuSpec};
@@ -51,6 +51,8 @@ fn meta(s: &str, shards: u16, per_user_limit: Option<u32>) -> SkuMeta {
         stocked: 0,
         version: 1,
         paused: false,
+        model: Default::default(),
+        bundle: Vec::new(),
     }
 }
 
@@ -269,6 +271,9 @@ fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)
                 limited: *limited,
                 pieces: vec![Piece { shard: 0, quantity: *q }],
                 campaign: None,
+                dates: Vec::new(),
+                draws: Vec::new(),
+                at_payment: false,
             })
             .collect(),
         oversold: false,
@@ -298,11 +303,22 @@ async fn a_cancelled_freeze_names_a_replay_first_then_a_limit_then_short_shards(
 
 #[tokio::test]
 async fn a_transaction_touching_one_shard_twice_is_an_error_as_in_dynamodb() {
-    let (_, w) = world(&[(meta("A", 1, None), &[5])]);
+    let (_, w) = world(&[(meta("A", 1, None), &[5]), (meta("B", 1, None), &[5])]);
+    // two pieces on one shard moving the same way are planned as one action
     let mut r = reservation("o1", "alice", clock::now_ms(), &[("A", 2, false)]);
     r.lines[0].pieces = vec![Piece { shard: 0, quantity: 1 }, Piece { shard: 0, quantity: 1 }];
-    assert!(w.stock.put_frozen(&r, &FreezeLimits::default()).await.is_err());
-    assert_eq!(totals(&w, "A"), counts(5, 0, 0));
+    w.stock.put_frozen(&r, &FreezeLimits::default()).await.unwrap().unwrap();
+    assert_eq!(totals(&w, "A"), counts(3, 2, 0));
+    // a pay-time line drawing on the same shard moves it another way at confirm: two actions
+    let mut r = reservation("o2", "alice", clock::now_ms(), &[("A", 1, false), ("B", 1, false)]);
+    r.lines[1].at_payment = true;
+    r.lines[1].pieces.clear();
+    r.lines[1].draws =
+        vec![Draw { sku: sku("A"), date: None, quantity: 1, pieces: vec![Piece { shard: 0, quantity: 1 }] }];
+    w.stock.put_frozen(&r, &FreezeLimits::default()).await.unwrap().unwrap();
+    assert_eq!(totals(&w, "A"), counts(2, 3, 0));
+    assert!(w.stock.move_lock(&r, LockStatus::Sold).await.is_err());
+    assert_eq!(totals(&w, "A"), counts(2, 3, 0));
 }
 
 // ---------- admin ----------
@@ -310,19 +326,27 @@ async fn a_transaction_touching_one_shard_twice_is_an_error_as_in_dynamodb() {
 #[tokio::test]
 async fn an_adjustment_applies_once_per_id_and_a_shard_count_change_keeps_every_unit() {
     let (app, w) = world(&[]);
-    let spec = SkuSpec { name: "Hat".into(), price: 900, currency: eur(), shards: 4, per_user_limit: None };
+    let spec = SkuSpec {
+        name: "Hat".into(),
+        price: 900,
+        currency: eur(),
+        shards: 4,
+        per_user_limit: None,
+        model: Default::default(),
+        bundle: Vec::new(),
+    };
     let (_, created) = admin::put_sku(&app, &sku("H"), &spec, None).await.unwrap();
     assert!(created);
-    assert!(admin::adjust(&app, &sku("H"), "a1", 10, "delivery", Some("admin-1")).await.unwrap());
+    assert!(admin::adjust(&app, &sku("H"), "a1", 10, "delivery", Some("admin-1"), &[]).await.unwrap());
     assert_eq!(w.stock.shards(&sku("H")).iter().map(|c| c.available).collect::<Vec<_>>(), vec![3, 3, 2, 2]);
-    assert!(!admin::adjust(&app, &sku("H"), "a1", 10, "delivery", Some("admin-1")).await.unwrap(), "a replay");
+    assert!(!admin::adjust(&app, &sku("H"), "a1", 10, "delivery", Some("admin-1"), &[]).await.unwrap(), "a replay");
     assert!(matches!(
-        admin::adjust(&app, &sku("H"), "a1", 5, "other", Some("admin-1")).await,
+        admin::adjust(&app, &sku("H"), "a1", 5, "other", Some("admin-1"), &[]).await,
         Err(AdminError::AdjustmentReused)
     ));
-    assert!(admin::adjust(&app, &sku("H"), "a2", -4, "damaged", Some("admin-1")).await.unwrap());
+    assert!(admin::adjust(&app, &sku("H"), "a2", -4, "damaged", Some("admin-1"), &[]).await.unwrap());
     assert!(matches!(
-        admin::adjust(&app, &sku("H"), "a3", -7, "too many", Some("admin-1")).await,
+        admin::adjust(&app, &sku("H"), "a3", -7, "too many", Some("admin-1"), &[]).await,
         Err(AdminError::Insufficient(7))
     ));
 
@@ -515,7 +539,7 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         id: OrderId::parse(id).unwrap(),
         user: user(buyer),
         status: OrderStatus::PendingPayment,
-        lines: vec![OrderLine { sku: sku("A"), quantity: 1, unit_price: 500 }],
+        lines: vec![OrderLine { sku: sku("A"), quantity: 1, unit_price: 500, dates: Vec::new() }],
         amount: 500,
         currency: eur(),
         pay_expire_at: created_at_ms / 1000 + 900,
@@ -663,6 +687,203 @@ mod campaigns {
         assert!(freeze(&app, &freeze_request("o4", "someone-else", &[("A", 1)])).await.is_ok());
         stock::release(&app, &first.id).await.unwrap();
         assert!(freeze(&app, &freeze_request("o5", "hoarder", &[("A", 1)])).await.is_ok());
+        assert_invariants(&w);
+    }
+}
+
+// ---------- inventory models (docs/inventory-models.md) ----------
+
+mod models {
+    use super::*;
+    use crate::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management, Unit};
+
+    fn spec(model: InventoryModel, shards: u16, bundle: Vec<BundleChild>) -> SkuSpec {
+        SkuSpec { name: "x".into(), price: 100, currency: eur(), shards, per_user_limit: None, model, bundle }
+    }
+
+    fn model(management: Management, unit: Unit, deduct: Deduct) -> InventoryModel {
+        InventoryModel { management, unit, deduct }
+    }
+
+    fn day(offset: i64) -> Day {
+        Day::of_epoch_s(clock::now_s() + offset * 86_400)
+    }
+
+    fn dated(s: &str, q: u32, days: &[Day]) -> LineRequest {
+        LineRequest { dates: days.to_vec(), ..LineRequest::plain(sku(s), Quantity::new(u64::from(q)).unwrap()) }
+    }
+
+    fn request(order: &str, lines: Vec<LineRequest>) -> FreezeRequest {
+        FreezeRequest {
+            id: ReservationId::for_order(&OrderId::parse(order).unwrap()),
+            kind: ReservationKind::Order,
+            user: Some(user("alice")),
+            request_hash: orders::request_hash(&lines),
+            lines,
+            expires_at: clock::now_s() + 900,
+        }
+    }
+
+    fn cell(s: &str, d: Day) -> Sku {
+        sku(s).cell(d)
+    }
+
+    fn cell_totals(w: &MemoryWorld, c: &Sku) -> ShardCounts {
+        w.stock.shards(c).iter().fold(ShardCounts::default(), |a, c| ShardCounts {
+            available: a.available + c.available,
+            locked: a.locked + c.locked,
+            sold: a.sold + c.sold,
+        })
+    }
+
+    async fn calendar_world(nights: &[(i64, i64)]) -> (App, MemoryWorld) {
+        let (app, w) = world(&[]);
+        let m = model(Management::Quantity, Unit::Calendar, Deduct::AtOrder);
+        admin::put_sku(&app, &sku("H"), &spec(m, 2, vec![]), None).await.unwrap();
+        for (offset, units) in nights {
+            admin::adjust(&app, &sku("H"), &format!("n{offset}"), *units, "rooms", None, &[day(*offset)])
+                .await
+                .unwrap();
+        }
+        (app, w)
+    }
+
+    #[tokio::test]
+    async fn a_calendar_booking_takes_every_night_or_none_and_names_the_short_one() {
+        let (app, w) = calendar_world(&[(1, 5), (2, 1), (3, 5)]).await;
+        let nights = [day(1), day(2), day(3)];
+        let Ok(Frozen::Created(r)) = freeze(&app, &request("o1", vec![dated("H", 1, &nights)])).await else { panic!() };
+        assert_eq!(r.lines[0].draws.len(), 3);
+        assert!(r.lines[0].pieces.is_empty());
+        for d in nights {
+            assert_eq!(cell_totals(&w, &cell("H", d)).locked, 1);
+        }
+        // the middle night is gone: a second booking is refused, naming it, and holds nothing
+        let refused = freeze(&app, &request("o2", vec![dated("H", 1, &nights)])).await;
+        assert!(matches!(&refused, Err(FreezeError::Insufficient(c)) if *c == cell("H", day(2))), "{refused:?}");
+        assert_eq!(cell_totals(&w, &cell("H", day(1))), counts(4, 1, 0));
+        assert_eq!(cell_totals(&w, &cell("H", day(3))), counts(4, 1, 0));
+        // a date never stocked is short, a past date or none at all is a bad line
+        assert!(matches!(
+            freeze(&app, &request("o3", vec![dated("H", 1, &[day(9)])])).await,
+            Err(FreezeError::Insufficient(c)) if c == cell("H", day(9))
+        ));
+        assert!(matches!(
+            freeze(&app, &request("o4", vec![dated("H", 1, &[day(-2)])])).await,
+            Err(FreezeError::Line(_))
+        ));
+        assert!(matches!(freeze(&app, &request("o5", vec![dated("H", 1, &[])])).await, Err(FreezeError::Line(_))));
+        stock::confirm(&app, &r.id, OnReleased::Retake).await.unwrap();
+        assert_eq!(cell_totals(&w, &cell("H", day(2))), counts(0, 0, 1));
+        // adjustments are idempotent per date; a calendar SKU refuses one without dates
+        assert!(!admin::adjust(&app, &sku("H"), "n1", 5, "rooms", None, &[day(1)]).await.unwrap());
+        assert!(matches!(
+            admin::adjust(&app, &sku("H"), "z", 5, "r", None, &[]).await,
+            Err(AdminError::NotAdjustable(_))
+        ));
+        assert_invariants(&w);
+    }
+
+    #[tokio::test]
+    async fn a_bundle_takes_its_children_in_one_transaction_and_shows_the_fewest_it_can_make() {
+        let (app, w) = world(&[(meta("A", 2, None), &[3, 2]), (meta("B", 1, None), &[1])]);
+        let m = model(Management::Quantity, Unit::Bundle, Deduct::AtOrder);
+        let kids = vec![BundleChild { sku: sku("A"), quantity: 2 }, BundleChild { sku: sku("B"), quantity: 1 }];
+        admin::put_sku(&app, &sku("X"), &spec(m, 1, kids), None).await.unwrap();
+        assert_eq!(admin::view(&app, &sku("X")).await.unwrap().unwrap().available, Some(1));
+        // a bundle and its own child in one order: one write per shard
+        let both = request("o1", vec![LineRequest::plain(sku("A"), Quantity::new(1).unwrap()), dated("X", 1, &[])]);
+        let Ok(Frozen::Created(r)) = freeze(&app, &both).await else { panic!() };
+        assert_eq!(totals(&w, "A"), counts(2, 3, 0));
+        assert_eq!(totals(&w, "B"), counts(0, 1, 0));
+        // B is gone: another bundle is refused and A is untouched
+        assert!(
+            matches!(freeze(&app, &request("o2", vec![dated("X", 1, &[])])).await, Err(FreezeError::Insufficient(s)) if s == sku("B"))
+        );
+        assert_eq!(totals(&w, "A"), counts(2, 3, 0));
+        stock::confirm(&app, &r.id, OnReleased::Retake).await.unwrap();
+        assert_eq!((totals(&w, "A"), totals(&w, "B")), (counts(2, 0, 3), counts(0, 0, 1)));
+        assert_eq!(admin::view(&app, &sku("X")).await.unwrap().unwrap().available, Some(0));
+        // nested bundles, unknown children and model changes are refused
+        let nested = vec![BundleChild { sku: sku("X"), quantity: 1 }];
+        assert!(matches!(admin::put_sku(&app, &sku("Y"), &spec(m, 1, nested), None).await, Err(AdminError::Model(_))));
+        let unknown = vec![BundleChild { sku: sku("NOPE"), quantity: 1 }];
+        assert!(matches!(admin::put_sku(&app, &sku("Y"), &spec(m, 1, unknown), None).await, Err(AdminError::Model(_))));
+        assert!(matches!(
+            admin::put_sku(
+                &app,
+                &sku("A"),
+                &spec(InventoryModel { unit: Unit::Calendar, ..Default::default() }, 1, vec![]),
+                None
+            )
+            .await,
+            Err(AdminError::Model(_))
+        ));
+        assert_invariants(&w);
+    }
+
+    #[tokio::test]
+    async fn an_unlimited_sku_takes_orders_without_counters() {
+        let (app, w) = world(&[]);
+        let m = model(Management::Unlimited, Unit::Single, Deduct::AtOrder);
+        admin::put_sku(&app, &sku("U"), &spec(m, 1, vec![]), None).await.unwrap();
+        for i in 0..50 {
+            let Ok(Frozen::Created(r)) = freeze(&app, &request(&format!("o{i}"), vec![dated("U", 3, &[])])).await
+            else {
+                panic!()
+            };
+            assert!(r.lines[0].cells().is_empty());
+            stock::confirm(&app, &r.id, OnReleased::Retake).await.unwrap();
+        }
+        assert!(w.stock.shards(&sku("U")).is_empty());
+        assert_eq!(admin::view(&app, &sku("U")).await.unwrap().unwrap().available, None);
+        assert!(matches!(
+            admin::adjust(&app, &sku("U"), "a", 5, "r", None, &[]).await,
+            Err(AdminError::NotAdjustable(_))
+        ));
+        assert_invariants(&w);
+    }
+
+    #[tokio::test]
+    async fn a_pay_time_sku_holds_nothing_until_paid_and_the_late_payer_is_oversold() {
+        let (app, w) = world(&[(
+            SkuMeta { model: model(Management::Quantity, Unit::Single, Deduct::AtPayment), ..meta("P", 2, None) },
+            &[1, 0],
+        )]);
+        let a = request("o1", vec![dated("P", 1, &[])]);
+        let b = request("o2", vec![dated("P", 1, &[])]);
+        assert!(matches!(freeze(&app, &a).await, Ok(Frozen::Created(_))));
+        assert!(matches!(freeze(&app, &b).await, Ok(Frozen::Created(_))));
+        assert_eq!(totals(&w, "P"), counts(1, 0, 0), "nothing held at order");
+        assert!(matches!(stock::confirm(&app, &a.id, OnReleased::Retake).await, Ok(LockChange::Moved(_))));
+        assert_eq!(totals(&w, "P"), counts(0, 0, 1));
+        assert!(matches!(stock::confirm(&app, &b.id, OnReleased::Retake).await, Ok(LockChange::Oversold(_))));
+        assert!(matches!(stock::confirm(&app, &b.id, OnReleased::Retake).await, Ok(LockChange::Oversold(_))));
+        assert_eq!(totals(&w, "P"), counts(0, 0, 1), "never negative");
+        let stored = w.stock.get_reservation(&b.id).await.unwrap().unwrap();
+        assert!(stored.oversold && stored.status == LockStatus::Released);
+        // a release of an unpaid pay-time lock gives nothing back (it held nothing)
+        let c = request("o3", vec![dated("P", 1, &[])]);
+        freeze(&app, &c).await.unwrap();
+        stock::release(&app, &c.id).await.unwrap();
+        assert_eq!(totals(&w, "P"), counts(0, 0, 1));
+        assert_invariants(&w);
+    }
+
+    #[tokio::test]
+    async fn an_order_mixing_a_calendar_line_a_bundle_and_a_plain_sku_is_all_or_nothing() {
+        let (app, w) = calendar_world(&[(1, 2)]).await;
+        w.stock.seed(meta("A", 1, None), &[4]);
+        w.stock.seed(meta("B", 1, None), &[0]);
+        let m = model(Management::Quantity, Unit::Bundle, Deduct::AtOrder);
+        admin::put_sku(&app, &sku("X"), &spec(m, 1, vec![BundleChild { sku: sku("B"), quantity: 1 }]), None)
+            .await
+            .unwrap();
+        let mixed = request("o1", vec![dated("A", 1, &[]), dated("H", 1, &[day(1)]), dated("X", 1, &[])]);
+        assert!(matches!(freeze(&app, &mixed).await, Err(FreezeError::Insufficient(s)) if s == sku("B")));
+        assert_eq!(totals(&w, "A"), counts(4, 0, 0));
+        assert_eq!(cell_totals(&w, &cell("H", day(1))), counts(2, 0, 0));
+        assert!(w.stock.reservations().is_empty());
         assert_invariants(&w);
     }
 }

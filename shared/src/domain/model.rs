@@ -1,0 +1,458 @@
+//! Inventory models: how a SKU's stock is kept and when it is taken (docs/inventory-models.md).
+//!
+//! A SKU's model has three parts: **management** (`QUANTITY` counters, or `UNLIMITED`: none),
+//! **unit** (`SINGLE` counters for the SKU, `CALENDAR` counters per date, `BUNDLE`: the
+//! children's counters) and **deduction** (`AT_ORDER`: frozen when the order is placed, or
+//! `AT_PAYMENT`: taken when it is paid). The one strategy port is [`Strategy`]: from a line it
+//! names the stock *cells* (counter sets) the line draws on and how many units of each, and from
+//! the cells' availability it answers the SKU's. Everything after that — shard allocation, the
+//! one transaction of a freeze, confirm, release, restock, reconcile and the invariants — works
+//! on cells and never asks which model produced them.
+
+use super::Sku;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Most dates one calendar line, adjustment or view may name.
+pub const MAX_DATES: usize = 366;
+/// Most children of one bundle.
+pub const MAX_CHILDREN: usize = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Management {
+    #[default]
+    Quantity,
+    Unlimited,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Unit {
+    #[default]
+    Single,
+    Calendar,
+    Bundle,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Deduct {
+    #[default]
+    AtOrder,
+    AtPayment,
+}
+
+/// A SKU's inventory model; the default is what every SKU was before models existed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InventoryModel {
+    #[serde(default)]
+    pub management: Management,
+    #[serde(default)]
+    pub unit: Unit,
+    #[serde(default)]
+    pub deduct: Deduct,
+}
+
+impl InventoryModel {
+    pub fn is_default(&self) -> bool {
+        *self == InventoryModel::default()
+    }
+
+    /// Whether the SKU has counters of its own (adjustments, shards, pause apply to it).
+    pub fn has_own_stock(&self) -> bool {
+        self.management == Management::Quantity && self.unit == Unit::Single
+    }
+
+    /// Whether the SKU may be a bundle's child.
+    pub fn can_be_child(&self) -> bool {
+        self.unit == Unit::Single && self.deduct == Deduct::AtOrder
+    }
+}
+
+/// One child of a bundle: every bundle unit takes `quantity` of `sku`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BundleChild {
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub sku: Sku,
+    #[schema(minimum = 1, maximum = 10000)]
+    pub quantity: u32,
+}
+
+/// Why a model (with its bundle list) is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("an UNLIMITED SKU has no counters to keep per date or to take from children; use unit SINGLE")]
+    UnlimitedUnit,
+    #[error("an UNLIMITED SKU has no stock to deduct at payment; use deduct AT_ORDER")]
+    UnlimitedAtPayment,
+    #[error("a BUNDLE needs a non-empty \"bundle\" list of children")]
+    EmptyBundle,
+    #[error("only a BUNDLE lists children (\"bundle\")")]
+    ChildrenWithoutBundle,
+    #[error("a bundle lists at most {MAX_CHILDREN} children")]
+    TooManyChildren,
+    #[error("bundle child {0} is listed twice")]
+    DuplicateChild(Sku),
+    #[error("bundle child {0} must have a quantity in 1..=10000")]
+    ChildQuantity(Sku),
+    #[error("a bundle cannot contain itself ({0})")]
+    Cycle(Sku),
+    #[error("bundle child {0} is not a known SKU")]
+    UnknownChild(Sku),
+    #[error("bundle child {0} must be a SINGLE SKU taken at order (not a bundle, calendar or pay-time SKU)")]
+    ChildModel(Sku),
+    #[error("a SKU's inventory model is fixed when it is created ({0} is {1})")]
+    ModelChanged(Sku, String),
+}
+
+/// Checks a model and its bundle list on their own (children are checked against their
+/// metadata by [`check_children`]).
+pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Result<(), ModelError> {
+    if model.management == Management::Unlimited {
+        if model.unit != Unit::Single {
+            return Err(ModelError::UnlimitedUnit);
+        }
+        if model.deduct == Deduct::AtPayment {
+            return Err(ModelError::UnlimitedAtPayment);
+        }
+    }
+    match (model.unit, bundle.is_empty()) {
+        (Unit::Bundle, true) => return Err(ModelError::EmptyBundle),
+        (Unit::Bundle, false) => {}
+        (_, false) => return Err(ModelError::ChildrenWithoutBundle),
+        (_, true) => return Ok(()),
+    }
+    if bundle.len() > MAX_CHILDREN {
+        return Err(ModelError::TooManyChildren);
+    }
+    let mut seen = std::collections::HashSet::new();
+    for c in bundle {
+        if &c.sku == sku {
+            return Err(ModelError::Cycle(c.sku.clone()));
+        }
+        if c.quantity == 0 || c.quantity > 10_000 {
+            return Err(ModelError::ChildQuantity(c.sku.clone()));
+        }
+        if !seen.insert(&c.sku) {
+            return Err(ModelError::DuplicateChild(c.sku.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Children must exist and be plain (SINGLE, taken at order): no nesting, so no cycle can form,
+/// and a SKU's model never changes after creation, so none can form later.
+pub fn check_children(
+    bundle: &[BundleChild],
+    model_of: impl Fn(&Sku) -> Option<InventoryModel>,
+) -> Result<(), ModelError> {
+    for c in bundle {
+        match model_of(&c.sku) {
+            None => return Err(ModelError::UnknownChild(c.sku.clone())),
+            Some(m) if !m.can_be_child() => return Err(ModelError::ChildModel(c.sku.clone())),
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A calendar date, `YYYY-MM-DD`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Day(chrono::NaiveDate);
+
+impl Day {
+    /// Strict `YYYY-MM-DD` (ten characters, a real date).
+    pub fn parse(s: &str) -> Result<Day, String> {
+        let ok_shape = s.len() == 10
+            && s.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+        if !ok_shape {
+            return Err(format!("{s:?} is not a date (YYYY-MM-DD)"));
+        }
+        chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").map(Day).map_err(|_| format!("{s:?} is not a real date"))
+    }
+
+    /// The UTC date of an epoch second.
+    pub fn of_epoch_s(s: i64) -> Day {
+        Day(chrono::DateTime::from_timestamp(s, 0).unwrap_or_default().date_naive())
+    }
+
+    pub fn next(self) -> Day {
+        Day(self.0.succ_opt().unwrap_or(self.0))
+    }
+
+    /// Days from `self` to `to`, both included (0 when `to` is before `self`).
+    pub fn span(self, to: Day) -> usize {
+        usize::try_from((to.0 - self.0).num_days() + 1).unwrap_or(0)
+    }
+}
+
+impl fmt::Display for Day {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.format("%Y-%m-%d"))
+    }
+}
+
+impl Serialize for Day {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Day {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Day, D::Error> {
+        let s = String::deserialize(d)?;
+        Day::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A line as a strategy sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct LineSpec<'a> {
+    pub sku: &'a Sku,
+    pub quantity: u32,
+    pub dates: &'a [Day],
+    pub bundle: &'a [BundleChild],
+    /// Today (UTC), for refusing past dates.
+    pub today: Day,
+}
+
+/// One stock cell a line draws on: `quantity` units of the counters of `sku` (on `date`, for a
+/// calendar SKU).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellDraw {
+    pub sku: Sku,
+    pub date: Option<Day>,
+    pub quantity: u32,
+}
+
+impl CellDraw {
+    /// The SKU whose counters (metadata, shards) this draw moves.
+    pub fn cell(&self) -> Sku {
+        match self.date {
+            Some(d) => self.sku.cell(d),
+            None => self.sku.clone(),
+        }
+    }
+}
+
+/// Why a line cannot be drawn under its SKU's model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LineRefusal {
+    #[error("{0} is sold by date: the line needs \"dates\"")]
+    DatesMissing(Sku),
+    #[error("{0} is not sold by date: the line must not carry \"dates\"")]
+    DatesNotAllowed(Sku),
+    #[error("{0}: date {1} is in the past")]
+    PastDate(Sku, Day),
+    #[error("{0}: date {1} is listed twice")]
+    DuplicateDate(Sku, Day),
+    #[error("{0}: at most {MAX_DATES} dates per line")]
+    TooManyDates(Sku),
+    #[error("{0}: the quantity times a child's quantity is too large")]
+    Overflow(Sku),
+}
+
+/// What a SKU's view shows as available.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Availability {
+    Units(i64),
+    Unlimited,
+}
+
+/// The strategy port: one implementation per unit/management, chosen by [`strategy`].
+pub trait Strategy: Sync {
+    /// The cells `line` draws on; empty when the model keeps no counters.
+    fn draws(&self, line: &LineSpec<'_>) -> Result<Vec<CellDraw>, LineRefusal>;
+    /// The SKU's availability from the availability of the cells of one unit of it, in the
+    /// order [`Strategy::draws`] names them for a quantity of 1.
+    fn availability(&self, cells: &[(CellDraw, i64)]) -> Availability;
+}
+
+struct Single;
+struct Calendar;
+struct Bundle;
+struct Unlimited;
+
+fn no_dates(line: &LineSpec<'_>) -> Result<(), LineRefusal> {
+    if line.dates.is_empty() {
+        Ok(())
+    } else {
+        Err(LineRefusal::DatesNotAllowed(line.sku.clone()))
+    }
+}
+
+impl Strategy for Single {
+    fn draws(&self, line: &LineSpec<'_>) -> Result<Vec<CellDraw>, LineRefusal> {
+        no_dates(line)?;
+        Ok(vec![CellDraw { sku: line.sku.clone(), date: None, quantity: line.quantity }])
+    }
+    fn availability(&self, cells: &[(CellDraw, i64)]) -> Availability {
+        Availability::Units(cells.iter().map(|(_, a)| *a).sum())
+    }
+}
+
+impl Strategy for Calendar {
+    fn draws(&self, line: &LineSpec<'_>) -> Result<Vec<CellDraw>, LineRefusal> {
+        if line.dates.is_empty() {
+            return Err(LineRefusal::DatesMissing(line.sku.clone()));
+        }
+        if line.dates.len() > MAX_DATES {
+            return Err(LineRefusal::TooManyDates(line.sku.clone()));
+        }
+        let mut dates = line.dates.to_vec();
+        dates.sort();
+        if let Some(w) = dates.windows(2).find(|w| w[0] == w[1]) {
+            return Err(LineRefusal::DuplicateDate(line.sku.clone(), w[0]));
+        }
+        if let Some(d) = dates.iter().find(|d| **d < line.today) {
+            return Err(LineRefusal::PastDate(line.sku.clone(), *d));
+        }
+        Ok(dates
+            .into_iter()
+            .map(|d| CellDraw { sku: line.sku.clone(), date: Some(d), quantity: line.quantity })
+            .collect())
+    }
+    fn availability(&self, cells: &[(CellDraw, i64)]) -> Availability {
+        // a calendar SKU's own view has no single number: the minimum over the asked dates
+        Availability::Units(cells.iter().map(|(_, a)| *a).min().unwrap_or(0))
+    }
+}
+
+impl Strategy for Bundle {
+    fn draws(&self, line: &LineSpec<'_>) -> Result<Vec<CellDraw>, LineRefusal> {
+        no_dates(line)?;
+        line.bundle
+            .iter()
+            .map(|c| {
+                let q = c.quantity.checked_mul(line.quantity).ok_or_else(|| LineRefusal::Overflow(line.sku.clone()))?;
+                Ok(CellDraw { sku: c.sku.clone(), date: None, quantity: q })
+            })
+            .collect()
+    }
+    fn availability(&self, cells: &[(CellDraw, i64)]) -> Availability {
+        let per_child =
+            cells.iter().map(|(d, a)| if d.quantity == 0 { i64::MAX } else { a.max(&0) / i64::from(d.quantity) });
+        Availability::Units(per_child.min().unwrap_or(0))
+    }
+}
+
+impl Strategy for Unlimited {
+    fn draws(&self, line: &LineSpec<'_>) -> Result<Vec<CellDraw>, LineRefusal> {
+        no_dates(line)?;
+        Ok(Vec::new())
+    }
+    fn availability(&self, _: &[(CellDraw, i64)]) -> Availability {
+        Availability::Unlimited
+    }
+}
+
+/// The strategy of a model. Deduction is not a strategy: it only decides *when* the cells move
+/// (docs/inventory-models.md, "Pay-time deduction").
+pub fn strategy(model: &InventoryModel) -> &'static dyn Strategy {
+    match (model.management, model.unit) {
+        (Management::Unlimited, _) => &Unlimited,
+        (Management::Quantity, Unit::Single) => &Single,
+        (Management::Quantity, Unit::Calendar) => &Calendar,
+        (Management::Quantity, Unit::Bundle) => &Bundle,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sku(s: &str) -> Sku {
+        Sku::parse(s).unwrap()
+    }
+    fn day(s: &str) -> Day {
+        Day::parse(s).unwrap()
+    }
+    fn model(m: Management, u: Unit, d: Deduct) -> InventoryModel {
+        InventoryModel { management: m, unit: u, deduct: d }
+    }
+
+    #[test]
+    fn models_that_make_no_sense_are_refused_by_name() {
+        use Deduct::*;
+        use Management::*;
+        use Unit::*;
+        let s = sku("S");
+        let kids = vec![BundleChild { sku: sku("A"), quantity: 2 }];
+        assert_eq!(validate(&s, &model(Unlimited, Calendar, AtOrder), &[]), Err(ModelError::UnlimitedUnit));
+        assert_eq!(validate(&s, &model(Unlimited, Single, AtPayment), &[]), Err(ModelError::UnlimitedAtPayment));
+        assert_eq!(validate(&s, &model(Quantity, Bundle, AtOrder), &[]), Err(ModelError::EmptyBundle));
+        assert_eq!(validate(&s, &model(Quantity, Single, AtOrder), &kids), Err(ModelError::ChildrenWithoutBundle));
+        let selfish = vec![BundleChild { sku: s.clone(), quantity: 1 }];
+        assert_eq!(validate(&s, &model(Quantity, Bundle, AtOrder), &selfish), Err(ModelError::Cycle(s.clone())));
+        let twice = vec![kids[0].clone(), kids[0].clone()];
+        assert_eq!(validate(&s, &model(Quantity, Bundle, AtOrder), &twice), Err(ModelError::DuplicateChild(sku("A"))));
+        assert!(validate(&s, &model(Quantity, Bundle, AtPayment), &kids).is_ok());
+        assert!(validate(&s, &model(Quantity, Calendar, AtPayment), &[]).is_ok());
+        assert!(validate(&s, &InventoryModel::default(), &[]).is_ok());
+        let nested = model(Quantity, Bundle, AtOrder);
+        assert_eq!(check_children(&kids, |_| Some(nested)), Err(ModelError::ChildModel(sku("A"))));
+        assert_eq!(check_children(&kids, |_| None), Err(ModelError::UnknownChild(sku("A"))));
+        assert!(check_children(&kids, |_| Some(model(Unlimited, Single, AtOrder))).is_ok());
+    }
+
+    #[test]
+    fn the_default_model_reads_from_an_empty_object_and_a_missing_one() {
+        let m: InventoryModel = serde_json::from_str("{}").unwrap();
+        assert!(m.is_default() && m.has_own_stock());
+        let m: InventoryModel = serde_json::from_str(r#"{"unit":"CALENDAR"}"#).unwrap();
+        assert_eq!((m.management, m.unit, m.deduct), (Management::Quantity, Unit::Calendar, Deduct::AtOrder));
+        assert!(serde_json::from_str::<InventoryModel>(r#"{"unit":"calendar"}"#).is_err());
+    }
+
+    #[test]
+    fn dates_are_strict_and_count_their_span() {
+        assert!(Day::parse("2026-02-29").is_err());
+        assert!(Day::parse("2026-2-28").is_err());
+        assert!(Day::parse("2026-02-28T00").is_err());
+        assert_eq!(day("2026-12-31").next(), day("2027-01-01"));
+        assert_eq!(day("2026-12-30").span(day("2027-01-01")), 3);
+        assert_eq!(day("2026-12-30").span(day("2026-12-29")), 0);
+        assert_eq!(Day::of_epoch_s(0), day("1970-01-01"));
+        assert_eq!(serde_json::to_string(&day("2026-01-05")).unwrap(), "\"2026-01-05\"");
+    }
+
+    #[test]
+    fn each_strategy_names_its_cells() {
+        let s = sku("H");
+        let today = day("2026-12-01");
+        let dates = [day("2026-12-03"), day("2026-12-02")];
+        let line = |dates: &'static [Day], bundle: &'static [BundleChild]| LineSpec {
+            sku: Box::leak(Box::new(s.clone())),
+            quantity: 2,
+            dates,
+            bundle,
+            today,
+        };
+        let dates: &'static [Day] = Box::leak(Box::new(dates));
+        let cal = strategy(&model(Management::Quantity, Unit::Calendar, Deduct::AtOrder));
+        let d = cal.draws(&line(dates, &[])).unwrap();
+        assert_eq!(d.iter().map(|c| c.cell().to_string()).collect::<Vec<_>>(), vec!["H@2026-12-02", "H@2026-12-03"]);
+        assert_eq!(cal.draws(&line(&[], &[])), Err(LineRefusal::DatesMissing(s.clone())));
+        let past: &'static [Day] = Box::leak(Box::new([day("2026-11-30")]));
+        assert_eq!(cal.draws(&line(past, &[])), Err(LineRefusal::PastDate(s.clone(), day("2026-11-30"))));
+        let kids: &'static [BundleChild] = Box::leak(Box::new([
+            BundleChild { sku: sku("A"), quantity: 2 },
+            BundleChild { sku: sku("B"), quantity: 1 },
+        ]));
+        let b = strategy(&model(Management::Quantity, Unit::Bundle, Deduct::AtOrder));
+        let d = b.draws(&line(&[], kids)).unwrap();
+        assert_eq!(d.iter().map(|c| c.quantity).collect::<Vec<_>>(), vec![4, 2]);
+        assert_eq!(b.draws(&line(dates, kids)), Err(LineRefusal::DatesNotAllowed(s.clone())));
+        let one = |q| CellDraw { sku: sku("A"), date: None, quantity: q };
+        assert_eq!(b.availability(&[(one(2), 5), (one(1), 9)]), Availability::Units(2));
+        assert_eq!(b.availability(&[(one(2), -1)]), Availability::Units(0));
+        let u = strategy(&model(Management::Unlimited, Unit::Single, Deduct::AtOrder));
+        assert!(u.draws(&line(&[], &[])).unwrap().is_empty());
+        assert_eq!(u.availability(&[]), Availability::Unlimited);
+        let single = strategy(&InventoryModel::default());
+        assert_eq!(single.draws(&line(&[], &[])).unwrap(), vec![CellDraw { sku: s.clone(), date: None, quantity: 2 }]);
+    }
+}
