@@ -131,8 +131,8 @@ pub struct Problem {
     pub sku: Option<String>,
     /// The campaign the problem is about, when there is one.
     pub campaign_id: Option<String>,
-    /// The date of a calendar SKU the problem is about (`YYYY-MM-DD`), when there is one.
-    pub date: Option<String>,
+    /// The date of a calendar SKU the problem is about, when there is one.
+    pub date: Option<crate::domain::model::Day>,
     /// Where in the request the problem is: a body field (`items[2].quantity`), a path
     /// parameter, a query parameter or a header.
     pub field: Option<String>,
@@ -184,15 +184,15 @@ impl Problem {
         self
     }
 
-    pub fn date(mut self, date: impl Into<String>) -> Self {
-        self.date = Some(date.into());
+    pub fn date(mut self, date: crate::domain::model::Day) -> Self {
+        self.date = Some(date);
         self
     }
 
     /// The SKU a stock problem is about: for a calendar date's cell, the SKU and the date.
     pub fn stock_cell(self, cell: &crate::domain::Sku) -> Self {
         match cell.calendar_parent() {
-            Some((sku, day)) => self.sku(sku.as_str()).date(day.to_string()),
+            Some((sku, day)) => self.sku(sku.as_str()).date(day),
             None => self.sku(cell.as_str()),
         }
     }
@@ -235,7 +235,7 @@ impl Problem {
             detail: self.detail,
             sku: self.sku,
             campaign_id: self.campaign_id,
-            date: self.date,
+            date: self.date.map(|d| d.to_string()),
             field: self.field,
             retry_after: self.retry_after,
         }
