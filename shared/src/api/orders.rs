@@ -47,8 +47,12 @@ pub struct CreateOrderRequest {
 pub struct OrderItem {
     pub sku: String,
     pub quantity: u32,
-    /// Minor units of the order's currency.
+    /// Minor units of the order's currency (per date, for a line with dates).
     pub unit_price: u64,
+    /// The dates of a line of a SKU sold by date.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<String>)]
+    pub dates: Vec<String>,
 }
 
 pub(crate) fn order_status_schema() -> impl Into<RefOr<Schema>> {
@@ -90,7 +94,12 @@ impl From<&Order> for OrderView {
             items: o
                 .lines
                 .iter()
-                .map(|l| OrderItem { sku: l.sku.as_str().to_owned(), quantity: l.quantity, unit_price: l.unit_price })
+                .map(|l| OrderItem {
+                    sku: l.sku.as_str().to_owned(),
+                    quantity: l.quantity,
+                    unit_price: l.unit_price,
+                    dates: l.dates.iter().map(|d| d.to_string()).collect(),
+                })
                 .collect(),
             amount: o.amount,
             currency: o.currency.as_str().to_owned(),

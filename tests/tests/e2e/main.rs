@@ -10,6 +10,7 @@ mod emulator;
 mod events;
 mod hostile;
 mod journal;
+mod models;
 mod orders;
 mod sam_env;
 mod soak;
