@@ -7,7 +7,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam soak bench-after-sale
+.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -119,6 +119,11 @@ bench-campaigns: venv
 bench-after-sale: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=after-sale bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# Only the inventory-model figures (write units per order placed under each model): bench/models.json.
+bench-models: venv
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=models HOLDFAST_BENCH_LIFECYCLES=16 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 clean:
 	rm -rf $(VENV) .local .aws-sam

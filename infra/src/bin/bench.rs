@@ -511,6 +511,109 @@ fn campaign_ceiling(product: u32, quota: u32) -> f64 {
 /// The hot-SKU ceiling model: each freeze writes its shard item in a transaction (2 write units
 /// per KB-item) on that shard's partition (≤ 1,000 WCU/s), and its frozen-by-age entry on one of
 /// 64 index buckets, written once and removed once (1 WCU each).
+/// Inventory models (docs/inventory-models.md): the DynamoDB writes of placing one order under
+/// each model — the freeze transaction, the order put and their index entries, measured by the
+/// adapters' meter with the stock journal paused and nothing else due (payment deadline and
+/// orphan check far away) — then the paid lifecycle of a pay-time SKU.
+async fn models_section(endpoint: &str, n: usize) -> anyhow::Result<Value> {
+    let mut o = Options::new(endpoint, PathBuf::from("template.yaml"));
+    o.paused = vec!["stock-journal".into()];
+    let stack = LocalStack::start(o).await?;
+    let admin = stack.token("admin", &["stock:admin"]);
+    let api = ApiClient::new(&stack.base_url);
+    let b = Bench { stack, api, admin };
+    let put = |sku: &'static str, model: Value, bundle: Option<Value>| {
+        let mut spec = json!({"name": sku, "price": 1000, "currency": "EUR", "shards": 1, "model": model});
+        if let Some(x) = bundle {
+            spec["bundle"] = x;
+        }
+        (sku, spec)
+    };
+    let day = |d: i64| holdfast::domain::model::Day::of_epoch_s(holdfast::clock::now_s() + d * 86_400).to_string();
+    let nights = json!([day(5), day(6), day(7)]);
+    for (sku, spec) in [
+        put("SINGLE", json!({}), None),
+        put("CHILD1", json!({}), None),
+        put("CHILD2", json!({}), None),
+        put(
+            "KIT",
+            json!({"unit": "BUNDLE"}),
+            Some(json!([{"sku": "CHILD1", "quantity": 2}, {"sku": "CHILD2", "quantity": 1}])),
+        ),
+        put("NIGHT", json!({"unit": "CALENDAR"}), None),
+        put("TOPUP", json!({"management": "UNLIMITED"}), None),
+        put("PAYTIME", json!({"deduct": "AT_PAYMENT"}), None),
+    ] {
+        b.call("PUT", &format!("/admin/skus/{sku}"), Some(&b.admin), &[], Some(spec)).await;
+    }
+    for sku in ["SINGLE", "CHILD1", "CHILD2", "PAYTIME"] {
+        let body = json!({"adjustment_id": "init", "delta": 1_000_000, "reason": "bench"});
+        b.call("POST", &format!("/admin/skus/{sku}/adjustments"), Some(&b.admin), &[], Some(body)).await;
+    }
+    let body = json!({"adjustment_id": "init", "delta": 1_000_000, "reason": "bench", "dates": nights});
+    b.call("POST", "/admin/skus/NIGHT/adjustments", Some(&b.admin), &[], Some(body)).await;
+    let mut out = serde_json::Map::new();
+    for (name, line) in [
+        ("quantity_single", json!({"sku": "SINGLE", "quantity": 1})),
+        ("bundle_of_two_children", json!({"sku": "KIT", "quantity": 1})),
+        ("calendar_three_nights", json!({"sku": "NIGHT", "quantity": 1, "dates": nights})),
+        ("unlimited", json!({"sku": "TOPUP", "quantity": 1})),
+        ("at_payment_order", json!({"sku": "PAYTIME", "quantity": 1})),
+    ] {
+        eprintln!("bench models: {name} …");
+        // warm create-order's SKU cache, as a warm Lambda has it
+        b.order_items(&format!("warm-{name}"), "k", json!([line])).await;
+        // (the orders' reservation checks and payment deadlines are minutes away: nothing else runs)
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let before = usage::snapshot();
+        for i in 0..n {
+            let (st, body) = b.order_items(&format!("{name}-{i}"), "k", json!([line])).await;
+            anyhow::ensure!(st == 201, "{name}: {st} {body}");
+        }
+        let u = delta(&before, &usage::snapshot());
+        out.insert(name.into(), usage_json(&u, n as f64));
+    }
+    // the pay-time stock moves when paid: one more conditional write in the confirm
+    let ids: Vec<String> = b
+        .stack
+        .snapshot()
+        .await?
+        .orders
+        .iter()
+        .filter(|(_, r)| matches!(r, holdfast::domain::order::OrderRecord::Order(o) if o.lines[0].sku.as_str() == "PAYTIME" && !o.user.as_str().starts_with("warm")))
+        .map(|(id, _)| id.to_string())
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = usage::snapshot();
+    for id in &ids {
+        b.pay(id, 1000).await;
+    }
+    // the confirm runs off the stream: wait until every pay-time lock is sold
+    for _ in 0..60 {
+        let snap = b.stack.snapshot().await?;
+        if snap
+            .reservations
+            .iter()
+            .filter(|r| ids.iter().any(|i| i == r.id.as_str()))
+            .all(|r| r.status.as_str() == "SOLD")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let u = delta(&before, &usage::snapshot());
+    out.insert("at_payment_pay_and_confirm".into(), usage_json(&u, ids.len() as f64));
+    let shards: Vec<(u32, f64)> = [1, 4, 16, 64].iter().map(|s| (*s, ceiling(*s))).collect();
+    out.insert(
+        "hot_calendar_date_ceiling_model".into(),
+        json!({"per_date_freezes_s_by_shards": shards,
+               "note": "a date is a cell with its own shards: bookings/s through one hot night = the hot-SKU ceiling at the calendar SKU's shard count; a booking of k nights writes k cells in one transaction, so it is bounded by its hottest night"}),
+    );
+    b.stack.shutdown().await;
+    Ok(Value::Object(out))
+}
+
 fn ceiling(shards: u32) -> f64 {
     let per_shard = 1000.0 / 2.0;
     let index = f64::from(holdfast::adapters::dynamo::INDEX_BUCKETS) * 1000.0 / 2.0;
@@ -596,6 +699,12 @@ async fn main() -> anyhow::Result<()> {
             format!("# Holdfast campaign benchmark\n\nGenerated by `make bench-campaigns`.\n\n{md}"),
         )?;
         println!("{md}");
+        return Ok(());
+    }
+    if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("models") {
+        let v = models_section(&endpoint, n).await?;
+        std::fs::write(out.join("models.json"), serde_json::to_string_pretty(&v)?)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
     if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("after-sale") {
