@@ -70,7 +70,7 @@ async fn a_payment_after_expiry_is_refunded_once_and_confirmed_even_when_the_web
     let at_provider = s.local.provider.refunds();
     assert_eq!(at_provider.len(), 1, "{at_provider:?}");
     assert_eq!((at_provider[0].body.payment_id.as_str(), at_provider[0].body.amount), ("pay-late", 700));
-    assert_eq!(counters(&s.view("LATE").await), (3, 0, 0));
+    assert_eq!(s.exact("LATE").await, (3, 0, 0));
     s.assert_invariants().await;
 }
 
@@ -79,7 +79,7 @@ async fn a_refund_before_shipping_puts_the_stock_back_once_and_ends_refunded() {
     let s = spawn().await;
     s.sku("RF", 250, 5, 2, Some(3)).await;
     let id = paid_order(&s, "buyer", "RF", 2, 250).await;
-    assert_eq!(counters(&s.view("RF").await), (3, 0, 2));
+    assert_eq!(s.exact("RF").await, (3, 0, 2));
     let r = s.post(&format!("/orders/{id}/refund"), &s.user("buyer"), json!({"reason": "changed my mind"})).await;
     assert_eq!((r.status, r.body["status"].as_str()), (202, Some("REFUNDING")), "{}", r.body);
     // asked again (a retry): the same order, no second refund
@@ -92,7 +92,7 @@ async fn a_refund_before_shipping_puts_the_stock_back_once_and_ends_refunded() {
         (o["status"] == "REFUNDED" && s.lock_status(&id).await.as_deref() == Some("RESTOCKED")).then_some(())
     })
     .await;
-    assert_eq!(counters(&s.view("RF").await), (5, 0, 0), "back on sale exactly once");
+    assert_eq!(s.exact("RF").await, (5, 0, 0), "back on sale exactly once");
     // the customer-service view shows the order's journal: freeze, sale and the restock
     let journal = eventually("the restock in the order's journal", WAIT, || async {
         let v = admin_view(&s, &id).await;
@@ -135,7 +135,7 @@ async fn shipped_orders_complete_when_the_buyer_confirms_or_automatically_when_d
     let v = admin_view(&s, &automatic).await;
     assert_eq!(v["shipment"]["carrier"], "DHL");
     assert_eq!(v["locks"][0]["status"], "SOLD");
-    assert_eq!(counters(&s.view("SHIP").await), (2, 0, 2));
+    assert_eq!(s.exact("SHIP").await, (2, 0, 2));
     s.assert_invariants().await;
 }
 
@@ -150,7 +150,7 @@ async fn a_received_return_restocks_or_writes_off_and_is_refunded_either_way() {
         let a = s.post(&format!("/orders/{id}/return"), &s.user(user), json!({"reason": "does not fit"})).await;
         assert_eq!((a.status, a.body["status"].as_str()), (202, Some("RETURN_REQUESTED")), "{}", a.body);
     }
-    assert_eq!(counters(&s.view("RET").await), (3, 0, 3));
+    assert_eq!(s.exact("RET").await, (3, 0, 3));
     let a = s.post(&format!("/admin/orders/{back}/return-received"), &s.admin, json!({"restock": true})).await;
     assert_eq!((a.status, a.body["status"].as_str()), (200, Some("RETURNED")), "{}", a.body);
     let b = s.post(&format!("/admin/orders/{lost}/return-received"), &s.admin, json!({"restock": false})).await;
@@ -165,7 +165,7 @@ async fn a_received_return_restocks_or_writes_off_and_is_refunded_either_way() {
     })
     .await;
     // restocked 2 back; the written-off unit stays sold
-    assert_eq!(counters(&s.view("RET").await), (5, 0, 1));
+    assert_eq!(s.exact("RET").await, (5, 0, 1));
     assert_eq!(s.lock_status(&lost).await.as_deref(), Some("SOLD"));
     assert_eq!(s.local.provider.refunds().len(), 2);
     s.assert_invariants().await;
@@ -298,6 +298,6 @@ async fn after_sale_routes_refuse_bad_input_and_change_nothing() {
         (s.lock_status(&pending).await.as_deref() == Some("RELEASED")).then_some(())
     })
     .await;
-    assert_eq!(counters(&s.view("BAD").await), (4, 0, 1));
+    assert_eq!(s.exact("BAD").await, (4, 0, 1));
     s.assert_invariants().await;
 }

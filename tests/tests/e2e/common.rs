@@ -99,6 +99,14 @@ impl Stack {
         a.body
     }
 
+    /// A SKU's (available, locked, sold) summed over its shards, read exactly (the public view
+    /// is eventually consistent and cached for a second per warm Lambda).
+    pub async fn exact(&self, sku: &str) -> (i64, i64, i64) {
+        let snap = self.local.snapshot().await.expect("snapshot");
+        let t = snap.skus.iter().find(|k| k.sku.as_str() == sku).unwrap_or_else(|| panic!("no SKU {sku}")).totals();
+        (t.available, t.locked, t.sold)
+    }
+
     pub async fn order(&self, user: &str, key: &str, items: Value) -> Answer {
         let t = self.user(user);
         self.call("POST", "/orders", Some(&t), &[("idempotency-key", key)], Some(json!({ "items": items }).to_string()))

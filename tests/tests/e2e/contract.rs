@@ -39,6 +39,8 @@ async fn schemathesis(base: &str, spec: &std::path::Path, token: &str, extra: &[
         .env("SCHEMATHESIS_HOOKS", root.join("tests/schemathesis/hooks.py"))
         .env("PAYMENT_WEBHOOK_SECRET", WEBHOOK_SECRET)
         .env("NO_COLOR", "1")
+        .arg("--config-file")
+        .arg(root.join("tests/schemathesis/schemathesis.toml"))
         .arg("run")
         .arg(spec)
         .args(["--url", base, "--header", &format!("Authorization: Bearer {token}")])

@@ -49,11 +49,7 @@ fn counters(v: &Value) -> (i64, i64, i64) {
 }
 
 async fn counters_now(s: &Stack, sku: &str) -> (i64, i64, i64) {
-    let a = s.call("GET", &format!("/skus/{sku}"), None, &[("cache-control", "no-cache")], None).await;
-    // the public view is eventually consistent; the snapshot is exact
-    let snap = s.local.snapshot().await.expect("snapshot");
-    let t = snap.skus.iter().find(|x| x.sku.as_str() == sku).unwrap_or_else(|| panic!("{sku}: {}", a.body)).totals();
-    (t.available, t.locked, t.sold)
+    s.exact(sku).await
 }
 
 async fn cell_now(s: &Stack, sku: &str, date: &str) -> (i64, i64, i64) {
