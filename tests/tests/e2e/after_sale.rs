@@ -45,10 +45,6 @@ async fn ship(s: &Stack, id: &str) -> Answer {
     .await
 }
 
-fn counters(v: &Value) -> (i64, i64, i64) {
-    (v["available"].as_i64().unwrap(), v["locked"].as_i64().unwrap(), v["sold"].as_i64().unwrap())
-}
-
 #[tokio::test]
 async fn a_payment_after_expiry_is_refunded_once_and_confirmed_even_when_the_webhook_comes_three_times() {
     let s = spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "1")]).await;
