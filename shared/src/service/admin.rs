@@ -46,6 +46,11 @@ pub enum AdminError {
     Store(#[from] anyhow::Error),
 }
 
+/// The metadata of an existing SKU (consistent read).
+async fn known(app: &App, sku: &Sku) -> Result<SkuMeta, AdminError> {
+    app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku).ok_or_else(|| AdminError::UnknownSku(sku.clone()))
+}
+
 /// Creates or updates a SKU's metadata. A changed shard count redistributes `available` over the
 /// new shards in one transaction; locked and sold units stay where their locks say.
 /// `actor` is the admin's JWT `sub`, stamped on rebalanced shards for the journal.
@@ -129,12 +134,7 @@ pub async fn adjust(
     actor: Option<&str>,
     dates: &[Day],
 ) -> Result<bool, AdminError> {
-    let meta = app
-        .stock
-        .get_skus(std::slice::from_ref(sku))
-        .await?
-        .remove(sku)
-        .ok_or_else(|| AdminError::UnknownSku(sku.clone()))?;
+    let meta = known(app, sku).await?;
     match (meta.model.management, meta.model.unit, dates.is_empty()) {
         (Management::Unlimited, ..) => {
             Err(AdminError::NotAdjustable(format!("{sku} is UNLIMITED: it has no stock to adjust")))
@@ -198,12 +198,7 @@ async fn adjust_cell(
     actor: Option<&str>,
 ) -> Result<bool, AdminError> {
     for attempt in 1..=ATTEMPTS {
-        let meta = app
-            .stock
-            .get_skus(std::slice::from_ref(sku))
-            .await?
-            .remove(sku)
-            .ok_or_else(|| AdminError::UnknownSku(sku.clone()))?;
+        let meta = known(app, sku).await?;
         // When the SKU cannot give up the units, the transaction still runs with the whole delta
         // on shard 0 (its condition must fail): a replay of an adjustment that already removed
         // them is then told apart (Duplicate, 200) from a real shortfall (409).
@@ -241,12 +236,7 @@ async fn adjust_cell(
 /// freeze's condition sees it.
 pub async fn set_paused(app: &App, sku: &Sku, paused: bool) -> Result<SkuMeta, AdminError> {
     for attempt in 1..=ATTEMPTS {
-        let old = app
-            .stock
-            .get_skus(std::slice::from_ref(sku))
-            .await?
-            .remove(sku)
-            .ok_or_else(|| AdminError::UnknownSku(sku.clone()))?;
+        let old = known(app, sku).await?;
         if old.paused == paused {
             return Ok(old);
         }

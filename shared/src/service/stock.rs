@@ -589,7 +589,7 @@ async fn change(
                 }
             }
             LockMove::Conflict if to == LockStatus::Sold && on_released == OnReleased::Retake => {
-                match retake(app, r).await? {
+                match retake(app, r, Why::Repair).await? {
                     Some(done) => return Ok(done),
                     // the lock moved under the retake: read it again
                     None => super::backoff(attempt).await,
@@ -624,8 +624,6 @@ async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockErr
 /// units back) and the confirm goes the oversell way — flagged, announced, refunded
 /// (docs/inventory-models.md, "Pay-time deduction").
 async fn pay_time_short(app: &App, r: Reservation) -> Result<LockChange, LockError> {
-    app.count(names::PAY_TIME_SHORT, 1);
-    tracing::warn!(reservation = %r.id, "pay-time stock short at payment; the order is refunded");
     match app.stock.move_lock(&r, LockStatus::Released).await? {
         Ok(()) => {}
         Err(MoveRejection::StatusChanged) => {}
@@ -635,7 +633,7 @@ async fn pay_time_short(app: &App, r: Reservation) -> Result<LockChange, LockErr
     }
     let released = app.stock.get_reservation(&r.id).await?.ok_or(LockError::NotFound)?;
     match released.status {
-        LockStatus::Released => match retake(app, released).await? {
+        LockStatus::Released => match retake(app, released, Why::PayTime).await? {
             Some(done) => Ok(done),
             None => Err(LockError::Store(anyhow::anyhow!("lock {} changed during a pay-time shortfall", r.id))),
         },
@@ -646,14 +644,19 @@ async fn pay_time_short(app: &App, r: Reservation) -> Result<LockChange, LockErr
 
 /// Confirm of a RELEASED lock (must not happen; defence in depth, docs/architecture.md, "Stock operations").
 /// `None` when the lock changed under it (the caller re-reads; bounded by its attempts).
-async fn retake(app: &App, r: Reservation) -> Result<Option<LockChange>, LockError> {
+async fn retake(app: &App, r: Reservation, why: Why) -> Result<Option<LockChange>, LockError> {
     if r.oversold {
         return Ok(Some(LockChange::Oversold(r)));
     }
     match app.stock.retake(&r).await? {
         Ok(()) => {
-            tracing::warn!(reservation = %r.id, "confirm found the lock released; units taken again");
-            app.count(names::REPAIRS, 1);
+            match why {
+                Why::Repair => {
+                    tracing::warn!(reservation = %r.id, "confirm found the lock released; units taken again");
+                    app.count(names::REPAIRS, 1);
+                }
+                Why::PayTime => app.count(names::PAY_TIME_TAKEN, 1),
+            }
             let mut sold = r;
             sold.status = LockStatus::Sold;
             Ok(Some(LockChange::Retaken(sold)))
@@ -662,16 +665,31 @@ async fn retake(app: &App, r: Reservation) -> Result<Option<LockChange>, LockErr
         Err(MoveRejection::ShardShort) => {
             // Publish before marking: if the publish fails the message is retried and publishes
             // again (consumers are idempotent); marking first could lose the event for good.
-            tracing::error!(reservation = %r.id, "OVERSELL: paid order whose stock was released and resold");
+            match why {
+                Why::Repair => {
+                    tracing::error!(reservation = %r.id, "OVERSELL: paid order whose stock was released and resold")
+                }
+                Why::PayTime => tracing::warn!(reservation = %r.id, "pay-time stock short at payment; refunded"),
+            }
             if !app.bus.publish(&[oversell_event(&r)]).await?.iter().all(|ok| *ok) {
                 return Err(LockError::Store(anyhow::anyhow!("could not publish OversellDetected")));
             }
             if app.stock.mark_oversold(&r).await? {
-                app.count(names::OVERSELL, 1);
+                // a pay-time shortfall is the model's accepted trade-off, not the oversell alarm
+                app.count(if why == Why::Repair { names::OVERSELL } else { names::PAY_TIME_SHORT }, 1);
             }
             Ok(Some(LockChange::Oversold(r)))
         }
     }
+}
+
+/// Why a released lock is taken again at confirm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// It should have been FROZEN: a repair, or an oversell when the units are gone.
+    Repair,
+    /// A pay-time lock released because its stock was short at payment (docs/inventory-models.md).
+    PayTime,
 }
 
 fn oversell_event(r: &Reservation) -> OrderEvent {
