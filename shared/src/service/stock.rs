@@ -5,7 +5,7 @@ use crate::clock;
 use crate::domain::allocation::{split, start_shard, Piece, Shortfall, MAX_SHARDS};
 use crate::domain::campaign::{gate, Campaign, GateRefusal};
 use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
-use crate::domain::model::{self, Day, Deduct, LineRefusal, LineSpec};
+use crate::domain::model::{self, CellDraw, Day, Deduct, LineRefusal, LineSpec};
 use crate::domain::plan;
 use crate::domain::reservation::Draw;
 use crate::domain::reservation::{
@@ -92,6 +92,15 @@ pub enum FreezeError {
 
 /// SKU metadata through the warm cache; unknown SKUs are an error.
 pub async fn metas(app: &App, skus: &[Sku]) -> Result<HashMap<Sku, SkuMeta>, FreezeError> {
+    let found = cached_metas(app, skus).await?;
+    match skus.iter().find(|s| !found.contains_key(*s)) {
+        Some(s) => Err(FreezeError::UnknownSku(s.clone())),
+        None => Ok(found),
+    }
+}
+
+/// The metadata of those of `skus` that exist, through the warm cache.
+async fn cached_metas(app: &App, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
     let now = clock::now_ms();
     let ttl = app.config.sku_cache_ms;
     let mut out = HashMap::new();
@@ -105,11 +114,9 @@ pub async fn metas(app: &App, skus: &[Sku]) -> Result<HashMap<Sku, SkuMeta>, Fre
         }
     }
     if !missing.is_empty() {
-        let fetched = app.stock.get_skus(&missing).await?;
-        for s in missing {
-            let m = fetched.get(&s).ok_or_else(|| FreezeError::UnknownSku(s.clone()))?;
-            app.caches.put_sku(m, now);
-            out.insert(s, m.clone());
+        for (s, m) in app.stock.get_skus(&missing).await? {
+            app.caches.put_sku(&m, now);
+            out.insert(s, m);
         }
     }
     Ok(out)
@@ -128,53 +135,28 @@ pub async fn campaign(app: &App, id: &CampaignId) -> Result<Campaign, FreezeErro
     Ok(c)
 }
 
-/// The metadata of every cell the lines draw on that is not a line's own SKU (calendar dates,
-/// bundle children), through the same warm cache. A date never stocked has no cell and is left
-/// out (the freeze answers it as short, naming the date).
-async fn cell_metas(
+/// Each line's cells (what its SKU's strategy names), with the metadata of every cell that is
+/// not a line's own SKU (calendar dates, bundle children) through the warm cache. A date never
+/// stocked has no metadata (the freeze answers it as short, naming the date).
+async fn plan_cells(
     app: &App,
     lines: &[LineRequest],
     metas: &HashMap<Sku, SkuMeta>,
-    now_s: i64,
-) -> Result<HashMap<Sku, SkuMeta>, FreezeError> {
-    let mut cells = Vec::new();
+    today: Day,
+) -> Result<(Vec<Vec<CellDraw>>, HashMap<Sku, SkuMeta>), FreezeError> {
+    let mut draws = Vec::with_capacity(lines.len());
+    let mut others: Vec<Sku> = Vec::new();
     for l in lines {
         let meta = metas.get(&l.sku).ok_or_else(|| FreezeError::UnknownSku(l.sku.clone()))?;
-        let spec = LineSpec {
-            sku: &l.sku,
-            quantity: l.quantity.get(),
-            dates: &l.dates,
-            bundle: &meta.bundle,
-            today: Day::of_epoch_s(now_s),
-        };
-        for d in model::strategy(&meta.model).draws(&spec)? {
-            let cell = d.cell();
-            if !metas.contains_key(&cell) && !cells.contains(&cell) {
-                cells.push(cell);
-            }
-        }
+        let spec = LineSpec { sku: &l.sku, quantity: l.quantity.get(), dates: &l.dates, bundle: &meta.bundle, today };
+        let d = model::strategy(&meta.model).draws(&spec)?;
+        others.extend(
+            d.iter().map(CellDraw::cell).filter(|c| !metas.contains_key(c) && !others.contains(c)).collect::<Vec<_>>(),
+        );
+        draws.push(d);
     }
-    let mut out: HashMap<Sku, SkuMeta> = metas.clone();
-    if cells.is_empty() {
-        return Ok(out);
-    }
-    let now = clock::now_ms();
-    let mut missing = Vec::new();
-    for c in cells {
-        match app.caches.sku(&c, now, app.config.sku_cache_ms) {
-            Some(m) => {
-                out.insert(c, m);
-            }
-            None => missing.push(c),
-        }
-    }
-    if !missing.is_empty() {
-        for (c, m) in app.stock.get_skus(&missing).await? {
-            app.caches.put_sku(&m, now);
-            out.insert(c, m);
-        }
-    }
-    Ok(out)
+    let cells = if others.is_empty() { HashMap::new() } else { cached_metas(app, &others).await? };
+    Ok((draws, cells))
 }
 
 /// Whether an in-memory mark refuses this request without a write: a sold-out SKU, an
@@ -220,15 +202,15 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         app.count(names::SOLD_OUT_FAST_PATH, 1);
         return refuse(app, req, e).await;
     }
-    let now_s = clock::now_s();
-    let cells = match cell_metas(app, &req.lines, metas, now_s).await {
+    let (line_draws, other_cells) = match plan_cells(app, &req.lines, metas, Day::of_epoch_s(clock::now_s())).await {
         Ok(c) => c,
         Err(e @ (FreezeError::Line(_) | FreezeError::UnknownSku(_))) => return refuse(app, req, e).await,
         Err(e) => return Err(e),
     };
+    let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
     let mut limits = FreezeLimits::default();
     let mut lines = Vec::with_capacity(req.lines.len());
-    for l in &req.lines {
+    for (l, draws) in req.lines.iter().zip(line_draws) {
         let (sku, q) = (&l.sku, l.quantity.get());
         let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
         // A SKU without counters of its own has no shard to carry the stop-sale flag: its
@@ -263,12 +245,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
                 limited,
             });
         }
-        // The SKU's strategy names the cells the line draws on (docs/inventory-models.md).
-        let spec = LineSpec { sku, quantity: q, dates: &l.dates, bundle: &meta.bundle, today: Day::of_epoch_s(now_s) };
-        let draws = match model::strategy(&meta.model).draws(&spec) {
-            Ok(d) => d,
-            Err(e) => return refuse(app, req, e.into()).await,
-        };
+        // the cells the SKU's strategy named for this line (docs/inventory-models.md)
         let mut line = ReservedLine {
             sku: sku.clone(),
             quantity: q,
@@ -283,7 +260,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         };
         for d in draws {
             let cell = d.cell();
-            let shards = match cells.get(&cell) {
+            let shards = match cell_meta(&cell) {
                 Some(m) => m.shards.clamp(1, MAX_SHARDS),
                 // a date never stocked: short, not unknown
                 None => return refuse(app, req, FreezeError::Insufficient(cell)).await,
@@ -352,7 +329,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             }
             Err(FreezeRejection::ShardShort(skus)) => {
                 for sku in skus {
-                    resplit(app, &mut r, &sku, &cells).await?;
+                    resplit(app, &mut r, &sku, cell_meta(&sku)).await?;
                 }
                 if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
                     return Err(FreezeError::TooFragmented);
@@ -400,8 +377,8 @@ async fn resplit_quota(app: &App, r: &mut Reservation, sku: &Sku) -> Result<(), 
 }
 
 /// Reads every shard of `sku` and re-plans its line; refuses only if the SKU as a whole is short.
-async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, metas: &HashMap<Sku, SkuMeta>) -> Result<(), FreezeError> {
-    let cached = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, cached: Option<&SkuMeta>) -> Result<(), FreezeError> {
+    let cached = cached.ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
     // The short path reads the metadata afresh (in parallel with the shards): a cached shard
     // count may be stale, and sold-out must be judged on every shard the SKU has.
     let slots = cached.slots.max(cached.shards);
