@@ -32,6 +32,8 @@ pub struct App {
     pub webhook_keys: Arc<dyn WebhookKeys>,
     /// Stripe's webhook endpoint secrets (docs/after-sale.md, "Stripe"; every one returned verifies).
     pub stripe_webhook_keys: Arc<dyn WebhookKeys>,
+    /// The code pool keyring's secret(s), current first (docs/code-pools.md).
+    pub code_keys: Arc<dyn WebhookKeys>,
     /// Where refunds are issued, by the provider the payment came through (docs/after-sale.md,
     /// "Providers").
     pub providers: Providers,
@@ -151,6 +153,12 @@ impl App {
             )) as Arc<dyn WebhookKeys>
         });
         let stripe_keys = stripe_secrets(sdk, &config);
+        let code_keys: Option<Arc<dyn WebhookKeys>> = (!config.code_key_secret_arn.is_empty()).then(|| {
+            Arc::new(SecretsManagerKeys::new(
+                aws_sdk_secretsmanager::Client::new(sdk),
+                config.code_key_secret_arn.clone(),
+            )) as Arc<dyn WebhookKeys>
+        });
         let generic = Arc::new(crate::adapters::provider::HttpProvider::new(&config.provider_url, budget.operation)?);
         let journal =
             Arc::new(crate::adapters::dynamo::journal::DynamoJournal::new(ddb.clone(), config.journal_table.clone()));
@@ -162,6 +170,10 @@ impl App {
         let app = app.with_providers(providers);
         let app = match keys {
             Some(k) => App { webhook_keys: k, ..app },
+            None => app,
+        };
+        let app = match code_keys {
+            Some(k) => App { code_keys: k, ..app },
             None => app,
         };
         let app = match stripe_keys.webhook {
@@ -193,7 +205,9 @@ impl App {
         let webhook_keys =
             Arc::new(StaticKeys(vec![config.webhook_secret.clone(), config.webhook_secret_previous.clone()]));
         let stripe_webhook_keys = Arc::new(StaticKeys(vec![config.stripe_webhook_secret.clone()]));
+        let code_keys = Arc::new(StaticKeys(vec![config.code_key.clone()]));
         Ok(App {
+            code_keys,
             webhook_keys,
             stripe_webhook_keys,
             providers: Providers::memory(),

@@ -45,6 +45,14 @@ pub struct Config {
     /// (`STRIPE_API_KEY_SECRET_ARN`). Neither set: Stripe refunds are not wired.
     pub stripe_api_key: Secret,
     pub stripe_api_key_secret_arn: String,
+    /// The code pool keyring (docs/code-pools.md): a JSON key `{"kid","key","fingerprint_key"}`
+    /// when no secret ARN is set (local stack, tests; no default: codes cannot be uploaded or
+    /// shown without it), or the Secrets Manager secret holding it (`CODE_KEY_SECRET_ARN`;
+    /// AWSCURRENT seals, AWSPREVIOUS still opens during a rotation).
+    pub code_key: Secret,
+    pub code_key_secret_arn: String,
+    /// A freeze that leaves a code pool with fewer codes counts `CodePoolLow` (the alarm's metric).
+    pub code_pool_low_water: i64,
     pub faults: String,
     pub max_body_bytes: usize,
     /// Multiplies every SDK timeout of [`crate::app::SdkBudget`] (1 in AWS; the local stack
@@ -162,6 +170,9 @@ impl Config {
                 .unwrap_or_else(|| DEFAULT_STRIPE_API_BASE.to_owned()),
             stripe_api_key: Secret::new(get("STRIPE_API_KEY").unwrap_or_default()),
             stripe_api_key_secret_arn: s("STRIPE_API_KEY_SECRET_ARN"),
+            code_key: Secret::new(get("HOLDFAST_CODE_KEY").unwrap_or_default()),
+            code_key_secret_arn: s("CODE_KEY_SECRET_ARN"),
+            code_pool_low_water: parse(get, "HOLDFAST_CODE_POOL_LOW", 10)?,
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
             sdk_timeout_scale: parse(get, "HOLDFAST_SDK_TIMEOUT_SCALE", 1.0)?,

@@ -62,6 +62,18 @@ pub enum AdjustRejection {
     ShardShort,
     /// DynamoDB reported a transaction conflict (re-read and retry).
     Conflict,
+    /// (Code upload) another batch stored one of these codes meanwhile: re-check and retry.
+    CodeTaken,
+}
+
+/// Codes added to a pool: an adjustment of `+codes` whose shard pieces also append the sealed
+/// codes to their rings and register their fingerprints under `batch_id` (docs/code-pools.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeUpload {
+    pub adjustment: Adjustment,
+    pub batch_id: String,
+    /// One per shard piece of the adjustment, codes in ring order.
+    pub appends: Vec<crate::domain::codes::CodeAppend>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,6 +223,33 @@ pub trait StockStore: Send + Sync {
     async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignId>>;
     /// Current values of the given counters (absent = 0), eventually consistent.
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>>;
+
+    // Code pools (docs/code-pools.md).
+    /// The rings of shards `0..slots` of a code pool SKU (consistent; a missing shard is empty).
+    async fn read_rings(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<crate::domain::codes::Ring>>;
+    /// The codes at these (shard, position) slots, in order (`None`: no code there).
+    async fn read_codes(
+        &self,
+        sku: &Sku,
+        slots: &[(u16, u64)],
+    ) -> anyhow::Result<Vec<Option<crate::domain::codes::StoredCode>>>;
+    /// Which of these fingerprints the pool already holds, with the batch that added each.
+    async fn known_codes(&self, sku: &Sku, fingerprints: &[String]) -> anyhow::Result<HashMap<String, String>>;
+    /// Adds codes in one transaction (idempotent by the adjustment id).
+    async fn add_codes(&self, upload: &CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>>;
+    /// What an uploaded batch did, once it finished.
+    async fn code_batch(
+        &self,
+        sku: &Sku,
+        batch_id: &str,
+    ) -> anyhow::Result<Option<crate::domain::codes::BatchResult>>;
+    /// Records a finished batch (the first record wins).
+    async fn put_code_batch(
+        &self,
+        sku: &Sku,
+        batch_id: &str,
+        result: &crate::domain::codes::BatchResult,
+    ) -> anyhow::Result<()>;
 }
 
 /// Page cursor for listing a user's orders.

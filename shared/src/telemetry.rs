@@ -36,6 +36,12 @@ pub mod names {
     pub const PAY_TIME_TAKEN: &str = "PayTimeDeductions";
     /// A pay-time line found the stock gone when the order was paid: refunded as an oversell.
     pub const PAY_TIME_SHORT: &str = "PayTimeShortfalls";
+    /// A freeze left a code pool below `HOLDFAST_CODE_POOL_LOW` codes (docs/code-pools.md).
+    pub const CODE_POOL_LOW: &str = "CodePoolLow";
+    /// A code freeze found a ring head moved by another freeze and planned again.
+    pub const CODE_CLAIM_RETRIES: &str = "CodeClaimRetries";
+    /// Codes refused at upload because the pool already held them.
+    pub const CODE_DUPLICATES: &str = "CodeDuplicatesRefused";
     pub const ORDERS_AUTO_COMPLETED: &str = "OrdersAutoCompleted";
     pub const REJECTED_MESSAGES: &str = "RejectedMessages";
     /// A checkout answered 429 `busy` because DynamoDB throttled (hot shard or table limits).

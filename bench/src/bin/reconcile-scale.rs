@@ -340,6 +340,7 @@ async fn main() -> anyhow::Result<()> {
                 dates: Vec::new(),
                 draws: Vec::new(),
                 at_payment: false,
+                codes: None,
             }],
             oversold: false,
             pending: false,

@@ -411,6 +411,7 @@ mod tests {
                 dates: Vec::new(),
                 draws: Vec::new(),
                 at_payment: false,
+                codes: None,
             }],
             oversold: false,
             pending: false,

@@ -2,6 +2,7 @@
 
 pub mod allocation;
 pub mod campaign;
+pub mod codes;
 pub mod events;
 pub mod ids;
 pub mod invariants;

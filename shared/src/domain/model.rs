@@ -24,6 +24,8 @@ pub enum Management {
     #[default]
     Quantity,
     Unlimited,
+    /// Unique codes (vouchers, gift cards), each handed out once (docs/code-pools.md).
+    CodePool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -62,12 +64,17 @@ impl InventoryModel {
 
     /// Whether the SKU has counters of its own (adjustments, shards, pause apply to it).
     pub fn has_own_stock(&self) -> bool {
-        self.management == Management::Quantity && self.unit == Unit::Single
+        matches!(self.management, Management::Quantity | Management::CodePool) && self.unit == Unit::Single
     }
 
     /// Whether the SKU may be a bundle's child.
     pub fn can_be_child(&self) -> bool {
-        self.unit == Unit::Single && self.deduct == Deduct::AtOrder
+        self.management != Management::CodePool && self.unit == Unit::Single && self.deduct == Deduct::AtOrder
+    }
+
+    /// Whether the SKU hands out unique codes from a pool (docs/code-pools.md).
+    pub fn is_code_pool(&self) -> bool {
+        self.management == Management::CodePool
     }
 }
 
@@ -88,6 +95,10 @@ pub enum ModelError {
     UnlimitedUnit,
     #[error("an UNLIMITED SKU has no stock to deduct at payment; use deduct AT_ORDER")]
     UnlimitedAtPayment,
+    #[error("a CODE_POOL SKU is unit SINGLE and takes its codes at order (deduct AT_ORDER)")]
+    CodePoolShape,
+    #[error("a CODE_POOL SKU's shard count is fixed when it is created (its codes live on the shards)")]
+    CodePoolShards,
     #[error("a BUNDLE needs a non-empty \"bundle\" list of children")]
     EmptyBundle,
     #[error("only a BUNDLE lists children (\"bundle\")")]
@@ -102,7 +113,7 @@ pub enum ModelError {
     Cycle(Sku),
     #[error("bundle child {0} is not a known SKU")]
     UnknownChild(Sku),
-    #[error("bundle child {0} must be a SINGLE SKU taken at order (not a bundle, calendar or pay-time SKU)")]
+    #[error("bundle child {0} must be a SINGLE SKU taken at order (not a bundle, calendar, pay-time or code-pool SKU)")]
     ChildModel(Sku),
     #[error("a SKU's inventory model is fixed when it is created ({0} is {1})")]
     ModelChanged(Sku, String),
@@ -118,6 +129,9 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
         if model.deduct == Deduct::AtPayment {
             return Err(ModelError::UnlimitedAtPayment);
         }
+    }
+    if model.management == Management::CodePool && (model.unit != Unit::Single || model.deduct != Deduct::AtOrder) {
+        return Err(ModelError::CodePoolShape);
     }
     match (model.unit, bundle.is_empty()) {
         (Unit::Bundle, true) => return Err(ModelError::EmptyBundle),
@@ -354,9 +368,9 @@ impl Strategy for Unlimited {
 pub fn strategy(model: &InventoryModel) -> &'static dyn Strategy {
     match (model.management, model.unit) {
         (Management::Unlimited, _) => &Unlimited,
-        (Management::Quantity, Unit::Single) => &Single,
-        (Management::Quantity, Unit::Calendar) => &Calendar,
-        (Management::Quantity, Unit::Bundle) => &Bundle,
+        (Management::Quantity | Management::CodePool, Unit::Single) => &Single,
+        (Management::Quantity | Management::CodePool, Unit::Calendar) => &Calendar,
+        (Management::Quantity | Management::CodePool, Unit::Bundle) => &Bundle,
     }
 }
 
@@ -396,6 +410,10 @@ mod tests {
         assert_eq!(check_children(&kids, |_| Some(nested)), Err(ModelError::ChildModel(sku("A"))));
         assert_eq!(check_children(&kids, |_| None), Err(ModelError::UnknownChild(sku("A"))));
         assert!(check_children(&kids, |_| Some(model(Unlimited, Single, AtOrder))).is_ok());
+        assert_eq!(validate(&s, &model(CodePool, Calendar, AtOrder), &[]), Err(ModelError::CodePoolShape));
+        assert_eq!(validate(&s, &model(CodePool, Single, AtPayment), &[]), Err(ModelError::CodePoolShape));
+        assert!(validate(&s, &model(CodePool, Single, AtOrder), &[]).is_ok());
+        assert_eq!(check_children(&kids, |_| Some(model(CodePool, Single, AtOrder))), Err(ModelError::ChildModel(sku("A"))));
     }
 
     #[test]

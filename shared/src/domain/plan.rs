@@ -7,7 +7,8 @@
 //! [`Target`] (an action carries its own meaning: no list of roles kept in step with a list of
 //! items).
 
-use super::reservation::{LockStatus, Reservation};
+use super::codes::{CodeAppend, StoredCode};
+use super::reservation::{LockStatus, Reservation, ReservedLine};
 use super::{CampaignId, Sku, UserId};
 use crate::ports::{FreezeLimits, FreezeRejection};
 
@@ -26,6 +27,8 @@ pub enum Target {
     CampaignLimit { campaign: CampaignId, sku: Sku, user: UserId },
     /// The user's count of pending checkouts.
     Pending { user: UserId },
+    /// One position of a code pool shard's ring (docs/code-pools.md).
+    CodeSlot { sku: Sku, shard: u16, pos: u64 },
 }
 
 /// How a stock counter triple (`available`, `locked`, `sold`) moves.
@@ -45,10 +48,21 @@ pub enum CounterMove {
     Restock,
 }
 
+/// How a code pool shard's ring moves with its counters (docs/code-pools.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingStep {
+    /// Hand out `quantity` codes from position `head` on: the head must still be there.
+    Claim { head: u64 },
+    /// Put `quantity` codes back at `tail` on: the tail must still be there.
+    Append { tail: u64 },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    /// On a shard or quota target.
-    Move { how: CounterMove, quantity: u32 },
+    /// On a shard or quota target; `ring` on a code pool shard.
+    Move { how: CounterMove, quantity: u32, ring: Option<RingStep> },
+    /// On a code slot: write this code there (the position must be free).
+    PutCode(StoredCode),
     /// On a counter target: `n += delta`, conditional on `n <= max_before` when set (absent
     /// counts as 0).
     Add { delta: i64, max_before: Option<i64> },
@@ -61,7 +75,13 @@ pub struct Action {
 }
 
 fn mv(target: Target, how: CounterMove, quantity: u32) -> Action {
-    Action { target, op: Op::Move { how, quantity } }
+    Action { target, op: Op::Move { how, quantity, ring: None } }
+}
+
+/// The head a code line's piece on `shard` claims from (`u64::MAX`, which no ring has, when
+/// the line was not planned: the write then fails instead of taking unplanned positions).
+fn claim_head(l: &ReservedLine, shard: u16) -> u64 {
+    l.codes.iter().flatten().find(|r| r.shard == shard).map_or(u64::MAX, |r| r.from)
 }
 
 fn add(target: Target, delta: i64, max_before: Option<i64>) -> Action {
@@ -76,7 +96,15 @@ pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
         // a pay-time line takes its cells at confirm (docs/inventory-models.md, "Pay-time deduction")
         for c in l.cells().iter().filter(|_| !l.at_payment) {
             for p in c.pieces {
-                out.push(mv(Target::Shard { sku: c.cell.clone(), shard: p.shard }, CounterMove::Freeze, p.quantity));
+                let mut a = mv(Target::Shard { sku: c.cell.clone(), shard: p.shard }, CounterMove::Freeze, p.quantity);
+                if l.codes.is_some() {
+                    a.op = Op::Move {
+                        how: CounterMove::Freeze,
+                        quantity: p.quantity,
+                        ring: Some(RingStep::Claim { head: claim_head(l, p.shard) }),
+                    };
+                }
+                out.push(a);
             }
         }
         if let Some(c) = &l.campaign {
@@ -114,7 +142,9 @@ fn merged(actions: Vec<Action>) -> Vec<Action> {
                 && matches!((&b.op, &a.op), (Op::Move { how: x, .. }, Op::Move { how: y, .. }) if x == y)
         });
         match (same, &a.op) {
-            (Some(Action { op: Op::Move { quantity, .. }, .. }), Op::Move { quantity: q, .. }) => *quantity += q,
+            (Some(Action { op: Op::Move { quantity, ring: None, .. }, .. }), Op::Move { quantity: q, ring: None, .. }) => {
+                *quantity += q
+            }
             _ => out.push(a),
         }
     }
@@ -129,8 +159,11 @@ pub fn touches_an_item_twice(actions: &[Action]) -> bool {
 }
 
 /// The counter writes of a lock move `from` → `to` (the reservation's status change comes
-/// first and is the adapter's). `None` for a move that does not exist.
-pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus) -> Option<Vec<Action>> {
+/// first and is the adapter's). `None` for a move that does not exist. A release of code lines
+/// puts their codes back at the ring tails `returns` names (read by the adapter); a code line is
+/// never retaken (its codes may be someone else's by then) and a restock leaves its codes sold
+/// (its buyer may have seen them) — docs/code-pools.md.
+pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[CodeAppend]) -> Option<Vec<Action>> {
     let how = match (from, to) {
         (LockStatus::Frozen, LockStatus::Sold) => CounterMove::Sell,
         (LockStatus::Frozen, LockStatus::Released) => CounterMove::Release,
@@ -152,12 +185,28 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus) -> Option<Ve
         let cell_how = match (l.at_payment, how) {
             (true, CounterMove::Sell) => Some(CounterMove::Retake),
             (true, CounterMove::Release) => None,
+            _ if l.codes.is_some() && how == CounterMove::Retake => return None,
+            _ if l.codes.is_some() && how == CounterMove::Restock => None,
             _ => Some(how),
         };
         if let Some(h) = cell_how {
             for c in l.cells() {
                 for p in c.pieces {
-                    out.push(mv(Target::Shard { sku: c.cell.clone(), shard: p.shard }, h, p.quantity));
+                    let target = Target::Shard { sku: c.cell.clone(), shard: p.shard };
+                    if l.codes.is_some() && h == CounterMove::Release {
+                        let back = returns.iter().find(|b| b.cell == c.cell && b.shard == p.shard)?;
+                        if back.codes.len() != p.quantity as usize {
+                            return None;
+                        }
+                        let ring = Some(RingStep::Append { tail: back.tail });
+                        out.push(Action { target, op: Op::Move { how: h, quantity: p.quantity, ring } });
+                        for (i, code) in back.codes.iter().enumerate() {
+                            let slot = Target::CodeSlot { sku: c.cell.clone(), shard: p.shard, pos: back.tail + i as u64 };
+                            out.push(Action { target: slot, op: Op::PutCode(code.clone()) });
+                        }
+                    } else {
+                        out.push(mv(target, h, p.quantity));
+                    }
                 }
             }
         }
@@ -264,6 +313,7 @@ mod tests {
                 dates: Vec::new(),
                 draws: Vec::new(),
                 at_payment: false,
+                codes: None,
             }],
             oversold: false,
             pending,
@@ -294,14 +344,14 @@ mod tests {
     #[test]
     fn confirm_and_release_move_both_counters_and_free_the_pending_slot() {
         let r = reservation(true, true);
-        let sold = lock_move(&r, LockStatus::Frozen, LockStatus::Sold).unwrap();
+        let sold = lock_move(&r, LockStatus::Frozen, LockStatus::Sold, &[]).unwrap();
         assert!(sold
             .iter()
             .any(|a| matches!(a.target, Target::Quota { .. })
-                && a.op == Op::Move { how: CounterMove::Sell, quantity: 3 }));
+                && a.op == Op::Move { how: CounterMove::Sell, quantity: 3, ring: None }));
         assert!(sold.iter().all(|a| !matches!(a.target, Target::Limit { .. } | Target::CampaignLimit { .. })));
         assert_eq!(sold.last().unwrap().op, Op::Add { delta: -1, max_before: None });
-        let released = lock_move(&r, LockStatus::Frozen, LockStatus::Released).unwrap();
+        let released = lock_move(&r, LockStatus::Frozen, LockStatus::Released, &[]).unwrap();
         let deltas: Vec<_> = released
             .iter()
             .filter_map(|a| match (&a.target, &a.op) {
@@ -311,21 +361,21 @@ mod tests {
             .collect();
         assert_eq!(deltas, vec![-3, -3]);
         // a retake charges the limits again but never touches the pending counter
-        let retaken = lock_move(&r, LockStatus::Released, LockStatus::Sold).unwrap();
+        let retaken = lock_move(&r, LockStatus::Released, LockStatus::Sold, &[]).unwrap();
         assert!(retaken.iter().all(|a| !matches!(a.target, Target::Pending { .. })));
-        assert!(lock_move(&r, LockStatus::Sold, LockStatus::Released).is_none());
+        assert!(lock_move(&r, LockStatus::Sold, LockStatus::Released, &[]).is_none());
         // a restock puts product and quota units back and gives the allowance back, once
-        let restocked = lock_move(&r, LockStatus::Sold, LockStatus::Restocked).unwrap();
+        let restocked = lock_move(&r, LockStatus::Sold, LockStatus::Restocked, &[]).unwrap();
         assert!(restocked
             .iter()
             .any(|a| matches!(a.target, Target::Shard { .. })
-                && a.op == Op::Move { how: CounterMove::Restock, quantity: 2 }));
+                && a.op == Op::Move { how: CounterMove::Restock, quantity: 2, ring: None }));
         assert!(restocked
             .iter()
             .any(|a| matches!(a.target, Target::Quota { .. })
-                && a.op == Op::Move { how: CounterMove::Restock, quantity: 3 }));
+                && a.op == Op::Move { how: CounterMove::Restock, quantity: 3, ring: None }));
         assert!(restocked.iter().all(|a| !matches!(a.target, Target::Pending { .. })));
-        assert!(lock_move(&r, LockStatus::Restocked, LockStatus::Sold).is_none());
+        assert!(lock_move(&r, LockStatus::Restocked, LockStatus::Sold, &[]).is_none());
     }
 
     #[test]

@@ -116,6 +116,18 @@ pub struct ReservedLine {
     /// `AT_PAYMENT`: the line's cells move available → sold at confirm, not at freeze.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub at_payment: bool,
+    /// A code pool line: the ring positions its codes were taken from, one range per piece
+    /// (docs/code-pools.md); `Some(empty)` until the freeze plans them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codes: Option<Vec<CodeRange>>,
+}
+
+/// The codes of one piece of a code pool line: `count` ring positions of `shard` from `from` on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeRange {
+    pub shard: u16,
+    pub from: u64,
+    pub count: u32,
 }
 
 /// One draw of a line on another SKU's cell: `quantity` units of `sku` (on `date`, for a
@@ -219,8 +231,10 @@ impl Reservation {
     /// Number of transaction actions a freeze of these lines needs (a confirm or release needs
     /// the same or fewer).
     pub fn freeze_actions(&self) -> usize {
+        // a release writes each code of a code line back to its ring: one item per code
         let line = |l: &ReservedLine| {
             l.cells().iter().map(|c| c.pieces.len()).sum::<usize>()
+                + l.codes.as_ref().map_or(0, |_| l.quantity as usize)
                 + usize::from(l.limited)
                 + l.campaign.as_ref().map_or(0, |c| c.pieces.len() + usize::from(c.limited))
         };

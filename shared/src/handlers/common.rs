@@ -32,6 +32,10 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
             };
             Problem::validation(e.to_string()).sku(sku).field(field)
         }
+        FreezeError::TooManyCodes(ref s) => {
+            let sku = s.to_string();
+            Problem::validation(e.to_string()).sku(sku).field("quantity")
+        }
         FreezeError::MixedDeduction(s) => Problem::validation(e_mixed(&s)).sku(s.as_str()).field("items"),
         FreezeError::LimitExceeded(s) => {
             Problem::new(Code::PurchaseLimitExceeded, format!("the per-user limit of {s} would be exceeded"))

@@ -92,6 +92,9 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             let was = serde_json::to_string(&old.model).unwrap_or_default();
             return Err(ModelError::ModelChanged(sku.clone(), was).into());
         }
+        if old.model.is_code_pool() && spec.shards != old.shards {
+            return Err(ModelError::CodePoolShards.into());
+        }
         let meta = SkuMeta {
             name: spec.name.clone(),
             price: spec.price,
@@ -139,6 +142,9 @@ pub async fn adjust(
         (Management::Unlimited, ..) => {
             Err(AdminError::NotAdjustable(format!("{sku} is UNLIMITED: it has no stock to adjust")))
         }
+        (Management::CodePool, ..) => Err(AdminError::NotAdjustable(format!(
+            "{sku} is a CODE_POOL: its stock is its codes; upload them to /admin/skus/{sku}/codes"
+        ))),
         (_, Unit::Bundle, _) => {
             Err(AdminError::NotAdjustable(format!("{sku} is a BUNDLE: its stock is its children's; adjust them")))
         }
@@ -226,7 +232,9 @@ async fn adjust_cell(
             Err(AdjustRejection::Duplicate { delta: d }) if d == delta => return Ok(false),
             Err(AdjustRejection::Duplicate { .. }) => return Err(AdminError::AdjustmentReused),
             Err(AdjustRejection::ShardShort) if short => return Err(AdminError::Insufficient(-delta)),
-            Err(AdjustRejection::ShardShort | AdjustRejection::Conflict) => super::backoff(attempt).await,
+            Err(AdjustRejection::ShardShort | AdjustRejection::Conflict | AdjustRejection::CodeTaken) => {
+                super::backoff(attempt).await
+            }
         }
     }
     Err(AdminError::Contention)

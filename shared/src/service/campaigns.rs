@@ -161,7 +161,9 @@ pub async fn adjust(
             Err(AdjustRejection::Duplicate { delta: d }) if d == delta => return Ok(false),
             Err(AdjustRejection::Duplicate { .. }) => return Err(CampaignError::AdjustmentReused),
             Err(AdjustRejection::ShardShort) if short => return Err(CampaignError::Insufficient(delta)),
-            Err(AdjustRejection::ShardShort | AdjustRejection::Conflict) => super::backoff(attempt).await,
+            Err(AdjustRejection::ShardShort | AdjustRejection::Conflict | AdjustRejection::CodeTaken) => {
+                super::backoff(attempt).await
+            }
         }
     }
     Err(CampaignError::Contention)

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod after_sale;
 pub mod campaigns;
 pub mod checks;
+pub mod codes;
 pub mod orders;
 pub mod payments;
 pub mod reconcile;

@@ -84,6 +84,8 @@ pub enum FreezeError {
     RequestMismatch,
     #[error("the stock is too fragmented over shards to take in one transaction")]
     TooFragmented,
+    #[error("{0} hands out codes: at most {max} per line", max = crate::domain::codes::MAX_CODES_PER_LINE)]
+    TooManyCodes(Sku),
     #[error("contention; retry")]
     Contention,
     #[error(transparent)]
@@ -257,7 +259,11 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             dates: l.dates.clone(),
             draws: Vec::new(),
             at_payment: meta.model.deduct == Deduct::AtPayment,
+            codes: meta.model.is_code_pool().then(Vec::new),
         };
+        if line.codes.is_some() && q > crate::domain::codes::MAX_CODES_PER_LINE {
+            return refuse(app, req, FreezeError::TooManyCodes(sku.clone())).await;
+        }
         for d in draws {
             let cell = d.cell();
             let shards = match cell_meta(&cell) {
@@ -292,10 +298,19 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         oversold: false,
         pending,
     };
-    if let Some(a) = plan::lock_move(&r, LockStatus::Frozen, LockStatus::Sold) {
+    if let Some(a) = plan::lock_move(&r, LockStatus::Frozen, LockStatus::Sold, &[]) {
         if plan::touches_an_item_twice(&a) {
             let sku = r.lines.iter().find(|l| l.at_payment).map_or_else(|| r.lines[0].sku.clone(), |l| l.sku.clone());
             return refuse(app, req, FreezeError::MixedDeduction(sku)).await;
+        }
+    }
+    // A code line takes its codes from where the ring heads are now (docs/code-pools.md).
+    let code_skus: Vec<Sku> = r.lines.iter().filter(|l| l.codes.is_some()).map(|l| l.sku.clone()).collect();
+    let mut pool_left = Vec::new();
+    for sku in &code_skus {
+        match plan_codes(app, &mut r, sku, cell_meta(sku)).await {
+            Ok(left) => pool_left.push((sku.clone(), left)),
+            Err(e) => return refuse(app, req, e).await,
         }
     }
     for attempt in 1..=FREEZE_ATTEMPTS {
@@ -303,6 +318,12 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             Ok(()) => {
                 app.count(names::FREEZE_OK, 1);
                 tracing::info!(reservation = %r.id, "frozen");
+                for (sku, left) in &pool_left {
+                    if *left < app.config.code_pool_low_water {
+                        app.count(names::CODE_POOL_LOW, 1);
+                        tracing::warn!(sku = %sku, left, "code pool low");
+                    }
+                }
                 return Ok(Frozen::Created(r));
             }
             Err(FreezeRejection::AlreadyExists) => match app.stock.get_reservation(&r.id).await? {
@@ -329,7 +350,13 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             }
             Err(FreezeRejection::ShardShort(skus)) => {
                 for sku in skus {
-                    resplit(app, &mut r, &sku, cell_meta(&sku)).await?;
+                    if code_skus.contains(&sku) {
+                        // another freeze moved the ring head first: take from where it is now
+                        app.count(names::CODE_CLAIM_RETRIES, 1);
+                        plan_codes(app, &mut r, &sku, cell_meta(&sku)).await?;
+                    } else {
+                        resplit(app, &mut r, &sku, cell_meta(&sku)).await?;
+                    }
                 }
                 if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
                     return Err(FreezeError::TooFragmented);
@@ -372,6 +399,39 @@ async fn resplit_quota(app: &App, r: &mut Reservation, sku: &Sku) -> Result<(), 
             app.count(names::FREEZE_REFUSED, 1);
             app.count(names::CAMPAIGN_QUOTA_EXHAUSTED, 1);
             Err(FreezeError::QuotaExhausted(sku.clone()))
+        }
+    }
+}
+
+/// Plans a code line from a consistent read of the pool's rings: its pieces split over the
+/// shards holding codes, each taking the positions from its shard's head on. Refuses only when
+/// the pool as a whole is short (never a false sold-out: a shard's head that moved meanwhile
+/// fails the write, and the freeze plans again). Returns the codes left after this line.
+async fn plan_codes(app: &App, r: &mut Reservation, sku: &Sku, meta: Option<&SkuMeta>) -> Result<i64, FreezeError> {
+    let meta = meta.ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+    let rings = app.stock.read_rings(sku, meta.slots.max(meta.shards)).await?;
+    let available: Vec<i64> = rings.iter().map(|g| g.available()).collect();
+    let start = start_shard(r.id.as_str(), sku, meta.shards.clamp(1, MAX_SHARDS));
+    let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(0) };
+    match split(&available, start, line.quantity) {
+        Ok(pieces) => {
+            line.codes = Some(
+                pieces
+                    .iter()
+                    .map(|p| crate::domain::reservation::CodeRange {
+                        shard: p.shard,
+                        from: rings[usize::from(p.shard)].head,
+                        count: p.quantity,
+                    })
+                    .collect(),
+            );
+            line.pieces = pieces;
+            Ok(available.iter().sum::<i64>() - i64::from(line.quantity))
+        }
+        Err(short) => {
+            app.caches.mark_short(sku, short.available, clock::now_ms());
+            app.count(names::FREEZE_REFUSED, 1);
+            Err(FreezeError::Insufficient(sku.clone()))
         }
     }
 }
@@ -625,7 +685,14 @@ async fn retake(app: &App, r: Reservation, why: Why) -> Result<Option<LockChange
     if r.oversold {
         return Ok(Some(LockChange::Oversold(r)));
     }
-    match app.stock.retake(&r).await? {
+    // A released code line's codes may be someone else's by now: never taken again, the paid
+    // order goes the oversell way (refunded) — docs/code-pools.md.
+    let retaken = if r.lines.iter().any(|l| l.codes.is_some()) {
+        Err(MoveRejection::ShardShort)
+    } else {
+        app.stock.retake(&r).await?
+    };
+    match retaken {
         Ok(()) => {
             match why {
                 Why::Repair => {

@@ -8,14 +8,15 @@
 use super::item::{get_n, get_s, key, n, opt_n, opt_s, s, values, Item};
 use super::{bucket_of, charge, item_bytes, rru, wru};
 use crate::domain::campaign::Campaign;
+use crate::domain::codes::{BatchResult, CodeAppend, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::{move_cause, Cause};
-use crate::domain::plan::{self, Action, CounterMove, Op, Target};
+use crate::domain::plan::{self, Action, CounterMove, Op, RingStep, Target};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{CampaignId, Currency, ReservationId, Sku, UserId};
 use crate::ports::{
-    AdjustRejection, Adjustment, CampaignAdjustment, Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta,
-    StockStore,
+    AdjustRejection, Adjustment, CampaignAdjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection,
+    SkuMeta, StockStore,
 };
 use anyhow::{anyhow, Context};
 use async_trait::async_trait;
@@ -55,6 +56,34 @@ fn campaign_limit_pk(id: &CampaignId, sku: &Sku, user: &UserId) -> String {
 fn pending_pk(user: &UserId) -> String {
     format!("PEND#{user}")
 }
+/// One position of a code pool shard's ring (docs/code-pools.md): `fp`, `kid`, `sc` (sealed).
+fn code_pk(sku: &Sku, shard: u16, pos: u64) -> String {
+    format!("CODE#{sku}#{shard}#{pos}")
+}
+/// A fingerprint the pool holds, with the batch that added it (`b`).
+fn fingerprint_pk(sku: &Sku, fp: &str) -> String {
+    format!("CFP#{sku}#{fp}")
+}
+/// A finished batch upload (`r`: its result as JSON).
+fn batch_pk(sku: &Sku, batch_id: &str) -> String {
+    format!("CBATCH#{sku}#{batch_id}")
+}
+
+fn encode_code(pk: String, c: &StoredCode) -> Item {
+    values([("pk", s(pk)), ("fp", s(c.fingerprint.clone())), ("kid", s(c.kid.clone())), ("sc", s(c.sealed.clone()))])
+}
+
+fn decode_code(it: &Item) -> anyhow::Result<StoredCode> {
+    Ok(StoredCode {
+        fingerprint: get_s(it, "fp")?.to_owned(),
+        kid: get_s(it, "kid")?.to_owned(),
+        sealed: get_s(it, "sc")?.to_owned(),
+    })
+}
+
+fn decode_ring(it: &Item) -> Ring {
+    Ring { head: opt_n(it, "chd").unwrap_or(0), tail: opt_n(it, "ctl").unwrap_or(0), uploaded: opt_n(it, "cup").unwrap_or(0) }
+}
 
 /// The key of the item an action writes.
 fn target_pk(r: &Reservation, t: &Target) -> String {
@@ -65,6 +94,7 @@ fn target_pk(r: &Reservation, t: &Target) -> String {
         Target::Limit { sku, user } => limit_pk(sku, user),
         Target::CampaignLimit { campaign, sku, user } => campaign_limit_pk(campaign, sku, user),
         Target::Pending { user } => pending_pk(user),
+        Target::CodeSlot { sku, shard, pos } => code_pk(sku, *shard, *pos),
     }
 }
 
@@ -82,6 +112,8 @@ pub(super) enum Role {
     Adjustment,
     Meta,
     Shard,
+    /// A code slot or fingerprint of a code upload.
+    Code,
 }
 
 /// The per-item codes of a cancelled transaction, or `None` if the call failed otherwise.
@@ -270,7 +302,7 @@ pub(super) fn update_stamped(
 fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::Result<TransactWriteItem> {
     let pk = target_pk(r, &a.target);
     match &a.op {
-        Op::Move { how, quantity } => {
+        Op::Move { how, quantity, ring } => {
             let cause = move_cause(r, *how);
             let update = |table: &str, pk: String, expr: &str, cond: Option<&str>, vals: Item| {
                 update_stamped(table, pk, expr, cond, vals, &cause)
@@ -283,17 +315,33 @@ fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::
                 CounterMove::Retake => ("SET av = av - :q, sd = sd + :q", "av >= :q"),
                 CounterMove::Restock => ("SET sd = sd - :q, av = av + :q", "sd >= :q"),
             };
-            match (&a.target, how) {
+            match (&a.target, how, ring) {
+                // A code pool's ring moves with its counters: the head or tail must still be
+                // where the plan read it (docs/code-pools.md).
+                (Target::Shard { .. }, CounterMove::Freeze, Some(RingStep::Claim { head })) => update(
+                    table,
+                    pk,
+                    &format!("{expr}, chd = chd + :q"),
+                    Some("av >= :q AND chd = :h AND (attribute_not_exists(ps) OR ps = :f)"),
+                    values([(":q", q), (":h", n(*head)), (":f", AttributeValue::Bool(false))]),
+                ),
+                (Target::Shard { .. }, _, Some(RingStep::Append { tail })) => update(
+                    table,
+                    pk,
+                    &format!("{expr}, ctl = ctl + :q"),
+                    Some(&format!("{cond} AND ctl = :t")),
+                    values([(":q", q), (":t", n(*tail))]),
+                ),
                 // The sale gates live on the shards the freeze writes anyway: a stop-sale on
                 // product shards, window and pause on quota shards.
-                (Target::Shard { .. }, CounterMove::Freeze) => update(
+                (Target::Shard { .. }, CounterMove::Freeze, _) => update(
                     table,
                     pk,
                     expr,
                     Some("av >= :q AND (attribute_not_exists(ps) OR ps = :f)"),
                     values([(":q", q), (":f", AttributeValue::Bool(false))]),
                 ),
-                (Target::Quota { .. }, CounterMove::Freeze) => update(
+                (Target::Quota { .. }, CounterMove::Freeze, _) => update(
                     table,
                     pk,
                     expr,
@@ -303,6 +351,7 @@ fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::
                 _ => update(table, pk, expr, Some(cond), values([(":q", q)])),
             }
         }
+        Op::PutCode(c) => put(table, encode_code(pk, c), "attribute_not_exists(pk)"),
         Op::Add { delta, max_before: Some(max) } => update(
             table,
             pk,
@@ -487,9 +536,11 @@ impl DynamoStock {
         r: &Reservation,
         from: LockStatus,
         to: LockStatus,
+        returns: &[CodeAppend],
     ) -> anyhow::Result<Vec<TransactWriteItem>> {
         let t = &self.table;
-        let actions = plan::lock_move(r, from, to).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
+        let actions =
+            plan::lock_move(r, from, to, returns).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
         // the lines are written back: a pay-time confirm may have re-planned its pieces
         let mut items = vec![update(
             t,
@@ -506,6 +557,30 @@ impl DynamoStock {
             items.push(action_item(t, r, a, r.created_at_ms / 1000)?);
         }
         Ok(items)
+    }
+
+    /// Where a release puts each code line's codes back: the ring tail now (consistent) and
+    /// the codes the line took. A tail that moves before the release commits fails its
+    /// condition, and the release is retried from a fresh read.
+    async fn code_returns(&self, r: &Reservation) -> anyhow::Result<Vec<CodeAppend>> {
+        let mut out = Vec::new();
+        for l in r.lines.iter().filter(|l| l.codes.is_some()) {
+            for range in l.codes.iter().flatten() {
+                let ring = self.read_rings_of(&l.sku, &[range.shard]).await?;
+                let slots: Vec<(u16, u64)> =
+                    (range.from..range.from + u64::from(range.count)).map(|p| (range.shard, p)).collect();
+                let codes = self.read_codes(&l.sku, &slots).await?.into_iter().flatten().collect();
+                out.push(CodeAppend { cell: l.sku.clone(), shard: range.shard, tail: ring[0].tail, codes });
+            }
+        }
+        Ok(out)
+    }
+
+    async fn read_rings_of(&self, sku: &Sku, shards: &[u16]) -> anyhow::Result<Vec<Ring>> {
+        let pks: Vec<String> = shards.iter().map(|i| shard_pk(sku, *i)).collect();
+        let items = self.batch_get(pks.clone(), true).await?;
+        let by_pk: HashMap<&str, &Item> = items.iter().filter_map(|it| Some((opt_s(it, "pk")?, it))).collect();
+        Ok(pks.iter().map(|pk| by_pk.get(pk.as_str()).map(|it| decode_ring(it)).unwrap_or_default()).collect())
     }
 }
 
@@ -528,7 +603,10 @@ impl StockStore for DynamoStock {
             0
         };
         for i in existing..meta.slots {
-            let shard = values([("pk", s(shard_pk(&meta.sku, i))), ("av", n(0)), ("lk", n(0)), ("sd", n(0))]);
+            let mut shard = values([("pk", s(shard_pk(&meta.sku, i))), ("av", n(0)), ("lk", n(0)), ("sd", n(0))]);
+            if meta.model.is_code_pool() {
+                shard.extend(values([("chd", n(0)), ("ctl", n(0)), ("cup", n(0))]));
+            }
             items.push(put(t, shard, "attribute_not_exists(pk)")?);
         }
         Ok(self.transact(items, if expected_version.is_none() { 1.0 } else { 0.0 }).await?.is_ok())
@@ -651,18 +729,19 @@ impl StockStore for DynamoStock {
     }
 
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
-        let items = self.lock_move_items(r, LockStatus::Frozen, to)?;
+        let returns = if to == LockStatus::Released { self.code_returns(r).await? } else { Vec::new() };
+        let items = self.lock_move_items(r, LockStatus::Frozen, to, &returns)?;
         // + removing the frozen-by-age index entry
         Ok(self.transact(items, 1.0).await?.map_err(move_rejection))
     }
 
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
-        let items = self.lock_move_items(r, LockStatus::Released, LockStatus::Sold)?;
+        let items = self.lock_move_items(r, LockStatus::Released, LockStatus::Sold, &[])?;
         Ok(self.transact(items, 0.0).await?.map_err(move_rejection))
     }
 
     async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
-        let items = self.lock_move_items(r, LockStatus::Sold, LockStatus::Restocked)?;
+        let items = self.lock_move_items(r, LockStatus::Sold, LockStatus::Restocked, &[])?;
         Ok(self.transact(items, 0.0).await?.map_err(move_rejection))
     }
 
@@ -775,6 +854,118 @@ impl StockStore for DynamoStock {
         let by_pk: HashMap<&str, i64> =
             items.iter().filter_map(|it| Some((opt_s(it, "pk")?, opt_n(it, "n").unwrap_or(0)))).collect();
         Ok(counters.iter().map(|c| (c.clone(), by_pk.get(counter_pk(c).as_str()).copied().unwrap_or(0))).collect())
+    }
+
+    async fn read_rings(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<Ring>> {
+        self.read_rings_of(sku, &(0..slots).collect::<Vec<_>>()).await
+    }
+
+    async fn read_codes(&self, sku: &Sku, slots: &[(u16, u64)]) -> anyhow::Result<Vec<Option<StoredCode>>> {
+        let pks: Vec<String> = slots.iter().map(|(shard, pos)| code_pk(sku, *shard, *pos)).collect();
+        let items = self.batch_get(pks.clone(), true).await?;
+        let mut by_pk: HashMap<String, StoredCode> = HashMap::new();
+        for it in &items {
+            by_pk.insert(get_s(it, "pk")?.to_owned(), decode_code(it)?);
+        }
+        Ok(pks.iter().map(|pk| by_pk.remove(pk)).collect())
+    }
+
+    async fn known_codes(&self, sku: &Sku, fingerprints: &[String]) -> anyhow::Result<HashMap<String, String>> {
+        let mut pks: Vec<String> = fingerprints.iter().map(|f| fingerprint_pk(sku, f)).collect();
+        pks.sort();
+        pks.dedup();
+        let items = self.batch_get(pks, true).await?;
+        let prefix = fingerprint_pk(sku, "");
+        items
+            .iter()
+            .map(|it| {
+                let fp = get_s(it, "pk")?.strip_prefix(&prefix).unwrap_or_default().to_owned();
+                Ok((fp, get_s(it, "b")?.to_owned()))
+            })
+            .collect()
+    }
+
+    async fn add_codes(&self, up: &CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>> {
+        let t = &self.table;
+        let adj = &up.adjustment;
+        let adj_pk = format!("ADJ#{}#{}", adj.sku, adj.adjustment_id);
+        let mut rec = values([
+            ("pk", s(adj_pk.clone())),
+            ("delta", n(adj.delta)),
+            ("reason", s(adj.reason.clone())),
+            ("at", n(adj.at_ms)),
+        ]);
+        if let Some(a) = &adj.actor {
+            rec.insert("by".into(), s(a.clone()));
+        }
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
+        let mut items = vec![put(t, rec, "attribute_not_exists(pk)")?];
+        let mut roles = vec![Role::Adjustment];
+        items.push(update(
+            t,
+            meta_pk(&adj.sku),
+            "ADD stocked :d, v :one",
+            Some("attribute_exists(pk)"),
+            values([(":d", n(adj.delta)), (":one", n(1))]),
+        )?);
+        roles.push(Role::Meta);
+        for a in &up.appends {
+            let k = n(a.codes.len());
+            items.push(update_stamped(
+                t,
+                shard_pk(&adj.sku, a.shard),
+                "ADD av :k, ctl :k, cup :k",
+                Some("ctl = :t"),
+                values([(":k", k), (":t", n(a.tail))]),
+                &cause,
+            )?);
+            roles.push(Role::Shard);
+            for (i, c) in a.codes.iter().enumerate() {
+                let slot = code_pk(&adj.sku, a.shard, a.tail + i as u64);
+                items.push(put(t, encode_code(slot, c), "attribute_not_exists(pk)")?);
+                roles.push(Role::Code);
+                let fp = values([("pk", s(fingerprint_pk(&adj.sku, &c.fingerprint))), ("b", s(up.batch_id.clone()))]);
+                items.push(put(t, fp, "attribute_not_exists(pk)")?);
+                roles.push(Role::Code);
+            }
+        }
+        match self.transact(items, 0.0).await? {
+            Ok(()) => Ok(Ok(())),
+            Err(None) => Ok(Err(AdjustRejection::Conflict)),
+            Err(Some(codes)) => match classify(&codes, &roles) {
+                Cancel::Conflict | Cancel::Unexplained => Ok(Err(AdjustRejection::Conflict)),
+                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => {
+                    let it = self.batch_get(vec![adj_pk], true).await?;
+                    let delta = it.first().map(|i| get_n(i, "delta")).transpose()?.unwrap_or(0);
+                    Ok(Err(AdjustRejection::Duplicate { delta }))
+                }
+                Cancel::Failed(f) if f.iter().any(|r| matches!(r, Role::Code)) => Ok(Err(AdjustRejection::CodeTaken)),
+                Cancel::Failed(_) => Ok(Err(AdjustRejection::Conflict)),
+            },
+        }
+    }
+
+    async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<BatchResult>> {
+        let it = super::get_consistent(&self.client, &self.table, batch_pk(sku, batch_id)).await?;
+        it.map(|it| serde_json::from_str(get_s(&it, "r")?).context("code batch record")).transpose()
+    }
+
+    async fn put_code_batch(&self, sku: &Sku, batch_id: &str, result: &BatchResult) -> anyhow::Result<()> {
+        let item = values([("pk", s(batch_pk(sku, batch_id))), ("r", s(serde_json::to_string(result)?))]);
+        let out = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        let _span = charge("dynamodb:PutItem", 0.0, 1.0);
+        match out {
+            Ok(_) => Ok(()),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            Err(e) => Err(anyhow::Error::new(e).context("put code batch")),
+        }
     }
 }
 

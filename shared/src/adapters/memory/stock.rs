@@ -5,14 +5,15 @@
 use super::lock;
 use crate::domain::allocation::spread;
 use crate::domain::campaign::{gate, Campaign};
+use crate::domain::codes::{BatchResult, CodeAppend, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::{move_cause, Cause};
-use crate::domain::plan::{self, Action, CounterMove, Op, Target};
+use crate::domain::plan::{self, Action, CounterMove, Op, RingStep, Target};
 use crate::domain::reservation::{LockStatus, Reservation, MAX_TRANSACTION_ACTIONS};
 use crate::domain::{CampaignId, ReservationId, Sku, UserId};
 use crate::ports::{
-    AdjustRejection, Adjustment, CampaignAdjustment, Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta,
-    StockStore,
+    AdjustRejection, Adjustment, CampaignAdjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection,
+    SkuMeta, StockStore,
 };
 use anyhow::anyhow;
 use async_trait::async_trait;
@@ -36,6 +37,12 @@ struct State {
     /// The journal cause (`ref`, `actor`, `why`) last stamped on each counter item, by its
     /// DynamoDB key (`SKU#<sku>#<n>`, `CQ#<campaign>#<sku>#<n>`).
     causes: HashMap<String, Cause>,
+    /// Code pools: each shard's ring, the codes at its positions, the fingerprints the pool
+    /// holds (with the batch that added each) and finished batches.
+    rings: HashMap<(Sku, u16), Ring>,
+    code_slots: HashMap<(Sku, u16, u64), StoredCode>,
+    fingerprints: HashMap<(Sku, String), String>,
+    batches: HashMap<(Sku, String), BatchResult>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -73,6 +80,21 @@ impl State {
         }
     }
 
+    /// Where a release puts each code line's codes back: the ring tail now, and the codes it took.
+    fn code_returns(&self, r: &Reservation) -> Vec<CodeAppend> {
+        let mut out = Vec::new();
+        for l in &r.lines {
+            for range in l.codes.iter().flatten() {
+                let tail = self.rings.get(&(l.sku.clone(), range.shard)).map_or(0, |g| g.tail);
+                let codes = (range.from..range.from + u64::from(range.count))
+                    .filter_map(|p| self.code_slots.get(&(l.sku.clone(), range.shard, p)).cloned())
+                    .collect();
+                out.push(CodeAppend { cell: l.sku.clone(), shard: range.shard, tail, codes });
+            }
+        }
+        out
+    }
+
     fn shard(&self, sku: &Sku, shard: u16) -> Option<&ShardCounts> {
         self.shards.get(&(sku.clone(), shard))
     }
@@ -106,13 +128,23 @@ impl State {
     /// Whether `a`'s condition holds now (`now_s` is the freeze's clock for the sale gates).
     fn holds(&self, a: &Action, now_s: i64) -> bool {
         match (&a.target, &a.op) {
-            (Target::Shard { sku, shard }, Op::Move { how, quantity }) => {
+            (Target::Shard { sku, shard }, Op::Move { how, quantity, ring }) => {
                 let paused = self.metas.get(sku).is_some_and(|m| m.paused);
-                self.shard(sku, *shard).is_some_and(|c| {
-                    move_holds(c, *how, i64::from(*quantity)) && !(paused && *how == CounterMove::Freeze)
-                })
+                let r = self.rings.get(&(sku.clone(), *shard)).copied().unwrap_or_default();
+                let ring_ok = match ring {
+                    None => true,
+                    Some(RingStep::Claim { head }) => r.head == *head,
+                    Some(RingStep::Append { tail }) => r.tail == *tail,
+                };
+                ring_ok
+                    && self.shard(sku, *shard).is_some_and(|c| {
+                        move_holds(c, *how, i64::from(*quantity)) && !(paused && *how == CounterMove::Freeze)
+                    })
             }
-            (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity }) => {
+            (Target::CodeSlot { sku, shard, pos }, Op::PutCode(_)) => {
+                !self.code_slots.contains_key(&(sku.clone(), *shard, *pos))
+            }
+            (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity, .. }) => {
                 self.quota.get(&(campaign.clone(), sku.clone(), *shard)).is_some_and(|q| {
                     move_holds(&q.counts, *how, i64::from(*quantity))
                         && (*how != CounterMove::Freeze || gate(q.starts_at, q.ends_at, q.paused, now_s).is_ok())
@@ -125,10 +157,19 @@ impl State {
 
     fn apply(&mut self, a: &Action) {
         match (&a.target, &a.op) {
-            (Target::Shard { sku, shard }, Op::Move { how, quantity }) => {
-                move_apply(self.shard_mut(sku, *shard), *how, i64::from(*quantity))
+            (Target::Shard { sku, shard }, Op::Move { how, quantity, ring }) => {
+                move_apply(self.shard_mut(sku, *shard), *how, i64::from(*quantity));
+                let r = self.rings.entry((sku.clone(), *shard)).or_default();
+                match ring {
+                    Some(RingStep::Claim { .. }) => r.head += u64::from(*quantity),
+                    Some(RingStep::Append { .. }) => r.tail += u64::from(*quantity),
+                    None => {}
+                }
             }
-            (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity }) => {
+            (Target::CodeSlot { sku, shard, pos }, Op::PutCode(c)) => {
+                self.code_slots.insert((sku.clone(), *shard, *pos), c.clone());
+            }
+            (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity, .. }) => {
                 let q = self.quota.entry((campaign.clone(), sku.clone(), *shard)).or_default();
                 move_apply(&mut q.counts, *how, i64::from(*quantity))
             }
@@ -309,9 +350,11 @@ impl MemoryStock {
     /// Shared by `move_lock` and `retake`: `from` → `to` with the writes of [`plan::lock_move`].
     /// `Err(shard)`: `false` when the reservation's status condition failed, `true` for a counter.
     fn move_from(&self, r: &Reservation, from: LockStatus, to: LockStatus) -> anyhow::Result<Result<(), bool>> {
-        let actions = plan::lock_move(r, from, to).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
-        validate_items(actions.iter().map(|a| &a.target), 1)?;
         let mut s = lock(&self.state);
+        let returns = if to == LockStatus::Released { s.code_returns(r) } else { Vec::new() };
+        let actions =
+            plan::lock_move(r, from, to, &returns).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
+        validate_items(actions.iter().map(|a| &a.target), 1)?;
         let status_ok = s.reservations.get(&r.id).is_some_and(|st| st.status == from);
         match s.transact(status_ok, &actions, r.created_at_ms / 1000) {
             Ok(()) => {
@@ -608,5 +651,75 @@ impl StockStore for MemoryStock {
                 (c.clone(), s.counter(&t))
             })
             .collect())
+    }
+
+    async fn read_rings(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<Ring>> {
+        let s = lock(&self.state);
+        Ok((0..slots).map(|i| s.rings.get(&(sku.clone(), i)).copied().unwrap_or_default()).collect())
+    }
+
+    async fn read_codes(&self, sku: &Sku, slots: &[(u16, u64)]) -> anyhow::Result<Vec<Option<StoredCode>>> {
+        let s = lock(&self.state);
+        Ok(slots.iter().map(|(shard, pos)| s.code_slots.get(&(sku.clone(), *shard, *pos)).cloned()).collect())
+    }
+
+    async fn known_codes(&self, sku: &Sku, fingerprints: &[String]) -> anyhow::Result<HashMap<String, String>> {
+        let s = lock(&self.state);
+        Ok(fingerprints
+            .iter()
+            .filter_map(|f| s.fingerprints.get(&(sku.clone(), f.clone())).map(|b| (f.clone(), b.clone())))
+            .collect())
+    }
+
+    async fn add_codes(&self, up: &CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>> {
+        let adj = &up.adjustment;
+        let codes: usize = up.appends.iter().map(|a| a.codes.len()).sum();
+        validate_items(adj.pieces.iter().map(|(i, _)| (&adj.sku, *i)), 2 + 2 * codes)?;
+        let mut s = lock(&self.state);
+        let key = (adj.sku.clone(), adj.adjustment_id.clone());
+        if let Some(prev) = s.adjustments.get(&key) {
+            return Ok(Err(AdjustRejection::Duplicate { delta: prev.delta }));
+        }
+        let taken = up.appends.iter().flat_map(|a| &a.codes).any(|c| {
+            s.fingerprints.contains_key(&(adj.sku.clone(), c.fingerprint.clone()))
+        });
+        if taken {
+            return Ok(Err(AdjustRejection::CodeTaken));
+        }
+        let rings_ok = up.appends.iter().all(|a| {
+            s.rings.get(&(adj.sku.clone(), a.shard)).copied().unwrap_or_default().tail == a.tail
+                && s.shard(&adj.sku, a.shard).is_some()
+        });
+        if !rings_ok || !s.metas.contains_key(&adj.sku) {
+            return Ok(Err(AdjustRejection::Conflict));
+        }
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
+        for a in &up.appends {
+            let n = a.codes.len() as u64;
+            s.shard_mut(&adj.sku, a.shard).available += n as i64;
+            s.causes.insert(shard_key(&adj.sku, a.shard), cause.clone());
+            let r = s.rings.entry((adj.sku.clone(), a.shard)).or_default();
+            r.tail += n;
+            r.uploaded += n;
+            for (i, c) in a.codes.iter().enumerate() {
+                s.code_slots.insert((adj.sku.clone(), a.shard, a.tail + i as u64), c.clone());
+                s.fingerprints.insert((adj.sku.clone(), c.fingerprint.clone()), up.batch_id.clone());
+            }
+        }
+        if let Some(m) = s.metas.get_mut(&adj.sku) {
+            m.stocked += adj.delta;
+            m.version += 1;
+        }
+        s.adjustments.insert(key, adj.clone());
+        Ok(Ok(()))
+    }
+
+    async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<BatchResult>> {
+        Ok(lock(&self.state).batches.get(&(sku.clone(), batch_id.to_owned())).cloned())
+    }
+
+    async fn put_code_batch(&self, sku: &Sku, batch_id: &str, result: &BatchResult) -> anyhow::Result<()> {
+        lock(&self.state).batches.entry((sku.clone(), batch_id.to_owned())).or_insert_with(|| result.clone());
+        Ok(())
     }
 }

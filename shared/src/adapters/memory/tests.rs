@@ -274,6 +274,7 @@ fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)
                 dates: Vec::new(),
                 draws: Vec::new(),
                 at_payment: false,
+                codes: None,
             })
             .collect(),
         oversold: false,

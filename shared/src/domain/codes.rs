@@ -1,0 +1,297 @@
+//! Code pools: vouchers and gift cards, each code handed out exactly once (docs/code-pools.md).
+//!
+//! A `CODE_POOL` SKU keeps the usual sharded counters, and each shard also keeps a **ring**:
+//! codes sit at increasing positions, `head` is the next one to hand out and `tail` the next
+//! free position. A freeze takes `q` codes from a shard by moving its head from `h` to `h + q`
+//! in the same conditional write that moves the counters (`head = h` is the condition), so two
+//! freezes can never take the same position, and the lock line records `h`. A release appends
+//! the line's codes at the tail again (new positions, same sealed codes); a position is never
+//! reused. Codes are sealed with AES-256-GCM (the SKU is the associated data) under a key named
+//! by its id, so keys can rotate; duplicates are found by an HMAC fingerprint under a separate,
+//! stable key. Nothing here logs or displays a code in clear: [`mask`] is the only display.
+
+use super::Sku;
+use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Most codes in one uploaded batch.
+pub const MAX_BATCH: usize = 1000;
+/// Longest code, in characters.
+pub const MAX_CODE_LEN: usize = 128;
+/// Most codes one order line may take (a release writes one item per code back to the ring,
+/// and a transaction holds at most 100 items).
+pub const MAX_CODES_PER_LINE: u32 = 20;
+
+/// Why one uploaded code is refused before anything is written.
+pub fn check_code(code: &str) -> Result<(), &'static str> {
+    if code.is_empty() {
+        return Err("is empty");
+    }
+    if code.chars().count() > MAX_CODE_LEN {
+        return Err("is longer than 128 characters");
+    }
+    if code.chars().any(char::is_control) {
+        return Err("contains a control character");
+    }
+    if code.trim() != code {
+        return Err("starts or ends with whitespace");
+    }
+    Ok(())
+}
+
+/// How a code is shown anywhere but to its paid owner: its last four characters at most, and
+/// nothing of a short code.
+pub fn mask(code: &str) -> String {
+    let n = code.chars().count();
+    if n <= 8 {
+        return "••••".into();
+    }
+    let tail: String = code.chars().skip(n - 4).collect();
+    format!("••••{tail}")
+}
+
+/// One shard's ring: codes at positions `head..tail` are in the pool; `uploaded` counts the
+/// codes uploaded into this shard (releases append again, uploads only once).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ring {
+    pub head: u64,
+    pub tail: u64,
+    pub uploaded: u64,
+}
+
+impl Ring {
+    pub fn available(&self) -> i64 {
+        i64::try_from(self.tail.saturating_sub(self.head)).unwrap_or(i64::MAX)
+    }
+}
+
+/// A code as stored: its fingerprint and its sealed bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCode {
+    /// Hex HMAC-SHA-256 of (sku, code) under the fingerprint key.
+    pub fingerprint: String,
+    /// The id of the key that sealed it.
+    pub kid: String,
+    /// Base64 of nonce (12 bytes) ‖ AES-256-GCM ciphertext and tag.
+    pub sealed: String,
+}
+
+/// Codes a release (or an upload) appends to one shard's ring, at `tail` onwards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeAppend {
+    pub cell: Sku,
+    pub shard: u16,
+    pub tail: u64,
+    pub codes: Vec<StoredCode>,
+}
+
+/// One key of the keyring, as the secret holds it: `{"kid","key","fingerprint_key"}` with both
+/// keys 32 bytes in base64.
+#[derive(Clone, Deserialize, Serialize)]
+struct KeyJson {
+    kid: String,
+    key: String,
+    fingerprint_key: String,
+}
+
+#[derive(Clone)]
+struct Key {
+    kid: String,
+    cipher: Aes256Gcm,
+    fingerprint_key: [u8; 32],
+}
+
+/// The code keys: the first seals, every one opens (a rotation keeps the previous one).
+#[derive(Clone)]
+pub struct Keyring {
+    keys: Vec<Key>,
+}
+
+impl std::fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kids: Vec<&str> = self.keys.iter().map(|k| k.kid.as_str()).collect();
+        f.debug_struct("Keyring").field("kids", &kids).finish()
+    }
+}
+
+fn key32(b64: &str, what: &str) -> anyhow::Result<[u8; 32]> {
+    let bytes = B64.decode(b64.trim()).map_err(|_| anyhow::anyhow!("the code {what} is not base64"))?;
+    bytes.try_into().map_err(|_| anyhow::anyhow!("the code {what} must be 32 bytes"))
+}
+
+impl Keyring {
+    /// From secret strings, current first (each a JSON `{"kid","key","fingerprint_key"}`).
+    /// Every key must carry the same fingerprint key: fingerprints must not change with a rotation.
+    pub fn parse(secrets: &[&str]) -> anyhow::Result<Keyring> {
+        let mut keys = Vec::new();
+        for s in secrets.iter().filter(|s| !s.trim().is_empty()) {
+            let j: KeyJson = serde_json::from_str(s).map_err(|_| anyhow::anyhow!("the code key is not valid JSON"))?;
+            if j.kid.is_empty() || j.kid.len() > 32 {
+                anyhow::bail!("the code key id must be 1..=32 characters");
+            }
+            let cipher = Aes256Gcm::new(&key32(&j.key, "key")?.into());
+            keys.push(Key { kid: j.kid, cipher, fingerprint_key: key32(&j.fingerprint_key, "fingerprint key")? });
+        }
+        let Some(first) = keys.first() else { anyhow::bail!("no code key is configured") };
+        if keys.iter().any(|k| k.fingerprint_key != first.fingerprint_key) {
+            anyhow::bail!("every code key must share one fingerprint key");
+        }
+        Ok(Keyring { keys })
+    }
+
+    /// A fresh key secret (for `make run` and tests), from random bytes.
+    pub fn generate_secret(kid: &str) -> String {
+        let k = Aes256Gcm::generate_key(&mut OsRng);
+        let f = Aes256Gcm::generate_key(&mut OsRng);
+        serde_json::json!({"kid": kid, "key": B64.encode(k), "fingerprint_key": B64.encode(f)}).to_string()
+    }
+
+    pub fn current_kid(&self) -> &str {
+        &self.keys[0].kid
+    }
+
+    pub fn fingerprint(&self, sku: &Sku, code: &str) -> String {
+        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.keys[0].fingerprint_key).expect("any key length");
+        m.update(sku.as_str().as_bytes());
+        m.update(&[0]);
+        m.update(code.as_bytes());
+        hex::encode(&m.finalize().into_bytes()[..16])
+    }
+
+    /// Seals `code` of `sku` under the current key.
+    pub fn seal(&self, sku: &Sku, code: &str) -> anyhow::Result<StoredCode> {
+        let k = &self.keys[0];
+        let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+        let ct = k
+            .cipher
+            .encrypt(&nonce, Payload { msg: code.as_bytes(), aad: sku.as_str().as_bytes() })
+            .map_err(|_| anyhow::anyhow!("sealing a code failed"))?;
+        let mut out = nonce.to_vec();
+        out.extend(ct);
+        Ok(StoredCode { fingerprint: self.fingerprint(sku, code), kid: k.kid.clone(), sealed: B64.encode(out) })
+    }
+
+    /// Opens a stored code of `sku` with the key it names.
+    pub fn open(&self, sku: &Sku, c: &StoredCode) -> anyhow::Result<String> {
+        let k = self
+            .keys
+            .iter()
+            .find(|k| k.kid == c.kid)
+            .ok_or_else(|| anyhow::anyhow!("code key {} is not in the keyring", c.kid))?;
+        let bytes = B64.decode(&c.sealed).map_err(|_| anyhow::anyhow!("a stored code is not base64"))?;
+        if bytes.len() < 12 + 16 {
+            anyhow::bail!("a stored code is too short");
+        }
+        let (nonce, ct) = bytes.split_at(12);
+        let plain = k
+            .cipher
+            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad: sku.as_str().as_bytes() })
+            .map_err(|_| anyhow::anyhow!("a stored code does not open under key {}", c.kid))?;
+        String::from_utf8(plain).map_err(|_| anyhow::anyhow!("a stored code is not text"))
+    }
+}
+
+/// What one batch upload did (kept under the batch id, so a replay answers the same).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchResult {
+    pub added: u32,
+    pub duplicates: u32,
+    /// Hash of the batch's codes (a replay with other codes is refused).
+    pub hash: String,
+    /// The duplicates, masked (for the admin who uploaded them).
+    #[serde(default)]
+    pub duplicate_codes: Vec<String>,
+}
+
+/// A canonical hash of a batch's fingerprints, in upload order.
+pub fn batch_hash(fingerprints: &[String]) -> String {
+    let mut h = Sha256::new();
+    for f in fingerprints {
+        h.update(f.as_bytes());
+        h.update(b"\n");
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+/// Which shard each of `n` new codes goes to: spread evenly over the shards, the emptiest first,
+/// so a flash sale finds codes on every shard.
+pub fn placement(n: usize, rings: &[Ring]) -> Vec<u16> {
+    let mut avail: Vec<(i64, u16)> = rings.iter().enumerate().map(|(i, r)| (r.available(), i as u16)).collect();
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let Some(min) = avail.iter_mut().min_by_key(|(a, i)| (*a, *i)) else { break };
+        out.push(min.1);
+        min.0 += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sku(s: &str) -> Sku {
+        Sku::parse(s).unwrap()
+    }
+
+    #[test]
+    fn codes_with_control_characters_or_padding_or_excess_length_are_refused() {
+        assert!(check_code("GIFT-1234-ABCD").is_ok());
+        assert!(check_code("").is_err());
+        assert!(check_code("AB\u{0007}CD").is_err());
+        assert!(check_code("AB\nCD").is_err());
+        assert!(check_code(" ABCD").is_err());
+        assert!(check_code(&"x".repeat(129)).is_err());
+        assert!(check_code(&"é".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn a_mask_shows_at_most_the_last_four_characters() {
+        assert_eq!(mask("GIFT-1234-ABCD"), "••••ABCD");
+        assert_eq!(mask("SHORT123"), "••••");
+        assert!(!mask("GIFT-1234-ABCD").contains("1234"));
+    }
+
+    #[test]
+    fn sealed_codes_open_under_their_key_only_for_their_sku_and_survive_a_rotation() {
+        let old = Keyring::generate_secret("k1");
+        let ring = Keyring::parse(&[&old]).unwrap();
+        let s = sku("VOUCHER");
+        let c = ring.seal(&s, "GIFT-1234-ABCD").unwrap();
+        assert_eq!(c.kid, "k1");
+        assert!(!c.sealed.contains("GIFT"));
+        assert_eq!(ring.open(&s, &c).unwrap(), "GIFT-1234-ABCD");
+        assert!(ring.open(&sku("OTHER"), &c).is_err(), "the SKU is bound into the seal");
+        // two seals of one code differ (fresh nonce) but share the fingerprint
+        let c2 = ring.seal(&s, "GIFT-1234-ABCD").unwrap();
+        assert_ne!(c.sealed, c2.sealed);
+        assert_eq!(c.fingerprint, c2.fingerprint);
+        assert_ne!(c.fingerprint, ring.fingerprint(&sku("OTHER"), "GIFT-1234-ABCD"));
+        // rotation: a new key with the same fingerprint key seals; the old one still opens
+        let mut j: serde_json::Value = serde_json::from_str(&old).unwrap();
+        let fresh: serde_json::Value = serde_json::from_str(&Keyring::generate_secret("k2")).unwrap();
+        j["kid"] = "k2".into();
+        j["key"] = fresh["key"].clone();
+        let rotated = Keyring::parse(&[&j.to_string(), &old]).unwrap();
+        assert_eq!(rotated.current_kid(), "k2");
+        assert_eq!(rotated.open(&s, &c).unwrap(), "GIFT-1234-ABCD");
+        assert_eq!(rotated.fingerprint(&s, "GIFT-1234-ABCD"), c.fingerprint);
+        // a keyring whose keys disagree on the fingerprint key is refused
+        assert!(Keyring::parse(&[&Keyring::generate_secret("k3"), &old]).is_err());
+        assert!(Keyring::parse(&[]).is_err());
+        assert!(format!("{rotated:?}").contains("k2") && !format!("{rotated:?}").contains(j["key"].as_str().unwrap()));
+    }
+
+    #[test]
+    fn new_codes_fill_the_emptiest_shards_first() {
+        let rings = [Ring { head: 0, tail: 3, uploaded: 3 }, Ring::default(), Ring { head: 5, tail: 6, uploaded: 6 }];
+        assert_eq!(placement(4, &rings), vec![1, 1, 2, 1]);
+        assert_eq!(placement(0, &rings), Vec::<u16>::new());
+        assert_eq!(Ring { head: 4, tail: 9, uploaded: 9 }.available(), 5);
+    }
+}

@@ -1,0 +1,290 @@
+//! Code pools: uploading batches, showing a paid order's codes, the pool summary
+//! (docs/code-pools.md). The freeze, release and invariants of code lines live with every other
+//! model's (`service::stock`, `domain::plan`); this is what only a code pool has.
+
+use crate::app::App;
+use crate::clock;
+use crate::domain::codes::{batch_hash, check_code, mask, placement, BatchResult, CodeAppend, Keyring, MAX_BATCH};
+use crate::domain::reservation::LockStatus;
+use crate::domain::{OrderId, ReservationId, Sku, UserId};
+use crate::ports::{AdjustRejection, Adjustment, CodeUpload, SkuMeta};
+use crate::telemetry::names;
+use std::collections::{HashMap, HashSet};
+
+const ATTEMPTS: u32 = 10;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodeError {
+    #[error("unknown SKU {0}")]
+    UnknownSku(Sku),
+    #[error("{0} is not a CODE_POOL SKU")]
+    NotACodePool(Sku),
+    #[error("batch_id must be 1..=64 characters of A-Z a-z 0-9 . _ : -")]
+    BadBatchId,
+    #[error("a batch holds 1..={MAX_BATCH} codes")]
+    BatchSize,
+    #[error("code {index} {reason}")]
+    BadCode { index: usize, reason: &'static str },
+    #[error("this batch_id was already used with other codes")]
+    BatchReused,
+    #[error("no such order")]
+    OrderNotFound,
+    #[error("the order is {0}: its codes are shown once it is paid")]
+    NotPaid(&'static str),
+    #[error("the order's codes went back to the pool (it was refunded)")]
+    CodesReturned,
+    #[error("contention; retry")]
+    Contention,
+    /// The keyring is missing or unreadable: nothing is sealed or opened without it.
+    #[error("code keys: {0:#}")]
+    Keys(anyhow::Error),
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+/// The keyring from the configured secret(s), current first.
+pub async fn keyring(app: &App) -> Result<Keyring, CodeError> {
+    let secrets = app.code_keys.keys().await.map_err(CodeError::Keys)?;
+    let texts: Vec<String> = secrets.iter().map(|s| String::from_utf8_lossy(s.expose()).into_owned()).collect();
+    Keyring::parse(&texts.iter().map(String::as_str).collect::<Vec<_>>()).map_err(CodeError::Keys)
+}
+
+fn batch_id_ok(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:".contains(&b))
+}
+
+async fn pool_meta(app: &App, sku: &Sku) -> Result<SkuMeta, CodeError> {
+    let meta = app
+        .stock
+        .get_skus(std::slice::from_ref(sku))
+        .await?
+        .remove(sku)
+        .ok_or_else(|| CodeError::UnknownSku(sku.clone()))?;
+    if !meta.model.is_code_pool() {
+        return Err(CodeError::NotACodePool(sku.clone()));
+    }
+    Ok(meta)
+}
+
+/// Checks a batch before anything is read or written.
+pub fn check_batch(batch_id: &str, codes: &[String]) -> Result<(), CodeError> {
+    if !batch_id_ok(batch_id) {
+        return Err(CodeError::BadBatchId);
+    }
+    if codes.is_empty() || codes.len() > MAX_BATCH {
+        return Err(CodeError::BatchSize);
+    }
+    for (index, c) in codes.iter().enumerate() {
+        check_code(c).map_err(|reason| CodeError::BadCode { index, reason })?;
+    }
+    Ok(())
+}
+
+/// Adds a batch of codes to a pool, once per `batch_id`: `(result, true)` when this call added
+/// it, `(result, false)` for a replay of a finished batch. A code the pool (or the batch itself)
+/// already holds is refused and counted, never stored twice. A batch interrupted half-way is
+/// finished by its replay: the codes it did store carry its batch id and count as its own.
+pub async fn upload(
+    app: &App,
+    sku: &Sku,
+    batch_id: &str,
+    codes: &[String],
+    actor: Option<&str>,
+) -> Result<(BatchResult, bool), CodeError> {
+    check_batch(batch_id, codes)?;
+    let meta = pool_meta(app, sku).await?;
+    let keys = keyring(app).await?;
+    let fps: Vec<String> = codes.iter().map(|c| keys.fingerprint(sku, c)).collect();
+    let hash = batch_hash(&fps);
+    if let Some(prev) = app.stock.code_batch(sku, batch_id).await? {
+        return if prev.hash == hash { Ok((prev, false)) } else { Err(CodeError::BatchReused) };
+    }
+    let mut added = 0u32;
+    let mut dups: Vec<usize> = Vec::new();
+    // first occurrence in the batch wins
+    let mut seen = HashSet::new();
+    let mut fresh: Vec<usize> = Vec::new();
+    for (i, f) in fps.iter().enumerate() {
+        if seen.insert(f) {
+            fresh.push(i);
+        } else {
+            dups.push(i);
+        }
+    }
+    let mut todo = sort_known(app, sku, batch_id, &fps, fresh, &mut added, &mut dups).await?;
+    let per_tx = usize::from(98u16.saturating_sub(meta.shards)).max(2) / 2;
+    while !todo.is_empty() {
+        let chunk: Vec<usize> = todo.drain(..todo.len().min(per_tx)).collect();
+        let left = add_chunk(app, &meta, &keys, batch_id, codes, &fps, chunk, actor, &mut added, &mut dups).await?;
+        todo.splice(0..0, left);
+    }
+    dups.sort_unstable();
+    let result = BatchResult {
+        added,
+        duplicates: dups.len() as u32,
+        hash,
+        duplicate_codes: dups.iter().take(100).map(|i| mask(&codes[*i])).collect(),
+    };
+    app.stock.put_code_batch(sku, batch_id, &result).await?;
+    app.caches.forget_sku(sku);
+    if result.duplicates > 0 {
+        app.count(names::CODE_DUPLICATES, u64::from(result.duplicates));
+    }
+    tracing::info!(sku = %sku, batch_id, added, duplicates = result.duplicates, "codes uploaded");
+    Ok((result, true))
+}
+
+/// Splits `idx` into the codes still to store; those the pool holds already are counted as
+/// this batch's (stored by an earlier, interrupted run of it) or as duplicates.
+async fn sort_known(
+    app: &App,
+    sku: &Sku,
+    batch_id: &str,
+    fps: &[String],
+    idx: Vec<usize>,
+    added: &mut u32,
+    dups: &mut Vec<usize>,
+) -> Result<Vec<usize>, CodeError> {
+    let asked: Vec<String> = idx.iter().map(|i| fps[*i].clone()).collect();
+    let known = app.stock.known_codes(sku, &asked).await?;
+    let mut todo = Vec::new();
+    for i in idx {
+        match known.get(&fps[i]) {
+            Some(b) if b == batch_id => *added += 1,
+            Some(_) => dups.push(i),
+            None => todo.push(i),
+        }
+    }
+    Ok(todo)
+}
+
+/// Stores one chunk in one transaction, retried on contention; returns the indexes left to
+/// store when another batch took some of its codes first (those are counted as duplicates).
+#[allow(clippy::too_many_arguments)]
+async fn add_chunk(
+    app: &App,
+    meta: &SkuMeta,
+    keys: &Keyring,
+    batch_id: &str,
+    codes: &[String],
+    fps: &[String],
+    chunk: Vec<usize>,
+    actor: Option<&str>,
+    added: &mut u32,
+    dups: &mut Vec<usize>,
+) -> Result<Vec<usize>, CodeError> {
+    let sku = &meta.sku;
+    let shards = meta.shards.clamp(1, crate::domain::allocation::MAX_SHARDS);
+    let chunk_fps: Vec<String> = chunk.iter().map(|i| fps[*i].clone()).collect();
+    // deterministic per chunk content: a replay of an applied chunk is a duplicate adjustment
+    let adjustment_id = format!("codes:{batch_id}:{}", &batch_hash(&chunk_fps)[..16]);
+    for attempt in 1..=ATTEMPTS {
+        let rings = app.stock.read_rings(sku, shards).await?;
+        let place = placement(chunk.len(), &rings);
+        let mut by_shard: HashMap<u16, Vec<usize>> = HashMap::new();
+        for (i, shard) in chunk.iter().zip(&place) {
+            by_shard.entry(*shard).or_default().push(*i);
+        }
+        let mut appends = Vec::new();
+        let mut pieces = Vec::new();
+        let mut shard_ids: Vec<u16> = by_shard.keys().copied().collect();
+        shard_ids.sort_unstable();
+        for shard in shard_ids {
+            let idx = &by_shard[&shard];
+            let sealed = idx.iter().map(|i| keys.seal(sku, &codes[*i])).collect::<anyhow::Result<Vec<_>>>()?;
+            pieces.push((shard, idx.len() as i64));
+            appends.push(CodeAppend { cell: sku.clone(), shard, tail: rings[usize::from(shard)].tail, codes: sealed });
+        }
+        let up = CodeUpload {
+            adjustment: Adjustment {
+                sku: sku.clone(),
+                adjustment_id: adjustment_id.clone(),
+                delta: chunk.len() as i64,
+                reason: format!("codes batch {batch_id}"),
+                actor: actor.map(str::to_owned),
+                at_ms: clock::now_ms(),
+                pieces,
+            },
+            batch_id: batch_id.to_owned(),
+            appends,
+        };
+        match app.stock.add_codes(&up).await? {
+            Ok(()) | Err(AdjustRejection::Duplicate { .. }) => {
+                *added += chunk.len() as u32;
+                return Ok(Vec::new());
+            }
+            Err(AdjustRejection::CodeTaken) => {
+                // another batch stored some of these meanwhile: set those aside, retry the rest
+                return sort_known(app, sku, batch_id, fps, chunk, added, dups).await;
+            }
+            Err(AdjustRejection::Conflict | AdjustRejection::ShardShort) => super::backoff(attempt).await,
+        }
+    }
+    Err(CodeError::Contention)
+}
+
+/// The codes of a paid order, for its owner only (anyone else: not found). Never logged.
+pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, String)>, CodeError> {
+    let o = match super::orders::get_owned(app, user, id).await {
+        Ok(o) => o,
+        Err(super::orders::OrderError::NotFound) => return Err(CodeError::OrderNotFound),
+        Err(super::orders::OrderError::Store(e)) => return Err(CodeError::Store(e)),
+        Err(super::orders::OrderError::Invalid(_)) => return Err(CodeError::OrderNotFound),
+    };
+    if !o.status.is_paid_or_later() {
+        return Err(CodeError::NotPaid(o.status.as_str()));
+    }
+    let Some(r) = app.stock.get_reservation(&ReservationId::for_order(id)).await? else {
+        return Ok(Vec::new());
+    };
+    let lines: Vec<_> = r.lines.iter().filter(|l| l.codes.is_some()).collect();
+    if lines.is_empty() {
+        return Ok(Vec::new());
+    }
+    // a paid order's lock is FROZEN until its confirm runs, then SOLD (or RESTOCKED after a
+    // refund: its codes stay its own); RELEASED means they went back to the pool
+    if r.status == LockStatus::Released {
+        return Err(CodeError::CodesReturned);
+    }
+    let keys = keyring(app).await?;
+    let mut out = Vec::new();
+    for l in lines {
+        let slots: Vec<(u16, u64)> = l
+            .codes
+            .iter()
+            .flatten()
+            .flat_map(|g| (g.from..g.from + u64::from(g.count)).map(move |p| (g.shard, p)))
+            .collect();
+        for c in app.stock.read_codes(&l.sku, &slots).await? {
+            let c = c.ok_or_else(|| anyhow::anyhow!("order {id}: a code slot of {} is empty", l.sku))?;
+            out.push((l.sku.clone(), keys.open(&l.sku, &c)?));
+        }
+    }
+    Ok(out)
+}
+
+/// A pool's counts for its admins (codes themselves are never shown here).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSummary {
+    pub sku: Sku,
+    pub uploaded: i64,
+    pub available: i64,
+    pub locked: i64,
+    pub sold: i64,
+    pub low_water: i64,
+}
+
+pub async fn summary(app: &App, sku: &Sku) -> Result<PoolSummary, CodeError> {
+    let meta = pool_meta(app, sku).await?;
+    let slots = meta.slots.max(meta.shards);
+    let (counts, rings) = tokio::join!(app.stock.read_shards(sku, slots), app.stock.read_rings(sku, slots));
+    let (counts, rings) = (counts?, rings?);
+    Ok(PoolSummary {
+        sku: sku.clone(),
+        uploaded: rings.iter().map(|g| g.uploaded as i64).sum(),
+        available: counts.iter().map(|c| c.available).sum(),
+        locked: counts.iter().map(|c| c.locked).sum(),
+        sold: counts.iter().map(|c| c.sold).sum(),
+        low_water: app.config.code_pool_low_water,
+    })
+}
