@@ -9,7 +9,7 @@
 //! that one is declared (empty) in the template's Globals.
 
 use crate::resources;
-use crate::stack::{emulator_sdk, DEFAULT_STRIPE_WEBHOOK_SECRET, DEFAULT_WEBHOOK_SECRET};
+use crate::stack::{emulator_sdk, DEFAULT_CODE_KEY, DEFAULT_STRIPE_WEBHOOK_SECRET, DEFAULT_WEBHOOK_SECRET};
 use crate::template::Template;
 use anyhow::{anyhow, Context};
 use serde_json::{Map, Value};
@@ -37,6 +37,8 @@ pub async fn env_vars(
         .await
         .context("creating Stripe's webhook secret")?;
     res.parameters.insert(STRIPE_WEBHOOK_SECRET_PARAMETER.to_owned(), Some(arn));
+    let arn = secret(&sdk, &format!("{prefix}-code-key"), DEFAULT_CODE_KEY).await.context("creating the code keyring")?;
+    res.parameters.insert(CODE_KEY_PARAMETER.to_owned(), Some(arn));
     let mut doc = Map::new();
     for f in &t.functions {
         let mut vars = Map::new();
@@ -65,6 +67,8 @@ const UNREACHABLE_PROVIDER: &str = "http://127.0.0.1:9";
 const WEBHOOK_SECRET_PARAMETER: &str = "WebhookSecretArn";
 /// The template parameter naming Stripe's webhook endpoint secret (`POST /payments/stripe`).
 const STRIPE_WEBHOOK_SECRET_PARAMETER: &str = "StripeWebhookSecretArn";
+/// The template parameter naming the code pool keyring's secret (docs/code-pools.md).
+const CODE_KEY_PARAMETER: &str = "CodeKeySecretArn";
 
 /// The local webhook key as a Secrets Manager secret in the emulator; its ARN. Idempotent: a
 /// second run against the same emulator finds the secret and sets its value again.

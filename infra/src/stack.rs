@@ -20,6 +20,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
+/// The code pool keyring of the local stack (`HOLDFAST_CODE_KEY`; docs/code-pools.md). A
+/// well-known key for local runs only: in AWS the keyring comes from `CODE_KEY_SECRET_ARN`.
+pub const DEFAULT_CODE_KEY: &str = r#"{"kid":"local-1","key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","fingerprint_key":"ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM="}"#;
 /// Stripe's webhook endpoint secret in the local stack (`STRIPE_WEBHOOK_SECRET`) and its fake Stripe.
 pub const DEFAULT_STRIPE_WEBHOOK_SECRET: &str = "whsec_holdfast_local";
 
@@ -214,6 +217,10 @@ impl LocalStack {
                     // AWS reads the key from Secrets Manager (WEBHOOK_SECRET_ARN); locally it is
                     // this well-known one unless a test sets another.
                     return Some(DEFAULT_WEBHOOK_SECRET.to_owned());
+                }
+                if k == "HOLDFAST_CODE_KEY" {
+                    // likewise the code keyring (CODE_KEY_SECRET_ARN in AWS)
+                    return Some(DEFAULT_CODE_KEY.to_owned());
                 }
                 // Stripe: the local endpoint secret, and refunds at the fake Stripe.
                 match k {

@@ -43,10 +43,11 @@ pub enum Code {
     TemporarilyUnavailable,
     CheckoutAborted,
     Busy,
+    NotPaid,
 }
 
 impl Code {
-    pub const ALL: [Code; 28] = [
+    pub const ALL: [Code; 29] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -75,6 +76,7 @@ impl Code {
         Code::TemporarilyUnavailable,
         Code::CheckoutAborted,
         Code::Busy,
+        Code::NotPaid,
     ];
 
     /// (status, code, title)
@@ -108,6 +110,7 @@ impl Code {
             Code::TemporarilyUnavailable => (503, "temporarily_unavailable", "Temporarily unavailable, retry"),
             Code::CheckoutAborted => (503, "checkout_aborted", "Checkout aborted"),
             Code::Busy => (429, "busy", "Busy, retry shortly"),
+            Code::NotPaid => (409, "not_paid", "Order not paid"),
         }
     }
 

@@ -62,10 +62,12 @@ pub enum Resource {
     JournalTableIndexes,
     /// The on-failure destination of stock-journal's stream source.
     StockJournalFailureQueue,
+    /// `!Ref CodeKeySecretArn`: the secret holding the code pool keyring (docs/code-pools.md).
+    CodeKeySecret,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 14] = [
+    pub const ALL: [Resource; 15] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -80,6 +82,7 @@ impl Resource {
         Resource::JournalTable,
         Resource::JournalTableIndexes,
         Resource::StockJournalFailureQueue,
+        Resource::CodeKeySecret,
     ];
 
     /// The template's logical id of the resource (for indexes: of their table).
@@ -96,6 +99,7 @@ impl Resource {
             Resource::StripeWebhookSecret => "StripeWebhookSecretArn",
             Resource::JournalTable | Resource::JournalTableIndexes => "JournalTable",
             Resource::StockJournalFailureQueue => "StockJournalFailureQueue",
+            Resource::CodeKeySecret => "CodeKeySecretArn",
         }
     }
 
@@ -114,7 +118,7 @@ impl Resource {
             | Resource::PublishEventsFailureQueue
             | Resource::ReconcileWorkQueue => "AWS::SQS::Queue",
             Resource::EventBus => "AWS::Events::EventBus",
-            Resource::WebhookSecret | Resource::StripeWebhookSecret => "Parameter",
+            Resource::WebhookSecret | Resource::StripeWebhookSecret | Resource::CodeKeySecret => "Parameter",
         }
     }
 
@@ -138,6 +142,7 @@ impl Resource {
             Resource::StripeWebhookSecret => Some("STRIPE_WEBHOOK_SECRET_ARN"),
             Resource::JournalTable | Resource::JournalTableIndexes => Some("JOURNAL_TABLE"),
             Resource::StockJournalFailureQueue => None,
+            Resource::CodeKeySecret => Some("CODE_KEY_SECRET_ARN"),
         }
     }
 }
@@ -198,6 +203,9 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:GetItem", StockTable),
             // the admin view → journal.for_cause (Query on the journal's by-ref index)
             ("dynamodb:Query", JournalTableIndexes),
+            // GET /orders/{order_id}/codes → read_codes, and the keyring that opens them
+            ("dynamodb:BatchGetItem", StockTable),
+            ("secretsmanager:GetSecretValue", CodeKeySecret),
         ],
     ),
     (
@@ -238,6 +246,10 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:UpdateItem", StockTable),
             // GET /admin/skus/{sku}/journal → journal.for_sku (a Query on the table's key)
             ("dynamodb:Query", JournalTable),
+            // POST /admin/skus/{sku}/codes → code_batch (a finished batch's record)
+            ("dynamodb:GetItem", StockTable),
+            // … and the keyring that seals the codes, AWSCURRENT and AWSPREVIOUS, cached
+            ("secretsmanager:GetSecretValue", CodeKeySecret),
         ],
     ),
     (
@@ -358,7 +370,11 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_MAX_PENDING_PER_USER",
         ],
     ),
-    ("orders-api", &["ORDER_TABLE", "STOCK_TABLE", "JOURNAL_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS"]),
+    // GET /orders/{order_id}/codes opens the codes with the keyring the secret holds
+    (
+        "orders-api",
+        &["ORDER_TABLE", "STOCK_TABLE", "JOURNAL_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS", "CODE_KEY_SECRET_ARN"],
+    ),
     // where refunds of generic payments are issued
     ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL"]),
     // the webhook's HMAC keys are fetched at run time from the secret this names
@@ -367,7 +383,11 @@ pub const ENV: &[(&str, &[&str])] = &[
     // default ttl_seconds of a hold
     ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
     // public views' cache lifetime; the cap the eligibility check reports
-    ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER", "JOURNAL_TABLE"]),
+    // and the code keyring's secret (code uploads)
+    (
+        "stock-api",
+        &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER", "JOURNAL_TABLE", "CODE_KEY_SECRET_ARN"],
+    ),
     ("stock-journal", &["JOURNAL_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
     ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
@@ -422,6 +442,10 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "STRIPE_API_BASE",
     "STRIPE_API_KEY",
     "STRIPE_API_KEY_SECRET_ARN",
+    // local/test builds: the code keyring itself when no CODE_KEY_SECRET_ARN is set
+    "HOLDFAST_CODE_KEY",
+    // the code pool level under which a freeze counts CodePoolLow (default 10)
+    "HOLDFAST_CODE_POOL_LOW",
 ];
 
 /// The declared uses of `function`.

@@ -171,6 +171,33 @@ impl StockStore for Stock {
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
         self.0.read_counters(counters).await
     }
+    async fn read_rings(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<holdfast::domain::codes::Ring>> {
+        self.0.read_rings(sku, slots).await
+    }
+    async fn read_codes(
+        &self,
+        sku: &Sku,
+        slots: &[(u16, u64)],
+    ) -> anyhow::Result<Vec<Option<holdfast::domain::codes::StoredCode>>> {
+        self.0.read_codes(sku, slots).await
+    }
+    async fn known_codes(&self, sku: &Sku, fps: &[String]) -> anyhow::Result<HashMap<String, String>> {
+        self.0.known_codes(sku, fps).await
+    }
+    async fn add_codes(&self, up: &holdfast::ports::CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>> {
+        self.0.add_codes(up).await
+    }
+    async fn code_batch(&self, sku: &Sku, b: &str) -> anyhow::Result<Option<holdfast::domain::codes::BatchResult>> {
+        self.0.code_batch(sku, b).await
+    }
+    async fn put_code_batch(
+        &self,
+        sku: &Sku,
+        b: &str,
+        r: &holdfast::domain::codes::BatchResult,
+    ) -> anyhow::Result<()> {
+        self.0.put_code_batch(sku, b, r).await
+    }
 }
 
 #[async_trait]

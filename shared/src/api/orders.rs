@@ -176,3 +176,17 @@ mod tests {
         assert_eq!(items(json!({ "items": repeated })).unwrap_err().field.as_deref(), Some("items"));
     }
 }
+
+/// One code of a paid order (docs/code-pools.md).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OrderCode {
+    pub sku: String,
+    pub code: String,
+}
+
+/// `GET /orders/{order_id}/codes`: the codes of a paid order, for its owner only.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OrderCodes {
+    pub order_id: String,
+    pub codes: Vec<OrderCode>,
+}

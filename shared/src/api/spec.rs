@@ -15,11 +15,12 @@ use super::after_sale::{
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
 };
-use super::orders::{CreateOrderRequest, ItemRequest, OrderItem, OrderList, OrderView};
+use super::orders::{CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView};
 use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
 use super::stock::{
-    AdjustmentRequest, CalendarDate, CalendarView, CountersBody, JournalEntryBody, JournalPage, PutSkuRequest, SkuView,
+    AdjustmentRequest, CalendarDate, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, CountersBody,
+    JournalEntryBody, JournalPage, PutSkuRequest, SkuView,
 };
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
@@ -76,8 +77,8 @@ impl Modify for Security {
                        application/problem+json with a stable `code`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
-    paths(put_sku, adjust_sku, pause_sku, resume_sku, sku_journal, get_sku, availability, calendar, my_availability, put_campaign,
-          adjust_campaign, pause_campaign, resume_campaign, get_campaign, create_order, list_orders, get_order, cancel_order, payment_callback,
+    paths(put_sku, adjust_sku, pause_sku, resume_sku, sku_journal, upload_codes, code_pool, get_sku, availability, calendar, my_availability, put_campaign,
+          adjust_campaign, pause_campaign, resume_campaign, get_campaign, create_order, list_orders, get_order, order_codes, cancel_order, payment_callback,
           stripe_webhook,
           refund_order, confirm_receipt, return_order, admin_get_order, admin_ship_order, admin_return_received,
           admin_cancel_order, refund_webhook,
@@ -91,7 +92,8 @@ impl Modify for Security {
                        RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
                        LockLineView, PaymentView, RefundView,
                        JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
-                       InventoryModel, Management, Unit, Deduct, BundleChild)),
+                       InventoryModel, Management, Unit, Deduct, BundleChild,
+                       CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes)),
     modifiers(&Security),
     tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
 )]
@@ -190,6 +192,40 @@ fn resume_sku() {}
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]
 fn sku_journal() {}
+
+#[utoipa::path(post, path = "/admin/skus/{sku}/codes", tag = "stock", operation_id = "uploadCodes",
+    description = "Adds a batch of codes to a CODE_POOL SKU, once per batch_id. Codes already in the pool (or \
+                   twice in the batch) are refused and counted; codes are stored sealed and never shown here.",
+    params(("sku" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$")),
+    request_body = CodeBatchRequest,
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 201, description = "Added (duplicates refused and counted)", body = CodeBatchView),
+        (status = 200, description = "A replay of a finished batch: its first answer", body = CodeBatchView),
+        (status = 400, description = "Malformed JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Not a code pool, an empty or oversize batch, a bad code or batch_id, or a \
+                                      batch_id reused with other codes",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn upload_codes() {}
+
+#[utoipa::path(get, path = "/admin/skus/{sku}/codes", tag = "stock", operation_id = "codePool",
+    params(("sku" = String, Path)),
+    security(("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "The pool's counts", body = CodePoolView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks stock:admin", body = GatewayError),
+        (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Not a code pool", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn code_pool() {}
 
 #[utoipa::path(get, path = "/skus/{sku}/availability", tag = "stock", operation_id = "getAvailability",
     description = "Whether `quantity` units could be checked out now. Eventually consistent and cached briefly.",
@@ -379,6 +415,23 @@ fn list_orders() {}
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]
 fn get_order() {}
+
+#[utoipa::path(get, path = "/orders/{order_id}/codes", tag = "orders", operation_id = "orderCodes",
+    description = "The codes of the caller's paid order (vouchers, gift cards). Never cached (`no-store`).",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:read"])),
+    responses(
+        (status = 200, description = "The order's codes (empty when it has no code pool line)", body = OrderCodes),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 409, description = "not_paid: codes are shown once the order is paid; invalid_transition: the \
+                                      codes went back to the pool (refunded)",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+fn order_codes() {}
 
 #[utoipa::path(post, path = "/orders/{order_id}/cancel", tag = "orders", operation_id = "cancelOrder",
     params(("order_id" = String, Path)),

@@ -289,3 +289,55 @@ pub struct JournalPage {
     /// Pass as `cursor` for the next (older) page; absent on the last one.
     pub next_cursor: Option<String>,
 }
+
+/// `POST /admin/skus/{sku}/codes`: a batch of codes for a `CODE_POOL` SKU (docs/code-pools.md).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CodeBatchRequest {
+    /// Idempotency: the same id with the same codes answers the first upload's result (200).
+    #[schema(pattern = "^[A-Za-z0-9._:-]{1,64}$")]
+    pub batch_id: String,
+    /// 1..=1000 codes, each 1..=128 characters, no control characters, no surrounding spaces.
+    #[schema(min_items = 1, max_items = 1000)]
+    pub codes: Vec<String>,
+}
+
+/// What a batch upload did. Duplicates (already in the pool, or twice in the batch) are
+/// refused and shown masked.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CodeBatchView {
+    pub sku: String,
+    pub batch_id: String,
+    pub added: u32,
+    pub duplicates: u32,
+    /// The first 100 duplicates, masked (`••••` and at most the last four characters).
+    pub duplicate_codes: Vec<String>,
+}
+
+/// `GET /admin/skus/{sku}/codes`: a pool's counts (no code is ever shown here).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CodePoolView {
+    pub sku: String,
+    /// Codes ever uploaded; `available + locked + sold` equals it.
+    pub uploaded: i64,
+    pub available: i64,
+    pub locked: i64,
+    pub sold: i64,
+    /// `HOLDFAST_CODE_POOL_LOW`: below it the `CodePoolLow` alarm fires.
+    pub low_water: i64,
+    pub low: bool,
+}
+
+impl From<&crate::service::codes::PoolSummary> for CodePoolView {
+    fn from(p: &crate::service::codes::PoolSummary) -> Self {
+        CodePoolView {
+            sku: p.sku.to_string(),
+            uploaded: p.uploaded,
+            available: p.available,
+            locked: p.locked,
+            sold: p.sold,
+            low_water: p.low_water,
+            low: p.available < p.low_water,
+        }
+    }
+}

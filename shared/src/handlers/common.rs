@@ -3,7 +3,37 @@
 use crate::domain::model::LineRefusal;
 use crate::domain::Sku;
 use crate::http::{Code, Problem};
+use crate::service::codes::CodeError;
 use crate::service::stock::FreezeError;
+
+/// The answer to a code pool error (docs/code-pools.md). No detail ever carries a code.
+pub fn code_problem(e: CodeError) -> Problem {
+    match e {
+        CodeError::UnknownSku(s) => Problem::not_found(format!("no SKU {s}")).sku(s.as_str()),
+        CodeError::NotACodePool(s) => Problem::validation(e_not_pool(&s)).sku(s.as_str()),
+        CodeError::BadBatchId => Problem::validation(CodeError::BadBatchId.to_string()).field("batch_id"),
+        CodeError::BatchSize => Problem::validation(CodeError::BatchSize.to_string()).field("codes"),
+        CodeError::BadCode { index, reason } => {
+            Problem::validation(format!("code {index} {reason}")).field(format!("codes[{index}]"))
+        }
+        CodeError::BatchReused => {
+            Problem::new(Code::IdempotencyKeyReused, "this batch_id was already used with other codes").field("batch_id")
+        }
+        CodeError::OrderNotFound => Problem::not_found("no such order"),
+        e @ CodeError::NotPaid(_) => Problem::new(Code::NotPaid, e.to_string()),
+        e @ CodeError::CodesReturned => Problem::new(Code::InvalidTransition, e.to_string()),
+        CodeError::Contention => Problem::new(Code::TemporarilyUnavailable, "contention; retry"),
+        CodeError::Keys(e) => {
+            tracing::error!(error = format!("{e:#}"), "code keys unavailable");
+            Problem::new(Code::TemporarilyUnavailable, "the code keys are not available")
+        }
+        CodeError::Store(e) => e.into(),
+    }
+}
+
+fn e_not_pool(s: &Sku) -> String {
+    format!("{s} is not a CODE_POOL SKU: only a code pool takes codes")
+}
 
 fn e_mixed(s: &Sku) -> String {
     format!("{s} and another line would move one stock item both at order and at payment; order them separately")

@@ -3,7 +3,7 @@
 //! docs/after-sale.md).
 
 use crate::api::after_sale::{AdminOrderView, ReasonRequest, ReturnReceivedRequest, ShipRequest};
-use crate::api::orders::{OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
+use crate::api::orders::{OrderCode, OrderCodes, OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
 use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::order::OrderRecord;
@@ -18,6 +18,7 @@ use base64::Engine;
 pub const ROUTES: &[Route] = &[
     Route::new("GET /orders", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("GET /orders/{order_id}", Auth::Scope(SCOPE_ORDERS_READ)),
+    Route::new("GET /orders/{order_id}/codes", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("POST /orders/{order_id}/cancel", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("POST /orders/{order_id}/refund", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("POST /orders/{order_id}/confirm-receipt", Auth::Scope(SCOPE_ORDERS_WRITE)),
@@ -36,6 +37,7 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
     match http::route(&req) {
         "GET /orders" => list(app, &req).await,
         "GET /orders/{order_id}" => get(app, &req).await,
+        "GET /orders/{order_id}/codes" => codes(app, &req).await,
         "POST /orders/{order_id}/cancel" => cancel(app, &req).await,
         "POST /orders/{order_id}/refund" => {
             let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
@@ -82,6 +84,18 @@ async fn get(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
     let o = orders::get_owned(app, &user, &order_id(req)?).await.map_err(order_problem)?;
     Ok(json_response(200, &OrderView::from(&o)))
+}
+
+/// The codes of a paid order, for its owner (docs/code-pools.md); 409 `not_paid` before.
+async fn codes(app: &App, req: &Request) -> Result<Response, Problem> {
+    let user = subject(req)?;
+    let id = order_id(req)?;
+    let codes = crate::service::codes::reveal(app, &user, &id).await.map_err(super::common::code_problem)?;
+    let codes = codes.into_iter().map(|(sku, code)| OrderCode { sku: sku.to_string(), code }).collect();
+    let mut r = json_response(200, &OrderCodes { order_id: id.to_string(), codes });
+    // a code is a bearer secret: no shared cache may keep it
+    r.headers.insert(::http::header::CACHE_CONTROL, ::http::header::HeaderValue::from_static("private, no-store"));
+    Ok(r)
 }
 
 async fn cancel(app: &App, req: &Request) -> Result<Response, Problem> {

@@ -2,7 +2,10 @@
 //! `GET /skus/{sku}`, pause/resume, availability) and campaigns ([`super::campaigns_api`]).
 
 use super::campaigns_api;
-use crate::api::stock::{AdjustmentRequest, CalendarView, JournalEntryBody, JournalPage, PutSkuRequest, SkuView};
+use crate::api::stock::{
+    AdjustmentRequest, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, JournalEntryBody, JournalPage,
+    PutSkuRequest, SkuView,
+};
 use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ};
 use crate::app::App;
 use crate::domain::model::{Day, ModelError, MAX_DATES};
@@ -19,6 +22,8 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/skus/{sku}/pause", Auth::Scope(SCOPE_ADMIN)),
     Route::new("POST /admin/skus/{sku}/resume", Auth::Scope(SCOPE_ADMIN)),
     Route::new("GET /admin/skus/{sku}/journal", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("POST /admin/skus/{sku}/codes", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("GET /admin/skus/{sku}/codes", Auth::Scope(SCOPE_ADMIN)),
     Route::new("GET /skus/{sku}", Auth::Public),
     Route::new("GET /skus/{sku}/availability", Auth::Public),
     Route::new("GET /skus/{sku}/calendar", Auth::Public),
@@ -37,6 +42,8 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "POST /admin/skus/{sku}/pause" => campaigns_api::pause_sku(app, &req, true).await,
         "POST /admin/skus/{sku}/resume" => campaigns_api::pause_sku(app, &req, false).await,
         "GET /admin/skus/{sku}/journal" => journal(app, &req).await,
+        "POST /admin/skus/{sku}/codes" => upload_codes(app, &req).await,
+        "GET /admin/skus/{sku}/codes" => code_pool(app, &req).await,
         "GET /skus/{sku}" => campaigns_api::get_sku(app, &req).await,
         "GET /skus/{sku}/availability" => campaigns_api::availability(app, &req, false).await,
         "GET /skus/{sku}/calendar" => calendar(app, &req).await,
@@ -68,7 +75,8 @@ pub fn admin_problem(e: AdminError) -> Problem {
         AdminError::Model(e) => {
             let field = match e {
                 ModelError::ModelChanged(..) => "model",
-                ModelError::UnlimitedUnit | ModelError::UnlimitedAtPayment => "model",
+                ModelError::UnlimitedUnit | ModelError::UnlimitedAtPayment | ModelError::CodePoolShape => "model",
+                ModelError::CodePoolShards => "shards",
                 _ => "bundle",
             };
             Problem::validation(e.to_string()).field(field)
@@ -104,6 +112,36 @@ async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
             .map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if applied { 201 } else { 200 }, &SkuView::from(&v)))
+}
+
+/// Largest body of a code batch: 1,000 codes of up to 128 characters (each escaped at most
+/// ×6 in JSON would pass it; real codes are far shorter), under API Gateway's 10 MB.
+pub const CODE_BATCH_BODY_BYTES: usize = 1024 * 1024;
+
+/// `POST /admin/skus/{sku}/codes`: 201 with what was added, 200 for a replay of the batch.
+async fn upload_codes(app: &App, req: &Request) -> Result<Response, Problem> {
+    let sku = sku_param(req)?;
+    let b: CodeBatchRequest = typed_body(req, CODE_BATCH_BODY_BYTES)?;
+    let actor = subject(req).ok();
+    let (r, created) =
+        crate::service::codes::upload(app, &sku, &b.batch_id, &b.codes, actor.as_ref().map(|a| a.as_str()))
+            .await
+            .map_err(super::common::code_problem)?;
+    let view = CodeBatchView {
+        sku: sku.to_string(),
+        batch_id: b.batch_id,
+        added: r.added,
+        duplicates: r.duplicates,
+        duplicate_codes: r.duplicate_codes,
+    };
+    Ok(json_response(if created { 201 } else { 200 }, &view))
+}
+
+/// `GET /admin/skus/{sku}/codes`: the pool's counts.
+async fn code_pool(app: &App, req: &Request) -> Result<Response, Problem> {
+    let sku = sku_param(req)?;
+    let p = crate::service::codes::summary(app, &sku).await.map_err(super::common::code_problem)?;
+    Ok(json_response(200, &CodePoolView::from(&p)))
 }
 
 /// `GET /skus/{sku}/calendar?from=YYYY-MM-DD&to=YYYY-MM-DD`: per-date stock, at most 366 days.
