@@ -37,7 +37,8 @@ pub async fn env_vars(
         .await
         .context("creating Stripe's webhook secret")?;
     res.parameters.insert(STRIPE_WEBHOOK_SECRET_PARAMETER.to_owned(), Some(arn));
-    let arn = secret(&sdk, &format!("{prefix}-code-key"), DEFAULT_CODE_KEY).await.context("creating the code keyring")?;
+    let arn =
+        secret(&sdk, &format!("{prefix}-code-key"), DEFAULT_CODE_KEY).await.context("creating the code keyring")?;
     res.parameters.insert(CODE_KEY_PARAMETER.to_owned(), Some(arn));
     let mut doc = Map::new();
     for f in &t.functions {

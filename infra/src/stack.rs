@@ -392,6 +392,7 @@ impl LocalStack {
             now_s: holdfast::clock::now_s(),
             check_delay_s: delay,
             campaigns: stock.campaigns,
+            codes: stock.codes,
         })
     }
 

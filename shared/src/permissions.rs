@@ -386,7 +386,13 @@ pub const ENV: &[(&str, &[&str])] = &[
     // and the code keyring's secret (code uploads)
     (
         "stock-api",
-        &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER", "JOURNAL_TABLE", "CODE_KEY_SECRET_ARN"],
+        &[
+            "STOCK_TABLE",
+            "HOLDFAST_PUBLIC_CACHE_MS",
+            "HOLDFAST_MAX_PENDING_PER_USER",
+            "JOURNAL_TABLE",
+            "CODE_KEY_SECRET_ARN",
+        ],
     ),
     ("stock-journal", &["JOURNAL_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),

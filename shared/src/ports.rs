@@ -238,11 +238,7 @@ pub trait StockStore: Send + Sync {
     /// Adds codes in one transaction (idempotent by the adjustment id).
     async fn add_codes(&self, upload: &CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>>;
     /// What an uploaded batch did, once it finished.
-    async fn code_batch(
-        &self,
-        sku: &Sku,
-        batch_id: &str,
-    ) -> anyhow::Result<Option<crate::domain::codes::BatchResult>>;
+    async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<crate::domain::codes::BatchResult>>;
     /// Records a finished batch (the first record wins).
     async fn put_code_batch(
         &self,

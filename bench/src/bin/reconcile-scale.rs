@@ -190,12 +190,7 @@ impl StockStore for Stock {
     async fn code_batch(&self, sku: &Sku, b: &str) -> anyhow::Result<Option<holdfast::domain::codes::BatchResult>> {
         self.0.code_batch(sku, b).await
     }
-    async fn put_code_batch(
-        &self,
-        sku: &Sku,
-        b: &str,
-        r: &holdfast::domain::codes::BatchResult,
-    ) -> anyhow::Result<()> {
+    async fn put_code_batch(&self, sku: &Sku, b: &str, r: &holdfast::domain::codes::BatchResult) -> anyhow::Result<()> {
         self.0.put_code_batch(sku, b, r).await
     }
 }

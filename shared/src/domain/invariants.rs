@@ -106,6 +106,79 @@ pub enum Violation {
         frozen: i64,
         counter: i64,
     },
+    /// Code pool identity (docs/code-pools.md): a ring disagrees with its shard's `available`,
+    /// uploads ≠ stocked, a held code is missing or unclaimed, or a code is held (or pooled)
+    /// twice. The detail names fingerprints and positions, never a code.
+    CodePool {
+        sku: Sku,
+        detail: String,
+    },
+}
+
+/// Every code pool's rings and the fingerprint at each ring position.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodePools {
+    pub pools: Vec<Sku>,
+    pub rings: HashMap<(Sku, u16), super::codes::Ring>,
+    pub slots: HashMap<(Sku, u16, u64), String>,
+}
+
+/// Code pool identity: for every pool, each shard's ring holds exactly its `available` codes;
+/// codes uploaded = stocked (so = available + locked + sold); every code a FROZEN, SOLD or
+/// RESTOCKED lock holds is stored at a position before its ring's head; and no code (by
+/// fingerprint) is held twice, pooled twice, or both held and pooled.
+pub fn check_code_pools(skus: &[SkuSnapshot], c: &CodePools, locks: &[Reservation]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for p in &c.pools {
+        let bad = |detail: String| Violation::CodePool { sku: p.clone(), detail };
+        let Some(snap) = skus.iter().find(|s| &s.sku == p) else { continue };
+        let ring = |i: u16| c.rings.get(&(p.clone(), i)).copied().unwrap_or_default();
+        let mut uploaded = 0i64;
+        let mut seen: HashMap<&str, &'static str> = HashMap::new();
+        for (i, sh) in snap.shards.iter().enumerate() {
+            let g = ring(i as u16);
+            uploaded += g.uploaded as i64;
+            if g.available() != sh.available {
+                out.push(bad(format!("shard {i}: ring holds {} codes, available = {}", g.available(), sh.available)));
+            }
+            for pos in g.head..g.tail {
+                match c.slots.get(&(p.clone(), i as u16, pos)) {
+                    None => out.push(bad(format!("shard {i}: pooled position {pos} is empty"))),
+                    Some(fp) => {
+                        if seen.insert(fp.as_str(), "pooled").is_some() {
+                            out.push(bad(format!("fingerprint {fp} is pooled twice")));
+                        }
+                    }
+                }
+            }
+        }
+        if uploaded != snap.stocked {
+            out.push(bad(format!("{uploaded} codes uploaded but stocked = {}", snap.stocked)));
+        }
+        for r in locks.iter().filter(|r| r.status != LockStatus::Released) {
+            for l in r.lines.iter().filter(|l| &l.sku == p) {
+                for g in l.codes.iter().flatten() {
+                    let head = ring(g.shard).head;
+                    for pos in g.from..g.from + u64::from(g.count) {
+                        if pos >= head {
+                            out.push(bad(format!("lock {}: position {pos} of shard {} is not claimed", r.id, g.shard)));
+                        }
+                        match c.slots.get(&(p.clone(), g.shard, pos)) {
+                            None => {
+                                out.push(bad(format!("lock {}: no code at shard {} position {pos}", r.id, g.shard)))
+                            }
+                            Some(fp) => {
+                                if let Some(was) = seen.insert(fp.as_str(), "held") {
+                                    out.push(bad(format!("fingerprint {fp} is held by lock {} and {was}", r.id)));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
 }
 
 /// One campaign item's quota shards, as read.
@@ -215,11 +288,14 @@ pub fn check_campaigns(c: &CampaignCounters, reservations: &[Reservation]) -> Ve
     out
 }
 
-/// Units each cell holds for locks in `status`: a pay-time line holds nothing while FROZEN.
+/// Units each cell holds for locks in `status`: a pay-time line holds nothing while FROZEN; a
+/// code line of a RESTOCKED lock stays sold (its codes are never handed out again).
 fn held_by_cell(locks: &[Reservation], status: LockStatus) -> HashMap<Sku, i64> {
     let mut out: HashMap<Sku, i64> = HashMap::new();
-    for r in locks.iter().filter(|r| r.status == status) {
-        for l in r.lines.iter().filter(|l| !(l.at_payment && status == LockStatus::Frozen)) {
+    let codes_stay = |r: &Reservation| status == LockStatus::Sold && r.status == LockStatus::Restocked;
+    for r in locks.iter().filter(|r| r.status == status || codes_stay(r)) {
+        let lines = r.lines.iter().filter(|l| !(l.at_payment && status == LockStatus::Frozen));
+        for l in lines.filter(|l| r.status == status || l.codes.is_some()) {
             for c in l.cells() {
                 *out.entry(c.cell).or_default() += i64::from(c.quantity);
             }
@@ -272,6 +348,7 @@ pub struct Snapshot {
     /// A FROZEN lock younger than this may still be waiting for its order (docs/architecture.md, "Events and self-healing", invariant 2).
     pub check_delay_s: i64,
     pub campaigns: CampaignCounters,
+    pub codes: CodePools,
 }
 
 /// All five invariants of docs/architecture.md, "Invariants"
@@ -279,6 +356,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     let mut out = check_stock(&s.skus, &s.reservations);
     out.extend(check_sold(&s.skus, &s.reservations));
     out.extend(check_campaigns(&s.campaigns, &s.reservations));
+    out.extend(check_code_pools(&s.skus, &s.codes, &s.reservations));
     let orders: HashMap<&str, &OrderRecord> = s.orders.iter().map(|(id, o)| (id.as_str(), o)).collect();
     let locks: HashMap<&str, &Reservation> = s.reservations.iter().map(|r| (r.id.as_str(), r)).collect();
 
@@ -442,6 +520,7 @@ mod tests {
             now_s: 1_000,
             check_delay_s: 300,
             campaigns: CampaignCounters::default(),
+            codes: CodePools::default(),
         };
         assert_eq!(check_all(&s), vec![Violation::StrandedLock { reservation: "o1".into() }]);
     }
@@ -456,6 +535,7 @@ mod tests {
             now_s: 0,
             check_delay_s: 300,
             campaigns: CampaignCounters::default(),
+            codes: CodePools::default(),
         };
         assert!(matches!(check_all(&s)[..], [Violation::UserLimit { holds: 2, limit: 1, .. }]));
     }

@@ -113,7 +113,9 @@ pub enum ModelError {
     Cycle(Sku),
     #[error("bundle child {0} is not a known SKU")]
     UnknownChild(Sku),
-    #[error("bundle child {0} must be a SINGLE SKU taken at order (not a bundle, calendar, pay-time or code-pool SKU)")]
+    #[error(
+        "bundle child {0} must be a SINGLE SKU taken at order (not a bundle, calendar, pay-time or code-pool SKU)"
+    )]
     ChildModel(Sku),
     #[error("a SKU's inventory model is fixed when it is created ({0} is {1})")]
     ModelChanged(Sku, String),
@@ -413,7 +415,10 @@ mod tests {
         assert_eq!(validate(&s, &model(CodePool, Calendar, AtOrder), &[]), Err(ModelError::CodePoolShape));
         assert_eq!(validate(&s, &model(CodePool, Single, AtPayment), &[]), Err(ModelError::CodePoolShape));
         assert!(validate(&s, &model(CodePool, Single, AtOrder), &[]).is_ok());
-        assert_eq!(check_children(&kids, |_| Some(model(CodePool, Single, AtOrder))), Err(ModelError::ChildModel(sku("A"))));
+        assert_eq!(
+            check_children(&kids, |_| Some(model(CodePool, Single, AtOrder))),
+            Err(ModelError::ChildModel(sku("A")))
+        );
     }
 
     #[test]

@@ -142,9 +142,10 @@ fn merged(actions: Vec<Action>) -> Vec<Action> {
                 && matches!((&b.op, &a.op), (Op::Move { how: x, .. }, Op::Move { how: y, .. }) if x == y)
         });
         match (same, &a.op) {
-            (Some(Action { op: Op::Move { quantity, ring: None, .. }, .. }), Op::Move { quantity: q, ring: None, .. }) => {
-                *quantity += q
-            }
+            (
+                Some(Action { op: Op::Move { quantity, ring: None, .. }, .. }),
+                Op::Move { quantity: q, ring: None, .. },
+            ) => *quantity += q,
             _ => out.push(a),
         }
     }
@@ -201,7 +202,8 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
                         let ring = Some(RingStep::Append { tail: back.tail });
                         out.push(Action { target, op: Op::Move { how: h, quantity: p.quantity, ring } });
                         for (i, code) in back.codes.iter().enumerate() {
-                            let slot = Target::CodeSlot { sku: c.cell.clone(), shard: p.shard, pos: back.tail + i as u64 };
+                            let slot =
+                                Target::CodeSlot { sku: c.cell.clone(), shard: p.shard, pos: back.tail + i as u64 };
                             out.push(Action { target: slot, op: Op::PutCode(code.clone()) });
                         }
                     } else {
@@ -345,10 +347,8 @@ mod tests {
     fn confirm_and_release_move_both_counters_and_free_the_pending_slot() {
         let r = reservation(true, true);
         let sold = lock_move(&r, LockStatus::Frozen, LockStatus::Sold, &[]).unwrap();
-        assert!(sold
-            .iter()
-            .any(|a| matches!(a.target, Target::Quota { .. })
-                && a.op == Op::Move { how: CounterMove::Sell, quantity: 3, ring: None }));
+        assert!(sold.iter().any(|a| matches!(a.target, Target::Quota { .. })
+            && a.op == Op::Move { how: CounterMove::Sell, quantity: 3, ring: None }));
         assert!(sold.iter().all(|a| !matches!(a.target, Target::Limit { .. } | Target::CampaignLimit { .. })));
         assert_eq!(sold.last().unwrap().op, Op::Add { delta: -1, max_before: None });
         let released = lock_move(&r, LockStatus::Frozen, LockStatus::Released, &[]).unwrap();
@@ -366,14 +366,10 @@ mod tests {
         assert!(lock_move(&r, LockStatus::Sold, LockStatus::Released, &[]).is_none());
         // a restock puts product and quota units back and gives the allowance back, once
         let restocked = lock_move(&r, LockStatus::Sold, LockStatus::Restocked, &[]).unwrap();
-        assert!(restocked
-            .iter()
-            .any(|a| matches!(a.target, Target::Shard { .. })
-                && a.op == Op::Move { how: CounterMove::Restock, quantity: 2, ring: None }));
-        assert!(restocked
-            .iter()
-            .any(|a| matches!(a.target, Target::Quota { .. })
-                && a.op == Op::Move { how: CounterMove::Restock, quantity: 3, ring: None }));
+        assert!(restocked.iter().any(|a| matches!(a.target, Target::Shard { .. })
+            && a.op == Op::Move { how: CounterMove::Restock, quantity: 2, ring: None }));
+        assert!(restocked.iter().any(|a| matches!(a.target, Target::Quota { .. })
+            && a.op == Op::Move { how: CounterMove::Restock, quantity: 3, ring: None }));
         assert!(restocked.iter().all(|a| !matches!(a.target, Target::Pending { .. })));
         assert!(lock_move(&r, LockStatus::Restocked, LockStatus::Sold, &[]).is_none());
     }

@@ -17,7 +17,8 @@ pub fn code_problem(e: CodeError) -> Problem {
             Problem::validation(format!("code {index} {reason}")).field(format!("codes[{index}]"))
         }
         CodeError::BatchReused => {
-            Problem::new(Code::IdempotencyKeyReused, "this batch_id was already used with other codes").field("batch_id")
+            Problem::new(Code::IdempotencyKeyReused, "this batch_id was already used with other codes")
+                .field("batch_id")
         }
         CodeError::OrderNotFound => Problem::not_found("no such order"),
         e @ CodeError::NotPaid(_) => Problem::new(Code::NotPaid, e.to_string()),

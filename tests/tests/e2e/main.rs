@@ -3,6 +3,7 @@
 
 mod after_sale;
 mod campaigns;
+mod codes;
 mod common;
 mod contract;
 mod edges;

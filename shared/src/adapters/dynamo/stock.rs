@@ -82,7 +82,11 @@ fn decode_code(it: &Item) -> anyhow::Result<StoredCode> {
 }
 
 fn decode_ring(it: &Item) -> Ring {
-    Ring { head: opt_n(it, "chd").unwrap_or(0), tail: opt_n(it, "ctl").unwrap_or(0), uploaded: opt_n(it, "cup").unwrap_or(0) }
+    Ring {
+        head: opt_n(it, "chd").unwrap_or(0),
+        tail: opt_n(it, "ctl").unwrap_or(0),
+        uploaded: opt_n(it, "cup").unwrap_or(0),
+    }
 }
 
 /// The key of the item an action writes.
@@ -973,13 +977,14 @@ impl StockStore for DynamoStock {
 /// never on a request path.
 pub mod audit {
     use super::*;
-    use crate::domain::invariants::{CampaignCounters, CampaignItemSnapshot, SkuSnapshot};
+    use crate::domain::invariants::{CampaignCounters, CampaignItemSnapshot, CodePools, SkuSnapshot};
 
     pub struct StockDump {
         pub skus: Vec<SkuSnapshot>,
         pub reservations: Vec<Reservation>,
         pub user_counters: Vec<(Sku, UserId, i64)>,
         pub campaigns: CampaignCounters,
+        pub codes: CodePools,
     }
 
     pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
@@ -999,8 +1004,23 @@ pub mod audit {
         let mut user_counters = Vec::new();
         let mut campaigns = Vec::new();
         let mut campaign_counters = CampaignCounters::default();
+        let mut codes = CodePools::default();
+        let mut rings: HashMap<String, Ring> = HashMap::new();
         for it in &items {
             let pk = get_s(it, "pk")?;
+            if let Some(rest) = pk.strip_prefix("CODE#") {
+                // CODE#<sku>#<shard>#<pos>: a SKU has no '#'
+                let parts: Vec<&str> = rest.split('#').collect();
+                if let [sku, shard, pos] = parts[..] {
+                    codes
+                        .slots
+                        .insert((Sku::from_stored(sku)?, shard.parse()?, pos.parse()?), get_s(it, "fp")?.to_owned());
+                }
+                continue;
+            }
+            if pk.starts_with("SKU#") && it.contains_key("chd") {
+                rings.insert(pk.to_owned(), decode_ring(it));
+            }
             if pk.starts_with("CMP#") {
                 campaigns.push(super::super::campaigns::decode_item(it)?);
             } else if pk.starts_with("CQ#") {
@@ -1031,6 +1051,14 @@ pub mod audit {
                 metas.push(decode_meta(it)?);
             }
         }
+        for m in metas.iter().filter(|m| m.model.is_code_pool()) {
+            codes.pools.push(m.sku.clone());
+            for i in 0..m.slots {
+                if let Some(g) = rings.get(&shard_pk(&m.sku, i)) {
+                    codes.rings.insert((m.sku.clone(), i), *g);
+                }
+            }
+        }
         let skus = metas
             .into_iter()
             .map(|m| SkuSnapshot {
@@ -1053,7 +1081,7 @@ pub mod audit {
                 });
             }
         }
-        Ok(StockDump { skus, reservations, user_counters, campaigns: campaign_counters })
+        Ok(StockDump { skus, reservations, user_counters, campaigns: campaign_counters, codes })
     }
 }
 

@@ -165,6 +165,7 @@ impl MemoryWorld {
             now_s: crate::clock::now_s(),
             check_delay_s,
             campaigns: self.stock.campaign_counters(),
+            codes: self.stock.code_pools(),
         }
     }
 }

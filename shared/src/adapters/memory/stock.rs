@@ -337,7 +337,16 @@ impl MemoryStock {
         }
     }
 
-    /// Every campaign's metadata.
+    /// Every code pool's rings and slots, for the invariants.
+    pub fn code_pools(&self) -> crate::domain::invariants::CodePools {
+        let s = lock(&self.state);
+        crate::domain::invariants::CodePools {
+            pools: s.metas.values().filter(|m| m.model.is_code_pool()).map(|m| m.sku.clone()).collect(),
+            rings: s.rings.clone(),
+            slots: s.code_slots.iter().map(|(k, c)| (k.clone(), c.fingerprint.clone())).collect(),
+        }
+    }
+
     /// The journal cause last stamped on a counter item (by its DynamoDB key).
     pub fn cause_of(&self, key: &str) -> Option<Cause> {
         lock(&self.state).causes.get(key).cloned()
@@ -680,9 +689,11 @@ impl StockStore for MemoryStock {
         if let Some(prev) = s.adjustments.get(&key) {
             return Ok(Err(AdjustRejection::Duplicate { delta: prev.delta }));
         }
-        let taken = up.appends.iter().flat_map(|a| &a.codes).any(|c| {
-            s.fingerprints.contains_key(&(adj.sku.clone(), c.fingerprint.clone()))
-        });
+        let taken = up
+            .appends
+            .iter()
+            .flat_map(|a| &a.codes)
+            .any(|c| s.fingerprints.contains_key(&(adj.sku.clone(), c.fingerprint.clone())));
         if taken {
             return Ok(Err(AdjustRejection::CodeTaken));
         }

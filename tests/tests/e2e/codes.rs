@@ -1,0 +1,234 @@
+//! Code pools end to end (docs/code-pools.md): a flash sale of unique codes over HTTP on the
+//! local stack — every code handed out once, released codes handed out again, a code shown to
+//! nobody but its paid owner and in no log line — and the upload's refusals.
+
+use crate::common::{eventually, spawn, spawn_with, Answer, Stack};
+use futures::future::join_all;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+async fn pool_sku(s: &Stack, sku: &str, shards: u16) {
+    let spec = json!({"name": "gift card", "price": 1000, "currency": "EUR", "shards": shards,
+                      "model": {"management": "CODE_POOL"}});
+    let a = s.call("PUT", &format!("/admin/skus/{sku}"), Some(&s.admin), &[], Some(spec.to_string())).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+}
+
+async fn upload(s: &Stack, sku: &str, batch: &str, codes: &[String]) -> Answer {
+    s.post(&format!("/admin/skus/{sku}/codes"), &s.admin, json!({"batch_id": batch, "codes": codes})).await
+}
+
+async fn pool(s: &Stack, sku: &str) -> Value {
+    let a = s.get(&format!("/admin/skus/{sku}/codes"), Some(&s.admin)).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.body
+}
+
+/// A checkout, retried with the same key on 503 as clients are told to.
+async fn checkout(s: &Stack, user: &str, key: &str, quantity: u32, sku: &str) -> Answer {
+    let items = json!([{"sku": sku, "quantity": quantity}]);
+    let mut a = s.order(user, key, items.clone()).await;
+    for attempt in 1..=8 {
+        if a.status != 503 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
+        a = s.order(user, key, items.clone()).await;
+    }
+    a
+}
+
+async fn codes_of(s: &Stack, user: &str, order: &str) -> Answer {
+    s.get(&format!("/orders/{order}/codes"), Some(&s.user(user))).await
+}
+
+/// Every log line of this test process (the local stack runs in it), at trace level for
+/// Holdfast's own crates.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Logs {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() -> Logs {
+    let logs = Logs::default();
+    let w = logs.clone();
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info,holdfast=trace,holdfast_local=trace"))
+        .with_writer(move || w.clone())
+        .init();
+    logs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_released_codes_sell_again() {
+    let logs = capture_logs();
+    let s =
+        spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "40"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "5")]).await;
+    pool_sku(&s, "GIFT", 4).await;
+    let uploaded: Vec<String> = (0..100).map(|i| format!("GIFT-{:04}-{:08X}", i, fastrand::u32(..))).collect();
+    let a = upload(&s, "GIFT", "b-1", &uploaded).await;
+    assert_eq!((a.status, a.body["added"].as_u64(), a.body["duplicates"].as_u64()), (201, Some(100), Some(0)));
+    let p = pool(&s, "GIFT").await;
+    assert_eq!((p["uploaded"].as_i64(), p["available"].as_i64()), (Some(100), Some(100)), "{p}");
+
+    // 400 buyers at once; four in five pay at once, the others never do.
+    let results = join_all((0..400).map(|i| {
+        let s = &s;
+        async move {
+            let user = format!("buyer-{i}");
+            let a = checkout(s, &user, "k", 1, "GIFT").await;
+            if a.status == 201 {
+                let id = a.body["order_id"].as_str().unwrap().to_owned();
+                // not visible before payment, nor to anyone else
+                let early = codes_of(s, &user, &id).await;
+                assert_eq!((early.status, early.body["code"].as_str()), (409, Some("not_paid")), "{}", early.body);
+                if i % 5 != 0 {
+                    let paid = s.pay(&id, &format!("pay-{id}"), 1000, "SUCCEEDED").await;
+                    assert_eq!(paid.status, 200, "{}", paid.body);
+                }
+                return (user, a.status, Some(id), i % 5 != 0);
+            }
+            (user, a.status, None, false)
+        }
+    }))
+    .await;
+    let created: Vec<_> = results.iter().filter(|r| r.1 == 201).collect();
+    let refused = results.iter().filter(|r| r.1 == 409).count();
+    assert_eq!((created.len(), refused), (100, 300), "exactly 100 holders, no false sold-out");
+    let paid: Vec<(String, String)> =
+        created.iter().filter(|r| r.3).map(|r| (r.0.clone(), r.2.clone().unwrap())).collect();
+    let unpaid = created.len() - paid.len();
+
+    // the unpaid ones expire and their codes go back to the pool
+    eventually("the unpaid orders' codes back in the pool", Duration::from_secs(120), || async {
+        let (av, lk, sd) = s.exact("GIFT").await;
+        ((av, lk, sd) == (unpaid as i64, 0, paid.len() as i64)).then_some(())
+    })
+    .await;
+    // … and are handed out again
+    let second = join_all((0..unpaid).map(|i| {
+        let s = &s;
+        async move {
+            let user = format!("late-{i}");
+            let a = checkout(s, &user, "k", 1, "GIFT").await;
+            assert_eq!(a.status, 201, "{}", a.body);
+            let id = a.body["order_id"].as_str().unwrap().to_owned();
+            let paid = s.pay(&id, &format!("pay-{id}"), 1000, "SUCCEEDED").await;
+            assert_eq!(paid.status, 200, "{}", paid.body);
+            (user, id)
+        }
+    }))
+    .await;
+    let sold_out = checkout(&s, "one-too-many", "k", 1, "GIFT").await;
+    assert_eq!((sold_out.status, sold_out.body["code"].as_str()), (409, Some("insufficient_stock")));
+
+    // every paid order shows exactly one code to its owner: 100 distinct codes, the uploaded set
+    let mut seen = HashSet::new();
+    for (user, id) in paid.iter().chain(&second) {
+        let a = codes_of(&s, user, id).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.headers.get("cache-control").and_then(|v| v.to_str().ok()), Some("private, no-store"));
+        let codes = a.body["codes"].as_array().unwrap();
+        assert_eq!(codes.len(), 1, "{}", a.body);
+        assert_eq!(codes[0]["sku"], "GIFT");
+        let code = codes[0]["code"].as_str().unwrap().to_owned();
+        assert!(seen.insert(code.clone()), "code handed out twice: order {id}");
+        let other = codes_of(&s, "someone-else", id).await;
+        assert_eq!(other.status, 404, "another user must not see it: {}", other.body);
+    }
+    assert_eq!(seen, uploaded.iter().cloned().collect::<HashSet<_>>());
+    let p = pool(&s, "GIFT").await;
+    assert_eq!((p["available"].as_i64(), p["sold"].as_i64(), p["low"].as_bool()), (Some(0), Some(100), Some(true)));
+    assert!(uploaded.iter().all(|c| !p.to_string().contains(c.as_str())));
+    s.assert_invariants().await;
+
+    // no code appears in any log line of the run
+    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(text.lines().count() > 100, "the capture must see the stack's logs");
+    for c in &uploaded {
+        assert!(!text.contains(c.as_str()), "a code appeared in a log line");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_batches_are_refused_with_a_problem_and_write_nothing() {
+    let s = spawn().await;
+    pool_sku(&s, "VOUCH", 2).await;
+    s.sku("PLAIN", 100, 5, 1, None).await;
+    let codes: Vec<String> = (0..10).map(|i| format!("V-{i:03}-ABCDEFGH")).collect();
+    assert_eq!(upload(&s, "VOUCH", "first", &codes).await.status, 201);
+    let before = pool(&s, "VOUCH").await;
+
+    let problem = |a: &Answer, status: u16, code: &str| {
+        assert_eq!((a.status, a.body["code"].as_str()), (status, Some(code)), "{}", a.body);
+        assert_eq!(a.headers.get("content-type").and_then(|v| v.to_str().ok()), Some("application/problem+json"));
+    };
+    problem(&upload(&s, "VOUCH", "empty", &[]).await, 422, "validation_failed");
+    let many: Vec<String> = (0..1001).map(|i| format!("M-{i:05}")).collect();
+    problem(&upload(&s, "VOUCH", "many", &many).await, 422, "validation_failed");
+    let ctl = upload(&s, "VOUCH", "ctl", &["GOOD-1".into(), "BAD\u{0007}CODE".into()]).await;
+    problem(&ctl, 422, "validation_failed");
+    assert_eq!(ctl.body["field"], "codes[1]");
+    problem(&upload(&s, "VOUCH", "bad id!", &["X-1".into()]).await, 422, "validation_failed");
+    problem(&upload(&s, "PLAIN", "p", &["X-1".into()]).await, 422, "validation_failed");
+    problem(&upload(&s, "NOPE", "p", &["X-1".into()]).await, 404, "not_found");
+    let huge = json!({"batch_id": "huge", "codes": ["x".repeat(1024 * 1024)]}).to_string();
+    let a = s.call("POST", "/admin/skus/VOUCH/codes", Some(&s.admin), &[], Some(huge)).await;
+    problem(&a, 413, "payload_too_large");
+    let a = s.call("POST", "/admin/skus/VOUCH/codes", Some(&s.admin), &[], Some("{\"batch_id\":".into())).await;
+    problem(&a, 400, "malformed_json");
+    let a = s
+        .call(
+            "POST",
+            "/admin/skus/VOUCH/codes",
+            Some(&s.user("eve")),
+            &[],
+            Some(json!({"batch_id":"x","codes":["A-1"]}).to_string()),
+        )
+        .await;
+    assert!(a.status == 401 || a.status == 403, "a buyer cannot upload: {}", a.body);
+    let adj = s
+        .post("/admin/skus/VOUCH/adjustments", &s.admin, json!({"adjustment_id": "a", "delta": 5, "reason": "more"}))
+        .await;
+    problem(&adj, 422, "validation_failed");
+    // the same batch again answers the same; the same id with other codes is refused
+    let again = upload(&s, "VOUCH", "first", &codes).await;
+    assert_eq!((again.status, again.body["added"].as_u64()), (200, Some(10)), "{}", again.body);
+    problem(&upload(&s, "VOUCH", "first", &codes[..5]).await, 422, "idempotency_key_reused");
+    assert_eq!(pool(&s, "VOUCH").await, before, "nothing written by a refused batch");
+
+    // duplicates (already pooled, or twice in the batch) are refused, counted and shown masked
+    let mut mixed = codes[..3].to_vec();
+    mixed.push("V-NEW-0001-XYZW".into());
+    mixed.push("V-NEW-0001-XYZW".into());
+    let a = upload(&s, "VOUCH", "second", &mixed).await;
+    assert_eq!((a.status, a.body["added"].as_u64(), a.body["duplicates"].as_u64()), (201, Some(1), Some(4)));
+    let shown = a.body["duplicate_codes"].to_string();
+    assert!(shown.contains("XYZW") && !shown.contains("V-NEW") && !shown.contains("V-000"), "{shown}");
+    assert_eq!(pool(&s, "VOUCH").await["uploaded"], 11);
+
+    // a line over the per-line cap is refused before any write
+    let a = s.order("bob", "k", json!([{"sku": "VOUCH", "quantity": 21}])).await;
+    problem(&a, 422, "validation_failed");
+    assert_eq!(s.exact("VOUCH").await, (11, 0, 0));
+    // a cancelled order gives its codes back; a refunded paid order keeps them sold
+    let id = s.order_id("bob", "k2", json!([{"sku": "VOUCH", "quantity": 2}])).await;
+    assert_eq!(s.cancel("bob", &id).await.status, 200);
+    eventually("the cancelled order's codes back", Duration::from_secs(60), || async {
+        (s.exact("VOUCH").await == (11, 0, 0)).then_some(())
+    })
+    .await;
+    s.assert_invariants().await;
+}
