@@ -237,6 +237,18 @@ pub trait StockStore: Send + Sync {
     async fn known_codes(&self, sku: &Sku, fingerprints: &[String]) -> anyhow::Result<HashMap<String, String>>;
     /// Adds codes in one transaction (idempotent by the adjustment id).
     async fn add_codes(&self, upload: &CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>>;
+    /// Hands out `quantity` positions of a code pool shard's ring by moving its head, in one
+    /// atomic update (no read, no conflict between buyers), if the head is at most `max_head`:
+    /// the first position claimed, or `None` when the ring no longer has them.
+    async fn claim_codes(&self, sku: &Sku, shard: u16, quantity: u32, max_head: u64) -> anyhow::Result<Option<u64>>;
+    /// Puts claimed positions no lock bound back in the pool (appended at their shards' tails,
+    /// the old positions marked given back) in one transaction. `false`: a tail moved or a
+    /// position was bound or given back meanwhile — re-read and retry.
+    async fn give_back_codes(
+        &self,
+        sku: &Sku,
+        ranges: &[crate::domain::reservation::CodeRange],
+    ) -> anyhow::Result<bool>;
     /// What an uploaded batch did, once it finished.
     async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<crate::domain::codes::BatchResult>>;
     /// Records a finished batch (the first record wins).

@@ -42,6 +42,8 @@ pub mod names {
     pub const CODE_CLAIM_RETRIES: &str = "CodeClaimRetries";
     /// Codes refused at upload because the pool already held them.
     pub const CODE_DUPLICATES: &str = "CodeDuplicatesRefused";
+    /// A failed checkout could not give its claimed codes back (reconcile returns them).
+    pub const CODES_NOT_GIVEN_BACK: &str = "CodesNotGivenBack";
     pub const ORDERS_AUTO_COMPLETED: &str = "OrdersAutoCompleted";
     pub const REJECTED_MESSAGES: &str = "RejectedMessages";
     /// A checkout answered 429 `busy` because DynamoDB throttled (hot shard or table limits).

@@ -187,6 +187,16 @@ impl StockStore for Stock {
     async fn add_codes(&self, up: &holdfast::ports::CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>> {
         self.0.add_codes(up).await
     }
+    async fn claim_codes(&self, sku: &Sku, shard: u16, q: u32, max: u64) -> anyhow::Result<Option<u64>> {
+        self.0.claim_codes(sku, shard, q, max).await
+    }
+    async fn give_back_codes(
+        &self,
+        sku: &Sku,
+        ranges: &[holdfast::domain::reservation::CodeRange],
+    ) -> anyhow::Result<bool> {
+        self.0.give_back_codes(sku, ranges).await
+    }
     async fn code_batch(&self, sku: &Sku, b: &str) -> anyhow::Result<Option<holdfast::domain::codes::BatchResult>> {
         self.0.code_batch(sku, b).await
     }

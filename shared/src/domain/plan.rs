@@ -48,11 +48,10 @@ pub enum CounterMove {
     Restock,
 }
 
-/// How a code pool shard's ring moves with its counters (docs/code-pools.md).
+/// How a code pool shard's ring moves with its counters (docs/code-pools.md). Handing codes
+/// out needs no ring step: the positions were claimed beforehand by an atomic head increment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RingStep {
-    /// Hand out `quantity` codes from position `head` on: the head must still be there.
-    Claim { head: u64 },
     /// Put `quantity` codes back at `tail` on: the tail must still be there.
     Append { tail: u64 },
 }
@@ -63,6 +62,9 @@ pub enum Op {
     Move { how: CounterMove, quantity: u32, ring: Option<RingStep> },
     /// On a code slot: write this code there (the position must be free).
     PutCode(StoredCode),
+    /// On a code slot: bind its code to the reservation (it must hold a code that is neither
+    /// bound nor given back).
+    TakeCode,
     /// On a counter target: `n += delta`, conditional on `n <= max_before` when set (absent
     /// counts as 0).
     Add { delta: i64, max_before: Option<i64> },
@@ -78,10 +80,14 @@ fn mv(target: Target, how: CounterMove, quantity: u32) -> Action {
     Action { target, op: Op::Move { how, quantity, ring: None } }
 }
 
-/// The head a code line's piece on `shard` claims from (`u64::MAX`, which no ring has, when
-/// the line was not planned: the write then fails instead of taking unplanned positions).
-fn claim_head(l: &ReservedLine, shard: u16) -> u64 {
-    l.codes.iter().flatten().find(|r| r.shard == shard).map_or(u64::MAX, |r| r.from)
+/// The code slots a code line binds at freeze: every position of its claimed ranges.
+fn taken_slots(l: &ReservedLine) -> impl Iterator<Item = Action> + '_ {
+    l.codes.iter().flatten().flat_map(move |g| {
+        (g.from..g.from + u64::from(g.count)).map(move |pos| Action {
+            target: Target::CodeSlot { sku: l.sku.clone(), shard: g.shard, pos },
+            op: Op::TakeCode,
+        })
+    })
 }
 
 fn add(target: Target, delta: i64, max_before: Option<i64>) -> Action {
@@ -96,17 +102,10 @@ pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
         // a pay-time line takes its cells at confirm (docs/inventory-models.md, "Pay-time deduction")
         for c in l.cells().iter().filter(|_| !l.at_payment) {
             for p in c.pieces {
-                let mut a = mv(Target::Shard { sku: c.cell.clone(), shard: p.shard }, CounterMove::Freeze, p.quantity);
-                if l.codes.is_some() {
-                    a.op = Op::Move {
-                        how: CounterMove::Freeze,
-                        quantity: p.quantity,
-                        ring: Some(RingStep::Claim { head: claim_head(l, p.shard) }),
-                    };
-                }
-                out.push(a);
+                out.push(mv(Target::Shard { sku: c.cell.clone(), shard: p.shard }, CounterMove::Freeze, p.quantity));
             }
         }
+        out.extend(taken_slots(l));
         if let Some(c) = &l.campaign {
             for p in &c.pieces {
                 let t = Target::Quota { campaign: c.campaign_id.clone(), sku: l.sku.clone(), shard: p.shard };
@@ -244,6 +243,10 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
 pub fn freeze_rejection(failed: &[Target]) -> FreezeRejection {
     if failed.iter().any(|t| matches!(t, Target::Reservation)) {
         return FreezeRejection::AlreadyExists;
+    }
+    // a claimed code slot given back meanwhile (reconcile's orphan repair): retry afresh
+    if failed.iter().any(|t| matches!(t, Target::CodeSlot { .. })) {
+        return FreezeRejection::Conflict;
     }
     if failed.iter().any(|t| matches!(t, Target::Pending { .. })) {
         return FreezeRejection::TooManyPending;

@@ -231,7 +231,8 @@ impl Reservation {
     /// Number of transaction actions a freeze of these lines needs (a confirm or release needs
     /// the same or fewer).
     pub fn freeze_actions(&self) -> usize {
-        // a release writes each code of a code line back to its ring: one item per code
+        // a code line binds each code slot at freeze, and a release writes each back to its
+        // ring: one item per code in either transaction
         let line = |l: &ReservedLine| {
             l.cells().iter().map(|c| c.pieces.len()).sum::<usize>()
                 + l.codes.as_ref().map_or(0, |_| l.quantity as usize)

@@ -304,27 +304,51 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             return refuse(app, req, FreezeError::MixedDeduction(sku)).await;
         }
     }
-    // A code line takes its codes from where the ring heads are now (docs/code-pools.md).
+    // A code line claims its codes first, by atomic head moves (docs/code-pools.md, "Claiming
+    // under contention"); whatever the freeze then answers other than a new reservation gives
+    // them back.
     let code_skus: Vec<Sku> = r.lines.iter().filter(|l| l.codes.is_some()).map(|l| l.sku.clone()).collect();
     let mut pool_left = Vec::new();
     for sku in &code_skus {
-        match plan_codes(app, &mut r, sku, cell_meta(sku)).await {
+        match claim_codes(app, &mut r, sku, cell_meta(sku)).await {
             Ok(left) => pool_left.push((sku.clone(), left)),
-            Err(e) => return refuse(app, req, e).await,
+            Err(e) => {
+                give_back(app, &mut r).await;
+                return refuse(app, req, e).await;
+            }
         }
     }
+    let out = put_loop(app, req, &mut r, &limits, &code_skus, (&other_cells, metas)).await;
+    match &out {
+        Ok(Frozen::Created(_)) => {
+            for (sku, left) in &pool_left {
+                if *left < app.config.code_pool_low_water {
+                    app.count(names::CODE_POOL_LOW, 1);
+                    tracing::warn!(sku = %sku, left, "code pool low");
+                }
+            }
+        }
+        _ => give_back(app, &mut r).await,
+    }
+    out
+}
+
+/// The transaction of a freeze, re-planned and retried until it commits or is refused.
+async fn put_loop(
+    app: &App,
+    req: &FreezeRequest,
+    r: &mut Reservation,
+    limits: &FreezeLimits,
+    code_skus: &[Sku],
+    (other_cells, metas): (&HashMap<Sku, SkuMeta>, &HashMap<Sku, SkuMeta>),
+) -> Result<Frozen, FreezeError> {
+    let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
     for attempt in 1..=FREEZE_ATTEMPTS {
-        match app.stock.put_frozen(&r, &limits).await? {
+        match app.stock.put_frozen(r, limits).await? {
             Ok(()) => {
                 app.count(names::FREEZE_OK, 1);
                 tracing::info!(reservation = %r.id, "frozen");
-                for (sku, left) in &pool_left {
-                    if *left < app.config.code_pool_low_water {
-                        app.count(names::CODE_POOL_LOW, 1);
-                        tracing::warn!(sku = %sku, left, "code pool low");
-                    }
-                }
-                return Ok(Frozen::Created(r));
+                return Ok(Frozen::Created(r.clone()));
             }
             Err(FreezeRejection::AlreadyExists) => match app.stock.get_reservation(&r.id).await? {
                 Some(existing) => return replay(existing, req),
@@ -342,7 +366,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             Err(FreezeRejection::Conflict) => super::backoff(attempt).await,
             Err(FreezeRejection::QuotaShort(skus)) => {
                 for sku in skus {
-                    resplit_quota(app, &mut r, &sku).await?;
+                    resplit_quota(app, r, &sku).await?;
                 }
                 if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
                     return Err(FreezeError::TooFragmented);
@@ -351,11 +375,16 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             Err(FreezeRejection::ShardShort(skus)) => {
                 for sku in skus {
                     if code_skus.contains(&sku) {
-                        // another freeze moved the ring head first: take from where it is now
-                        app.count(names::CODE_CLAIM_RETRIES, 1);
-                        plan_codes(app, &mut r, &sku, cell_meta(&sku)).await?;
+                        // its codes are claimed, so its counters hold them: a stop-sale, or a
+                        // race with one; the pieces must stay on the claimed shards
+                        let fresh = app.stock.get_skus(std::slice::from_ref(&sku)).await?;
+                        if fresh.get(&sku).is_some_and(|m| m.paused) {
+                            app.count(names::FREEZE_REFUSED, 1);
+                            return Err(FreezeError::SalePaused(sku));
+                        }
+                        super::backoff(attempt).await;
                     } else {
-                        resplit(app, &mut r, &sku, cell_meta(&sku)).await?;
+                        resplit(app, r, &sku, cell_meta(&sku)).await?;
                     }
                 }
                 if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
@@ -403,35 +432,86 @@ async fn resplit_quota(app: &App, r: &mut Reservation, sku: &Sku) -> Result<(), 
     }
 }
 
-/// Plans a code line from a consistent read of the pool's rings: its pieces split over the
-/// shards holding codes, each taking the positions from its shard's head on. Refuses only when
-/// the pool as a whole is short (never a false sold-out: a shard's head that moved meanwhile
-/// fails the write, and the freeze plans again). Returns the codes left after this line.
-async fn plan_codes(app: &App, r: &mut Reservation, sku: &Sku, meta: Option<&SkuMeta>) -> Result<i64, FreezeError> {
+/// Claims a code line's codes: from a consistent read of the pool's rings, the line is split
+/// over shards holding codes and each piece claims its positions by one atomic head move (no
+/// read-modify-write, so buyers never conflict). A shard drained between the read and the
+/// claim is read again. Refuses only when the pool as a whole is short. The claimed ranges are
+/// on the line as soon as they are claimed (so a failure can give them back). Returns the
+/// codes the pool had left after this line, as read.
+async fn claim_codes(app: &App, r: &mut Reservation, sku: &Sku, meta: Option<&SkuMeta>) -> Result<i64, FreezeError> {
     let meta = meta.ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
-    let rings = app.stock.read_rings(sku, meta.slots.max(meta.shards)).await?;
-    let available: Vec<i64> = rings.iter().map(|g| g.available()).collect();
+    let slots = meta.slots.max(meta.shards);
     let start = start_shard(r.id.as_str(), sku, meta.shards.clamp(1, MAX_SHARDS));
     let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(0) };
-    match split(&available, start, line.quantity) {
-        Ok(pieces) => {
-            line.codes = Some(
-                pieces
-                    .iter()
-                    .map(|p| crate::domain::reservation::CodeRange {
-                        shard: p.shard,
-                        from: rings[usize::from(p.shard)].head,
-                        count: p.quantity,
-                    })
-                    .collect(),
-            );
-            line.pieces = pieces;
-            Ok(available.iter().sum::<i64>() - i64::from(line.quantity))
+    let mut want = line.quantity;
+    for attempt in 1..=FREEZE_ATTEMPTS {
+        let rings = app.stock.read_rings(sku, slots).await?;
+        let available: Vec<i64> = rings.iter().map(|g| g.available()).collect();
+        let left = available.iter().sum::<i64>() - i64::from(want);
+        let pieces = match split(&available, start, want) {
+            Ok(p) => p,
+            Err(short) => {
+                app.caches.mark_short(sku, short.available, clock::now_ms());
+                app.count(names::FREEZE_REFUSED, 1);
+                return Err(FreezeError::Insufficient(sku.clone()));
+            }
+        };
+        for p in pieces {
+            let g = rings[usize::from(p.shard)];
+            let max_head = g.tail.saturating_sub(u64::from(p.quantity));
+            if let Some(from) = app.stock.claim_codes(sku, p.shard, p.quantity, max_head).await? {
+                let range = crate::domain::reservation::CodeRange { shard: p.shard, from, count: p.quantity };
+                line.codes.get_or_insert_with(Vec::new).push(range);
+                want -= p.quantity;
+            }
         }
-        Err(short) => {
-            app.caches.mark_short(sku, short.available, clock::now_ms());
-            app.count(names::FREEZE_REFUSED, 1);
-            Err(FreezeError::Insufficient(sku.clone()))
+        line.pieces = pieces_of(line.codes.as_deref().unwrap_or_default());
+        if want == 0 {
+            return Ok(left);
+        }
+        app.count(names::CODE_CLAIM_RETRIES, 1);
+        super::backoff(attempt).await;
+    }
+    Err(FreezeError::Contention)
+}
+
+/// One piece per shard: the units a line's claimed code ranges hold there.
+fn pieces_of(ranges: &[crate::domain::reservation::CodeRange]) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::new();
+    for g in ranges {
+        match out.iter_mut().find(|p| p.shard == g.shard) {
+            Some(p) => p.quantity += g.count,
+            None => out.push(Piece { shard: g.shard, quantity: g.count }),
+        }
+    }
+    out
+}
+
+/// Gives a failed freeze's claimed codes back to their pool. A give-back that cannot finish
+/// (the store is down) leaves them claimed and unbound: reconcile returns such codes
+/// (docs/code-pools.md, "Crashes").
+async fn give_back(app: &App, r: &mut Reservation) {
+    for l in r.lines.iter_mut() {
+        let Some(ranges) = l.codes.as_mut().filter(|g| !g.is_empty()) else { continue };
+        let mut done = false;
+        for attempt in 1..=FREEZE_ATTEMPTS {
+            match app.stock.give_back_codes(&l.sku, ranges).await {
+                Ok(true) => {
+                    done = true;
+                    break;
+                }
+                Ok(false) => super::backoff(attempt).await,
+                Err(e) => {
+                    tracing::warn!(sku = %l.sku, error = format!("{e:#}"), "give back of claimed codes failed");
+                    super::backoff(attempt).await;
+                }
+            }
+        }
+        if done {
+            ranges.clear();
+        } else {
+            app.count(names::CODES_NOT_GIVEN_BACK, 1);
+            tracing::error!(sku = %l.sku, reservation = %r.id, "claimed codes not given back; reconcile returns them");
         }
     }
 }

@@ -75,7 +75,7 @@ fn capture_logs() -> Logs {
 async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_released_codes_sell_again() {
     let logs = capture_logs();
     let s =
-        spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "40"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "5")]).await;
+        spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "90"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "5")]).await;
     pool_sku(&s, "GIFT", 4).await;
     let uploaded: Vec<String> = (0..100).map(|i| format!("GIFT-{:04}-{:08X}", i, fastrand::u32(..))).collect();
     let a = upload(&s, "GIFT", "b-1", &uploaded).await;
@@ -112,7 +112,7 @@ async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_re
     let unpaid = created.len() - paid.len();
 
     // the unpaid ones expire and their codes go back to the pool
-    eventually("the unpaid orders' codes back in the pool", Duration::from_secs(120), || async {
+    eventually("the unpaid orders' codes back in the pool", Duration::from_secs(240), || async {
         let (av, lk, sd) = s.exact("GIFT").await;
         ((av, lk, sd) == (unpaid as i64, 0, paid.len() as i64)).then_some(())
     })

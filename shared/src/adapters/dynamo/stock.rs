@@ -12,7 +12,7 @@ use crate::domain::codes::{BatchResult, CodeAppend, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::{move_cause, Cause};
 use crate::domain::plan::{self, Action, CounterMove, Op, RingStep, Target};
-use crate::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
+use crate::domain::reservation::{CodeRange, LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{CampaignId, Currency, ReservationId, Sku, UserId};
 use crate::ports::{
     AdjustRejection, Adjustment, CampaignAdjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection,
@@ -320,15 +320,8 @@ fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::
                 CounterMove::Restock => ("SET sd = sd - :q, av = av + :q", "sd >= :q"),
             };
             match (&a.target, how, ring) {
-                // A code pool's ring moves with its counters: the head or tail must still be
-                // where the plan read it (docs/code-pools.md).
-                (Target::Shard { .. }, CounterMove::Freeze, Some(RingStep::Claim { head })) => update(
-                    table,
-                    pk,
-                    &format!("{expr}, chd = chd + :q"),
-                    Some("av >= :q AND chd = :h AND (attribute_not_exists(ps) OR ps = :f)"),
-                    values([(":q", q), (":h", n(*head)), (":f", AttributeValue::Bool(false))]),
-                ),
+                // A code pool's ring moves with its counters: the tail must still be where the
+                // plan read it (docs/code-pools.md).
                 (Target::Shard { .. }, _, Some(RingStep::Append { tail })) => update(
                     table,
                     pk,
@@ -356,6 +349,13 @@ fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::
             }
         }
         Op::PutCode(c) => put(table, encode_code(pk, c), "attribute_not_exists(pk)"),
+        Op::TakeCode => update(
+            table,
+            pk,
+            "SET o = :o",
+            Some("attribute_exists(pk) AND attribute_not_exists(o) AND attribute_not_exists(ret)"),
+            values([(":o", s(r.id.as_str()))]),
+        ),
         Op::Add { delta, max_before: Some(max) } => update(
             table,
             pk,
@@ -569,13 +569,27 @@ impl DynamoStock {
     async fn code_returns(&self, r: &Reservation) -> anyhow::Result<Vec<CodeAppend>> {
         let mut out = Vec::new();
         for l in r.lines.iter().filter(|l| l.codes.is_some()) {
-            for range in l.codes.iter().flatten() {
-                let ring = self.read_rings_of(&l.sku, &[range.shard]).await?;
-                let slots: Vec<(u16, u64)> =
-                    (range.from..range.from + u64::from(range.count)).map(|p| (range.shard, p)).collect();
-                let codes = self.read_codes(&l.sku, &slots).await?.into_iter().flatten().collect();
-                out.push(CodeAppend { cell: l.sku.clone(), shard: range.shard, tail: ring[0].tail, codes });
-            }
+            let ranges = l.codes.as_deref().unwrap_or_default();
+            out.extend(self.appends_for(&l.sku, ranges).await?);
+        }
+        Ok(out)
+    }
+
+    /// The codes at `ranges`, grouped by shard (in range order), each with its ring's tail now.
+    async fn appends_for(&self, sku: &Sku, ranges: &[CodeRange]) -> anyhow::Result<Vec<CodeAppend>> {
+        let mut shards: Vec<u16> = ranges.iter().map(|g| g.shard).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        let rings = self.read_rings_of(sku, &shards).await?;
+        let mut out = Vec::new();
+        for (shard, ring) in shards.iter().zip(rings) {
+            let slots: Vec<(u16, u64)> = ranges
+                .iter()
+                .filter(|g| g.shard == *shard)
+                .flat_map(|g| (g.from..g.from + u64::from(g.count)).map(|p| (g.shard, p)))
+                .collect();
+            let codes = self.read_codes(sku, &slots).await?.into_iter().flatten().collect();
+            out.push(CodeAppend { cell: sku.clone(), shard: *shard, tail: ring.tail, codes });
         }
         Ok(out)
     }
@@ -947,6 +961,70 @@ impl StockStore for DynamoStock {
                 Cancel::Failed(_) => Ok(Err(AdjustRejection::Conflict)),
             },
         }
+    }
+
+    async fn claim_codes(&self, sku: &Sku, shard: u16, quantity: u32, max_head: u64) -> anyhow::Result<Option<u64>> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(shard_pk(sku, shard))))
+            .update_expression("SET chd = chd + :q, cht = :now")
+            .condition_expression("chd <= :max")
+            .expression_attribute_values(":q", n(quantity))
+            .expression_attribute_values(":max", n(max_head))
+            .expression_attribute_values(":now", n(crate::clock::now_ms()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        match out {
+            Ok(o) => {
+                let head =
+                    o.attributes().and_then(|a| opt_n::<u64>(a, "chd")).ok_or_else(|| anyhow!("no chd returned"))?;
+                Ok(Some(head - u64::from(quantity)))
+            }
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(None),
+            Err(e) => Err(super::sdk_error(e, format!("UpdateItem (claim codes of {sku})"))),
+        }
+    }
+
+    async fn give_back_codes(&self, sku: &Sku, ranges: &[CodeRange]) -> anyhow::Result<bool> {
+        let t = &self.table;
+        let appends = self.appends_for(sku, ranges).await?;
+        let wanted: usize = ranges.iter().map(|g| g.count as usize).sum();
+        if appends.iter().map(|a| a.codes.len()).sum::<usize>() != wanted {
+            return Err(anyhow!("give back: a claimed position of {sku} holds no code"));
+        }
+        let mut items = Vec::new();
+        for a in &appends {
+            items.push(update(
+                t,
+                shard_pk(sku, a.shard),
+                "ADD ctl :k",
+                Some("ctl = :t"),
+                values([(":k", n(a.codes.len())), (":t", n(a.tail))]),
+            )?);
+            for (i, c) in a.codes.iter().enumerate() {
+                items.push(put(
+                    t,
+                    encode_code(code_pk(sku, a.shard, a.tail + i as u64), c),
+                    "attribute_not_exists(pk)",
+                )?);
+            }
+        }
+        for g in ranges {
+            for pos in g.from..g.from + u64::from(g.count) {
+                items.push(update(
+                    t,
+                    code_pk(sku, g.shard, pos),
+                    "SET ret = :y",
+                    Some("attribute_exists(pk) AND attribute_not_exists(o) AND attribute_not_exists(ret)"),
+                    values([(":y", AttributeValue::Bool(true))]),
+                )?);
+            }
+        }
+        Ok(self.transact(items, 0.0).await?.is_ok())
     }
 
     async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<BatchResult>> {

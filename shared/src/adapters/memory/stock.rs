@@ -43,6 +43,9 @@ struct State {
     code_slots: HashMap<(Sku, u16, u64), StoredCode>,
     fingerprints: HashMap<(Sku, String), String>,
     batches: HashMap<(Sku, String), BatchResult>,
+    /// Code slots bound to a reservation (`o`), and slots whose code was given back (`ret`).
+    taken: HashSet<(Sku, u16, u64)>,
+    given_back: HashSet<(Sku, u16, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -82,14 +85,18 @@ impl State {
 
     /// Where a release puts each code line's codes back: the ring tail now, and the codes it took.
     fn code_returns(&self, r: &Reservation) -> Vec<CodeAppend> {
-        let mut out = Vec::new();
+        let mut out: Vec<CodeAppend> = Vec::new();
         for l in &r.lines {
             for range in l.codes.iter().flatten() {
-                let tail = self.rings.get(&(l.sku.clone(), range.shard)).map_or(0, |g| g.tail);
                 let codes = (range.from..range.from + u64::from(range.count))
-                    .filter_map(|p| self.code_slots.get(&(l.sku.clone(), range.shard, p)).cloned())
-                    .collect();
-                out.push(CodeAppend { cell: l.sku.clone(), shard: range.shard, tail, codes });
+                    .filter_map(|p| self.code_slots.get(&(l.sku.clone(), range.shard, p)).cloned());
+                match out.iter_mut().find(|a| a.cell == l.sku && a.shard == range.shard) {
+                    Some(a) => a.codes.extend(codes),
+                    None => {
+                        let tail = self.rings.get(&(l.sku.clone(), range.shard)).map_or(0, |g| g.tail);
+                        out.push(CodeAppend { cell: l.sku.clone(), shard: range.shard, tail, codes: codes.collect() });
+                    }
+                }
             }
         }
         out
@@ -133,7 +140,6 @@ impl State {
                 let r = self.rings.get(&(sku.clone(), *shard)).copied().unwrap_or_default();
                 let ring_ok = match ring {
                     None => true,
-                    Some(RingStep::Claim { head }) => r.head == *head,
                     Some(RingStep::Append { tail }) => r.tail == *tail,
                 };
                 ring_ok
@@ -143,6 +149,10 @@ impl State {
             }
             (Target::CodeSlot { sku, shard, pos }, Op::PutCode(_)) => {
                 !self.code_slots.contains_key(&(sku.clone(), *shard, *pos))
+            }
+            (Target::CodeSlot { sku, shard, pos }, Op::TakeCode) => {
+                let k = (sku.clone(), *shard, *pos);
+                self.code_slots.contains_key(&k) && !self.taken.contains(&k) && !self.given_back.contains(&k)
             }
             (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity, .. }) => {
                 self.quota.get(&(campaign.clone(), sku.clone(), *shard)).is_some_and(|q| {
@@ -160,14 +170,15 @@ impl State {
             (Target::Shard { sku, shard }, Op::Move { how, quantity, ring }) => {
                 move_apply(self.shard_mut(sku, *shard), *how, i64::from(*quantity));
                 let r = self.rings.entry((sku.clone(), *shard)).or_default();
-                match ring {
-                    Some(RingStep::Claim { .. }) => r.head += u64::from(*quantity),
-                    Some(RingStep::Append { .. }) => r.tail += u64::from(*quantity),
-                    None => {}
+                if let Some(RingStep::Append { .. }) = ring {
+                    r.tail += u64::from(*quantity);
                 }
             }
             (Target::CodeSlot { sku, shard, pos }, Op::PutCode(c)) => {
                 self.code_slots.insert((sku.clone(), *shard, *pos), c.clone());
+            }
+            (Target::CodeSlot { sku, shard, pos }, Op::TakeCode) => {
+                self.taken.insert((sku.clone(), *shard, *pos));
             }
             (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity, .. }) => {
                 let q = self.quota.entry((campaign.clone(), sku.clone(), *shard)).or_default();
@@ -723,6 +734,41 @@ impl StockStore for MemoryStock {
         }
         s.adjustments.insert(key, adj.clone());
         Ok(Ok(()))
+    }
+
+    async fn claim_codes(&self, sku: &Sku, shard: u16, quantity: u32, max_head: u64) -> anyhow::Result<Option<u64>> {
+        let mut s = lock(&self.state);
+        let Some(r) = s.rings.get_mut(&(sku.clone(), shard)) else { return Ok(None) };
+        if r.head > max_head {
+            return Ok(None);
+        }
+        let start = r.head;
+        r.head += u64::from(quantity);
+        Ok(Some(start))
+    }
+
+    async fn give_back_codes(
+        &self,
+        sku: &Sku,
+        ranges: &[crate::domain::reservation::CodeRange],
+    ) -> anyhow::Result<bool> {
+        let mut s = lock(&self.state);
+        let keys: Vec<(Sku, u16, u64)> = ranges
+            .iter()
+            .flat_map(|g| (g.from..g.from + u64::from(g.count)).map(move |p| (sku.clone(), g.shard, p)))
+            .collect();
+        if keys.iter().any(|k| !s.code_slots.contains_key(k) || s.taken.contains(k) || s.given_back.contains(k)) {
+            return Ok(false);
+        }
+        for k in keys {
+            let code = s.code_slots[&k].clone();
+            let r = s.rings.entry((k.0.clone(), k.1)).or_default();
+            let tail = r.tail;
+            r.tail += 1;
+            s.code_slots.insert((k.0.clone(), k.1, tail), code);
+            s.given_back.insert(k);
+        }
+        Ok(true)
     }
 
     async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<BatchResult>> {
