@@ -53,6 +53,9 @@ pub struct Config {
     pub code_key_secret_arn: String,
     /// A freeze that leaves a code pool with fewer codes counts `CodePoolLow` (the alarm's metric).
     pub code_pool_low_water: i64,
+    /// Reconcile returns claimed, unbound codes of a shard whose head has not moved for this
+    /// long (a checkout that claimed them has died; docs/code-pools.md, "Crashes").
+    pub code_claim_quiet_ms: i64,
     pub faults: String,
     pub max_body_bytes: usize,
     /// Multiplies every SDK timeout of [`crate::app::SdkBudget`] (1 in AWS; the local stack
@@ -173,6 +176,7 @@ impl Config {
             code_key: Secret::new(get("HOLDFAST_CODE_KEY").unwrap_or_default()),
             code_key_secret_arn: s("CODE_KEY_SECRET_ARN"),
             code_pool_low_water: parse(get, "HOLDFAST_CODE_POOL_LOW", 10)?,
+            code_claim_quiet_ms: parse(get, "HOLDFAST_CODE_CLAIM_QUIET_MS", 60_000)?,
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
             sdk_timeout_scale: parse(get, "HOLDFAST_SDK_TIMEOUT_SCALE", 1.0)?,

@@ -6,6 +6,8 @@
 
 /// Crash: freeze done, order not written.
 pub const AFTER_FREEZE: &str = "create-order.after-freeze";
+/// Crash: codes claimed, freeze not written (docs/code-pools.md, "Crashes").
+pub const AFTER_CODE_CLAIM: &str = "create-order.after-code-claim";
 /// Crash: order written, payment-timeout message not sent.
 pub const AFTER_ORDER_PUT: &str = "create-order.after-order-put";
 pub const PAYMENT_TIMEOUT_DROP: &str = "payment-timeout.drop";
@@ -25,6 +27,7 @@ pub const RECONCILE_WORKER_CRASH: &str = "reconcile-worker.crash-mid-page";
 /// Every known point; parsing refuses others so a typo in a test cannot silently do nothing.
 pub const ALL: &[&str] = &[
     AFTER_FREEZE,
+    AFTER_CODE_CLAIM,
     AFTER_ORDER_PUT,
     PAYMENT_TIMEOUT_DROP,
     PAYMENT_TIMEOUT_CRASH,

@@ -278,6 +278,10 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:GetItem", StockTable),
             // move_lock, retake (Update-only transactions), mark_oversold (UpdateItem)
             ("dynamodb:UpdateItem", StockTable),
+            // a release of a code line reads its codes and ring tails and puts the codes back
+            // at the tails (docs/code-pools.md)
+            ("dynamodb:BatchGetItem", StockTable),
+            ("dynamodb:PutItem", StockTable),
             // retake → OversellDetected
             ("events:PutEvents", EventBus),
             // cross_check: the order's status must agree with the event (security review V4)
@@ -308,9 +312,12 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
         &[
             // checks::reservation_check → get_reservation; resolve_frozen(sweep = false) →
             // stock::release only (the confirm branch, which could publish OversellDetected,
-            // is reconcile's: `sweep &&`). No batch reads.
+            // is reconcile's: `sweep &&`).
             ("dynamodb:GetItem", StockTable),
             ("dynamodb:UpdateItem", StockTable),
+            // a release of a code line: its codes and ring tails read, the codes put back
+            ("dynamodb:BatchGetItem", StockTable),
+            ("dynamodb:PutItem", StockTable),
             // orders.get; put_void (the fence)
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
@@ -334,6 +341,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:GetItem", StockTable),
             // move_lock, retake, mark_oversold
             ("dynamodb:UpdateItem", StockTable),
+            // a code line's release and the code pool repair put codes back in their rings
+            ("dynamodb:PutItem", StockTable),
             // DynamoSweep: frozen_page (frozen-by-age), skus_page (skus)
             ("dynamodb:Query", StockTableIndexes),
             // resolve_frozen / overdue orders → orders.get
@@ -452,6 +461,8 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_CODE_KEY",
     // the code pool level under which a freeze counts CodePoolLow (default 10)
     "HOLDFAST_CODE_POOL_LOW",
+    // reconcile: how quiet a code pool shard must be before its unbound claims are returned
+    "HOLDFAST_CODE_CLAIM_QUIET_MS",
 ];
 
 /// The declared uses of `function`.

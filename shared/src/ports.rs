@@ -249,6 +249,11 @@ pub trait StockStore: Send + Sync {
         sku: &Sku,
         ranges: &[crate::domain::reservation::CodeRange],
     ) -> anyhow::Result<bool>;
+    /// Positions in `from..to` of a shard whose slot holds a code neither bound nor given back
+    /// (reconcile: a checkout died between its claim and its freeze).
+    async fn unbound_codes(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<Vec<u64>>;
+    /// Records that every position below `to` was seen bound or given back (if the mark is still `from`).
+    async fn mark_checked(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<bool>;
     /// What an uploaded batch did, once it finished.
     async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<crate::domain::codes::BatchResult>>;
     /// Records a finished batch (the first record wins).

@@ -197,6 +197,12 @@ impl StockStore for Stock {
     ) -> anyhow::Result<bool> {
         self.0.give_back_codes(sku, ranges).await
     }
+    async fn unbound_codes(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<Vec<u64>> {
+        self.0.unbound_codes(sku, shard, from, to).await
+    }
+    async fn mark_checked(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<bool> {
+        self.0.mark_checked(sku, shard, from, to).await
+    }
     async fn code_batch(&self, sku: &Sku, b: &str) -> anyhow::Result<Option<holdfast::domain::codes::BatchResult>> {
         self.0.code_batch(sku, b).await
     }

@@ -62,12 +62,28 @@ pub struct Ring {
     pub head: u64,
     pub tail: u64,
     pub uploaded: u64,
+    /// When the head last moved (epoch ms), and the position below which every claimed
+    /// position has been seen bound or given back (reconcile's orphan repair).
+    pub claimed_at_ms: i64,
+    pub checked: u64,
 }
 
 impl Ring {
     pub fn available(&self) -> i64 {
         i64::try_from(self.tail.saturating_sub(self.head)).unwrap_or(i64::MAX)
     }
+}
+
+/// Consecutive positions as ranges of one shard.
+pub fn ranges_of(shard: u16, positions: &[u64]) -> Vec<super::reservation::CodeRange> {
+    let mut out: Vec<super::reservation::CodeRange> = Vec::new();
+    for &p in positions {
+        match out.last_mut() {
+            Some(g) if g.from + u64::from(g.count) == p => g.count += 1,
+            _ => out.push(super::reservation::CodeRange { shard, from: p, count: 1 }),
+        }
+    }
+    out
 }
 
 /// A code as stored: its fingerprint and its sealed bytes.
@@ -289,9 +305,18 @@ mod tests {
 
     #[test]
     fn new_codes_fill_the_emptiest_shards_first() {
-        let rings = [Ring { head: 0, tail: 3, uploaded: 3 }, Ring::default(), Ring { head: 5, tail: 6, uploaded: 6 }];
+        let rings = [
+            Ring { head: 0, tail: 3, uploaded: 3, ..Ring::default() },
+            Ring::default(),
+            Ring { head: 5, tail: 6, uploaded: 6, ..Ring::default() },
+        ];
         assert_eq!(placement(4, &rings), vec![1, 1, 2, 1]);
         assert_eq!(placement(0, &rings), Vec::<u16>::new());
-        assert_eq!(Ring { head: 4, tail: 9, uploaded: 9 }.available(), 5);
+        assert_eq!(Ring { head: 4, tail: 9, uploaded: 9, ..Ring::default() }.available(), 5);
+        let g = ranges_of(2, &[3, 4, 5, 9, 11, 12]);
+        assert_eq!(
+            g.iter().map(|g| (g.shard, g.from, g.count)).collect::<Vec<_>>(),
+            vec![(2, 3, 3), (2, 9, 1), (2, 11, 2)]
+        );
     }
 }

@@ -263,6 +263,67 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
     Ok(out)
 }
 
+/// Most positions one repair pass looks at per shard.
+const REPAIR_PAGE: u64 = 1000;
+
+/// Reconcile's repair of a code pool (docs/code-pools.md, "Crashes"): positions a checkout
+/// claimed and then neither bound (its freeze) nor gave back (it died in between) return to
+/// the pool. Only shards whose head has not moved for `quiet_ms` are looked at — any claim
+/// older than that has long finished, one way or the other — and only positions past the
+/// shard's `checked` mark, so a pass reads what was claimed since the last one. The number of
+/// codes returned.
+pub async fn repair_orphans(app: &App, meta: &SkuMeta, now_ms: i64, quiet_ms: i64) -> anyhow::Result<u64> {
+    let slots = meta.slots.max(meta.shards);
+    let rings = app.stock.read_rings(&meta.sku, slots).await?;
+    let mut returned = 0;
+    for (i, g) in rings.iter().enumerate() {
+        let shard = i as u16;
+        if g.head <= g.checked || now_ms - g.claimed_at_ms < quiet_ms {
+            continue;
+        }
+        let to = g.head.min(g.checked + REPAIR_PAGE);
+        let orphans = app.stock.unbound_codes(&meta.sku, shard, g.checked, to).await?;
+        if !orphans.is_empty() {
+            let ranges = crate::domain::codes::ranges_of(shard, &orphans);
+            // one transaction per ≤ 20 ranges of ≤ 40 positions in all
+            for chunk in orphans_chunks(&ranges) {
+                if !app.stock.give_back_codes(&meta.sku, &chunk).await? {
+                    return Ok(returned);
+                }
+                returned += chunk.iter().map(|c| u64::from(c.count)).sum::<u64>();
+            }
+            tracing::warn!(sku = %meta.sku, shard, codes = orphans.len(), "reconcile returned claimed, unbound codes");
+        }
+        app.stock.mark_checked(&meta.sku, shard, g.checked, to).await?;
+    }
+    if returned > 0 {
+        app.count(names::REPAIRS, returned);
+    }
+    Ok(returned)
+}
+
+/// Ranges split into give-back transactions of at most 40 positions (two items each).
+fn orphans_chunks(ranges: &[crate::domain::reservation::CodeRange]) -> Vec<Vec<crate::domain::reservation::CodeRange>> {
+    let mut out: Vec<Vec<crate::domain::reservation::CodeRange>> = vec![Vec::new()];
+    let mut n = 0;
+    for g in ranges {
+        let mut g = *g;
+        while g.count > 0 {
+            let take = g.count.min(40 - n);
+            out.last_mut().expect("non-empty").push(crate::domain::reservation::CodeRange { count: take, ..g });
+            g.from += u64::from(take);
+            g.count -= take;
+            n += take;
+            if n == 40 {
+                out.push(Vec::new());
+                n = 0;
+            }
+        }
+    }
+    out.retain(|c| !c.is_empty());
+    out
+}
+
 /// A pool's counts for its admins (codes themselves are never shown here).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PoolSummary {

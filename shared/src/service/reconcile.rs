@@ -49,12 +49,15 @@ pub struct ReconcileReport {
     pub journals_held: usize,
     pub journals_incomplete: usize,
     pub journals_behind: usize,
+    /// Codes a dead checkout had claimed, returned to their pool (docs/code-pools.md).
+    pub codes_returned: usize,
 }
 
 impl ReconcileReport {
     /// Adds another item's report to this one.
     pub fn merge(&mut self, o: ReconcileReport) {
         self.stale_locks += o.stale_locks;
+        self.codes_returned += o.codes_returned;
         self.locks_released += o.locks_released;
         self.overdue_orders += o.overdue_orders;
         self.orders_expired += o.orders_expired;
@@ -376,6 +379,11 @@ async fn settled(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::
 
 /// Invariant 1 over one page of SKUs: a violation must survive a second look a moment later.
 async fn sku_invariants(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::Result<Vec<Violation>> {
+    // code pools first: codes a dead checkout claimed go back (docs/code-pools.md, "Crashes")
+    for m in app.stock.get_skus(skus).await?.values().filter(|m| m.model.is_code_pool()) {
+        let quiet = app.config.code_claim_quiet_ms;
+        rep.codes_returned += super::codes::repair_orphans(app, m, clock::now_ms(), quiet).await? as usize;
+    }
     let identity = |snaps: &[SkuSnapshot]| -> Vec<Violation> {
         check_stock(snaps, &[]).into_iter().filter(|v| !matches!(v, Violation::LockedMismatch { .. })).collect()
     };

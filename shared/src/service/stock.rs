@@ -318,6 +318,9 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             }
         }
     }
+    if !code_skus.is_empty() && crate::fault!(app.faults, crate::faults::AFTER_CODE_CLAIM) {
+        return Err(FreezeError::Store(crate::faults::InjectedCrash(crate::faults::AFTER_CODE_CLAIM).into()));
+    }
     let out = put_loop(app, req, &mut r, &limits, &code_skus, (&other_cells, metas)).await;
     match &out {
         Ok(Frozen::Created(_)) => {

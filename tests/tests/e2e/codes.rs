@@ -232,3 +232,34 @@ async fn bad_batches_are_refused_with_a_problem_and_write_nothing() {
     .await;
     s.assert_invariants().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codes_claimed_by_a_checkout_that_died_go_back_through_reconcile_and_sell_again() {
+    let s = spawn_with(&[("HOLDFAST_CODE_CLAIM_QUIET_MS", "500")]).await;
+    pool_sku(&s, "CARD", 2).await;
+    let codes: Vec<String> = (0..3).map(|i| format!("CARD-{i}-{:08X}", fastrand::u32(..))).collect();
+    assert_eq!(upload(&s, "CARD", "b", &codes).await.status, 201);
+    s.local.set_faults("create-order.after-code-claim").unwrap();
+    let a = s.order("ivy", "k", json!([{"sku": "CARD", "quantity": 2}])).await;
+    assert!(a.status >= 500, "the checkout dies after its claim: {}", a.body);
+    s.local.set_faults("").unwrap();
+    // two positions are claimed and bound to nothing: the pool identity is broken until repaired
+    assert!(s.violations().await.iter().any(|v| matches!(v, holdfast::domain::invariants::Violation::CodePool { .. })));
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let report = s.reconcile().await;
+    assert_eq!(report["codes_returned"], 2, "{report}");
+    assert_eq!(s.reconcile().await["codes_returned"], 0, "a second run returns nothing twice");
+    s.assert_invariants().await;
+    // all three sell, each once
+    let id = s.order_id("ivy", "k2", json!([{"sku": "CARD", "quantity": 3}])).await;
+    assert_eq!(s.pay(&id, "p-1", 3000, "SUCCEEDED").await.status, 200);
+    let a = eventually("the codes of the paid order", Duration::from_secs(30), || async {
+        let a = codes_of(&s, "ivy", &id).await;
+        (a.status == 200).then_some(a)
+    })
+    .await;
+    let got: HashSet<String> =
+        a.body["codes"].as_array().unwrap().iter().map(|c| c["code"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(got, codes.iter().cloned().collect::<HashSet<_>>());
+    s.assert_invariants().await;
+}

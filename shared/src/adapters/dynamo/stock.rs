@@ -86,6 +86,8 @@ fn decode_ring(it: &Item) -> Ring {
         head: opt_n(it, "chd").unwrap_or(0),
         tail: opt_n(it, "ctl").unwrap_or(0),
         uploaded: opt_n(it, "cup").unwrap_or(0),
+        claimed_at_ms: opt_n(it, "cht").unwrap_or(0),
+        checked: opt_n(it, "cck").unwrap_or(0),
     }
 }
 
@@ -1025,6 +1027,38 @@ impl StockStore for DynamoStock {
             }
         }
         Ok(self.transact(items, 0.0).await?.is_ok())
+    }
+
+    async fn unbound_codes(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<Vec<u64>> {
+        let items = self.batch_get((from..to).map(|p| code_pk(sku, shard, p)).collect(), true).await?;
+        let prefix = format!("CODE#{sku}#{shard}#");
+        let mut out: Vec<u64> = items
+            .iter()
+            .filter(|it| !it.contains_key("o") && !it.contains_key("ret"))
+            .filter_map(|it| opt_s(it, "pk")?.strip_prefix(&prefix)?.parse().ok())
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    async fn mark_checked(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<bool> {
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(shard_pk(sku, shard))))
+            .update_expression("SET cck = :to")
+            .condition_expression(if from == 0 { "attribute_not_exists(cck) OR cck = :from" } else { "cck = :from" })
+            .expression_attribute_values(":to", n(to))
+            .expression_attribute_values(":from", n(from))
+            .send()
+            .await;
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        match out {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(super::sdk_error(e, format!("UpdateItem (checked mark of {sku})"))),
+        }
     }
 
     async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<BatchResult>> {

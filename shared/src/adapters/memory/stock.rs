@@ -744,6 +744,7 @@ impl StockStore for MemoryStock {
         }
         let start = r.head;
         r.head += u64::from(quantity);
+        r.claimed_at_ms = crate::clock::now_ms();
         Ok(Some(start))
     }
 
@@ -768,6 +769,26 @@ impl StockStore for MemoryStock {
             s.code_slots.insert((k.0.clone(), k.1, tail), code);
             s.given_back.insert(k);
         }
+        Ok(true)
+    }
+
+    async fn unbound_codes(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<Vec<u64>> {
+        let s = lock(&self.state);
+        Ok((from..to)
+            .filter(|p| {
+                let k = (sku.clone(), shard, *p);
+                s.code_slots.contains_key(&k) && !s.taken.contains(&k) && !s.given_back.contains(&k)
+            })
+            .collect())
+    }
+
+    async fn mark_checked(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<bool> {
+        let mut s = lock(&self.state);
+        let r = s.rings.entry((sku.clone(), shard)).or_default();
+        if r.checked != from {
+            return Ok(false);
+        }
+        r.checked = to;
         Ok(true)
     }
 
