@@ -897,7 +897,7 @@ mod codes {
     use crate::domain::model::{InventoryModel, Management};
     use crate::service::codes as pool;
 
-    fn app_with_pool(shards: u16, max_pending: u32) -> (App, MemoryWorld) {
+    fn app_with_pool(max_pending: u32) -> (App, MemoryWorld) {
         let mut c = config();
         c.code_key = Secret::new(Keyring::generate_secret("t1"));
         c.max_pending_per_user = max_pending;
@@ -930,7 +930,7 @@ mod codes {
 
     #[tokio::test]
     async fn a_pool_hands_each_code_out_once_takes_released_codes_back_and_never_sells_short() {
-        let (app, w) = app_with_pool(2, 0);
+        let (app, w) = app_with_pool(0);
         put_pool(&app, "CARD", 2).await;
         let codes: Vec<String> = (0..5).map(|i| format!("CODE-{i}-XYZ")).collect();
         let (r, new) = pool::upload(&app, &sku("CARD"), "b1", &codes, Some("ops")).await.unwrap();
@@ -973,7 +973,7 @@ mod codes {
 
     #[tokio::test]
     async fn a_refused_freeze_gives_its_claimed_codes_back_and_reconcile_returns_a_dead_checkouts() {
-        let (app, w) = app_with_pool(1, 1);
+        let (app, w) = app_with_pool(1);
         put_pool(&app, "CARD", 1).await;
         let codes: Vec<String> = (0..4).map(|i| format!("CODE-{i}-ABC")).collect();
         pool::upload(&app, &sku("CARD"), "b1", &codes, None).await.unwrap();
