@@ -604,6 +604,7 @@ async fn models_section(endpoint: &str, n: usize) -> anyhow::Result<Value> {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let u = delta(&before, &usage::snapshot());
     out.insert("at_payment_pay_and_confirm".into(), usage_json(&u, ids.len() as f64));
+    out.insert("code_pool".into(), code_pool_costs(&b, n).await?);
     let shards: Vec<(u32, f64)> = [1, 4, 16, 64].iter().map(|s| (*s, ceiling(*s))).collect();
     out.insert(
         "hot_calendar_date_ceiling_model".into(),
@@ -612,6 +613,64 @@ async fn models_section(endpoint: &str, n: usize) -> anyhow::Result<Value> {
     );
     b.stack.shutdown().await;
     Ok(Value::Object(out))
+}
+
+/// Code pools (docs/code-pools.md): write units of uploading codes, of placing an order that
+/// takes one code (claim + freeze) and of paying it (confirm), measured by the adapters' meter;
+/// and the claims per second one pool sustains in the ceiling model.
+async fn code_pool_costs(b: &Bench, n: usize) -> anyhow::Result<Value> {
+    let spec =
+        json!({"name": "codes", "price": 1000, "currency": "EUR", "shards": 1, "model": {"management": "CODE_POOL"}});
+    b.call("PUT", "/admin/skus/CODES", Some(&b.admin), &[], Some(spec)).await;
+    let codes: Vec<String> = (0..(n + 1) * 2).map(|i| format!("BENCH-CODE-{i:06}")).collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = usage::snapshot();
+    let (st, body) = b
+        .call("POST", "/admin/skus/CODES/codes", Some(&b.admin), &[], Some(json!({"batch_id": "b", "codes": codes})))
+        .await;
+    anyhow::ensure!(st == 201, "upload: {st} {body}");
+    let upload = usage_json(&delta(&before, &usage::snapshot()), codes.len() as f64);
+    let line = json!({"sku": "CODES", "quantity": 1});
+    b.order_items("warm-codes", "k", json!([line])).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = usage::snapshot();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let (st, body) = b.order_items(&format!("codes-{i}"), "k", json!([line])).await;
+        anyhow::ensure!(st == 201, "code order: {st} {body}");
+        ids.push(body["order_id"].as_str().unwrap_or_default().to_owned());
+    }
+    let order = usage_json(&delta(&before, &usage::snapshot()), n as f64);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = usage::snapshot();
+    for id in &ids {
+        b.pay(id, 1000).await;
+    }
+    for _ in 0..60 {
+        let snap = b.stack.snapshot().await?;
+        let sold = snap.reservations.iter().filter(|r| ids.iter().any(|i| i == r.id.as_str()));
+        if sold.clone().count() == ids.len() && sold.into_iter().all(|r| r.status.as_str() == "SOLD") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let pay = usage_json(&delta(&before, &usage::snapshot()), ids.len() as f64);
+    let ceil: Vec<(u32, f64)> = [1, 4, 16, 64].iter().map(|s| (*s, code_ceiling(*s))).collect();
+    Ok(json!({
+        "upload_per_code": upload,
+        "order_of_one_code": order,
+        "pay_and_confirm_of_one_code": pay,
+        "claims_s_by_shards_ceiling_model": ceil,
+        "note": "a code handed out writes its shard twice on the shard's partition: the claim (UpdateItem, 1 WCU) and the freeze transaction (2 WCU); the code's own slot is its own item. One shard partition (1,000 WCU/s) so sustains ~333 claims/s; shards add up until the frozen-by-age index (64 buckets) binds",
+    }))
+}
+
+/// Claims/s a code pool sustains with `shards` shards (see [`code_pool_costs`]).
+fn code_ceiling(shards: u32) -> f64 {
+    let per_shard = 1000.0 / 3.0;
+    let index = f64::from(holdfast::adapters::dynamo::INDEX_BUCKETS) * 1000.0 / 2.0;
+    (per_shard * f64::from(shards)).min(index)
 }
 
 fn ceiling(shards: u32) -> f64 {
