@@ -388,4 +388,50 @@ mod tests {
         assert_eq!(freeze_rejection(&[shard]), FreezeRejection::ShardShort(vec![sku("B")]));
         assert_eq!(freeze_rejection(&[]), FreezeRejection::Conflict);
     }
+
+    #[test]
+    fn a_code_line_binds_its_slots_at_freeze_appends_them_at_release_and_is_never_retaken_or_restocked() {
+        use crate::domain::codes::{CodeAppend, StoredCode};
+        use crate::domain::reservation::CodeRange;
+        let mut r = reservation(false, false);
+        let l = &mut r.lines[0];
+        l.campaign = None;
+        l.limited = false;
+        l.codes = Some(vec![CodeRange { shard: 0, from: 7, count: 2 }, CodeRange { shard: 1, from: 3, count: 1 }]);
+        let plan = freeze(&r, &FreezeLimits::default());
+        let slots: Vec<_> = plan
+            .iter()
+            .filter_map(|a| match (&a.target, &a.op) {
+                (Target::CodeSlot { shard, pos, .. }, Op::TakeCode) => Some((*shard, *pos)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(slots, vec![(0, 7), (0, 8), (1, 3)]);
+        let code = |f: &str| StoredCode { fingerprint: f.into(), kid: "k".into(), sealed: "x".into() };
+        let back = |shard, tail, n: usize| CodeAppend {
+            cell: sku("A"),
+            shard,
+            tail,
+            codes: (0..n).map(|i| code(&format!("f{shard}{i}"))).collect(),
+        };
+        let released =
+            lock_move(&r, LockStatus::Frozen, LockStatus::Released, &[back(0, 40, 2), back(1, 9, 1)]).unwrap();
+        assert!(released
+            .iter()
+            .any(|a| a.op
+                == Op::Move { how: CounterMove::Release, quantity: 2, ring: Some(RingStep::Append { tail: 40 }) }));
+        let puts: Vec<_> = released
+            .iter()
+            .filter_map(|a| match (&a.target, &a.op) {
+                (Target::CodeSlot { shard, pos, .. }, Op::PutCode(_)) => Some((*shard, *pos)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(puts, vec![(0, 40), (0, 41), (1, 9)]);
+        // without the codes it must put back, a release is no plan at all
+        assert!(lock_move(&r, LockStatus::Frozen, LockStatus::Released, &[back(0, 40, 2)]).is_none());
+        assert!(lock_move(&r, LockStatus::Released, LockStatus::Sold, &[]).is_none(), "never retaken");
+        let restocked = lock_move(&r, LockStatus::Sold, LockStatus::Restocked, &[]).unwrap();
+        assert!(restocked.iter().all(|a| !matches!(a.target, Target::Shard { .. })), "codes stay sold");
+    }
 }
