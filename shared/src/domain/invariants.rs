@@ -115,6 +115,24 @@ pub enum Violation {
     },
 }
 
+/// The counting half of the code pool identity (what reconcile checks without reading codes or
+/// locks): each shard's ring holds exactly its `available` codes, and codes uploaded = stocked.
+pub fn check_ring_identity(snap: &SkuSnapshot, rings: &[super::codes::Ring]) -> Vec<Violation> {
+    let bad = |detail: String| Violation::CodePool { sku: snap.sku.clone(), detail };
+    let mut out = Vec::new();
+    for (i, sh) in snap.shards.iter().enumerate() {
+        let g = rings.get(i).copied().unwrap_or_default();
+        if g.available() != sh.available {
+            out.push(bad(format!("shard {i}: ring holds {} codes, available = {}", g.available(), sh.available)));
+        }
+    }
+    let uploaded: i64 = rings.iter().map(|g| g.uploaded as i64).sum();
+    if uploaded != snap.stocked {
+        out.push(bad(format!("{uploaded} codes uploaded but stocked = {}", snap.stocked)));
+    }
+    out
+}
+
 /// Every code pool's rings and the fingerprint at each ring position.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CodePools {
@@ -133,14 +151,10 @@ pub fn check_code_pools(skus: &[SkuSnapshot], c: &CodePools, locks: &[Reservatio
         let bad = |detail: String| Violation::CodePool { sku: p.clone(), detail };
         let Some(snap) = skus.iter().find(|s| &s.sku == p) else { continue };
         let ring = |i: u16| c.rings.get(&(p.clone(), i)).copied().unwrap_or_default();
-        let mut uploaded = 0i64;
+        let rings: Vec<_> = (0..snap.shards.len()).map(|i| ring(i as u16)).collect();
+        out.extend(check_ring_identity(snap, &rings));
         let mut seen: HashMap<&str, &'static str> = HashMap::new();
-        for (i, sh) in snap.shards.iter().enumerate() {
-            let g = ring(i as u16);
-            uploaded += g.uploaded as i64;
-            if g.available() != sh.available {
-                out.push(bad(format!("shard {i}: ring holds {} codes, available = {}", g.available(), sh.available)));
-            }
+        for (i, g) in rings.iter().enumerate() {
             for pos in g.head..g.tail {
                 match c.slots.get(&(p.clone(), i as u16, pos)) {
                     None => out.push(bad(format!("shard {i}: pooled position {pos} is empty"))),
@@ -151,9 +165,6 @@ pub fn check_code_pools(skus: &[SkuSnapshot], c: &CodePools, locks: &[Reservatio
                     }
                 }
             }
-        }
-        if uploaded != snap.stocked {
-            out.push(bad(format!("{uploaded} codes uploaded but stocked = {}", snap.stocked)));
         }
         for r in locks.iter().filter(|r| r.status != LockStatus::Released) {
             for l in r.lines.iter().filter(|l| &l.sku == p) {

@@ -380,7 +380,9 @@ async fn settled(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::
 /// Invariant 1 over one page of SKUs: a violation must survive a second look a moment later.
 async fn sku_invariants(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::Result<Vec<Violation>> {
     // code pools first: codes a dead checkout claimed go back (docs/code-pools.md, "Crashes")
-    for m in app.stock.get_skus(skus).await?.values().filter(|m| m.model.is_code_pool()) {
+    let metas = app.stock.get_skus(skus).await?;
+    let code_pools: Vec<Sku> = metas.values().filter(|m| m.model.is_code_pool()).map(|m| m.sku.clone()).collect();
+    for m in metas.values().filter(|m| m.model.is_code_pool()) {
         let quiet = app.config.code_claim_quiet_ms;
         rep.codes_returned += super::codes::repair_orphans(app, m, clock::now_ms(), quiet).await? as usize;
     }
@@ -390,13 +392,28 @@ async fn sku_invariants(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> a
     let snaps = settled(app, skus, rep).await?;
     rep.skus_checked += snaps.len();
     let first = identity(&snaps);
+    let pools: Vec<SkuSnapshot> = snaps.iter().filter(|s| code_pools.contains(&s.sku)).cloned().collect();
+    let first = [first, ring_identity(app, &pools).await?].concat();
     if first.is_empty() {
         return Ok(first);
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
     let suspects: Vec<Sku> = snaps.iter().map(|s| s.sku.clone()).collect();
-    let second = identity(&settled(app, &suspects, &mut ReconcileReport::default()).await?);
+    let again = settled(app, &suspects, &mut ReconcileReport::default()).await?;
+    let pools: Vec<SkuSnapshot> = again.iter().filter(|s| code_pools.contains(&s.sku)).cloned().collect();
+    let second = [identity(&again), ring_identity(app, &pools).await?].concat();
     Ok(first.into_iter().filter(|v| second.contains(v)).collect())
+}
+
+/// The code pool identity of settled snapshots (their rings read after the counters: a claim in
+/// flight shows as a difference, which the second look filters out).
+async fn ring_identity(app: &App, pools: &[SkuSnapshot]) -> anyhow::Result<Vec<Violation>> {
+    let mut out = Vec::new();
+    for s in pools {
+        let rings = app.stock.read_rings(&s.sku, s.shards.len() as u16).await?;
+        out.extend(crate::domain::invariants::check_ring_identity(s, &rings));
+    }
+    Ok(out)
 }
 
 /// SKUs whose journal is checked per page (each reads its whole journal: one Query per 100
