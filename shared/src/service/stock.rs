@@ -304,6 +304,11 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             return refuse(app, req, FreezeError::MixedDeduction(sku)).await;
         }
     }
+    // many code lines (one transaction item per code) can pass DynamoDB's 100 items before any
+    // split: refuse before claiming anything
+    if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
+        return refuse(app, req, FreezeError::TooFragmented).await;
+    }
     // A code line claims its codes first, by atomic head moves (docs/code-pools.md, "Claiming
     // under contention"); whatever the freeze then answers other than a new reservation gives
     // them back.
