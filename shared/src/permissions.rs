@@ -174,11 +174,11 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:PutItem", StockTable),
             // … and Updates (shards, per-user counters); move_lock (release after a failed put)
             ("dynamodb:UpdateItem", StockTable),
-            // write_order: replay → orders.get
+            // write_order: replay → orders.get (a SUPPLIER order's replay check, too)
             ("dynamodb:GetItem", OrderTable),
-            // put_new; put_void (order put failed)
+            // put_new; put_void (order put failed); supplier::book_new → replace (booking ids)
             ("dynamodb:PutItem", OrderTable),
-            // Message::PaymentTimeout after the order put
+            // Message::PaymentTimeout (or a SUPPLIER order's first SupplierPoll) after the order put
             ("sqs:SendMessage", PaymentTimeoutQueue),
             // Message::ReservationCheck in parallel with the freeze
             ("sqs:SendMessage", ReservationCheckQueue),
@@ -270,6 +270,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("events:PutEvents", EventBus),
             // cross_check: the order's status must agree with the event (security review V4)
             ("dynamodb:GetItem", OrderTable),
+            // supplier::compensate → orders.replace (cancel started / CANCELLED on the bookings)
+            ("dynamodb:PutItem", OrderTable),
         ],
     ),
     (
@@ -284,10 +286,11 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
     (
         "payment-timeout",
         &[
-            // orders::payment_timeout → orders.get, expire → orders.replace
+            // orders::payment_timeout → orders.get, expire → orders.replace; supplier::poll (same)
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
-            // re-arm for a deadline more than one hop away
+            // re-arm for a deadline more than one hop away; the next SupplierPoll; the payment
+            // timeout of a SUPPLIER order that just became payable
             ("sqs:SendMessage", PaymentTimeoutQueue),
         ],
     ),
@@ -334,6 +337,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("events:PutEvents", EventBus),
             // the rest of an item past its budget, sent back with its cursor
             ("sqs:SendMessage", ReconcileWorkQueue),
+            // a SUPPLIER order resolved past its timeout that confirmed: its payment timeout
+            ("sqs:SendMessage", PaymentTimeoutQueue),
             // SkuJournals → journal.for_sku (a Query on the table's key)
             ("dynamodb:Query", JournalTable),
         ],
@@ -356,6 +361,9 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
             // the anti-hoarding cap charged in the freeze
             "HOLDFAST_MAX_PENDING_PER_USER",
+            // SUPPLIER orders: quote and book (docs/suppliers.md), their deadline
+            "HOLDFAST_SUPPLIER_URL",
+            "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS",
         ],
     ),
     ("orders-api", &["ORDER_TABLE", "STOCK_TABLE", "JOURNAL_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS"]),
@@ -370,8 +378,13 @@ pub const ENV: &[(&str, &[&str])] = &[
     ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER", "JOURNAL_TABLE"]),
     ("stock-journal", &["JOURNAL_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
-    ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
-    ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),
+    // a closed SUPPLIER order's bookings are cancelled at the supplier
+    ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME", "HOLDFAST_SUPPLIER_URL"]),
+    // SUPPLIER polls: the supplier, and the payment deadline that starts at confirmation
+    (
+        "payment-timeout",
+        &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL", "HOLDFAST_SUPPLIER_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"],
+    ),
     ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
     // the sweep's age threshold
     ("reconcile", &["RECONCILE_WORK_QUEUE_URL", "HOLDFAST_STALE_LOCK_SECONDS"]),
@@ -388,6 +401,10 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_RECONCILE_INTERVAL_MINUTES",
             "HOLDFAST_PROVIDER_URL",
             "JOURNAL_TABLE",
+            // SUPPLIER orders past their timeout (docs/suppliers.md, "Reconcile")
+            "HOLDFAST_SUPPLIER_URL",
+            "PAYMENT_TIMEOUT_QUEUE_URL",
+            "HOLDFAST_PAYMENT_TTL_SECONDS",
         ],
     ),
 ];
@@ -422,6 +439,8 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "STRIPE_API_BASE",
     "STRIPE_API_KEY",
     "STRIPE_API_KEY_SECRET_ARN",
+    // a warm Lambda's supplier quote lifetime (default and maximum 30 s, docs/suppliers.md)
+    "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS",
 ];
 
 /// The declared uses of `function`.

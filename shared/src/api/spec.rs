@@ -15,7 +15,7 @@ use super::after_sale::{
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
 };
-use super::orders::{CreateOrderRequest, ItemRequest, OrderItem, OrderList, OrderView};
+use super::orders::{CreateOrderRequest, ItemRequest, OrderItem, OrderList, OrderView, SupplierBookingView};
 use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
 use super::stock::{
@@ -23,6 +23,7 @@ use super::stock::{
 };
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
+use crate::domain::supplier::{BookingStatus, SimOutcome, SupplierAdapter, SupplierConfig};
 use crate::http::{Code, ProblemBody};
 use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -91,7 +92,8 @@ impl Modify for Security {
                        RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
                        LockLineView, PaymentView, RefundView,
                        JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
-                       InventoryModel, Management, Unit, Deduct, BundleChild)),
+                       InventoryModel, Management, Unit, Deduct, BundleChild,
+                       SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus)),
     modifiers(&Security),
     tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
 )]

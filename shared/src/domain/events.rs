@@ -22,9 +22,12 @@ pub enum EventKind {
     OrderRefunded,
     OrderReturnRequested,
     OrderReturned,
+    /// A SUPPLIER order failed (a booking refused, or no confirmation in time): notify the buyer;
+    /// its lock is released and its bookings cancelled (docs/suppliers.md).
+    OrderFailed,
 }
 
-pub const ALL_KINDS: [EventKind; 12] = [
+pub const ALL_KINDS: [EventKind; 13] = [
     EventKind::OrderCreated,
     EventKind::OrderPaid,
     EventKind::OrderCancelled,
@@ -37,6 +40,7 @@ pub const ALL_KINDS: [EventKind; 12] = [
     EventKind::OrderRefunded,
     EventKind::OrderReturnRequested,
     EventKind::OrderReturned,
+    EventKind::OrderFailed,
 ];
 
 impl EventKind {
@@ -54,6 +58,7 @@ impl EventKind {
             EventKind::OrderRefunded => "OrderRefunded",
             EventKind::OrderReturnRequested => "OrderReturnRequested",
             EventKind::OrderReturned => "OrderReturned",
+            EventKind::OrderFailed => "OrderFailed",
         }
     }
 
@@ -128,7 +133,10 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
     let old_status = old.map(|o| o.status);
     if old_status != Some(new.status) {
         let kind = match new.status {
-            OrderStatus::PendingPayment if old.is_none() => Some(EventKind::OrderCreated),
+            OrderStatus::PendingPayment | OrderStatus::AwaitingSupplier if old.is_none() => {
+                Some(EventKind::OrderCreated)
+            }
+            OrderStatus::Failed => Some(EventKind::OrderFailed),
             OrderStatus::Paid => Some(EventKind::OrderPaid),
             OrderStatus::Cancelled => Some(EventKind::OrderCancelled),
             OrderStatus::Expired => Some(EventKind::OrderExpired),
@@ -138,7 +146,8 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
             OrderStatus::Refunded => Some(EventKind::OrderRefunded),
             OrderStatus::ReturnRequested => Some(EventKind::OrderReturnRequested),
             OrderStatus::Returned => Some(EventKind::OrderReturned),
-            OrderStatus::PendingPayment => None,
+            // a supplier order becoming payable, or still waiting: nothing moves
+            OrderStatus::PendingPayment | OrderStatus::AwaitingSupplier => None,
         };
         if let Some(kind) = kind {
             out.push(OrderEvent::of(kind, new, new.payment_id.clone()));
@@ -180,6 +189,7 @@ mod tests {
             refunds: vec![],
             shipment: None,
             return_info: None,
+            supplier: Vec::new(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The invariants of docs/architecture.md, "Invariants", as pure checks over a snapshot. Reconcile runs
 //! [`check_stock`]; test suites and the demo run [`check_all`] at quiescence.
 
-use super::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
+use super::order::{Order, OrderRecord, PaymentOutcome};
 use super::refund::RefundReason;
 use super::reservation::{LockStatus, Reservation, ReservationKind};
 use super::{CampaignId, OrderId, Sku, UserId};
@@ -105,6 +105,13 @@ pub enum Violation {
         user: UserId,
         frozen: i64,
         counter: i64,
+    },
+    /// A closed (cancelled, expired, failed) SUPPLIER order still holds a booking at its
+    /// supplier (CONFIRMED or PENDING, never cancelled), or a FAILED order holds stock.
+    SupplierBookingHeld {
+        order: String,
+        sku: Sku,
+        status: String,
     },
 }
 
@@ -289,7 +296,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
             ReservationKind::Order => {
                 young
                     || matches!(orders.get(r.id.as_str()),
-                        Some(OrderRecord::Order(o)) if o.status == OrderStatus::PendingPayment)
+                        Some(OrderRecord::Order(o)) if o.status.is_open_unpaid())
             }
         };
         if !ok {
@@ -320,6 +327,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         }
         if let OrderRecord::Order(o) = rec {
             check_payments(o, &mut applied, &mut out);
+            check_bookings(o, &mut out);
         }
     }
     for (p, n) in applied {
@@ -353,6 +361,22 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// A closed SUPPLIER order holds nothing at its supplier: every booking it made is FAILED or
+/// was CANCELLED (its lock, checked above, is RELEASED).
+fn check_bookings(o: &Order, out: &mut Vec<Violation>) {
+    use super::supplier::BookingStatus;
+    if !o.status.is_closed_unpaid() {
+        return;
+    }
+    for b in o.supplier.iter().filter(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending)) {
+        out.push(Violation::SupplierBookingHeld {
+            order: o.id.to_string(),
+            sku: b.sku.clone(),
+            status: b.status.as_str().to_owned(),
+        });
+    }
 }
 
 fn check_payments<'a>(o: &'a Order, applied: &mut HashMap<&'a str, usize>, out: &mut Vec<Violation>) {

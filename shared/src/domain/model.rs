@@ -24,6 +24,9 @@ pub enum Management {
     #[default]
     Quantity,
     Unlimited,
+    /// An outside supplier holds the stock: quoted at checkout, booked after the order is
+    /// written (docs/suppliers.md).
+    Supplier,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -65,9 +68,15 @@ impl InventoryModel {
         self.management == Management::Quantity && self.unit == Unit::Single
     }
 
-    /// Whether the SKU may be a bundle's child.
+    /// Whether the SKU may be a bundle's child (a supplier's stock cannot be taken in the
+    /// bundle's transaction).
     pub fn can_be_child(&self) -> bool {
-        self.unit == Unit::Single && self.deduct == Deduct::AtOrder
+        self.unit == Unit::Single && self.deduct == Deduct::AtOrder && self.management != Management::Supplier
+    }
+
+    /// Whether an outside supplier holds the stock (docs/suppliers.md).
+    pub fn is_supplier(&self) -> bool {
+        self.management == Management::Supplier
     }
 }
 
@@ -106,6 +115,16 @@ pub enum ModelError {
     ChildModel(Sku),
     #[error("a SKU's inventory model is fixed when it is created ({0} is {1})")]
     ModelChanged(Sku, String),
+    #[error("a SUPPLIER SKU is booked one unit line at a time; use unit SINGLE")]
+    SupplierUnit,
+    #[error("a SUPPLIER SKU is booked when the order is placed; use deduct AT_ORDER")]
+    SupplierAtPayment,
+    #[error("a SUPPLIER SKU needs \"supplier\" settings ({{\"adapter\":\"simulated\", …}})")]
+    SupplierSettingsMissing,
+    #[error("only a SUPPLIER SKU (model management SUPPLIER) carries \"supplier\" settings")]
+    SupplierWithoutModel,
+    #[error("bad supplier settings: {0}")]
+    SupplierSettings(String),
 }
 
 /// Checks a model and its bundle list on their own (children are checked against their
@@ -117,6 +136,14 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
         }
         if model.deduct == Deduct::AtPayment {
             return Err(ModelError::UnlimitedAtPayment);
+        }
+    }
+    if model.management == Management::Supplier {
+        if model.unit != Unit::Single {
+            return Err(ModelError::SupplierUnit);
+        }
+        if model.deduct == Deduct::AtPayment {
+            return Err(ModelError::SupplierAtPayment);
         }
     }
     match (model.unit, bundle.is_empty()) {
@@ -353,7 +380,8 @@ impl Strategy for Unlimited {
 /// (docs/inventory-models.md, "Pay-time deduction").
 pub fn strategy(model: &InventoryModel) -> &'static dyn Strategy {
     match (model.management, model.unit) {
-        (Management::Unlimited, _) => &Unlimited,
+        // the supplier holds the stock: no cells here either (docs/suppliers.md)
+        (Management::Unlimited | Management::Supplier, _) => &Unlimited,
         (Management::Quantity, Unit::Single) => &Single,
         (Management::Quantity, Unit::Calendar) => &Calendar,
         (Management::Quantity, Unit::Bundle) => &Bundle,
@@ -396,6 +424,17 @@ mod tests {
         assert_eq!(check_children(&kids, |_| Some(nested)), Err(ModelError::ChildModel(sku("A"))));
         assert_eq!(check_children(&kids, |_| None), Err(ModelError::UnknownChild(sku("A"))));
         assert!(check_children(&kids, |_| Some(model(Unlimited, Single, AtOrder))).is_ok());
+        assert_eq!(validate(&s, &model(Supplier, Calendar, AtOrder), &[]), Err(ModelError::SupplierUnit));
+        assert_eq!(validate(&s, &model(Supplier, Bundle, AtOrder), &kids), Err(ModelError::SupplierUnit));
+        assert_eq!(validate(&s, &model(Supplier, Single, AtPayment), &[]), Err(ModelError::SupplierAtPayment));
+        assert!(validate(&s, &model(Supplier, Single, AtOrder), &[]).is_ok());
+        let supplier = model(Supplier, Single, AtOrder);
+        assert!(!supplier.has_own_stock() && supplier.is_supplier());
+        assert_eq!(check_children(&kids, |_| Some(supplier)), Err(ModelError::ChildModel(sku("A"))));
+        assert!(strategy(&supplier)
+            .draws(&LineSpec { sku: &s, quantity: 3, dates: &[], bundle: &[], today: Day::of_epoch_s(0) })
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! stock-events: applies order events to stock (docs/architecture.md, "Events and self-healing"). OrderPaid → confirm;
-//! OrderCancelled / OrderExpired → release; OrderRefunding / OrderRefunded / OrderReturned (with
+//! OrderCancelled / OrderExpired / OrderFailed → release (and cancel a SUPPLIER order's bookings); OrderRefunding / OrderRefunded / OrderReturned (with
 //! restock) → restock (docs/after-sale.md, "Restock"). Every step is conditional on the lock's status, so
 //! duplicates and any order of arrival are harmless. A message that is not exactly a Holdfast
 //! event of a known schema is refused (retried into the DLQ), never applied.
@@ -50,7 +50,9 @@ pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
     let id = ReservationId::for_order(&OrderId::parse(&detail.order_id)?);
     match kind {
         Some(EventKind::OrderPaid) => Ok(StockAction::Confirm(id)),
-        Some(EventKind::OrderCancelled | EventKind::OrderExpired) => Ok(StockAction::Release(id)),
+        Some(EventKind::OrderCancelled | EventKind::OrderExpired | EventKind::OrderFailed) => {
+            Ok(StockAction::Release(id))
+        }
         Some(EventKind::OrderRefunding | EventKind::OrderRefunded) => Ok(StockAction::Restock(id)),
         Some(EventKind::OrderReturned) if detail.restock == Some(true) => Ok(StockAction::Restock(id)),
         _ => anyhow::bail!("rejected event: detail-type {detail_type}"),
@@ -97,6 +99,13 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             // was PAID first); a restock that finds it FROZEN waits for the confirm (retried).
             StockAction::Restock(id) => (id, stock::restock(app, id).await),
         };
+        if let (StockAction::Release(_), Ok(_) | Err(LockError::InvalidTransition(_))) = (&action, &result) {
+            // a closed SUPPLIER order's bookings are cancelled at the supplier, once each
+            // (docs/suppliers.md, "Compensation"); a failed cancel retries the message
+            if let Some(order_id) = id.order_id() {
+                crate::service::supplier::compensate(app, &order_id).await?;
+            }
+        }
         match result {
             Ok(LockChange::Moved(_) | LockChange::Unchanged(_) | LockChange::Retaken(_) | LockChange::Oversold(_)) => Ok(Handled::Done),
             Err(LockError::InvalidTransition(st)) => {
@@ -134,6 +143,7 @@ mod tests {
         assert_eq!(parse_event(&envelope("OrderPaid", detail())).unwrap(), StockAction::Confirm(id.clone()));
         assert_eq!(parse_event(&envelope("OrderExpired", detail())).unwrap(), StockAction::Release(id.clone()));
         assert_eq!(parse_event(&envelope("OrderCancelled", detail())).unwrap(), StockAction::Release(id.clone()));
+        assert_eq!(parse_event(&envelope("OrderFailed", detail())).unwrap(), StockAction::Release(id.clone()));
         assert_eq!(parse_event(&envelope("OrderRefunding", detail())).unwrap(), StockAction::Restock(id.clone()));
         let mut restock = detail();
         restock["restock"] = json!(true);

@@ -174,6 +174,7 @@ mod tests {
             refunds: vec![],
             shipment: None,
             return_info: None,
+            supplier: Vec::new(),
         }
     }
 

@@ -16,3 +16,4 @@ mod sam_env;
 mod soak;
 mod stock;
 mod stripe;
+mod supplier;

@@ -53,6 +53,7 @@ fn meta(s: &str, shards: u16, per_user_limit: Option<u32>) -> SkuMeta {
         paused: false,
         model: Default::default(),
         bundle: Vec::new(),
+        supplier: None,
     }
 }
 
@@ -334,6 +335,7 @@ async fn an_adjustment_applies_once_per_id_and_a_shard_count_change_keeps_every_
         per_user_limit: None,
         model: Default::default(),
         bundle: Vec::new(),
+        supplier: None,
     };
     let (_, created) = admin::put_sku(&app, &sku("H"), &spec, None).await.unwrap();
     assert!(created);
@@ -553,6 +555,7 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         refunds: vec![],
         shipment: None,
         return_info: None,
+        supplier: Vec::new(),
     }
 }
 
@@ -698,7 +701,16 @@ mod models {
     use crate::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management, Unit};
 
     fn spec(model: InventoryModel, shards: u16, bundle: Vec<BundleChild>) -> SkuSpec {
-        SkuSpec { name: "x".into(), price: 100, currency: eur(), shards, per_user_limit: None, model, bundle }
+        SkuSpec {
+            name: "x".into(),
+            price: 100,
+            currency: eur(),
+            shards,
+            per_user_limit: None,
+            model,
+            bundle,
+            supplier: None,
+        }
     }
 
     fn model(management: Management, unit: Unit, deduct: Deduct) -> InventoryModel {
