@@ -100,7 +100,7 @@ impl std::fmt::Debug for Secret {
 pub const DEFAULT_STRIPE_API_BASE: &str = "https://api.stripe.com";
 
 /// Events published unless `HOLDFAST_PUBLISH_EVENTS` says otherwise.
-pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 12] = {
+pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 13] = {
     use crate::domain::events::EventKind::*;
     [
         OrderPaid,
@@ -115,6 +115,7 @@ pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 12] = {
         OrderReturnRequested,
         OrderReturned,
         OrderFailed,
+        SupplierCancelRequested,
     ]
 };
 

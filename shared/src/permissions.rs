@@ -270,15 +270,13 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("events:PutEvents", EventBus),
             // cross_check: the order's status must agree with the event (security review V4)
             ("dynamodb:GetItem", OrderTable),
-            // supplier::compensate → orders.replace (cancel started / CANCELLED on the bookings)
-            ("dynamodb:PutItem", OrderTable),
         ],
     ),
     (
         "refunds",
         &[
-            // refunds::issue / request_for_oversell → orders.get, orders.replace; the provider is
-            // an HTTP peer, not an AWS resource
+            // refunds::issue / request_for_oversell, supplier::compensate → orders.get,
+            // orders.replace; the provider and the supplier are HTTP peers, not AWS resources
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
         ],
@@ -367,8 +365,9 @@ pub const ENV: &[(&str, &[&str])] = &[
         ],
     ),
     ("orders-api", &["ORDER_TABLE", "STOCK_TABLE", "JOURNAL_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS"]),
-    // where refunds of generic payments are issued
-    ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL"]),
+    // where refunds of generic payments are issued; where a closed SUPPLIER order's bookings
+    // are cancelled (docs/suppliers.md, "Compensation")
+    ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL", "HOLDFAST_SUPPLIER_URL"]),
     // the webhook's HMAC keys are fetched at run time from the secret this names
     // (and Stripe's endpoint secret, the same way)
     ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN", "STRIPE_WEBHOOK_SECRET_ARN"]),
@@ -378,8 +377,7 @@ pub const ENV: &[(&str, &[&str])] = &[
     ("stock-api", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_MAX_PENDING_PER_USER", "JOURNAL_TABLE"]),
     ("stock-journal", &["JOURNAL_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
-    // a closed SUPPLIER order's bookings are cancelled at the supplier
-    ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME", "HOLDFAST_SUPPLIER_URL"]),
+    ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
     // SUPPLIER polls: the supplier, and the payment deadline that starts at confirmation
     (
         "payment-timeout",

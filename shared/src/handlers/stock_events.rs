@@ -1,5 +1,6 @@
 //! stock-events: applies order events to stock (docs/architecture.md, "Events and self-healing"). OrderPaid → confirm;
-//! OrderCancelled / OrderExpired / OrderFailed → release (and cancel a SUPPLIER order's bookings); OrderRefunding / OrderRefunded / OrderReturned (with
+//! OrderCancelled / OrderExpired / OrderFailed → release (a SUPPLIER order's bookings are the
+//! refunds consumer's, docs/suppliers.md); OrderRefunding / OrderRefunded / OrderReturned (with
 //! restock) → restock (docs/after-sale.md, "Restock"). Every step is conditional on the lock's status, so
 //! duplicates and any order of arrival are harmless. A message that is not exactly a Holdfast
 //! event of a known schema is refused (retried into the DLQ), never applied.
@@ -99,13 +100,6 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             // was PAID first); a restock that finds it FROZEN waits for the confirm (retried).
             StockAction::Restock(id) => (id, stock::restock(app, id).await),
         };
-        if let (StockAction::Release(_), Ok(_) | Err(LockError::InvalidTransition(_))) = (&action, &result) {
-            // a closed SUPPLIER order's bookings are cancelled at the supplier, once each
-            // (docs/suppliers.md, "Compensation"); a failed cancel retries the message
-            if let Some(order_id) = id.order_id() {
-                crate::service::supplier::compensate(app, &order_id).await?;
-            }
-        }
         match result {
             Ok(LockChange::Moved(_) | LockChange::Unchanged(_) | LockChange::Retaken(_) | LockChange::Oversold(_)) => Ok(Handled::Done),
             Err(LockError::InvalidTransition(st)) => {

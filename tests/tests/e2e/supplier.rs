@@ -173,8 +173,8 @@ async fn cancelling_a_confirmed_supplier_order_cancels_its_booking_exactly_once(
     })
     .await;
     assert_eq!(peer_booking(&s, &bid).await.cancel_calls, 1);
-    // a redelivered OrderCancelled (the compensation run again) calls nothing
-    let app = s.local.app("stock-events").expect("stock-events");
+    // a redelivered SupplierCancelRequested (the compensation run again) calls nothing
+    let app = s.local.app("refunds").expect("refunds");
     let order_id = holdfast::domain::OrderId::parse(&id).expect("id");
     assert_eq!(holdfast::service::supplier::compensate(app, &order_id).await.expect("compensate"), 0);
     let peer = peer_booking(&s, &bid).await;
