@@ -482,4 +482,85 @@ mod tests {
         };
         assert!(matches!(check_all(&s)[..], [Violation::UserLimit { holds: 2, limit: 1, .. }]));
     }
+
+    #[test]
+    fn a_failed_order_holds_nothing_and_a_closed_orders_confirmed_booking_was_cancelled() {
+        use crate::domain::order::{Order, OrderStatus};
+        use crate::domain::supplier::{BookingStatus, SupplierAdapter, SupplierBooking, SupplierConfig};
+        let booking = |status| SupplierBooking {
+            sku: sku(),
+            quantity: 1,
+            booking_id: Some("b1".into()),
+            status,
+            config: SupplierConfig {
+                adapter: SupplierAdapter::Simulated,
+                confirm_after_seconds: None,
+                outcome: None,
+                available: None,
+                latency_ms: None,
+            },
+            cancel_started_ms: None,
+        };
+        let order = |status, b: BookingStatus| Order {
+            id: OrderId::parse("o1").unwrap(),
+            user: UserId::parse("u").unwrap(),
+            status,
+            lines: vec![],
+            amount: 1,
+            currency: Currency::parse("EUR").unwrap(),
+            pay_expire_at: 0,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            version: 2,
+            payment_id: None,
+            payments: vec![],
+            request_hash: String::new(),
+            cancel_reason: None,
+            refunds: vec![],
+            shipment: None,
+            return_info: None,
+            supplier: vec![booking(b)],
+        };
+        let snap = |o: Order, lock: LockStatus| {
+            let mut r = res("o1", lock, 1);
+            r.lines[0].limited = false;
+            r.lines[0].pieces.clear();
+            Snapshot {
+                skus: vec![],
+                reservations: vec![r],
+                orders: vec![(o.id.clone(), OrderRecord::Order(Box::new(o)))],
+                user_counters: vec![],
+                now_s: 1_000,
+                check_delay_s: 300,
+                campaigns: CampaignCounters::default(),
+            }
+        };
+        // fine: failed with its lock released and its booking refused; cancelled and cancelled
+        assert!(check_all(&snap(order(OrderStatus::Failed, BookingStatus::Failed), LockStatus::Released)).is_empty());
+        assert!(
+            check_all(&snap(order(OrderStatus::Cancelled, BookingStatus::Cancelled), LockStatus::Released)).is_empty()
+        );
+        // an order awaiting its supplier keeps its (stockless) lock frozen, and is not stranded
+        assert!(check_all(&snap(order(OrderStatus::AwaitingSupplier, BookingStatus::Pending), LockStatus::Frozen))
+            .is_empty());
+        // a FAILED order still holding its lock
+        assert!(matches!(
+            check_all(&snap(order(OrderStatus::Failed, BookingStatus::Failed), LockStatus::Frozen))[..],
+            [Violation::StrandedLock { .. }, Violation::OrderLockMismatch { .. }]
+        ));
+        // a cancelled / expired / failed order whose confirmed (or pending) booking was never cancelled
+        for (st, b) in [
+            (OrderStatus::Cancelled, BookingStatus::Confirmed),
+            (OrderStatus::Expired, BookingStatus::Confirmed),
+            (OrderStatus::Failed, BookingStatus::Pending),
+        ] {
+            assert_eq!(
+                check_all(&snap(order(st, b), LockStatus::Released)),
+                vec![Violation::SupplierBookingHeld { order: "o1".into(), sku: sku(), status: b.as_str().into() }],
+                "{st:?} {b:?}"
+            );
+        }
+        // a paid order's confirmed booking is what it bought
+        assert!(check_all(&snap(order(OrderStatus::Paid, BookingStatus::Confirmed), LockStatus::Sold)).is_empty());
+    }
 }

@@ -311,3 +311,164 @@ pub async fn compensate(app: &App, id: &OrderId) -> anyhow::Result<usize> {
     }
     anyhow::bail!("order {id} kept changing under the supplier cancel; retried later")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::{memory_app, MemoryWorld};
+    use crate::adapters::supplier::MemorySupplier;
+    use crate::config::Config;
+    use crate::domain::invariants::check_all;
+    use crate::domain::model::{Deduct, InventoryModel, Management, Unit};
+    use crate::domain::reservation::LockStatus;
+    use crate::domain::supplier::{SupplierAdapter, SupplierConfig};
+    use crate::domain::{Currency, IdempotencyKey, Quantity, ReservationId, UserId};
+    use crate::ports::{OrderStore, SkuMeta, StockStore};
+    use crate::service::orders::{self, CreateError};
+    use std::sync::Arc;
+
+    fn sku(s: &str) -> Sku {
+        Sku::parse(s).unwrap()
+    }
+
+    fn meta(s: &str, supplier: bool) -> SkuMeta {
+        SkuMeta {
+            sku: sku(s),
+            name: s.into(),
+            price: 700,
+            currency: Currency::parse("EUR").unwrap(),
+            shards: 1,
+            slots: u16::from(!supplier),
+            per_user_limit: Some(3),
+            stocked: 0,
+            version: 1,
+            paused: false,
+            model: if supplier {
+                InventoryModel { management: Management::Supplier, unit: Unit::Single, deduct: Deduct::AtOrder }
+            } else {
+                InventoryModel::default()
+            },
+            bundle: Vec::new(),
+            supplier: supplier.then_some(SupplierConfig {
+                adapter: SupplierAdapter::Simulated,
+                confirm_after_seconds: None,
+                outcome: None,
+                available: None,
+                latency_ms: None,
+            }),
+        }
+    }
+
+    fn world() -> (App, MemoryWorld, Arc<MemorySupplier>) {
+        let mut c = Config::from_lookup(&|_| None).unwrap();
+        c.sku_cache_ms = 0;
+        c.supplier_quote_cache_ms = 0;
+        let (app, w) = memory_app("test", c).unwrap();
+        let sup = Arc::new(MemorySupplier::new());
+        let app = app.with_supplier(sup.clone());
+        w.stock.seed(meta("TOUR", true), &[]);
+        w.stock.seed(meta("MUG", false), &[5]);
+        (app, w, sup)
+    }
+
+    fn line(s: &str, q: u64) -> LineRequest {
+        LineRequest::plain(sku(s), Quantity::new(q).unwrap())
+    }
+
+    async fn create(app: &App, key: &str, lines: Vec<LineRequest>) -> Result<Order, CreateError> {
+        let (o, _) =
+            orders::create(app, &UserId::parse("u").unwrap(), &IdempotencyKey::parse(key).unwrap(), lines).await?;
+        Ok(o)
+    }
+
+    async fn stored(app: &App, id: &OrderId) -> Order {
+        match app.orders.get(id).await.unwrap() {
+            Some(OrderRecord::Order(o)) => *o,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn clean(w: &MemoryWorld) {
+        let v = check_all(&w.snapshot(0));
+        assert!(v.is_empty(), "{v:#?}");
+    }
+
+    #[tokio::test]
+    async fn a_supplier_order_waits_is_booked_once_and_becomes_payable_when_confirmed() {
+        let (app, w, sup) = world();
+        let o = create(&app, "k1", vec![line("TOUR", 2)]).await.unwrap();
+        assert_eq!(o.status, OrderStatus::AwaitingSupplier);
+        assert!(o.supplier[0].booking_id.is_some());
+        let started = o.created_at_ms / 1000;
+        assert_eq!(o.pay_expire_at, started + app.config.supplier_timeout_s, "the supplier deadline until confirmed");
+        assert!(w
+            .messages
+            .sent()
+            .iter()
+            .any(|(m, d)| matches!(m, Message::SupplierPoll { attempt: 1, .. }) && *d == 2));
+        // a replay books nothing more
+        assert_eq!(create(&app, "k1", vec![line("TOUR", 2)]).await.unwrap().id, o.id);
+        assert_eq!(poll(&app, &o.id, 1, started).await.unwrap(), PollOutcome::Waiting(2));
+        assert_eq!(sup.counts(), (1, 0));
+        sup.set_all(BookingStatus::Confirmed);
+        assert_eq!(poll(&app, &o.id, 2, started).await.unwrap(), PollOutcome::Confirmed);
+        let now = stored(&app, &o.id).await;
+        assert_eq!((now.status, now.supplier[0].status), (OrderStatus::PendingPayment, BookingStatus::Confirmed));
+        assert!(now.pay_expire_at >= clock::now_s() + app.config.payment_ttl_s - 1, "the deadline starts now");
+        assert!(w
+            .messages
+            .sent()
+            .iter()
+            .any(|(m, _)| matches!(m, Message::PaymentTimeout { due_at, .. } if *due_at == now.pay_expire_at)));
+        // a late duplicate poll changes nothing
+        assert_eq!(poll(&app, &o.id, 2, started).await.unwrap(), PollOutcome::Ignored);
+        clean(&w);
+    }
+
+    #[tokio::test]
+    async fn a_refused_or_timed_out_booking_fails_the_order_and_closing_cancels_once() {
+        let (app, w, sup) = world();
+        let refused = create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        sup.set_all(BookingStatus::Failed);
+        assert!(matches!(poll(&app, &refused.id, 1, 0).await.unwrap(), PollOutcome::Failed(_)));
+        assert_eq!(stored(&app, &refused.id).await.status, OrderStatus::Failed);
+        // a refused booking holds nothing: nothing to cancel
+        assert_eq!(compensate(&app, &refused.id).await.unwrap(), 0);
+        crate::service::stock::release(&app, &ReservationId::for_order(&refused.id)).await.unwrap();
+
+        // silent past the deadline: FAILED, its pending booking cancelled once
+        let silent = create(&app, "k2", vec![line("TOUR", 1)]).await.unwrap();
+        let o = stored(&app, &silent.id).await;
+        let overdue = o.next(clock::now_ms(), |n| n.pay_expire_at = clock::now_s() - 1);
+        assert!(app.orders.replace(&o, &overdue).await.unwrap());
+        assert!(matches!(poll(&app, &silent.id, 5, 0).await.unwrap(), PollOutcome::Failed(r) if r.contains("in time")));
+        assert_eq!(compensate(&app, &silent.id).await.unwrap(), 1);
+        assert_eq!(compensate(&app, &silent.id).await.unwrap(), 0, "a replay calls nothing");
+        assert_eq!(stored(&app, &silent.id).await.supplier[0].status, BookingStatus::Cancelled);
+        crate::service::stock::release(&app, &ReservationId::for_order(&silent.id)).await.unwrap();
+        assert_eq!(sup.counts(), (2, 1));
+        assert_eq!(
+            w.stock.get_reservation(&ReservationId::for_order(&silent.id)).await.unwrap().unwrap().status,
+            LockStatus::Released
+        );
+        clean(&w);
+    }
+
+    #[tokio::test]
+    async fn quotes_short_and_mixed_orders_write_nothing() {
+        let (app, w, sup) = world();
+        sup.set_available(Some(1));
+        assert!(matches!(
+            create(&app, "k1", vec![line("TOUR", 2)]).await,
+            Err(CreateError::Supplier(QuoteError::Short(s))) if s == sku("TOUR")
+        ));
+        assert!(matches!(
+            create(&app, "k2", vec![line("TOUR", 1), line("MUG", 1)]).await,
+            Err(CreateError::Supplier(QuoteError::Mixed(_)))
+        ));
+        assert!(w.stock.reservations().is_empty());
+        assert_eq!(sup.counts(), (0, 0));
+        assert!(create(&app, "k3", vec![line("TOUR", 1)]).await.is_ok());
+        clean(&w);
+    }
+}
