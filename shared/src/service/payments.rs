@@ -190,6 +190,15 @@ mod tests {
     }
 
     #[test]
+    fn money_for_a_supplier_order_not_yet_confirmed_or_failed_goes_back() {
+        for st in [OrderStatus::AwaitingSupplier, OrderStatus::Failed] {
+            let (next, r) = decide(&order(st), &notice(500, true), 9);
+            assert_eq!(r.unwrap(), PaymentResult::RefundRequested, "{st:?}");
+            assert_eq!((next.status, next.refunds.len()), (st, 1), "{st:?}");
+        }
+    }
+
+    #[test]
     fn a_matching_success_pays_a_pending_order() {
         let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(500, true), 9);
         assert_eq!(r.unwrap(), PaymentResult::Applied);
