@@ -696,21 +696,26 @@ async fn supplier_section(endpoint: &str, n: usize, timeout_s: i64) -> anyhow::R
             }),
         );
     }
-    // the production timeout, computed: the silent case's per-poll cost times the polls of the
-    // schedule up to 1800 s, plus its fixed part (checkout, failure write, compensation)
-    let silent = &out["silent_timeout"];
-    let polls = silent["polls_per_booking"].as_f64().unwrap_or(1.0).max(1.0);
-    let per_poll = |k: &str| silent["polling_to_decision"][k].as_f64().unwrap_or(0.0) / polls;
-    let sends = silent["polling_to_decision"]["per_unit_calls"]["sqs:SendMessage"].as_f64().unwrap_or(0.0) / polls;
+    // the production timeout, computed: the silent case's measured whole (checkout, polls,
+    // failure, compensation) with its polls brought to the schedule's count at 1800 s, at the
+    // per-poll cost measured in the 60 s case (a poll that learns nothing writes nothing)
+    let (silent, slow) = (&out["silent_timeout"], &out["confirm_after_60s"]);
+    let num = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let slow_polls = num(&slow["polls_per_booking"]).max(1.0);
+    let per_poll_reads = num(&slow["polling_to_decision"]["read_units"]) / slow_polls;
+    let per_poll_sends = num(&slow["polling_to_decision"]["per_unit_calls"]["sqs:SendMessage"]) / slow_polls;
     let at_1800 = f64::from(holdfast::domain::supplier::polls_until(1800));
+    let extra = at_1800 - num(&silent["polls_per_booking"]);
     out.insert(
         "timeout_1800s_computed".into(),
         json!({
             "polls_per_booking": at_1800,
-            "sqs_messages_sent_per_booking": sends * at_1800 + silent["checkout"]["per_unit_calls"]["sqs:SendMessage"].as_f64().unwrap_or(0.0),
-            "read_units_per_booking": per_poll("read_units") * at_1800 + silent["checkout"]["read_units"].as_f64().unwrap_or(0.0),
-            "write_units_per_booking": per_poll("write_units") * at_1800 + silent["checkout"]["write_units"].as_f64().unwrap_or(0.0),
-            "note": "measured per-poll cost of the silent case (its polls include the failure write and compensation, so this over-counts slightly) × polls_until(1800) = 45, plus the checkout",
+            "sqs_messages_sent_per_booking": num(&silent["whole"]["per_unit_calls"]["sqs:SendMessage"]) + extra * per_poll_sends,
+            "rule_target_deliveries_per_booking": num(&silent["whole"]["per_unit_calls"]["sqs:SendMessage(rule target)"]),
+            "read_units_per_booking": num(&silent["whole"]["read_units"]) + extra * per_poll_reads,
+            "write_units_per_booking": num(&silent["whole"]["write_units"]),
+            "per_poll": {"read_units": per_poll_reads, "sqs_messages_sent": per_poll_sends, "write_units": 0.0},
+            "note": "silent_timeout's measured whole, its polls brought to polls_until(1800) = 45 at the per-poll cost measured in confirm_after_60s",
         }),
     );
     out.insert("supplier_timeout_s".into(), json!(timeout_s));
