@@ -323,7 +323,7 @@ mod tests {
     use crate::domain::reservation::LockStatus;
     use crate::domain::supplier::{SupplierAdapter, SupplierConfig};
     use crate::domain::{Currency, IdempotencyKey, Quantity, ReservationId, UserId};
-    use crate::ports::{OrderStore, SkuMeta, StockStore};
+    use crate::ports::{SkuMeta, StockStore};
     use crate::service::orders::{self, CreateError};
     use std::sync::Arc;
 
