@@ -151,6 +151,7 @@ struct MemState {
     /// (key, id, status, cancel calls)
     bookings: Vec<(String, String, BookingStatus, u32)>,
     available: Option<u64>,
+    quotes: u32,
 }
 
 impl MemorySupplier {
@@ -174,6 +175,11 @@ impl MemorySupplier {
         }
     }
 
+    /// Quote calls received.
+    pub fn quotes(&self) -> u32 {
+        self.lock().quotes
+    }
+
     /// (bookings made, cancel calls in all).
     pub fn counts(&self) -> (usize, u32) {
         let s = self.lock();
@@ -184,7 +190,9 @@ impl MemorySupplier {
 #[async_trait]
 impl SupplierPort for MemorySupplier {
     async fn quote(&self, _: &BookingRequest<'_>) -> anyhow::Result<Quote> {
-        Ok(Quote { available: self.lock().available })
+        let mut s = self.lock();
+        s.quotes += 1;
+        Ok(Quote { available: s.available })
     }
 
     async fn book(&self, req: &BookingRequest<'_>) -> anyhow::Result<String> {

@@ -455,6 +455,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_warm_lambda_reuses_a_quote_within_its_cache_lifetime() {
+        let (app, _w, sup) = world();
+        let app = App { config: Config { supplier_quote_cache_ms: 30_000, ..app.config.clone() }, ..app };
+        create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        create(&app, "k2", vec![line("TOUR", 1)]).await.unwrap();
+        assert_eq!(sup.quotes(), 1, "the second checkout used the cached quote");
+        let (app, _w, sup) = world();
+        create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        create(&app, "k2", vec![line("TOUR", 1)]).await.unwrap();
+        assert_eq!(sup.quotes(), 2, "no cache: every checkout asks");
+    }
+
+    #[tokio::test]
     async fn quotes_short_and_mixed_orders_write_nothing() {
         let (app, w, sup) = world();
         sup.set_available(Some(1));
