@@ -455,6 +455,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_sweep_decides_a_supplier_order_whose_polls_were_lost() {
+        let (app, _w, sup) = world();
+        let o = create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        // no poll ever ran; the deadline is long past (beyond the sweep's grace)
+        let stored_o = stored(&app, &o.id).await;
+        let overdue =
+            stored_o.next(clock::now_ms(), |n| n.pay_expire_at = clock::now_s() - app.config.stale_lock_s - 5);
+        assert!(app.orders.replace(&stored_o, &overdue).await.unwrap());
+        crate::service::reconcile::run(&app).await.unwrap();
+        assert_eq!(stored(&app, &o.id).await.status, OrderStatus::Failed);
+        // a supplier that confirmed meanwhile makes the swept order payable instead
+        let late = create(&app, "k2", vec![line("TOUR", 1)]).await.unwrap();
+        let s2 = stored(&app, &late.id).await;
+        let overdue = s2.next(clock::now_ms(), |n| n.pay_expire_at = clock::now_s() - app.config.stale_lock_s - 5);
+        assert!(app.orders.replace(&s2, &overdue).await.unwrap());
+        sup.set_all(BookingStatus::Confirmed);
+        crate::service::reconcile::run(&app).await.unwrap();
+        assert_eq!(stored(&app, &late.id).await.status, OrderStatus::PendingPayment);
+    }
+
+    #[tokio::test]
     async fn a_warm_lambda_reuses_a_quote_within_its_cache_lifetime() {
         let (app, _w, sup) = world();
         let app = App { config: Config { supplier_quote_cache_ms: 30_000, ..app.config.clone() }, ..app };
