@@ -502,6 +502,14 @@ mod tests {
         ));
         assert!(w.stock.reservations().is_empty());
         assert_eq!(sup.counts(), (0, 0));
+        // stop-sale: paused through its metadata (it has no shards), nothing booked
+        crate::service::admin::set_paused(&app, &sku("TOUR"), true).await.unwrap();
+        assert!(matches!(
+            create(&app, "k4", vec![line("TOUR", 1)]).await,
+            Err(CreateError::Freeze(crate::service::stock::FreezeError::SalePaused(_)))
+        ));
+        assert_eq!(sup.counts(), (0, 0));
+        crate::service::admin::set_paused(&app, &sku("TOUR"), false).await.unwrap();
         assert!(create(&app, "k3", vec![line("TOUR", 1)]).await.is_ok());
         clean(&w);
     }
