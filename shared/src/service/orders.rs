@@ -164,7 +164,10 @@ pub async fn create(
     }
     let (order, replayed) = write_order(app, order).await?;
     if !replayed && order.status == OrderStatus::AwaitingSupplier {
-        return Ok((super::supplier::book_new(app, order).await, false));
+        // The order is written: a slow supplier must not turn it into a 503. Booking gets one
+        // call's budget here; whatever is not booked by then, the first poll books.
+        let booked = tokio::time::timeout(app.budget.operation, super::supplier::book_new(app, order.clone())).await;
+        return Ok((booked.unwrap_or(order), false));
     }
     Ok((order, replayed))
 }
