@@ -227,6 +227,19 @@ async fn supplier_bad_input_is_refused_and_writes_nothing() {
     // the quote is met: booked
     let a = s.order("fay", "k2", json!([{"sku": "SEAT", "quantity": 3}])).await;
     assert_eq!(a.status, 201, "{}", a.body);
+    // the supplier down at checkout: 503 with Retry-After, nothing written
+    supplier_sku(&s, "DOWN", 5_000, json!({}), None).await;
+    s.local
+        .supplier
+        .control(&holdfast_local::peers::supplier::SupplierControl { fail_rate: Some(1.0), ..Default::default() });
+    let a = s.order("gus", "k1", json!([{"sku": "DOWN", "quantity": 1}])).await;
+    assert_eq!(a.status, 503, "{}", a.body);
+    assert!(a.headers.get("retry-after").is_some(), "{:?}", a.headers);
+    s.local
+        .supplier
+        .control(&holdfast_local::peers::supplier::SupplierControl { fail_rate: Some(0.0), ..Default::default() });
+    let list = s.get("/orders", Some(&s.user("gus"))).await;
+    assert_eq!(list.body["orders"], json!([]), "{}", list.body);
     // a SUPPLIER line with a stocked line: 422
     let a = s.order("fay", "k3", json!([{"sku": "SEAT", "quantity": 1}, {"sku": "MUG", "quantity": 1}])).await;
     assert_eq!((a.status, a.body["code"].as_str()), (422, Some("validation_failed")), "{}", a.body);
