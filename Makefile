@@ -7,7 +7,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models
+.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -124,6 +124,12 @@ bench-after-sale: venv
 bench-models: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=models HOLDFAST_BENCH_LIFECYCLES=16 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# Only the SUPPLIER polling figures (SQS messages, DynamoDB units per booking for a supplier
+# confirming after 2 s and 60 s, and one timing out): bench/supplier.json (~3 min).
+bench-supplier: venv
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=supplier HOLDFAST_BENCH_LIFECYCLES=8 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 clean:
 	rm -rf $(VENV) .local .aws-sam

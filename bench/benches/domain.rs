@@ -35,6 +35,7 @@ fn order() -> Order {
         refunds: vec![],
         shipment: None,
         return_info: None,
+        supplier: Vec::new(),
     }
 }
 

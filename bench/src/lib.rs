@@ -79,6 +79,7 @@ pub fn stock(w: &MemoryWorld, name: &str, shards: u16, per_user_limit: Option<u3
         paused: false,
         model: Default::default(),
         bundle: Vec::new(),
+        supplier: None,
     };
     let per = HUGE / i64::from(shards);
     w.stock.seed(meta, &vec![per; usize::from(shards)]);

@@ -33,6 +33,8 @@ pub async fn env_vars(
     // address nothing listens on, so a refund there fails and is retried like one to a provider
     // that is down (README, "Local test with sam local").
     res.parameters.insert("PaymentProviderUrl".to_owned(), Some(UNREACHABLE_PROVIDER.to_owned()));
+    // Nor a simulated supplier: SUPPLIER checkouts answer 503, as with a supplier that is down.
+    res.parameters.insert("SupplierUrl".to_owned(), Some(UNREACHABLE_PROVIDER.to_owned()));
     let arn = secret(&sdk, &format!("{prefix}-stripe-webhook-secret"), DEFAULT_STRIPE_WEBHOOK_SECRET)
         .await
         .context("creating Stripe's webhook secret")?;

@@ -3,6 +3,7 @@
 
 use crate::peers::provider::SimProvider;
 use crate::peers::stripe::FakeStripe;
+use crate::peers::supplier::SimSupplier;
 use crate::pollers::{schedule, SqsSource, StreamSource};
 use crate::resources::{self, Resources};
 use crate::server::{serve, Route, Server};
@@ -135,6 +136,10 @@ pub struct LocalStack {
     apps: HashMap<String, Arc<App>>,
     /// The simulated payment provider refunds go to (docs/after-sale.md, "Providers").
     pub provider: Arc<SimProvider>,
+    /// The simulated supplier of SUPPLIER SKUs (docs/suppliers.md); its URL is the functions'
+    /// `HOLDFAST_SUPPLIER_URL`.
+    pub supplier: Arc<SimSupplier>,
+    pub supplier_url: String,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -187,6 +192,12 @@ impl LocalStack {
             .cloned()
             .or_else(|| opts.inherit_env.then(|| std::env::var("STRIPE_WEBHOOK_SECRET").ok()).flatten())
             .unwrap_or_else(|| DEFAULT_STRIPE_WEBHOOK_SECRET.to_owned());
+        // The simulated supplier: latency / failure rate / stall from the test's settings or,
+        // for the local runner, the environment.
+        let control = SimSupplier::control_from(|k| {
+            opts.env.get(k).cloned().or_else(|| opts.inherit_env.then(|| std::env::var(k).ok()).flatten())
+        });
+        let (supplier, supplier_url) = SimSupplier::start(control).await?;
         let (stripe, stripe_task) =
             FakeStripe::start(crate::peers::stripe::LOCAL_API_KEY, &stripe_secret, rx.clone()).await?;
         tasks.push(stripe_task);
@@ -200,6 +211,9 @@ impl LocalStack {
                 }
                 if k == "HOLDFAST_PROVIDER_URL" {
                     return Some(provider_url.clone());
+                }
+                if k == "HOLDFAST_SUPPLIER_URL" {
+                    return Some(supplier_url.clone());
                 }
                 if opts.inherit_env
                     && (k.starts_with("HOLDFAST_") || k == "PAYMENT_WEBHOOK_SECRET" || k.starts_with("STRIPE_"))
@@ -312,6 +326,8 @@ impl LocalStack {
             jwt_secret: opts.jwt_secret,
             apps,
             provider,
+            supplier,
+            supplier_url,
             shutdown: tx,
             tasks,
         })

@@ -37,6 +37,8 @@ pub struct App {
     /// Where refunds are issued, by the provider the payment came through (docs/after-sale.md,
     /// "Providers").
     pub providers: Providers,
+    /// The outside supplier of SUPPLIER SKUs (docs/suppliers.md).
+    pub supplier: Arc<dyn crate::ports::SupplierPort>,
     pub faults: Faults,
     pub caches: Caches,
     /// Time limits of this function's AWS calls and of one HTTP request (docs/runbook.md,
@@ -160,6 +162,7 @@ impl App {
             )) as Arc<dyn WebhookKeys>
         });
         let generic = Arc::new(crate::adapters::provider::HttpProvider::new(&config.provider_url, budget.operation)?);
+        let supplier = Arc::new(crate::adapters::supplier::HttpSupplier::new(&config.supplier_url, budget.operation)?);
         let journal =
             Arc::new(crate::adapters::dynamo::journal::DynamoJournal::new(ddb.clone(), config.journal_table.clone()));
         let app =
@@ -167,7 +170,7 @@ impl App {
         // Stripe refunds are wired below when a Stripe API key (or its secret) is configured.
         let stripe = Arc::new(crate::adapters::provider::Unconfigured("stripe"));
         let providers = Providers { generic, stripe };
-        let app = app.with_providers(providers);
+        let app = App { supplier, ..app.with_providers(providers) };
         let app = match keys {
             Some(k) => App { webhook_keys: k, ..app },
             None => app,
@@ -211,6 +214,7 @@ impl App {
             webhook_keys,
             stripe_webhook_keys,
             providers: Providers::memory(),
+            supplier: Arc::new(crate::adapters::supplier::MemorySupplier::new()),
             budget,
             sweep,
             journal: Arc::new(crate::adapters::memory::MemoryJournal::new()),
@@ -228,6 +232,11 @@ impl App {
     /// The same app issuing refunds through `providers`.
     pub fn with_providers(self, providers: Providers) -> App {
         App { providers, ..self }
+    }
+
+    /// The same app booking SUPPLIER SKUs through `supplier`.
+    pub fn with_supplier(self, supplier: Arc<dyn crate::ports::SupplierPort>) -> App {
+        App { supplier, ..self }
     }
 
     /// The same app with its stock journal at `journal`.
@@ -307,6 +316,8 @@ pub struct Caches {
     closed: Mutex<HashMap<CampaignId, (i64, GateRefusal)>>,
     quota_short: Mutex<HashMap<(CampaignId, Sku), (i64, i64)>>,
     public: Mutex<HashMap<String, (i64, serde_json::Value)>>,
+    /// Supplier quotes by SKU and settings: (at, available).
+    quotes: Mutex<HashMap<String, (i64, Option<u64>)>>,
     /// Held while a public view is reloaded (single flight).
     pub public_refresh: tokio::sync::Mutex<()>,
 }
@@ -388,6 +399,21 @@ impl Caches {
             .ok()
             .and_then(|m| m.get(&(id.clone(), sku.clone())).copied())
             .is_some_and(|(at, av)| now_ms - at < ttl_ms && av < i64::from(quantity))
+    }
+
+    /// A cached supplier quote, if younger than `ttl_ms`.
+    pub fn quote(&self, key: &str, now_ms: i64, ttl_ms: i64) -> Option<Option<u64>> {
+        let m = self.quotes.lock().ok()?;
+        m.get(key).filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, a)| *a)
+    }
+
+    pub fn put_quote(&self, key: &str, available: Option<u64>, now_ms: i64, ttl_ms: i64) {
+        if let Ok(mut m) = self.quotes.lock() {
+            if m.len() >= 10_000 {
+                m.retain(|_, (at, _)| now_ms - *at < ttl_ms);
+            }
+            m.insert(key.to_owned(), (now_ms, available));
+        }
     }
 
     /// A cached public view by key, if younger than `ttl_ms`.

@@ -72,7 +72,17 @@ pub struct Config {
     /// Base URL of the generic payment provider's refund API (`POST {url}/refunds`); empty = no
     /// generic provider (its refunds fail into the refunds DLQ).
     pub provider_url: String,
+    /// The supplier adapter's endpoint (`HOLDFAST_SUPPLIER_URL`; docs/suppliers.md); empty = no
+    /// supplier (SUPPLIER orders answer 503).
+    pub supplier_url: String,
+    /// An order whose supplier bookings are not all confirmed this long after it was written fails.
+    pub supplier_timeout_s: i64,
+    /// Lifetime of a warm Lambda's supplier quote (at most 30 s).
+    pub supplier_quote_cache_ms: i64,
 }
+
+/// Longest a supplier quote may be cached.
+pub const MAX_SUPPLIER_QUOTE_CACHE_MS: i64 = 30_000;
 
 /// A secret value: never printed by `Debug` or `Display` (security review V5), so logging a
 /// config or an error that holds one cannot leak it.
@@ -101,7 +111,7 @@ impl std::fmt::Debug for Secret {
 pub const DEFAULT_STRIPE_API_BASE: &str = "https://api.stripe.com";
 
 /// Events published unless `HOLDFAST_PUBLISH_EVENTS` says otherwise.
-pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 11] = {
+pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 13] = {
     use crate::domain::events::EventKind::*;
     [
         OrderPaid,
@@ -115,6 +125,8 @@ pub const DEFAULT_PUBLISHED: [crate::domain::events::EventKind; 11] = {
         OrderRefunded,
         OrderReturnRequested,
         OrderReturned,
+        OrderFailed,
+        SupplierCancelRequested,
     ]
 };
 
@@ -195,13 +207,23 @@ impl Config {
             auto_complete_after_s: parse(get, "HOLDFAST_AUTO_COMPLETE_SECONDS", 7 * 24 * 3600)?,
             refund_redrive_after_s: parse(get, "HOLDFAST_REFUND_REDRIVE_SECONDS", 300)?,
             provider_url: s("HOLDFAST_PROVIDER_URL"),
+            supplier_url: s("HOLDFAST_SUPPLIER_URL"),
+            supplier_timeout_s: parse(get, "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS", 1800)?,
+            supplier_quote_cache_ms: parse(get, "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS", MAX_SUPPLIER_QUOTE_CACHE_MS)?,
         };
+        if !(0..=MAX_SUPPLIER_QUOTE_CACHE_MS).contains(&c.supplier_quote_cache_ms) {
+            return Err(ConfigError {
+                name: "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS",
+                reason: format!("must be in 0..={MAX_SUPPLIER_QUOTE_CACHE_MS}"),
+            });
+        }
         for (name, v) in [
             ("HOLDFAST_PAYMENT_TTL_SECONDS", c.payment_ttl_s),
             ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", c.reservation_check_delay_s),
             ("HOLDFAST_RECONCILE_INTERVAL_SECONDS", c.reconcile_interval_s),
             ("HOLDFAST_STALE_LOCK_SECONDS", c.stale_lock_s),
             ("HOLDFAST_AUTO_COMPLETE_SECONDS", c.auto_complete_after_s),
+            ("HOLDFAST_SUPPLIER_TIMEOUT_SECONDS", c.supplier_timeout_s),
         ] {
             if v <= 0 {
                 return Err(ConfigError { name, reason: "must be positive".into() });
@@ -226,6 +248,10 @@ mod tests {
         assert_eq!(c.public_cache_ms, 1000);
         assert_eq!(c.auto_complete_after_s, 604_800);
         assert_eq!(c.refund_redrive_after_s, 300);
+        assert_eq!((c.supplier_timeout_s, c.supplier_quote_cache_ms), (1800, 30_000));
+        let e =
+            Config::from_lookup(&|k| (k == "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS").then(|| "30001".into())).unwrap_err();
+        assert_eq!(e.name, "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS");
         assert!(!c.publish_events.contains(&crate::domain::events::EventKind::OrderCreated));
     }
 

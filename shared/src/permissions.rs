@@ -179,11 +179,11 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:PutItem", StockTable),
             // … and Updates (shards, per-user counters); move_lock (release after a failed put)
             ("dynamodb:UpdateItem", StockTable),
-            // write_order: replay → orders.get
+            // write_order: replay → orders.get (a SUPPLIER order's replay check, too)
             ("dynamodb:GetItem", OrderTable),
-            // put_new; put_void (order put failed)
+            // put_new; put_void (order put failed); supplier::book_new → replace (booking ids)
             ("dynamodb:PutItem", OrderTable),
-            // Message::PaymentTimeout after the order put
+            // Message::PaymentTimeout (or a SUPPLIER order's first SupplierPoll) after the order put
             ("sqs:SendMessage", PaymentTimeoutQueue),
             // Message::ReservationCheck in parallel with the freeze
             ("sqs:SendMessage", ReservationCheckQueue),
@@ -291,8 +291,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
     (
         "refunds",
         &[
-            // refunds::issue / request_for_oversell → orders.get, orders.replace; the provider is
-            // an HTTP peer, not an AWS resource
+            // refunds::issue / request_for_oversell, supplier::compensate → orders.get,
+            // orders.replace; the provider and the supplier are HTTP peers, not AWS resources
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
         ],
@@ -300,10 +300,11 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
     (
         "payment-timeout",
         &[
-            // orders::payment_timeout → orders.get, expire → orders.replace
+            // orders::payment_timeout → orders.get, expire → orders.replace; supplier::poll (same)
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
-            // re-arm for a deadline more than one hop away
+            // re-arm for a deadline more than one hop away; the next SupplierPoll; the payment
+            // timeout of a SUPPLIER order that just became payable
             ("sqs:SendMessage", PaymentTimeoutQueue),
         ],
     ),
@@ -355,6 +356,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("events:PutEvents", EventBus),
             // the rest of an item past its budget, sent back with its cursor
             ("sqs:SendMessage", ReconcileWorkQueue),
+            // a SUPPLIER order resolved past its timeout that confirmed: its payment timeout
+            ("sqs:SendMessage", PaymentTimeoutQueue),
             // SkuJournals → journal.for_sku (a Query on the table's key)
             ("dynamodb:Query", JournalTable),
         ],
@@ -377,6 +380,9 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
             // the anti-hoarding cap charged in the freeze
             "HOLDFAST_MAX_PENDING_PER_USER",
+            // SUPPLIER orders: quote and book (docs/suppliers.md), their deadline
+            "HOLDFAST_SUPPLIER_URL",
+            "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS",
         ],
     ),
     // GET /orders/{order_id}/codes opens the codes with the keyring the secret holds
@@ -384,8 +390,9 @@ pub const ENV: &[(&str, &[&str])] = &[
         "orders-api",
         &["ORDER_TABLE", "STOCK_TABLE", "JOURNAL_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS", "CODE_KEY_SECRET_ARN"],
     ),
-    // where refunds of generic payments are issued
-    ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL"]),
+    // where refunds of generic payments are issued; where a closed SUPPLIER order's bookings
+    // are cancelled (docs/suppliers.md, "Compensation")
+    ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL", "HOLDFAST_SUPPLIER_URL"]),
     // the webhook's HMAC keys are fetched at run time from the secret this names
     // (and Stripe's endpoint secret, the same way)
     ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN", "STRIPE_WEBHOOK_SECRET_ARN"]),
@@ -406,7 +413,11 @@ pub const ENV: &[(&str, &[&str])] = &[
     ("stock-journal", &["JOURNAL_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
     ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
-    ("payment-timeout", &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL"]),
+    // SUPPLIER polls: the supplier, and the payment deadline that starts at confirmation
+    (
+        "payment-timeout",
+        &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL", "HOLDFAST_SUPPLIER_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"],
+    ),
     ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
     // the sweep's age threshold
     ("reconcile", &["RECONCILE_WORK_QUEUE_URL", "HOLDFAST_STALE_LOCK_SECONDS"]),
@@ -423,6 +434,10 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_RECONCILE_INTERVAL_MINUTES",
             "HOLDFAST_PROVIDER_URL",
             "JOURNAL_TABLE",
+            // SUPPLIER orders past their timeout (docs/suppliers.md, "Reconcile")
+            "HOLDFAST_SUPPLIER_URL",
+            "PAYMENT_TIMEOUT_QUEUE_URL",
+            "HOLDFAST_PAYMENT_TTL_SECONDS",
         ],
     ),
 ];
@@ -463,6 +478,8 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_CODE_POOL_LOW",
     // reconcile: how quiet a code pool shard must be before its unbound claims are returned
     "HOLDFAST_CODE_CLAIM_QUIET_MS",
+    // a warm Lambda's supplier quote lifetime (default and maximum 30 s, docs/suppliers.md)
+    "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS",
 ];
 
 /// The declared uses of `function`.

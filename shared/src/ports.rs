@@ -38,6 +38,8 @@ pub struct SkuMeta {
     pub model: InventoryModel,
     /// A BUNDLE's children.
     pub bundle: Vec<BundleChild>,
+    /// A SUPPLIER SKU's adapter and settings (docs/suppliers.md).
+    pub supplier: Option<crate::domain::supplier::SupplierConfig>,
 }
 
 /// One admin stock change, idempotent by `adjustment_id` (the audit trail of docs/architecture.md, "Data model").
@@ -298,7 +300,9 @@ impl OrderIndex {
         use crate::domain::order::OrderStatus;
         use crate::domain::refund::RefundStatus;
         match self {
-            OrderIndex::Pending => (o.status == OrderStatus::PendingPayment).then_some(o.pay_expire_at),
+            // an order awaiting its supplier is in it too, by its supplier deadline (kept in
+            // `pay_expire_at` until the bookings confirm): the sweep resolves a lost poll
+            OrderIndex::Pending => o.status.is_open_unpaid().then_some(o.pay_expire_at),
             OrderIndex::Shipped => {
                 o.shipment.as_ref().filter(|_| o.status == OrderStatus::Shipped).map(|s| s.auto_complete_at)
             }
@@ -347,6 +351,9 @@ pub enum Message {
     ReservationCheck { schema: u32, reservation_id: String, kind: ReservationKind, due_at: i64 },
     /// One unit of a reconcile sweep that started at `sweep_ms` (its own queue).
     ReconcileWork { schema: u32, sweep_ms: i64, item: WorkItem },
+    /// Ask the supplier about this order's bookings (poll number `attempt`, the order written
+    /// at `started_at`, epoch s); rides the payment-timeout queue (docs/suppliers.md).
+    SupplierPoll { schema: u32, order_id: String, attempt: u32, started_at: i64 },
 }
 
 /// One unit of the reconcile sweep (docs/runbook.md, "Reconcile"). The schedule seeds one item
@@ -477,6 +484,43 @@ pub trait PaymentProvider: Send + Sync {
     /// infrastructure (retry); the inner one is the provider refusing (`Err(reason)`: retrying
     /// will not help, a person must look).
     async fn refund(&self, r: &RefundRequest) -> anyhow::Result<Result<ProviderRefund, String>>;
+}
+
+/// A supplier's answer to a quote: units it can deliver now (`None`: no limit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quote {
+    pub available: Option<u64>,
+}
+
+/// One booking (or quote) asked of a supplier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BookingRequest<'a> {
+    /// Idempotency key ([`crate::domain::supplier::booking_key`]): the same key books once.
+    pub key: &'a str,
+    pub sku: &'a Sku,
+    pub config: &'a crate::domain::supplier::SupplierConfig,
+    pub quantity: u32,
+    pub dates: &'a [crate::domain::model::Day],
+}
+
+/// Marker error: the supplier does not know this booking id.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown booking {0}")]
+pub struct UnknownBooking(pub String);
+
+/// An outside supplier holding a SUPPLIER SKU's stock (docs/suppliers.md). The outer error is
+/// infrastructure (retry later); every call is safe to repeat.
+#[async_trait]
+pub trait SupplierPort: Send + Sync {
+    /// Units available for `quantity` of `sku` (`key` is unused for a quote).
+    async fn quote(&self, req: &BookingRequest<'_>) -> anyhow::Result<Quote>;
+    /// Books, idempotent by `req.key`: the same key answers the same booking id.
+    async fn book(&self, req: &BookingRequest<'_>) -> anyhow::Result<String>;
+    /// The booking's status (`PENDING`, `CONFIRMED`, `FAILED`, or `CANCELLED` once cancelled);
+    /// an unknown id is an [`UnknownBooking`] error.
+    async fn status(&self, booking_id: &str) -> anyhow::Result<crate::domain::supplier::BookingStatus>;
+    /// Cancels; cancelling a cancelled booking is a no-op. An unknown id is [`UnknownBooking`].
+    async fn cancel(&self, booking_id: &str) -> anyhow::Result<()>;
 }
 
 /// The stock journal (docs/after-sale.md, "Stock journal"): one entry per counter write of a

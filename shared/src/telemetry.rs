@@ -52,6 +52,18 @@ pub mod names {
     pub const CHECKOUT_BUDGET_EXCEEDED: &str = "CheckoutBudgetExceeded";
     /// A reconcile work item could not finish inside its time budget (continued later).
     pub const SWEEP_INCOMPLETE: &str = "ReconcileSweepIncomplete";
+    /// A SUPPLIER order's bookings all confirmed: it became payable (docs/suppliers.md).
+    pub const SUPPLIER_CONFIRMED: &str = "SupplierConfirmed";
+    /// A SUPPLIER order failed because a booking was refused.
+    pub const SUPPLIER_REFUSED: &str = "SupplierRefused";
+    /// A SUPPLIER order failed because its supplier did not confirm by the timeout.
+    pub const SUPPLIER_TIMEOUTS: &str = "SupplierTimeouts";
+    /// A supplier call (quote, book, status, cancel) failed for want of an answer.
+    pub const SUPPLIER_ERRORS: &str = "SupplierErrors";
+    /// A booking of a closed order was cancelled at its supplier.
+    pub const SUPPLIER_CANCELS: &str = "SupplierCancels";
+    /// One poll of a SUPPLIER order's bookings.
+    pub const SUPPLIER_POLLS: &str = "SupplierPolls";
 }
 
 fn counters() -> &'static Mutex<BTreeMap<String, u64>> {

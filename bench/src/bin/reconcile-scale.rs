@@ -340,6 +340,7 @@ async fn main() -> anyhow::Result<()> {
             paused: false,
             model: Default::default(),
             bundle: Vec::new(),
+            supplier: None,
         };
         // Through the port (put_sku + adjust), as the admin API would: `seed` is a test helper
         // that scans every shard per call.

@@ -673,6 +673,115 @@ fn code_ceiling(shards: u32) -> f64 {
     (per_shard * f64::from(shards)).min(index)
 }
 
+/// SUPPLIER orders (docs/suppliers.md): what polling a booking costs — SQS messages sent,
+/// DynamoDB read/write units, supplier calls — from the checkout to the decision, per booking
+/// (one line per order), for a supplier confirming after 2 s, after 60 s, and one that never
+/// answers (timed out at `timeout_s`). The figures at the production timeout (1800 s) are
+/// computed from the measured per-poll cost and the polling schedule.
+async fn supplier_section(endpoint: &str, n: usize, timeout_s: i64) -> anyhow::Result<Value> {
+    use holdfast::domain::order::{OrderRecord, OrderStatus};
+    let t = timeout_s.to_string();
+    let mut o = Options::new(endpoint, PathBuf::from("template.yaml"));
+    o.paused = vec!["stock-journal".into()];
+    o.env.insert("HOLDFAST_SUPPLIER_TIMEOUT_SECONDS".into(), t);
+    let stack = LocalStack::start(o).await?;
+    let admin = stack.token("admin", &["stock:admin"]);
+    let api = ApiClient::new(&stack.base_url);
+    let b = Bench { stack, api, admin };
+    let ddb = aws_sdk_dynamodb::Client::new(&b.stack.sdk);
+    let table = b.stack.resources.table("OrderTable")?.to_owned();
+    let mut out = serde_json::Map::new();
+    for (name, settings, want) in [
+        ("confirm_after_2s", json!({"confirm_after_seconds": 2}), OrderStatus::PendingPayment),
+        ("confirm_after_60s", json!({"confirm_after_seconds": 60}), OrderStatus::PendingPayment),
+        ("silent_timeout", json!({"outcome": "silent"}), OrderStatus::Failed),
+    ] {
+        eprintln!("bench supplier: {name} …");
+        let sku = name.replace('_', "-").to_uppercase();
+        let mut supplier = json!({"adapter": "simulated"});
+        for (k, v) in settings.as_object().into_iter().flatten() {
+            supplier[k] = v.clone();
+        }
+        let spec = json!({"name": sku, "price": 1000, "currency": "EUR",
+                          "model": {"management": "SUPPLIER"}, "supplier": supplier});
+        b.call("PUT", &format!("/admin/skus/{sku}"), Some(&b.admin), &[], Some(spec)).await;
+        // warm create-order's SKU cache and the quote cache, as a warm Lambda has them
+        // (then cancelled, its compensation done, so its polls stop before the measurement)
+        let warm_user = format!("warm-{name}");
+        let (_, warm) = b.order_items(&warm_user, "k", json!([{"sku": sku, "quantity": 1}])).await;
+        let warm_id = warm["order_id"].as_str().unwrap_or_default().to_owned();
+        let t = b.stack.user_token(&warm_user);
+        b.call("POST", &format!("/orders/{warm_id}/cancel"), Some(&t), &[], None).await;
+        tokio::time::sleep(Duration::from_millis(5000)).await;
+        let before = usage::snapshot();
+        let mut ids = Vec::new();
+        for i in 0..n {
+            let (st, body) = b.order_items(&format!("{name}-{i}"), "k", json!([{"sku": sku, "quantity": 1}])).await;
+            anyhow::ensure!(st == 201, "{name}: {st} {body}");
+            ids.push(body["order_id"].as_str().unwrap_or_default().to_owned());
+        }
+        let checkout = delta(&before, &usage::snapshot());
+        let started = Instant::now();
+        loop {
+            let orders = holdfast::adapters::dynamo::orders::dump(&ddb, &table).await?;
+            let done = ids.iter().all(|id| {
+                orders
+                    .iter()
+                    .any(|(oid, r)| oid.as_str() == id && matches!(r, OrderRecord::Order(o) if o.status == want))
+            });
+            if done {
+                break;
+            }
+            anyhow::ensure!(started.elapsed() < Duration::from_secs(timeout_s as u64 + 120), "{name}: not decided");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        // the decision's own writes, its events and (failed orders) the compensation
+        tokio::time::sleep(Duration::from_millis(3000)).await;
+        let all = delta(&before, &usage::snapshot());
+        let polling = delta(&checkout, &all);
+        let bookings = b.stack.supplier.bookings();
+        let mine: Vec<_> = bookings.iter().filter(|x| ids.iter().any(|id| x.key.starts_with(id.as_str()))).collect();
+        let status_calls: u32 = mine.iter().map(|x| x.status_calls).sum();
+        let per = n as f64;
+        out.insert(
+            name.into(),
+            json!({
+                "bookings": n,
+                "decided_after_s": started.elapsed().as_secs_f64(),
+                "polls_per_booking": f64::from(status_calls) / per,
+                "checkout": usage_json(&checkout, per),
+                "polling_to_decision": usage_json(&polling, per),
+                "whole": usage_json(&all, per),
+            }),
+        );
+    }
+    // the production timeout, computed: the silent case's measured whole (checkout, polls,
+    // failure, compensation) with its polls brought to the schedule's count at 1800 s, at the
+    // per-poll cost measured in the 60 s case (a poll that learns nothing writes nothing)
+    let (silent, slow) = (&out["silent_timeout"], &out["confirm_after_60s"]);
+    let num = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let slow_polls = num(&slow["polls_per_booking"]).max(1.0);
+    let per_poll_reads = num(&slow["polling_to_decision"]["read_units"]) / slow_polls;
+    let per_poll_sends = num(&slow["polling_to_decision"]["per_unit_calls"]["sqs:SendMessage"]) / slow_polls;
+    let at_1800 = f64::from(holdfast::domain::supplier::polls_until(1800));
+    let extra = at_1800 - num(&silent["polls_per_booking"]);
+    out.insert(
+        "timeout_1800s_computed".into(),
+        json!({
+            "polls_per_booking": at_1800,
+            "sqs_messages_sent_per_booking": num(&silent["whole"]["per_unit_calls"]["sqs:SendMessage"]) + extra * per_poll_sends,
+            "rule_target_deliveries_per_booking": num(&silent["whole"]["per_unit_calls"]["sqs:SendMessage(rule target)"]),
+            "read_units_per_booking": num(&silent["whole"]["read_units"]) + extra * per_poll_reads,
+            "write_units_per_booking": num(&silent["whole"]["write_units"]),
+            "per_poll": {"read_units": per_poll_reads, "sqs_messages_sent": per_poll_sends, "write_units": 0.0},
+            "note": "silent_timeout's measured whole, its polls brought to polls_until(1800) = 45 at the per-poll cost measured in confirm_after_60s",
+        }),
+    );
+    out.insert("supplier_timeout_s".into(), json!(timeout_s));
+    b.stack.shutdown().await;
+    Ok(Value::Object(out))
+}
+
 fn ceiling(shards: u32) -> f64 {
     let per_shard = 1000.0 / 2.0;
     let index = f64::from(holdfast::adapters::dynamo::INDEX_BUCKETS) * 1000.0 / 2.0;
@@ -763,6 +872,14 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("models") {
         let v = models_section(&endpoint, n).await?;
         std::fs::write(out.join("models.json"), serde_json::to_string_pretty(&v)?)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("supplier") {
+        let timeout: i64 =
+            std::env::var("HOLDFAST_BENCH_SUPPLIER_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(90);
+        let v = supplier_section(&endpoint, n, timeout).await?;
+        std::fs::write(out.join("supplier.json"), serde_json::to_string_pretty(&v)?)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }

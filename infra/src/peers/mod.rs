@@ -3,3 +3,4 @@
 
 pub mod provider;
 pub mod stripe;
+pub mod supplier;

@@ -8,5 +8,6 @@ pub mod provider;
 pub mod secrets;
 pub mod sqs;
 pub mod stripe;
+pub mod supplier;
 pub mod sweep;
 pub mod usage;

@@ -4,6 +4,7 @@ use super::fields;
 use crate::clock;
 use crate::domain::model::Day;
 use crate::domain::order::{Order, ALL_STATUSES};
+use crate::domain::supplier::BookingStatus;
 use crate::domain::{CampaignId, Quantity, Sku};
 use crate::service::stock::LineRequest;
 use serde::{Deserialize, Serialize};
@@ -83,6 +84,18 @@ pub struct OrderView {
     pub payment_id: Option<String>,
     /// Payments that arrived for a closed or already paid order, each owed a refund.
     pub refunds_requested: usize,
+    /// A SUPPLIER order's bookings, one per line (docs/suppliers.md); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supplier: Vec<SupplierBookingView>,
+}
+
+/// One supplier booking of an order.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct SupplierBookingView {
+    pub sku: String,
+    /// The supplier's booking id (null until the supplier answered the booking).
+    pub booking_id: Option<String>,
+    pub status: BookingStatus,
 }
 
 impl From<&Order> for OrderView {
@@ -108,6 +121,15 @@ impl From<&Order> for OrderView {
             version: o.version,
             payment_id: o.payment_id.clone(),
             refunds_requested: o.refund_requests(),
+            supplier: o
+                .supplier
+                .iter()
+                .map(|b| SupplierBookingView {
+                    sku: b.sku.to_string(),
+                    booking_id: b.booking_id.clone(),
+                    status: b.status,
+                })
+                .collect(),
         }
     }
 }

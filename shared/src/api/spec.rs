@@ -15,7 +15,9 @@ use super::after_sale::{
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
 };
-use super::orders::{CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView};
+use super::orders::{
+    CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, SupplierBookingView,
+};
 use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
 use super::stock::{
@@ -24,6 +26,7 @@ use super::stock::{
 };
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
+use crate::domain::supplier::{BookingStatus, SimOutcome, SupplierAdapter, SupplierConfig};
 use crate::http::{Code, ProblemBody};
 use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -93,7 +96,8 @@ impl Modify for Security {
                        LockLineView, PaymentView, RefundView,
                        JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
                        InventoryModel, Management, Unit, Deduct, BundleChild,
-                       CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes)),
+                       CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes,
+                       SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus)),
     modifiers(&Security),
     tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
 )]

@@ -2,6 +2,7 @@
 
 use super::fields;
 use crate::domain::model::{BundleChild, Day, InventoryModel, Management};
+use crate::domain::supplier::SupplierConfig;
 use crate::domain::Currency;
 use crate::service::admin::{SkuSpec, StockView};
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,10 @@ pub struct PutSkuRequest {
     #[serde(default)]
     #[schema(max_items = 10)]
     pub bundle: Option<Vec<BundleChild>>,
+    /// A `SUPPLIER` SKU's adapter and its settings (docs/suppliers.md); required for, and only
+    /// for, management `SUPPLIER`.
+    #[serde(default)]
+    pub supplier: Option<SupplierConfig>,
 }
 
 fn one() -> u16 {
@@ -56,6 +61,7 @@ impl From<PutSkuRequest> for SkuSpec {
             per_user_limit: r.per_user_limit,
             model: r.model.unwrap_or_default(),
             bundle: r.bundle.unwrap_or_default(),
+            supplier: r.supplier,
         }
     }
 }
@@ -95,7 +101,8 @@ pub struct SkuView {
     pub currency: String,
     pub total: i64,
     /// Units that can be ordered now: for a `BUNDLE` the fewest bundles its children make;
-    /// `null` for an `UNLIMITED` SKU and for one sold by date (see `GET /skus/{sku}/calendar`).
+    /// `null` for an `UNLIMITED` SKU, a `SUPPLIER` SKU (its supplier answers at checkout) and
+    /// one sold by date (see `GET /skus/{sku}/calendar`).
     pub available: Option<i64>,
     /// No stock is kept: any quantity can be ordered.
     pub unlimited: bool,
@@ -109,6 +116,9 @@ pub struct SkuView {
     pub model: InventoryModel,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bundle: Vec<BundleChild>,
+    /// A `SUPPLIER` SKU's adapter and settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supplier: Option<SupplierConfig>,
 }
 
 impl From<&StockView> for SkuView {
@@ -128,6 +138,7 @@ impl From<&StockView> for SkuView {
             paused: v.meta.paused,
             model: v.meta.model,
             bundle: v.meta.bundle.clone(),
+            supplier: v.meta.supplier.clone(),
         }
     }
 }

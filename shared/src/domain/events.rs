@@ -22,9 +22,15 @@ pub enum EventKind {
     OrderRefunded,
     OrderReturnRequested,
     OrderReturned,
+    /// A SUPPLIER order failed (a booking refused, or no confirmation in time): notify the buyer;
+    /// its lock is released and its bookings cancelled (docs/suppliers.md).
+    OrderFailed,
+    /// A SUPPLIER order closed unpaid (cancelled, expired, failed): its bookings are to be
+    /// cancelled at the supplier, by the refunds (compensation) consumer.
+    SupplierCancelRequested,
 }
 
-pub const ALL_KINDS: [EventKind; 12] = [
+pub const ALL_KINDS: [EventKind; 14] = [
     EventKind::OrderCreated,
     EventKind::OrderPaid,
     EventKind::OrderCancelled,
@@ -37,6 +43,8 @@ pub const ALL_KINDS: [EventKind; 12] = [
     EventKind::OrderRefunded,
     EventKind::OrderReturnRequested,
     EventKind::OrderReturned,
+    EventKind::OrderFailed,
+    EventKind::SupplierCancelRequested,
 ];
 
 impl EventKind {
@@ -54,6 +62,8 @@ impl EventKind {
             EventKind::OrderRefunded => "OrderRefunded",
             EventKind::OrderReturnRequested => "OrderReturnRequested",
             EventKind::OrderReturned => "OrderReturned",
+            EventKind::OrderFailed => "OrderFailed",
+            EventKind::SupplierCancelRequested => "SupplierCancelRequested",
         }
     }
 
@@ -128,7 +138,10 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
     let old_status = old.map(|o| o.status);
     if old_status != Some(new.status) {
         let kind = match new.status {
-            OrderStatus::PendingPayment if old.is_none() => Some(EventKind::OrderCreated),
+            OrderStatus::PendingPayment | OrderStatus::AwaitingSupplier if old.is_none() => {
+                Some(EventKind::OrderCreated)
+            }
+            OrderStatus::Failed => Some(EventKind::OrderFailed),
             OrderStatus::Paid => Some(EventKind::OrderPaid),
             OrderStatus::Cancelled => Some(EventKind::OrderCancelled),
             OrderStatus::Expired => Some(EventKind::OrderExpired),
@@ -138,11 +151,16 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
             OrderStatus::Refunded => Some(EventKind::OrderRefunded),
             OrderStatus::ReturnRequested => Some(EventKind::OrderReturnRequested),
             OrderStatus::Returned => Some(EventKind::OrderReturned),
-            OrderStatus::PendingPayment => None,
+            // a supplier order becoming payable, or still waiting: nothing moves
+            OrderStatus::PendingPayment | OrderStatus::AwaitingSupplier => None,
         };
         if let Some(kind) = kind {
             out.push(OrderEvent::of(kind, new, new.payment_id.clone()));
         }
+    }
+    // A SUPPLIER order that just closed unpaid holds bookings to cancel (announced once).
+    if new.status.is_closed_unpaid() && !new.supplier.is_empty() && !old_status.is_some_and(|s| s.is_closed_unpaid()) {
+        out.push(OrderEvent::of(EventKind::SupplierCancelRequested, new, None));
     }
     // Each refund record is announced once, when it first appears.
     let known: Vec<&str> = old.map(|o| o.refunds.iter().map(|r| r.refund_id.as_str()).collect()).unwrap_or_default();
@@ -180,6 +198,7 @@ mod tests {
             refunds: vec![],
             shipment: None,
             return_info: None,
+            supplier: Vec::new(),
         }
     }
 
@@ -209,6 +228,45 @@ mod tests {
         let o = order();
         assert!(events_for_change(Some(&o), Some(&o)).is_empty());
         assert!(events_for_change(Some(&o), None).is_empty());
+    }
+
+    #[test]
+    fn a_supplier_order_announces_failure_and_its_bookings_to_cancel_once() {
+        use crate::domain::supplier::{BookingStatus, SupplierAdapter, SupplierBooking, SupplierConfig};
+        let booking = SupplierBooking {
+            sku: Sku::parse("s").unwrap(),
+            quantity: 2,
+            booking_id: Some("b1".into()),
+            status: BookingStatus::Pending,
+            config: SupplierConfig {
+                adapter: SupplierAdapter::Simulated,
+                confirm_after_seconds: None,
+                outcome: None,
+                available: None,
+                latency_ms: None,
+            },
+            cancel_started_ms: None,
+        };
+        let waiting = Order { status: OrderStatus::AwaitingSupplier, supplier: vec![booking], ..order() };
+        assert_eq!(kinds(events_for_change(None, Some(&waiting))), vec![EventKind::OrderCreated]);
+        let payable = waiting.apply(OrderAction::SupplierConfirm, 2).unwrap();
+        assert!(events_for_change(Some(&waiting), Some(&payable)).is_empty(), "nothing moves yet");
+        let failed = waiting.apply(OrderAction::SupplierFail, 2).unwrap();
+        assert_eq!(
+            kinds(events_for_change(Some(&waiting), Some(&failed))),
+            vec![EventKind::OrderFailed, EventKind::SupplierCancelRequested]
+        );
+        let expired = payable.apply(OrderAction::Expire, 3).unwrap();
+        assert_eq!(
+            kinds(events_for_change(Some(&payable), Some(&expired))),
+            vec![EventKind::OrderExpired, EventKind::SupplierCancelRequested]
+        );
+        // the compensation's own writes on the closed order announce nothing more
+        let later = expired.next(4, |o| o.supplier[0].status = BookingStatus::Cancelled);
+        assert!(events_for_change(Some(&expired), Some(&later)).is_empty());
+        // an order without bookings closes as it always did
+        let plain = order().apply(OrderAction::Cancel, 2).unwrap();
+        assert_eq!(kinds(events_for_change(Some(&order()), Some(&plain))), vec![EventKind::OrderCancelled]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The invariants of docs/architecture.md, "Invariants", as pure checks over a snapshot. Reconcile runs
 //! [`check_stock`]; test suites and the demo run [`check_all`] at quiescence.
 
-use super::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
+use super::order::{Order, OrderRecord, PaymentOutcome};
 use super::refund::RefundReason;
 use super::reservation::{LockStatus, Reservation, ReservationKind};
 use super::{CampaignId, OrderId, Sku, UserId};
@@ -112,6 +112,13 @@ pub enum Violation {
     CodePool {
         sku: Sku,
         detail: String,
+    },
+    /// A closed (cancelled, expired, failed) SUPPLIER order still holds a booking at its
+    /// supplier (CONFIRMED or PENDING, never cancelled), or a FAILED order holds stock.
+    SupplierBookingHeld {
+        order: String,
+        sku: Sku,
+        status: String,
     },
 }
 
@@ -378,7 +385,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
             ReservationKind::Order => {
                 young
                     || matches!(orders.get(r.id.as_str()),
-                        Some(OrderRecord::Order(o)) if o.status == OrderStatus::PendingPayment)
+                        Some(OrderRecord::Order(o)) if o.status.is_open_unpaid())
             }
         };
         if !ok {
@@ -409,6 +416,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         }
         if let OrderRecord::Order(o) = rec {
             check_payments(o, &mut applied, &mut out);
+            check_bookings(o, &mut out);
         }
     }
     for (p, n) in applied {
@@ -442,6 +450,22 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// A closed SUPPLIER order holds nothing at its supplier: every booking it made is FAILED or
+/// was CANCELLED (its lock, checked above, is RELEASED).
+fn check_bookings(o: &Order, out: &mut Vec<Violation>) {
+    use super::supplier::BookingStatus;
+    if !o.status.is_closed_unpaid() {
+        return;
+    }
+    for b in o.supplier.iter().filter(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending)) {
+        out.push(Violation::SupplierBookingHeld {
+            order: o.id.to_string(),
+            sku: b.sku.clone(),
+            status: b.status.as_str().to_owned(),
+        });
+    }
 }
 
 fn check_payments<'a>(o: &'a Order, applied: &mut HashMap<&'a str, usize>, out: &mut Vec<Violation>) {
@@ -549,5 +573,87 @@ mod tests {
             codes: CodePools::default(),
         };
         assert!(matches!(check_all(&s)[..], [Violation::UserLimit { holds: 2, limit: 1, .. }]));
+    }
+
+    #[test]
+    fn a_failed_order_holds_nothing_and_a_closed_orders_confirmed_booking_was_cancelled() {
+        use crate::domain::order::{Order, OrderStatus};
+        use crate::domain::supplier::{BookingStatus, SupplierAdapter, SupplierBooking, SupplierConfig};
+        let booking = |status| SupplierBooking {
+            sku: sku(),
+            quantity: 1,
+            booking_id: Some("b1".into()),
+            status,
+            config: SupplierConfig {
+                adapter: SupplierAdapter::Simulated,
+                confirm_after_seconds: None,
+                outcome: None,
+                available: None,
+                latency_ms: None,
+            },
+            cancel_started_ms: None,
+        };
+        let order = |status, b: BookingStatus| Order {
+            id: OrderId::parse("o1").unwrap(),
+            user: UserId::parse("u").unwrap(),
+            status,
+            lines: vec![],
+            amount: 1,
+            currency: Currency::parse("EUR").unwrap(),
+            pay_expire_at: 0,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            version: 2,
+            payment_id: None,
+            payments: vec![],
+            request_hash: String::new(),
+            cancel_reason: None,
+            refunds: vec![],
+            shipment: None,
+            return_info: None,
+            supplier: vec![booking(b)],
+        };
+        let snap = |o: Order, lock: LockStatus| {
+            let mut r = res("o1", lock, 1);
+            r.lines[0].limited = false;
+            r.lines[0].pieces.clear();
+            Snapshot {
+                skus: vec![],
+                reservations: vec![r],
+                orders: vec![(o.id.clone(), OrderRecord::Order(Box::new(o)))],
+                user_counters: vec![],
+                now_s: 1_000,
+                check_delay_s: 300,
+                campaigns: CampaignCounters::default(),
+                codes: CodePools::default(),
+            }
+        };
+        // fine: failed with its lock released and its booking refused; cancelled and cancelled
+        assert!(check_all(&snap(order(OrderStatus::Failed, BookingStatus::Failed), LockStatus::Released)).is_empty());
+        assert!(
+            check_all(&snap(order(OrderStatus::Cancelled, BookingStatus::Cancelled), LockStatus::Released)).is_empty()
+        );
+        // an order awaiting its supplier keeps its (stockless) lock frozen, and is not stranded
+        assert!(check_all(&snap(order(OrderStatus::AwaitingSupplier, BookingStatus::Pending), LockStatus::Frozen))
+            .is_empty());
+        // a FAILED order still holding its lock
+        assert!(matches!(
+            check_all(&snap(order(OrderStatus::Failed, BookingStatus::Failed), LockStatus::Frozen))[..],
+            [Violation::StrandedLock { .. }, Violation::OrderLockMismatch { .. }]
+        ));
+        // a cancelled / expired / failed order whose confirmed (or pending) booking was never cancelled
+        for (st, b) in [
+            (OrderStatus::Cancelled, BookingStatus::Confirmed),
+            (OrderStatus::Expired, BookingStatus::Confirmed),
+            (OrderStatus::Failed, BookingStatus::Pending),
+        ] {
+            assert_eq!(
+                check_all(&snap(order(st, b), LockStatus::Released)),
+                vec![Violation::SupplierBookingHeld { order: "o1".into(), sku: sku(), status: b.as_str().into() }],
+                "{st:?} {b:?}"
+            );
+        }
+        // a paid order's confirmed booking is what it bought
+        assert!(check_all(&snap(order(OrderStatus::Paid, BookingStatus::Confirmed), LockStatus::Sold)).is_empty());
     }
 }

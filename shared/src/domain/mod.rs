@@ -16,6 +16,7 @@ pub mod refund;
 pub mod reservation;
 pub mod signature;
 pub mod stripe;
+pub mod supplier;
 
 pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 pub use money::{Currency, Money};

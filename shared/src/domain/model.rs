@@ -26,6 +26,9 @@ pub enum Management {
     Unlimited,
     /// Unique codes (vouchers, gift cards), each handed out once (docs/code-pools.md).
     CodePool,
+    /// An outside supplier holds the stock: quoted at checkout, booked after the order is
+    /// written (docs/suppliers.md).
+    Supplier,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -67,14 +70,22 @@ impl InventoryModel {
         matches!(self.management, Management::Quantity | Management::CodePool) && self.unit == Unit::Single
     }
 
-    /// Whether the SKU may be a bundle's child.
+    /// Whether the SKU may be a bundle's child (a supplier's stock cannot be taken in the
+    /// bundle's transaction).
     pub fn can_be_child(&self) -> bool {
-        self.management != Management::CodePool && self.unit == Unit::Single && self.deduct == Deduct::AtOrder
+        !matches!(self.management, Management::CodePool | Management::Supplier)
+            && self.unit == Unit::Single
+            && self.deduct == Deduct::AtOrder
     }
 
     /// Whether the SKU hands out unique codes from a pool (docs/code-pools.md).
     pub fn is_code_pool(&self) -> bool {
         self.management == Management::CodePool
+    }
+
+    /// Whether an outside supplier holds the stock (docs/suppliers.md).
+    pub fn is_supplier(&self) -> bool {
+        self.management == Management::Supplier
     }
 }
 
@@ -119,6 +130,16 @@ pub enum ModelError {
     ChildModel(Sku),
     #[error("a SKU's inventory model is fixed when it is created ({0} is {1})")]
     ModelChanged(Sku, String),
+    #[error("a SUPPLIER SKU is booked one unit line at a time; use unit SINGLE")]
+    SupplierUnit,
+    #[error("a SUPPLIER SKU is booked when the order is placed; use deduct AT_ORDER")]
+    SupplierAtPayment,
+    #[error("a SUPPLIER SKU needs \"supplier\" settings ({{\"adapter\":\"simulated\", …}})")]
+    SupplierSettingsMissing,
+    #[error("only a SUPPLIER SKU (model management SUPPLIER) carries \"supplier\" settings")]
+    SupplierWithoutModel,
+    #[error("bad supplier settings: {0}")]
+    SupplierSettings(String),
 }
 
 /// Checks a model and its bundle list on their own (children are checked against their
@@ -134,6 +155,14 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
     }
     if model.management == Management::CodePool && (model.unit != Unit::Single || model.deduct != Deduct::AtOrder) {
         return Err(ModelError::CodePoolShape);
+    }
+    if model.management == Management::Supplier {
+        if model.unit != Unit::Single {
+            return Err(ModelError::SupplierUnit);
+        }
+        if model.deduct == Deduct::AtPayment {
+            return Err(ModelError::SupplierAtPayment);
+        }
     }
     match (model.unit, bundle.is_empty()) {
         (Unit::Bundle, true) => return Err(ModelError::EmptyBundle),
@@ -369,7 +398,8 @@ impl Strategy for Unlimited {
 /// (docs/inventory-models.md, "Pay-time deduction").
 pub fn strategy(model: &InventoryModel) -> &'static dyn Strategy {
     match (model.management, model.unit) {
-        (Management::Unlimited, _) => &Unlimited,
+        // the supplier holds the stock: no cells here either (docs/suppliers.md)
+        (Management::Unlimited | Management::Supplier, _) => &Unlimited,
         (Management::Quantity | Management::CodePool, Unit::Single) => &Single,
         (Management::Quantity | Management::CodePool, Unit::Calendar) => &Calendar,
         (Management::Quantity | Management::CodePool, Unit::Bundle) => &Bundle,
@@ -419,6 +449,17 @@ mod tests {
             check_children(&kids, |_| Some(model(CodePool, Single, AtOrder))),
             Err(ModelError::ChildModel(sku("A")))
         );
+        assert_eq!(validate(&s, &model(Supplier, Calendar, AtOrder), &[]), Err(ModelError::SupplierUnit));
+        assert_eq!(validate(&s, &model(Supplier, Bundle, AtOrder), &kids), Err(ModelError::SupplierUnit));
+        assert_eq!(validate(&s, &model(Supplier, Single, AtPayment), &[]), Err(ModelError::SupplierAtPayment));
+        assert!(validate(&s, &model(Supplier, Single, AtOrder), &[]).is_ok());
+        let supplier = model(Supplier, Single, AtOrder);
+        assert!(!supplier.has_own_stock() && supplier.is_supplier());
+        assert_eq!(check_children(&kids, |_| Some(supplier)), Err(ModelError::ChildModel(sku("A"))));
+        assert!(strategy(&supplier)
+            .draws(&LineSpec { sku: &s, quantity: 3, dates: &[], bundle: &[], today: Day::of_epoch_s(0) })
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

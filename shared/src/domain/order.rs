@@ -18,9 +18,13 @@ pub enum OrderStatus {
     Refunded,
     ReturnRequested,
     Returned,
+    /// Written, its supplier bookings not all confirmed yet (docs/suppliers.md); not payable.
+    AwaitingSupplier,
+    /// A supplier refused or never confirmed: terminal, nothing held.
+    Failed,
 }
 
-pub const ALL_STATUSES: [OrderStatus; 10] = [
+pub const ALL_STATUSES: [OrderStatus; 12] = [
     OrderStatus::PendingPayment,
     OrderStatus::Paid,
     OrderStatus::Shipped,
@@ -31,6 +35,8 @@ pub const ALL_STATUSES: [OrderStatus; 10] = [
     OrderStatus::Refunded,
     OrderStatus::ReturnRequested,
     OrderStatus::Returned,
+    OrderStatus::AwaitingSupplier,
+    OrderStatus::Failed,
 ];
 
 impl OrderStatus {
@@ -46,6 +52,8 @@ impl OrderStatus {
             OrderStatus::Refunded => "REFUNDED",
             OrderStatus::ReturnRequested => "RETURN_REQUESTED",
             OrderStatus::Returned => "RETURNED",
+            OrderStatus::AwaitingSupplier => "AWAITING_SUPPLIER",
+            OrderStatus::Failed => "FAILED",
         }
     }
 
@@ -55,7 +63,12 @@ impl OrderStatus {
 
     /// Closed without a sale: its stock must be released.
     pub fn is_closed_unpaid(self) -> bool {
-        matches!(self, OrderStatus::Cancelled | OrderStatus::Expired)
+        matches!(self, OrderStatus::Cancelled | OrderStatus::Expired | OrderStatus::Failed)
+    }
+
+    /// Open and unpaid: its lock stays FROZEN (waiting for payment or for its supplier).
+    pub fn is_open_unpaid(self) -> bool {
+        matches!(self, OrderStatus::PendingPayment | OrderStatus::AwaitingSupplier)
     }
 
     /// Paid or later: its stock must be sold.
@@ -94,9 +107,13 @@ pub enum OrderAction {
     FinishRefund,
     RequestReturn,
     ReceiveReturn,
+    /// Every supplier booking confirmed.
+    SupplierConfirm,
+    /// A supplier booking failed, or the supplier timeout passed.
+    SupplierFail,
 }
 
-pub const ALL_ACTIONS: [OrderAction; 9] = [
+pub const ALL_ACTIONS: [OrderAction; 11] = [
     OrderAction::Pay,
     OrderAction::Cancel,
     OrderAction::Expire,
@@ -106,6 +123,8 @@ pub const ALL_ACTIONS: [OrderAction; 9] = [
     OrderAction::FinishRefund,
     OrderAction::RequestReturn,
     OrderAction::ReceiveReturn,
+    OrderAction::SupplierConfirm,
+    OrderAction::SupplierFail,
 ];
 
 /// Every allowed transition: (from, action, to).
@@ -123,6 +142,9 @@ pub const TRANSITIONS: &[(OrderStatus, OrderAction, OrderStatus)] = {
         (Shipped, RequestReturn, ReturnRequested),
         (Completed, RequestReturn, ReturnRequested),
         (ReturnRequested, ReceiveReturn, Returned),
+        (AwaitingSupplier, SupplierConfirm, PendingPayment),
+        (AwaitingSupplier, SupplierFail, Failed),
+        (AwaitingSupplier, Cancel, Cancelled),
     ]
 };
 
@@ -209,6 +231,8 @@ pub struct Order {
     pub shipment: Option<Shipment>,
     /// Set when the buyer asks to return the goods; completed when the admin receives them.
     pub return_info: Option<ReturnInfo>,
+    /// The supplier bookings of a SUPPLIER order, one per line (docs/suppliers.md).
+    pub supplier: Vec<super::supplier::SupplierBooking>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -297,6 +321,9 @@ mod tests {
             (Shipped, RequestReturn, ReturnRequested),
             (Completed, RequestReturn, ReturnRequested),
             (ReturnRequested, ReceiveReturn, Returned),
+            (AwaitingSupplier, SupplierConfirm, PendingPayment),
+            (AwaitingSupplier, SupplierFail, Failed),
+            (AwaitingSupplier, Cancel, Cancelled),
         ];
         for (f, a, t) in expected {
             assert_eq!(transition(f, a), Ok(t), "{f:?} {a:?}");
@@ -340,6 +367,21 @@ mod tests {
         }
         assert!(Refunding.restocks(false) && Refunded.restocks(false));
         assert!(Returned.restocks(true) && !Returned.restocks(false) && !Paid.restocks(true));
+    }
+
+    #[test]
+    fn an_order_awaiting_its_supplier_cannot_be_paid_or_expired_and_failed_is_terminal() {
+        for a in [Pay, Expire, Ship, StartRefund] {
+            assert!(transition(AwaitingSupplier, a).is_err(), "{a:?}");
+        }
+        for a in ALL_ACTIONS {
+            assert!(transition(Failed, a).is_err(), "{a:?}");
+        }
+        for from in ALL_STATUSES.into_iter().filter(|s| *s != AwaitingSupplier) {
+            assert!(transition(from, SupplierConfirm).is_err() && transition(from, SupplierFail).is_err(), "{from:?}");
+        }
+        assert!(Failed.is_closed_unpaid() && !Failed.is_paid_or_later());
+        assert!(AwaitingSupplier.is_open_unpaid() && !AwaitingSupplier.is_closed_unpaid());
     }
 
     #[test]

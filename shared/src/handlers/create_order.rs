@@ -42,6 +42,22 @@ fn create_problem(e: CreateError) -> Problem {
             )
         }
         CreateError::Store(e) => Problem::from_store(e),
+        CreateError::Supplier(q) => {
+            use crate::service::supplier::QuoteError;
+            match q {
+                QuoteError::Short(s) => freeze_problem(crate::service::stock::FreezeError::Insufficient(s)),
+                QuoteError::Mixed(ref s) | QuoteError::Campaign(ref s) => {
+                    Problem::validation(q.to_string()).field("items").sku(s.as_str())
+                }
+                QuoteError::Unavailable(s, e) => {
+                    tracing::warn!(sku = %s, error = format!("{e:#}"), "supplier quote failed");
+                    Problem::internal(format!(
+                        "the supplier of {s} did not answer; retry with the same Idempotency-Key"
+                    ))
+                    .retry_after(1)
+                }
+            }
+        }
     }
 }
 

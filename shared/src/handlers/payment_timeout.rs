@@ -1,11 +1,12 @@
-//! payment-timeout: the delay-queue consumer that expires unpaid orders (docs/architecture.md, "Payment timeout").
+//! payment-timeout: the delay-queue consumer that expires unpaid orders (docs/architecture.md, "Payment timeout")
+//! and polls SUPPLIER orders' bookings (docs/suppliers.md, "Polling").
 
 use super::sqs::{each, parse_message, ConsumerFaults, Handled};
 use crate::app::App;
 use crate::domain::OrderId;
 use crate::faults;
 use crate::ports::Message;
-use crate::service::orders;
+use crate::service::{orders, supplier};
 use crate::telemetry::names;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 
@@ -19,15 +20,23 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             fail: false,
         },
         |m| async move {
-            let Message::PaymentTimeout { order_id, due_at, .. } =
-                parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?
-            else {
-                app.count(names::REJECTED_MESSAGES, 1);
-                anyhow::bail!("rejected message: not a payment timeout");
-            };
-            let id = OrderId::parse(&order_id)?;
-            let outcome = orders::payment_timeout(app, &id, due_at).await?;
-            tracing::info!(order_id = %id, ?outcome, "payment timeout handled");
+            match parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))? {
+                Message::PaymentTimeout { order_id, due_at, .. } => {
+                    let id = OrderId::parse(&order_id)?;
+                    let outcome = orders::payment_timeout(app, &id, due_at).await?;
+                    tracing::info!(order_id = %id, ?outcome, "payment timeout handled");
+                }
+                // SUPPLIER orders' polls ride this queue (docs/suppliers.md, "Polling")
+                Message::SupplierPoll { order_id, attempt, started_at, .. } => {
+                    let id = OrderId::parse(&order_id)?;
+                    let outcome = supplier::poll(app, &id, attempt, started_at).await?;
+                    tracing::info!(order_id = %id, attempt, ?outcome, "supplier poll handled");
+                }
+                _ => {
+                    app.count(names::REJECTED_MESSAGES, 1);
+                    anyhow::bail!("rejected message: not a payment timeout or supplier poll");
+                }
+            }
             Ok(Handled::Done)
         },
     )

@@ -1,7 +1,8 @@
 //! refunds: the one consumer that moves money back (docs/after-sale.md, "Refunds").
 //! `RefundRequested` (a refund record written on an order) → issue it at the payment's
 //! provider; `OversellDetected` → write the refund record on the paid order (whose write is
-//! announced as `RefundRequested` in turn). A failure is retried by the queue, then kept in its
+//! announced as `RefundRequested` in turn); `SupplierCancelRequested` → cancel a closed SUPPLIER
+//! order's bookings at its supplier, once each (docs/suppliers.md, "Compensation"). A failure is retried by the queue, then kept in its
 //! DLQ under an alarm; reconcile re-drives records left REQUESTED.
 
 use super::sqs::{each, ConsumerFaults, Handled};
@@ -16,8 +17,17 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 /// What one event asks of the refunds function.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RefundWork {
-    Issue { order_id: OrderId, refund_id: String },
-    Oversold { order_id: OrderId },
+    Issue {
+        order_id: OrderId,
+        refund_id: String,
+    },
+    Oversold {
+        order_id: OrderId,
+    },
+    /// A closed SUPPLIER order: cancel its bookings at the supplier (docs/suppliers.md).
+    SupplierCancel {
+        order_id: OrderId,
+    },
 }
 
 pub fn parse(body: &str) -> anyhow::Result<RefundWork> {
@@ -26,6 +36,7 @@ pub fn parse(body: &str) -> anyhow::Result<RefundWork> {
     match (kind, detail.refund_id) {
         (Some(EventKind::RefundRequested), Some(refund_id)) => Ok(RefundWork::Issue { order_id, refund_id }),
         (Some(EventKind::OversellDetected), _) => Ok(RefundWork::Oversold { order_id }),
+        (Some(EventKind::SupplierCancelRequested), _) => Ok(RefundWork::SupplierCancel { order_id }),
         _ => anyhow::bail!("rejected event: detail-type {detail_type} (refund id required for RefundRequested)"),
     }
 }
@@ -39,6 +50,11 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             }
             RefundWork::Oversold { order_id } => {
                 refunds::request_for_oversell(app, order_id).await.map(|a| format!("requested={a}"))
+            }
+            // a failed cancel is retried through the queue (then its DLQ and alarm)
+            RefundWork::SupplierCancel { order_id } => {
+                let n = crate::service::supplier::compensate(app, order_id).await?;
+                Ok(format!("supplier_cancels={n}"))
             }
         };
         match result {

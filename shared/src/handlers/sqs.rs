@@ -71,7 +71,8 @@ pub fn parse_message(m: &SqsMessage) -> anyhow::Result<crate::ports::Message> {
     let schema = match &msg {
         crate::ports::Message::PaymentTimeout { schema, .. }
         | crate::ports::Message::ReservationCheck { schema, .. }
-        | crate::ports::Message::ReconcileWork { schema, .. } => *schema,
+        | crate::ports::Message::ReconcileWork { schema, .. }
+        | crate::ports::Message::SupplierPoll { schema, .. } => *schema,
     };
     if schema != 1 {
         anyhow::bail!("rejected message: unknown schema {schema}");

@@ -1,5 +1,6 @@
 //! stock-events: applies order events to stock (docs/architecture.md, "Events and self-healing"). OrderPaid → confirm;
-//! OrderCancelled / OrderExpired → release; OrderRefunding / OrderRefunded / OrderReturned (with
+//! OrderCancelled / OrderExpired / OrderFailed → release (a SUPPLIER order's bookings are the
+//! refunds consumer's, docs/suppliers.md); OrderRefunding / OrderRefunded / OrderReturned (with
 //! restock) → restock (docs/after-sale.md, "Restock"). Every step is conditional on the lock's status, so
 //! duplicates and any order of arrival are harmless. A message that is not exactly a Holdfast
 //! event of a known schema is refused (retried into the DLQ), never applied.
@@ -50,7 +51,9 @@ pub fn parse_event(body: &str) -> anyhow::Result<StockAction> {
     let id = ReservationId::for_order(&OrderId::parse(&detail.order_id)?);
     match kind {
         Some(EventKind::OrderPaid) => Ok(StockAction::Confirm(id)),
-        Some(EventKind::OrderCancelled | EventKind::OrderExpired) => Ok(StockAction::Release(id)),
+        Some(EventKind::OrderCancelled | EventKind::OrderExpired | EventKind::OrderFailed) => {
+            Ok(StockAction::Release(id))
+        }
         Some(EventKind::OrderRefunding | EventKind::OrderRefunded) => Ok(StockAction::Restock(id)),
         Some(EventKind::OrderReturned) if detail.restock == Some(true) => Ok(StockAction::Restock(id)),
         _ => anyhow::bail!("rejected event: detail-type {detail_type}"),
@@ -134,6 +137,7 @@ mod tests {
         assert_eq!(parse_event(&envelope("OrderPaid", detail())).unwrap(), StockAction::Confirm(id.clone()));
         assert_eq!(parse_event(&envelope("OrderExpired", detail())).unwrap(), StockAction::Release(id.clone()));
         assert_eq!(parse_event(&envelope("OrderCancelled", detail())).unwrap(), StockAction::Release(id.clone()));
+        assert_eq!(parse_event(&envelope("OrderFailed", detail())).unwrap(), StockAction::Release(id.clone()));
         assert_eq!(parse_event(&envelope("OrderRefunding", detail())).unwrap(), StockAction::Restock(id.clone()));
         let mut restock = detail();
         restock["restock"] = json!(true);

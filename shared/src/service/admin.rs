@@ -24,6 +24,8 @@ pub struct SkuSpec {
     pub per_user_limit: Option<u32>,
     pub model: InventoryModel,
     pub bundle: Vec<BundleChild>,
+    /// A SUPPLIER SKU's adapter and settings (docs/suppliers.md).
+    pub supplier: Option<crate::domain::supplier::SupplierConfig>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,7 @@ async fn known(app: &App, sku: &Sku) -> Result<SkuMeta, AdminError> {
 /// `actor` is the admin's JWT `sub`, stamped on rebalanced shards for the journal.
 pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) -> Result<(SkuMeta, bool), AdminError> {
     model::validate(sku, &spec.model, &spec.bundle)?;
+    crate::domain::supplier::validate(&spec.model, spec.supplier.as_ref())?;
     if !spec.bundle.is_empty() {
         let children: Vec<Sku> = spec.bundle.iter().map(|c| c.sku.clone()).collect();
         let found = app.stock.get_skus(&children).await?;
@@ -80,6 +83,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
                 paused: false,
                 model: spec.model,
                 bundle: spec.bundle.clone(),
+                supplier: spec.supplier.clone(),
             };
             if app.stock.put_sku(&meta, None).await? {
                 app.caches.forget_sku(sku);
@@ -104,6 +108,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             per_user_limit: spec.per_user_limit,
             version: old.version + 1,
             bundle: spec.bundle.clone(),
+            supplier: spec.supplier.clone(),
             ..old.clone()
         };
         let done = if meta.shards == old.shards || !meta.model.has_own_stock() {
@@ -144,6 +149,9 @@ pub async fn adjust(
         }
         (Management::CodePool, ..) => Err(AdminError::NotAdjustable(format!(
             "{sku} is a CODE_POOL: its stock is its codes; upload them to /admin/skus/{sku}/codes"
+        ))),
+        (Management::Supplier, ..) => Err(AdminError::NotAdjustable(format!(
+            "{sku} is a SUPPLIER SKU: its supplier holds the stock (docs/suppliers.md); not adjustable"
         ))),
         (_, Unit::Bundle, _) => {
             Err(AdminError::NotAdjustable(format!("{sku} is a BUNDLE: its stock is its children's; adjust them")))
@@ -189,6 +197,7 @@ async fn ensure_cell(app: &App, parent: &SkuMeta, day: Day) -> Result<Sku, Admin
         paused: false,
         model: InventoryModel::default(),
         bundle: Vec::new(),
+        supplier: None,
     };
     // lost a race with another adjustment creating it: it exists now either way
     app.stock.put_sku(&meta, None).await?;
@@ -248,7 +257,7 @@ pub async fn set_paused(app: &App, sku: &Sku, paused: bool) -> Result<SkuMeta, A
         if old.paused == paused {
             return Ok(old);
         }
-        if !old.model.has_own_stock() && old.model.management != Management::Unlimited {
+        if !old.model.has_own_stock() && old.model.unit != Unit::Single {
             // the flag lives on the shards a freeze writes; a calendar or bundle SKU's are its
             // dates' and children's (docs/inventory-models.md, "Stop-sale")
             return Err(AdminError::NotAdjustable(format!(

@@ -181,6 +181,7 @@ mod tests {
             refunds: vec![],
             shipment: None,
             return_info: None,
+            supplier: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@ pub mod payments;
 pub mod reconcile;
 pub mod refunds;
 pub mod stock;
+pub mod supplier;
 
 use std::time::Duration;
 

@@ -47,6 +47,9 @@ pub enum CreateError {
     Money(#[from] MoneyError),
     #[error(transparent)]
     Crash(#[from] InjectedCrash),
+    /// A SUPPLIER checkout refused before anything was written (docs/suppliers.md).
+    #[error(transparent)]
+    Supplier(#[from] super::supplier::QuoteError),
     /// The order could not be written and the checkout was voided: a new checkout (new
     /// Idempotency-Key) is the only way forward.
     #[error("checkout aborted: {0:#}")]
@@ -80,13 +83,27 @@ pub async fn create(
         Money::line_total(metas[&l.sku].price, l.quantity.get().saturating_mul(nights))?;
     }
     let now = clock::now_s();
+    // A SUPPLIER order: a replay answers the order it made (its quote may have moved since);
+    // otherwise every line is quoted first, and a line above its quote writes nothing.
+    let supplier_lines = super::supplier::lines_of(&lines, &metas)?;
+    let bookings = super::supplier::bookings_for(&supplier_lines);
+    if !supplier_lines.is_empty() {
+        match app.orders.get(&id).await? {
+            Some(OrderRecord::Order(o)) if o.request_hash == request_hash(&lines) => return Ok((*o, true)),
+            Some(OrderRecord::Order(_)) => return Err(CreateError::KeyReused),
+            Some(OrderRecord::Void) => return Err(CreateError::ReservationExpired),
+            None => super::supplier::check_quotes(app, &supplier_lines).await?,
+        }
+    }
+    // a SUPPLIER order holds its (stockless) lock while it waits for the supplier too
+    let supplier_wait = if bookings.is_empty() { 0 } else { app.config.supplier_timeout_s };
     let req = FreezeRequest {
         id: rid.clone(),
         kind: ReservationKind::Order,
         user: Some(user.clone()),
         request_hash: request_hash(&lines),
         lines,
-        expires_at: now + app.config.payment_ttl_s,
+        expires_at: now + supplier_wait + app.config.payment_ttl_s,
     };
     let check = Message::ReservationCheck {
         schema: 1,
@@ -137,8 +154,22 @@ pub async fn create(
         Err(FreezeError::RequestMismatch) => return Err(CreateError::KeyReused),
         Err(e) => return Err(e.into()),
     };
-    let order = order_of(&id, user, &reservation, currency)?;
-    write_order(app, order).await
+    let mut order = order_of(&id, user, &reservation, currency)?;
+    if !bookings.is_empty() {
+        // not payable until its supplier confirms; until then `pay_expire_at` is the supplier
+        // deadline (the sweep's index reads it), and the payment deadline starts at confirmation
+        order.status = OrderStatus::AwaitingSupplier;
+        order.supplier = bookings;
+        order.pay_expire_at = reservation.created_at_ms / 1000 + app.config.supplier_timeout_s;
+    }
+    let (order, replayed) = write_order(app, order).await?;
+    if !replayed && order.status == OrderStatus::AwaitingSupplier {
+        // The order is written: a slow supplier must not turn it into a 503. Booking gets one
+        // call's budget here; whatever is not booked by then, the first poll books.
+        let booked = tokio::time::timeout(app.budget.operation, super::supplier::book_new(app, order.clone())).await;
+        return Ok((booked.unwrap_or(order), false));
+    }
+    Ok((order, replayed))
 }
 
 fn single_currency<'a>(mut it: impl Iterator<Item = &'a Currency>) -> Result<Currency, CreateError> {
@@ -184,6 +215,7 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation, currency: Currency) ->
         refunds: vec![],
         shipment: None,
         return_info: None,
+        supplier: Vec::new(),
     })
 }
 
@@ -193,8 +225,13 @@ async fn write_order(app: &App, order: Order) -> Result<(Order, bool), CreateErr
     // `cfg!` makes the crash branch (and its point name) vanish from builds without faults: a
     // captured `false` inside `join!` is not folded away on its own.
     let crash_before_timeout = cfg!(feature = "faults") && crate::fault!(app.faults, faults::AFTER_ORDER_PUT);
-    let wait = (order.pay_expire_at - clock::now_s()).clamp(0, MAX_DELAY_SECONDS) as u32;
-    let timeout = Message::PaymentTimeout { schema: 1, order_id: order.id.to_string(), due_at: order.pay_expire_at };
+    let (timeout, wait) = if order.status == OrderStatus::AwaitingSupplier {
+        // polled until its supplier decides; the payment timeout is sent at confirmation
+        super::supplier::first_poll(&order)
+    } else {
+        let wait = (order.pay_expire_at - clock::now_s()).clamp(0, MAX_DELAY_SECONDS) as u32;
+        (Message::PaymentTimeout { schema: 1, order_id: order.id.to_string(), due_at: order.pay_expire_at }, wait)
+    };
     let send = async {
         if crash_before_timeout {
             return Ok(());

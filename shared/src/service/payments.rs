@@ -174,6 +174,7 @@ mod tests {
             refunds: vec![],
             shipment: None,
             return_info: None,
+            supplier: Vec::new(),
         }
     }
 
@@ -185,6 +186,15 @@ mod tests {
             amount,
             currency: "EUR".into(),
             succeeded,
+        }
+    }
+
+    #[test]
+    fn money_for_a_supplier_order_not_yet_confirmed_or_failed_goes_back() {
+        for st in [OrderStatus::AwaitingSupplier, OrderStatus::Failed] {
+            let (next, r) = decide(&order(st), &notice(500, true), 9);
+            assert_eq!(r.unwrap(), PaymentResult::RefundRequested, "{st:?}");
+            assert_eq!((next.status, next.refunds.len()), (st, 1), "{st:?}");
         }
     }
 

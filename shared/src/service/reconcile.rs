@@ -11,6 +11,7 @@ use super::checks::{resolve_frozen, CheckOutcome};
 use super::orders::expire;
 use super::orders::OrderError;
 use super::refunds;
+use super::supplier::PollOutcome;
 use crate::adapters::dynamo::INDEX_BUCKETS;
 use crate::app::App;
 use crate::clock;
@@ -340,6 +341,16 @@ async fn overdue_orders(app: &App, ids: &[OrderId], rep: &mut ReconcileReport) {
 
 async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bool> {
     if let Some(OrderRecord::Order(o)) = app.orders.get(id).await? {
+        if o.status == OrderStatus::AwaitingSupplier && o.pay_expire_at <= clock::now_s() {
+            // its poll was lost: one poll past the deadline decides (docs/suppliers.md, "Reconcile")
+            let outcome = crate::service::supplier::poll(app, id, 0, o.created_at_ms / 1000).await?;
+            let decided = matches!(outcome, PollOutcome::Confirmed | PollOutcome::Failed(_));
+            if decided {
+                app.count(names::REPAIRS, 1);
+                tracing::warn!(order_id = %id, ?outcome, "reconcile resolved a SUPPLIER order past its timeout");
+            }
+            return Ok(decided);
+        }
         if o.status == OrderStatus::PendingPayment && expire(app, &o).await? {
             app.count(names::REPAIRS, 1);
             tracing::warn!(order_id = %id, "reconcile expired an overdue order");

@@ -17,3 +17,4 @@ mod sam_env;
 mod soak;
 mod stock;
 mod stripe;
+mod supplier;

@@ -61,6 +61,9 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if let Some(r) = &o.return_info {
         it.insert("ret".into(), s(serde_json::to_string(r)?));
     }
+    if !o.supplier.is_empty() {
+        it.insert("sup".into(), s(serde_json::to_string(&o.supplier)?));
+    }
     // the bucketed sparse indexes (docs/after-sale.md, "Sweeps")
     for index in OrderIndex::ALL {
         if let Some(v) = index.value_of(o) {
@@ -110,6 +113,10 @@ pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
         },
         shipment: opt_s(it, "shp").map(serde_json::from_str).transpose().context("order shipment")?,
         return_info: opt_s(it, "ret").map(serde_json::from_str).transpose().context("order return")?,
+        supplier: match opt_s(it, "sup") {
+            Some(b) => serde_json::from_str(b).context("order supplier bookings")?,
+            None => Vec::new(),
+        },
     })))
 }
 

@@ -196,6 +196,9 @@ fn encode_meta(m: &SkuMeta) -> Item {
     if !m.bundle.is_empty() {
         it.insert("bdl".into(), s(serde_json::to_string(&m.bundle).unwrap_or_default()));
     }
+    if let Some(c) = &m.supplier {
+        it.insert("sup".into(), s(serde_json::to_string(c).unwrap_or_default()));
+    }
     it
 }
 
@@ -213,6 +216,7 @@ fn decode_meta(it: &Item) -> anyhow::Result<SkuMeta> {
         paused: matches!(it.get("ps"), Some(AttributeValue::Bool(true))),
         model: opt_s(it, "mdl").map(serde_json::from_str).transpose().context("inventory model")?.unwrap_or_default(),
         bundle: opt_s(it, "bdl").map(serde_json::from_str).transpose().context("bundle")?.unwrap_or_default(),
+        supplier: opt_s(it, "sup").map(serde_json::from_str).transpose().context("supplier settings")?,
     })
 }
 

@@ -53,6 +53,7 @@ fn meta(s: &str, shards: u16, per_user_limit: Option<u32>) -> SkuMeta {
         paused: false,
         model: Default::default(),
         bundle: Vec::new(),
+        supplier: None,
     }
 }
 
@@ -335,6 +336,7 @@ async fn an_adjustment_applies_once_per_id_and_a_shard_count_change_keeps_every_
         per_user_limit: None,
         model: Default::default(),
         bundle: Vec::new(),
+        supplier: None,
     };
     let (_, created) = admin::put_sku(&app, &sku("H"), &spec, None).await.unwrap();
     assert!(created);
@@ -554,6 +556,7 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         refunds: vec![],
         shipment: None,
         return_info: None,
+        supplier: Vec::new(),
     }
 }
 
@@ -699,7 +702,16 @@ mod models {
     use crate::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management, Unit};
 
     fn spec(model: InventoryModel, shards: u16, bundle: Vec<BundleChild>) -> SkuSpec {
-        SkuSpec { name: "x".into(), price: 100, currency: eur(), shards, per_user_limit: None, model, bundle }
+        SkuSpec {
+            name: "x".into(),
+            price: 100,
+            currency: eur(),
+            shards,
+            per_user_limit: None,
+            model,
+            bundle,
+            supplier: None,
+        }
     }
 
     fn model(management: Management, unit: Unit, deduct: Deduct) -> InventoryModel {
@@ -914,6 +926,7 @@ mod codes {
             per_user_limit: None,
             model: InventoryModel { management: Management::CodePool, ..Default::default() },
             bundle: Vec::new(),
+            supplier: None,
         };
         admin::put_sku(app, &sku(s), &spec, None).await.unwrap();
     }

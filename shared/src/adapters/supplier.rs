@@ -1,0 +1,224 @@
+//! The supplier port over HTTP (docs/suppliers.md, "Wire format"), at `HOLDFAST_SUPPLIER_URL`:
+//!
+//! - `POST {base}/quotes` `{"sku","quantity","dates","settings"}` → 200 `{"available": n | null}`
+//! - `POST {base}/bookings` + `Idempotency-Key: <key>` `{"key","sku","quantity","dates","settings"}`
+//!   → 201 (new) / 200 (the same key again) `{"booking_id","status"}`
+//! - `GET {base}/bookings/{id}` → 200 `{"booking_id","status",…}`; 404 unknown
+//! - `POST {base}/bookings/{id}/cancel` → 200 `{"booking_id","status":"CANCELLED"}` (again: the
+//!   same answer); 404 unknown
+//!
+//! `status` is `PENDING`, `CONFIRMED`, `FAILED` or `CANCELLED`. Anything else, a 5xx or no
+//! answer is an infrastructure error (the caller retries through its queue). Locally the
+//! simulated supplier the stack starts speaks it (infra/src/peers/supplier.rs).
+
+use crate::domain::model::Day;
+use crate::domain::supplier::{BookingStatus, SupplierConfig};
+use crate::ports::{BookingRequest, Quote, SupplierPort, UnknownBooking};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// `POST /quotes` and `POST /bookings` bodies (also what the simulated supplier reads).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupplierBody {
+    /// The booking's idempotency key (empty for a quote).
+    #[serde(default)]
+    pub key: String,
+    pub sku: String,
+    pub quantity: u32,
+    #[serde(default)]
+    pub dates: Vec<Day>,
+    pub settings: SupplierConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuoteAnswer {
+    pub available: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BookingAnswer {
+    pub booking_id: String,
+    pub status: BookingStatus,
+}
+
+pub struct HttpSupplier {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl HttpSupplier {
+    /// `timeout` bounds one call.
+    pub fn new(base: &str, timeout: Duration) -> anyhow::Result<Self> {
+        let client = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout / 2).build()?;
+        Ok(HttpSupplier { client, base: base.trim_end_matches('/').to_owned() })
+    }
+
+    fn url(&self, path: &str) -> anyhow::Result<String> {
+        if self.base.is_empty() {
+            anyhow::bail!("no supplier configured (HOLDFAST_SUPPLIER_URL)");
+        }
+        Ok(format!("{}{path}", self.base))
+    }
+
+    fn body(req: &BookingRequest<'_>) -> SupplierBody {
+        SupplierBody {
+            key: req.key.to_owned(),
+            sku: req.sku.to_string(),
+            quantity: req.quantity,
+            dates: req.dates.to_vec(),
+            settings: req.config.clone(),
+        }
+    }
+
+    async fn answer<T: serde::de::DeserializeOwned>(
+        resp: reqwest::Response,
+        what: &str,
+        id: &str,
+    ) -> anyhow::Result<T> {
+        let status = resp.status();
+        if status.is_success() {
+            return Ok(resp.json().await?);
+        }
+        if status.as_u16() == 404 && !id.is_empty() {
+            return Err(UnknownBooking(id.to_owned()).into());
+        }
+        let text = resp.text().await.unwrap_or_default();
+        anyhow::bail!("supplier {what} answered {status}: {}", text.chars().take(300).collect::<String>())
+    }
+}
+
+/// A booking id goes into a URL path: only what the wire format allows.
+fn check_id(id: &str) -> anyhow::Result<()> {
+    let ok = !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(UnknownBooking(id.to_owned()).into())
+    }
+}
+
+#[async_trait]
+impl SupplierPort for HttpSupplier {
+    async fn quote(&self, req: &BookingRequest<'_>) -> anyhow::Result<Quote> {
+        let _span = super::usage::call("supplier:quote");
+        let resp = self.client.post(self.url("/quotes")?).json(&Self::body(req)).send().await?;
+        let a: QuoteAnswer = Self::answer(resp, "quote", "").await?;
+        Ok(Quote { available: a.available })
+    }
+
+    async fn book(&self, req: &BookingRequest<'_>) -> anyhow::Result<String> {
+        let _span = super::usage::call("supplier:book");
+        let resp = self
+            .client
+            .post(self.url("/bookings")?)
+            .header("Idempotency-Key", req.key)
+            .json(&Self::body(req))
+            .send()
+            .await?;
+        let a: BookingAnswer = Self::answer(resp, "book", "").await?;
+        check_id(&a.booking_id)?;
+        Ok(a.booking_id)
+    }
+
+    async fn status(&self, booking_id: &str) -> anyhow::Result<BookingStatus> {
+        check_id(booking_id)?;
+        let _span = super::usage::call("supplier:status");
+        let resp = self.client.get(self.url(&format!("/bookings/{booking_id}"))?).send().await?;
+        let a: BookingAnswer = Self::answer(resp, "status", booking_id).await?;
+        Ok(a.status)
+    }
+
+    async fn cancel(&self, booking_id: &str) -> anyhow::Result<()> {
+        check_id(booking_id)?;
+        let _span = super::usage::call("supplier:cancel");
+        let resp = self.client.post(self.url(&format!("/bookings/{booking_id}/cancel"))?).send().await?;
+        let _: BookingAnswer = Self::answer(resp, "cancel", booking_id).await?;
+        Ok(())
+    }
+}
+
+/// An in-memory supplier for unit tests: books by key, answers each booking with the status it
+/// is told (`set`), counts cancels.
+#[derive(Default)]
+pub struct MemorySupplier {
+    state: std::sync::Mutex<MemState>,
+}
+
+#[derive(Default)]
+struct MemState {
+    /// (key, id, status, cancel calls)
+    bookings: Vec<(String, String, BookingStatus, u32)>,
+    available: Option<u64>,
+    quotes: u32,
+}
+
+impl MemorySupplier {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What quotes answer from now on (`None`: unlimited).
+    pub fn set_available(&self, a: Option<u64>) {
+        self.lock().available = a;
+    }
+
+    /// Sets every booking's status.
+    pub fn set_all(&self, st: BookingStatus) {
+        for b in &mut self.lock().bookings {
+            b.2 = st;
+        }
+    }
+
+    /// Quote calls received.
+    pub fn quotes(&self) -> u32 {
+        self.lock().quotes
+    }
+
+    /// (bookings made, cancel calls in all).
+    pub fn counts(&self) -> (usize, u32) {
+        let s = self.lock();
+        (s.bookings.len(), s.bookings.iter().map(|b| b.3).sum())
+    }
+}
+
+#[async_trait]
+impl SupplierPort for MemorySupplier {
+    async fn quote(&self, _: &BookingRequest<'_>) -> anyhow::Result<Quote> {
+        let mut s = self.lock();
+        s.quotes += 1;
+        Ok(Quote { available: s.available })
+    }
+
+    async fn book(&self, req: &BookingRequest<'_>) -> anyhow::Result<String> {
+        let mut s = self.lock();
+        if let Some(b) = s.bookings.iter().find(|b| b.0 == req.key) {
+            return Ok(b.1.clone());
+        }
+        let id = format!("mem-{}", s.bookings.len() + 1);
+        s.bookings.push((req.key.to_owned(), id.clone(), BookingStatus::Pending, 0));
+        Ok(id)
+    }
+
+    async fn status(&self, booking_id: &str) -> anyhow::Result<BookingStatus> {
+        let s = self.lock();
+        s.bookings
+            .iter()
+            .find(|b| b.1 == booking_id)
+            .map(|b| b.2)
+            .ok_or_else(|| UnknownBooking(booking_id.into()).into())
+    }
+
+    async fn cancel(&self, booking_id: &str) -> anyhow::Result<()> {
+        let mut s = self.lock();
+        let b = s.bookings.iter_mut().find(|b| b.1 == booking_id).ok_or_else(|| UnknownBooking(booking_id.into()))?;
+        b.2 = BookingStatus::Cancelled;
+        b.3 += 1;
+        Ok(())
+    }
+}

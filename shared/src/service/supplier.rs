@@ -1,0 +1,516 @@
+//! SUPPLIER orders (docs/suppliers.md): quote at checkout, book after the order is written,
+//! poll the bookings from the payment-timeout queue until they confirm (→ PENDING_PAYMENT, the
+//! payment deadline starts then) or fail / time out (→ FAILED), and cancel the bookings of an
+//! order that closes unpaid.
+
+use crate::app::App;
+use crate::clock;
+use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus};
+use crate::domain::supplier::{self, BookingStatus, CancelPlan, PollDecision, SupplierBooking, SupplierConfig};
+use crate::domain::{OrderId, Sku};
+use crate::ports::{BookingRequest, Message, UnknownBooking, MAX_DELAY_SECONDS};
+use crate::service::stock::LineRequest;
+use crate::telemetry::names;
+use std::collections::HashMap;
+
+/// Why a SUPPLIER checkout is refused before anything is written.
+#[derive(Debug, thiserror::Error)]
+pub enum QuoteError {
+    #[error("a SUPPLIER SKU ({0}) cannot share an order with stocked SKUs; order it on its own")]
+    Mixed(Sku),
+    #[error("{0} is a SUPPLIER SKU and takes no campaign")]
+    Campaign(Sku),
+    #[error("insufficient stock of {0}")]
+    Short(Sku),
+    #[error("the supplier of {0} did not answer; retry")]
+    Unavailable(Sku, #[source] anyhow::Error),
+}
+
+/// The settings of each SUPPLIER line (empty: not a SUPPLIER order). An order is all SUPPLIER
+/// lines or none (docs/suppliers.md, "Limits").
+pub fn lines_of<'a>(
+    lines: &'a [LineRequest],
+    metas: &'a HashMap<Sku, crate::ports::SkuMeta>,
+) -> Result<Vec<(&'a LineRequest, &'a SupplierConfig)>, QuoteError> {
+    let mut out = Vec::new();
+    for l in lines {
+        if let Some(c) = metas.get(&l.sku).and_then(|m| m.supplier.as_ref().filter(|_| m.model.is_supplier())) {
+            if l.campaign.is_some() {
+                return Err(QuoteError::Campaign(l.sku.clone()));
+            }
+            out.push((l, c));
+        }
+    }
+    if !out.is_empty() && out.len() != lines.len() {
+        return Err(QuoteError::Mixed(out[0].0.sku.clone()));
+    }
+    Ok(out)
+}
+
+fn quote_key(sku: &Sku, c: &SupplierConfig) -> String {
+    format!("{sku}|{}", serde_json::to_string(c).unwrap_or_default())
+}
+
+/// Asks each line's supplier for a quote (cached per warm Lambda ≤ 30 s); a line above its
+/// quote is `Short`.
+pub async fn check_quotes(app: &App, lines: &[(&LineRequest, &SupplierConfig)]) -> Result<(), QuoteError> {
+    let ttl = app.config.supplier_quote_cache_ms;
+    let quotes = futures::future::join_all(lines.iter().map(|(l, c)| async move {
+        let key = quote_key(&l.sku, c);
+        let now = clock::now_ms();
+        if let Some(a) = app.caches.quote(&key, now, ttl) {
+            return Ok(a);
+        }
+        let req = BookingRequest { key: "", sku: &l.sku, config: c, quantity: l.quantity.get(), dates: &l.dates };
+        let q = app.supplier.quote(&req).await.map_err(|e| {
+            app.count(names::SUPPLIER_ERRORS, 1);
+            QuoteError::Unavailable(l.sku.clone(), e)
+        })?;
+        app.caches.put_quote(&key, q.available, now, ttl);
+        Ok(q.available)
+    }))
+    .await;
+    for ((l, _), q) in lines.iter().zip(quotes) {
+        if q?.is_some_and(|a| u64::from(l.quantity.get()) > a) {
+            return Err(QuoteError::Short(l.sku.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// The bookings a new SUPPLIER order starts with: one PENDING per line, no id yet.
+pub fn bookings_for(lines: &[(&LineRequest, &SupplierConfig)]) -> Vec<SupplierBooking> {
+    lines
+        .iter()
+        .map(|(l, c)| SupplierBooking {
+            sku: l.sku.clone(),
+            quantity: l.quantity.get(),
+            booking_id: None,
+            status: BookingStatus::Pending,
+            config: (*c).clone(),
+            cancel_started_ms: None,
+        })
+        .collect()
+}
+
+/// The first poll of a new SUPPLIER order (sent with the order put).
+pub fn first_poll(o: &Order) -> (Message, u32) {
+    let started_at = o.created_at_ms / 1000;
+    let msg = Message::SupplierPoll { schema: 1, order_id: o.id.to_string(), attempt: 1, started_at };
+    (msg, supplier::next_poll_delay(started_at, started_at, o.pay_expire_at))
+}
+
+/// Books every booking that has no id yet (idempotent by order and SKU), without writing.
+/// `true` if an id was learnt. A supplier that does not answer leaves the booking for the next
+/// poll.
+async fn book_missing(app: &App, o: &Order, bookings: &mut [SupplierBooking]) -> bool {
+    let mut learnt = false;
+    for b in bookings.iter_mut().filter(|b| b.booking_id.is_none()) {
+        let key = supplier::booking_key(&o.id, &b.sku);
+        let req = BookingRequest { key: &key, sku: &b.sku, config: &b.config, quantity: b.quantity, dates: &[] };
+        match app.supplier.book(&req).await {
+            Ok(id) => {
+                b.booking_id = Some(id);
+                learnt = true;
+            }
+            Err(e) => {
+                app.count(names::SUPPLIER_ERRORS, 1);
+                tracing::warn!(order_id = %o.id, sku = %b.sku, error = format!("{e:#}"), "supplier book failed; the poll retries");
+            }
+        }
+    }
+    learnt
+}
+
+/// After the order put: books its lines and records the booking ids (best effort: the poll
+/// books whatever is still missing).
+pub async fn book_new(app: &App, mut o: Order) -> Order {
+    for attempt in 1..=3 {
+        let mut bookings = o.supplier.clone();
+        if !book_missing(app, &o, &mut bookings).await {
+            return o;
+        }
+        let next = o.next(clock::now_ms(), |n| n.supplier = bookings);
+        match app.orders.replace(&o, &next).await {
+            Ok(true) => return next,
+            Ok(false) => match app.orders.get(&o.id).await {
+                // a poll (or a cancel) got there first: answer what is stored
+                Ok(Some(OrderRecord::Order(now))) if now.status != OrderStatus::AwaitingSupplier => return *now,
+                Ok(Some(OrderRecord::Order(now))) if now.supplier.iter().all(|b| b.booking_id.is_some()) => {
+                    return *now
+                }
+                Ok(Some(OrderRecord::Order(now))) => o = *now,
+                _ => return o,
+            },
+            Err(e) => {
+                tracing::warn!(order_id = %o.id, error = format!("{e:#}"), "booking ids not recorded; the poll retries");
+                return o;
+            }
+        }
+        super::backoff(attempt).await;
+    }
+    o
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PollOutcome {
+    /// Every booking confirmed: the order is PENDING_PAYMENT.
+    Confirmed,
+    /// The order FAILED (a booking refused, or the supplier timeout passed).
+    Failed(String),
+    /// Still waiting: polled again in this many seconds.
+    Waiting(u32),
+    /// The order is not awaiting its supplier (already decided, cancelled, unknown).
+    Ignored,
+}
+
+/// One poll of a SUPPLIER order (the `SupplierPoll` message, and the sweep for an order whose
+/// poll was lost): books what is missing, asks each pending booking's status, and decides.
+pub async fn poll(app: &App, id: &OrderId, attempt: u32, started_at: i64) -> anyhow::Result<PollOutcome> {
+    app.count(names::SUPPLIER_POLLS, 1);
+    for cas in 1..=super::CAS_ATTEMPTS {
+        let o = match app.orders.get(id).await? {
+            Some(OrderRecord::Order(o)) if o.status == OrderStatus::AwaitingSupplier => o,
+            _ => return Ok(PollOutcome::Ignored),
+        };
+        let mut bookings = o.supplier.clone();
+        let mut changed = book_missing(app, &o, &mut bookings).await;
+        for b in bookings.iter_mut().filter(|b| b.status == BookingStatus::Pending) {
+            let Some(bid) = b.booking_id.clone() else { continue };
+            match app.supplier.status(&bid).await {
+                Ok(BookingStatus::Cancelled) => {
+                    // cancelled at the supplier's end: as good as refused
+                    b.status = BookingStatus::Failed;
+                    changed = true;
+                }
+                Ok(st) if st != b.status => {
+                    b.status = st;
+                    changed = true;
+                }
+                Ok(_) => {}
+                Err(e) if e.downcast_ref::<UnknownBooking>().is_some() => {
+                    // the supplier lost it: book again under the same key next time
+                    tracing::warn!(order_id = %id, booking = %bid, "supplier does not know the booking; rebooking");
+                    b.booking_id = None;
+                    changed = true;
+                }
+                Err(e) => {
+                    app.count(names::SUPPLIER_ERRORS, 1);
+                    tracing::warn!(order_id = %id, booking = %bid, error = format!("{e:#}"), "supplier status failed");
+                }
+            }
+        }
+        let now = clock::now_s();
+        let deadline = o.pay_expire_at;
+        let decision = supplier::decide(&bookings, now, deadline);
+        let now_ms = clock::now_ms();
+        match decision {
+            PollDecision::Confirm => {
+                let Ok(next) = o.apply(OrderAction::SupplierConfirm, now_ms) else { return Ok(PollOutcome::Ignored) };
+                // the payment deadline starts now, not at the order's creation
+                let next = Order { supplier: bookings, pay_expire_at: now + app.config.payment_ttl_s, ..next };
+                if app.orders.replace(&o, &next).await? {
+                    let wait = app.config.payment_ttl_s.clamp(0, MAX_DELAY_SECONDS) as u32;
+                    let msg =
+                        Message::PaymentTimeout { schema: 1, order_id: id.to_string(), due_at: next.pay_expire_at };
+                    if let Err(e) = app.messages.send(&msg, wait).await {
+                        // reconcile expires it at deadline + grace if no timeout message arrives
+                        tracing::warn!(order_id = %id, error = format!("{e:#}"), "payment-timeout message not sent");
+                    }
+                    app.count(names::SUPPLIER_CONFIRMED, 1);
+                    tracing::info!(order_id = %id, attempt, "supplier confirmed; order payable");
+                    return Ok(PollOutcome::Confirmed);
+                }
+            }
+            PollDecision::Fail(reason) => {
+                let Ok(next) = o.apply(OrderAction::SupplierFail, now_ms) else { return Ok(PollOutcome::Ignored) };
+                let refused = bookings.iter().any(|b| b.status == BookingStatus::Failed);
+                let next = Order { supplier: bookings, cancel_reason: Some(reason.clone()), ..next };
+                if app.orders.replace(&o, &next).await? {
+                    app.count(if refused { names::SUPPLIER_REFUSED } else { names::SUPPLIER_TIMEOUTS }, 1);
+                    tracing::warn!(order_id = %id, attempt, reason, "supplier order failed");
+                    return Ok(PollOutcome::Failed(reason));
+                }
+            }
+            PollDecision::Wait => {
+                if !changed || app.orders.replace(&o, &o.next(now_ms, |n| n.supplier = bookings)).await? {
+                    let delay = supplier::next_poll_delay(started_at, now, deadline);
+                    let msg = Message::SupplierPoll {
+                        schema: 1,
+                        order_id: id.to_string(),
+                        attempt: attempt.saturating_add(1),
+                        started_at,
+                    };
+                    app.messages.send(&msg, delay).await?;
+                    return Ok(PollOutcome::Waiting(delay));
+                }
+            }
+        }
+        super::backoff(cas).await;
+    }
+    anyhow::bail!("order {id} kept changing under the supplier poll; the message will be retried")
+}
+
+/// Cancels at the supplier every booking a closed (cancelled, expired, failed) order may still
+/// hold, once each: the start is recorded on the order before the call and CANCELLED after
+/// it, so a redelivered event calls nothing (docs/suppliers.md, "Compensation"). Returns the
+/// cancels made.
+pub async fn compensate(app: &App, id: &OrderId) -> anyhow::Result<usize> {
+    for cas in 1..=super::CAS_ATTEMPTS {
+        let o = match app.orders.get(id).await? {
+            Some(OrderRecord::Order(o)) if o.status.is_closed_unpaid() && !o.supplier.is_empty() => o,
+            _ => return Ok(0),
+        };
+        let now_ms = clock::now_ms();
+        let due = match supplier::cancel_plan(&o.supplier, now_ms) {
+            CancelPlan::Done => return Ok(0),
+            CancelPlan::InFlight => anyhow::bail!("order {id}: a supplier cancel is in flight; retried later"),
+            CancelPlan::Cancel(due) => due,
+        };
+        let started = o.next(now_ms, |n| {
+            for i in &due {
+                n.supplier[*i].cancel_started_ms = Some(now_ms);
+            }
+        });
+        if !app.orders.replace(&o, &started).await? {
+            super::backoff(cas).await;
+            continue;
+        }
+        // this consumer owns the cancels now
+        let mut bookings = started.supplier.clone();
+        let mut learnt = book_missing(app, &started, &mut bookings).await;
+        let mut cancelled = 0;
+        for i in &due {
+            let Some(bid) = bookings[*i].booking_id.clone() else { continue };
+            match app.supplier.cancel(&bid).await {
+                Ok(()) => {
+                    bookings[*i].status = BookingStatus::Cancelled;
+                    cancelled += 1;
+                    learnt = true;
+                }
+                Err(e) if e.downcast_ref::<UnknownBooking>().is_some() => {
+                    // nothing held under that id
+                    bookings[*i].status = BookingStatus::Cancelled;
+                    learnt = true;
+                }
+                Err(e) => {
+                    app.count(names::SUPPLIER_ERRORS, 1);
+                    tracing::warn!(order_id = %id, booking = %bid, error = format!("{e:#}"), "supplier cancel failed");
+                }
+            }
+        }
+        app.count(names::SUPPLIER_CANCELS, cancelled as u64);
+        if learnt {
+            let done = started.next(clock::now_ms(), |n| n.supplier = bookings.clone());
+            app.orders.replace(&started, &done).await?;
+        }
+        if bookings.iter().any(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending)) {
+            anyhow::bail!("order {id}: {} supplier cancel(s) still to make; retried later", due.len() - cancelled);
+        }
+        return Ok(cancelled);
+    }
+    anyhow::bail!("order {id} kept changing under the supplier cancel; retried later")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::{memory_app, MemoryWorld};
+    use crate::adapters::supplier::MemorySupplier;
+    use crate::config::Config;
+    use crate::domain::invariants::check_all;
+    use crate::domain::model::{Deduct, InventoryModel, Management, Unit};
+    use crate::domain::reservation::LockStatus;
+    use crate::domain::supplier::{SupplierAdapter, SupplierConfig};
+    use crate::domain::{Currency, IdempotencyKey, Quantity, ReservationId, UserId};
+    use crate::ports::{SkuMeta, StockStore};
+    use crate::service::orders::{self, CreateError};
+    use std::sync::Arc;
+
+    fn sku(s: &str) -> Sku {
+        Sku::parse(s).unwrap()
+    }
+
+    fn meta(s: &str, supplier: bool) -> SkuMeta {
+        SkuMeta {
+            sku: sku(s),
+            name: s.into(),
+            price: 700,
+            currency: Currency::parse("EUR").unwrap(),
+            shards: 1,
+            slots: u16::from(!supplier),
+            per_user_limit: Some(3),
+            stocked: 0,
+            version: 1,
+            paused: false,
+            model: if supplier {
+                InventoryModel { management: Management::Supplier, unit: Unit::Single, deduct: Deduct::AtOrder }
+            } else {
+                InventoryModel::default()
+            },
+            bundle: Vec::new(),
+            supplier: supplier.then_some(SupplierConfig {
+                adapter: SupplierAdapter::Simulated,
+                confirm_after_seconds: None,
+                outcome: None,
+                available: None,
+                latency_ms: None,
+            }),
+        }
+    }
+
+    fn world() -> (App, MemoryWorld, Arc<MemorySupplier>) {
+        let mut c = Config::from_lookup(&|_| None).unwrap();
+        c.sku_cache_ms = 0;
+        c.supplier_quote_cache_ms = 0;
+        let (app, w) = memory_app("test", c).unwrap();
+        let sup = Arc::new(MemorySupplier::new());
+        let app = app.with_supplier(sup.clone());
+        w.stock.seed(meta("TOUR", true), &[]);
+        w.stock.seed(meta("MUG", false), &[5]);
+        (app, w, sup)
+    }
+
+    fn line(s: &str, q: u64) -> LineRequest {
+        LineRequest::plain(sku(s), Quantity::new(q).unwrap())
+    }
+
+    async fn create(app: &App, key: &str, lines: Vec<LineRequest>) -> Result<Order, CreateError> {
+        let (o, _) =
+            orders::create(app, &UserId::parse("u").unwrap(), &IdempotencyKey::parse(key).unwrap(), lines).await?;
+        Ok(o)
+    }
+
+    async fn stored(app: &App, id: &OrderId) -> Order {
+        match app.orders.get(id).await.unwrap() {
+            Some(OrderRecord::Order(o)) => *o,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn clean(w: &MemoryWorld) {
+        let v = check_all(&w.snapshot(0));
+        assert!(v.is_empty(), "{v:#?}");
+    }
+
+    #[tokio::test]
+    async fn a_supplier_order_waits_is_booked_once_and_becomes_payable_when_confirmed() {
+        let (app, w, sup) = world();
+        let o = create(&app, "k1", vec![line("TOUR", 2)]).await.unwrap();
+        assert_eq!(o.status, OrderStatus::AwaitingSupplier);
+        assert!(o.supplier[0].booking_id.is_some());
+        let started = o.created_at_ms / 1000;
+        assert_eq!(o.pay_expire_at, started + app.config.supplier_timeout_s, "the supplier deadline until confirmed");
+        assert!(w
+            .messages
+            .sent()
+            .iter()
+            .any(|(m, d)| matches!(m, Message::SupplierPoll { attempt: 1, .. }) && *d == 2));
+        // a replay books nothing more
+        assert_eq!(create(&app, "k1", vec![line("TOUR", 2)]).await.unwrap().id, o.id);
+        assert_eq!(poll(&app, &o.id, 1, started).await.unwrap(), PollOutcome::Waiting(2));
+        assert_eq!(sup.counts(), (1, 0));
+        sup.set_all(BookingStatus::Confirmed);
+        assert_eq!(poll(&app, &o.id, 2, started).await.unwrap(), PollOutcome::Confirmed);
+        let now = stored(&app, &o.id).await;
+        assert_eq!((now.status, now.supplier[0].status), (OrderStatus::PendingPayment, BookingStatus::Confirmed));
+        assert!(now.pay_expire_at >= clock::now_s() + app.config.payment_ttl_s - 1, "the deadline starts now");
+        assert!(w
+            .messages
+            .sent()
+            .iter()
+            .any(|(m, _)| matches!(m, Message::PaymentTimeout { due_at, .. } if *due_at == now.pay_expire_at)));
+        // a late duplicate poll changes nothing
+        assert_eq!(poll(&app, &o.id, 2, started).await.unwrap(), PollOutcome::Ignored);
+        clean(&w);
+    }
+
+    #[tokio::test]
+    async fn a_refused_or_timed_out_booking_fails_the_order_and_closing_cancels_once() {
+        let (app, w, sup) = world();
+        let refused = create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        sup.set_all(BookingStatus::Failed);
+        assert!(matches!(poll(&app, &refused.id, 1, 0).await.unwrap(), PollOutcome::Failed(_)));
+        assert_eq!(stored(&app, &refused.id).await.status, OrderStatus::Failed);
+        // a refused booking holds nothing: nothing to cancel
+        assert_eq!(compensate(&app, &refused.id).await.unwrap(), 0);
+        crate::service::stock::release(&app, &ReservationId::for_order(&refused.id)).await.unwrap();
+
+        // silent past the deadline: FAILED, its pending booking cancelled once
+        let silent = create(&app, "k2", vec![line("TOUR", 1)]).await.unwrap();
+        let o = stored(&app, &silent.id).await;
+        let overdue = o.next(clock::now_ms(), |n| n.pay_expire_at = clock::now_s() - 1);
+        assert!(app.orders.replace(&o, &overdue).await.unwrap());
+        assert!(matches!(poll(&app, &silent.id, 5, 0).await.unwrap(), PollOutcome::Failed(r) if r.contains("in time")));
+        assert_eq!(compensate(&app, &silent.id).await.unwrap(), 1);
+        assert_eq!(compensate(&app, &silent.id).await.unwrap(), 0, "a replay calls nothing");
+        assert_eq!(stored(&app, &silent.id).await.supplier[0].status, BookingStatus::Cancelled);
+        crate::service::stock::release(&app, &ReservationId::for_order(&silent.id)).await.unwrap();
+        assert_eq!(sup.counts(), (2, 1));
+        assert_eq!(
+            w.stock.get_reservation(&ReservationId::for_order(&silent.id)).await.unwrap().unwrap().status,
+            LockStatus::Released
+        );
+        clean(&w);
+    }
+
+    #[tokio::test]
+    async fn the_sweep_decides_a_supplier_order_whose_polls_were_lost() {
+        let (app, _w, sup) = world();
+        let o = create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        // no poll ever ran; the deadline is long past (beyond the sweep's grace)
+        let stored_o = stored(&app, &o.id).await;
+        let overdue =
+            stored_o.next(clock::now_ms(), |n| n.pay_expire_at = clock::now_s() - app.config.stale_lock_s - 5);
+        assert!(app.orders.replace(&stored_o, &overdue).await.unwrap());
+        crate::service::reconcile::run(&app).await.unwrap();
+        assert_eq!(stored(&app, &o.id).await.status, OrderStatus::Failed);
+        // a supplier that confirmed meanwhile makes the swept order payable instead
+        let late = create(&app, "k2", vec![line("TOUR", 1)]).await.unwrap();
+        let s2 = stored(&app, &late.id).await;
+        let overdue = s2.next(clock::now_ms(), |n| n.pay_expire_at = clock::now_s() - app.config.stale_lock_s - 5);
+        assert!(app.orders.replace(&s2, &overdue).await.unwrap());
+        sup.set_all(BookingStatus::Confirmed);
+        crate::service::reconcile::run(&app).await.unwrap();
+        assert_eq!(stored(&app, &late.id).await.status, OrderStatus::PendingPayment);
+    }
+
+    #[tokio::test]
+    async fn a_warm_lambda_reuses_a_quote_within_its_cache_lifetime() {
+        let (app, _w, sup) = world();
+        let app = App { config: Config { supplier_quote_cache_ms: 30_000, ..app.config.clone() }, ..app };
+        create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        create(&app, "k2", vec![line("TOUR", 1)]).await.unwrap();
+        assert_eq!(sup.quotes(), 1, "the second checkout used the cached quote");
+        let (app, _w, sup) = world();
+        create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        create(&app, "k2", vec![line("TOUR", 1)]).await.unwrap();
+        assert_eq!(sup.quotes(), 2, "no cache: every checkout asks");
+    }
+
+    #[tokio::test]
+    async fn quotes_short_and_mixed_orders_write_nothing() {
+        let (app, w, sup) = world();
+        sup.set_available(Some(1));
+        assert!(matches!(
+            create(&app, "k1", vec![line("TOUR", 2)]).await,
+            Err(CreateError::Supplier(QuoteError::Short(s))) if s == sku("TOUR")
+        ));
+        assert!(matches!(
+            create(&app, "k2", vec![line("TOUR", 1), line("MUG", 1)]).await,
+            Err(CreateError::Supplier(QuoteError::Mixed(_)))
+        ));
+        assert!(w.stock.reservations().is_empty());
+        assert_eq!(sup.counts(), (0, 0));
+        // stop-sale: paused through its metadata (it has no shards), nothing booked
+        crate::service::admin::set_paused(&app, &sku("TOUR"), true).await.unwrap();
+        assert!(matches!(
+            create(&app, "k4", vec![line("TOUR", 1)]).await,
+            Err(CreateError::Freeze(crate::service::stock::FreezeError::SalePaused(_)))
+        ));
+        assert_eq!(sup.counts(), (0, 0));
+        crate::service::admin::set_paused(&app, &sku("TOUR"), false).await.unwrap();
+        assert!(create(&app, "k3", vec![line("TOUR", 1)]).await.is_ok());
+        clean(&w);
+    }
+}
