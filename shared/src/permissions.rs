@@ -329,8 +329,9 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
     (
         "reconcile",
         &[
-            // reconcile::seed: one sweep's work items
+            // reconcile::seed: one sweep's work items, unless the last sweep's are still queued
             ("sqs:SendMessage", ReconcileWorkQueue),
+            ("sqs:GetQueueAttributes", ReconcileWorkQueue),
         ],
     ),
     (

@@ -432,6 +432,9 @@ pub const MAX_DELAY_SECONDS: i64 = 900;
 #[async_trait]
 pub trait Messages: Send + Sync {
     async fn send(&self, msg: &Message, delay_s: u32) -> anyhow::Result<()>;
+    /// Reconcile work items still queued, in flight or delayed (approximate, as SQS counts):
+    /// a sweep is not seeded while the last one is unfinished (docs/runbook.md, "Reconcile").
+    async fn reconcile_backlog(&self) -> anyhow::Result<u64>;
 }
 
 /// The EventBridge bus.

@@ -52,6 +52,8 @@ pub mod names {
     pub const CHECKOUT_BUDGET_EXCEEDED: &str = "CheckoutBudgetExceeded";
     /// A reconcile work item could not finish inside its time budget (continued later).
     pub const SWEEP_INCOMPLETE: &str = "ReconcileSweepIncomplete";
+    /// The schedule found the last sweep's work items still queued and seeded no new sweep.
+    pub const SWEEP_SKIPPED: &str = "ReconcileSweepSkipped";
     /// A SUPPLIER order's bookings all confirmed: it became payable (docs/suppliers.md).
     pub const SUPPLIER_CONFIRMED: &str = "SupplierConfirmed";
     /// A SUPPLIER order failed because a booking was refused.

@@ -715,6 +715,7 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<&'static str>> {
         (".send_message()", "sqs:SendMessage"),
         (".send_message_batch()", "sqs:SendMessage"),
         (".delete_message()", "sqs:DeleteMessage"),
+        (".get_queue_attributes()", "sqs:GetQueueAttributes"),
         (".put_events()", "events:PutEvents"),
         (".get_secret_value()", "secretsmanager:GetSecretValue"),
     ];

@@ -250,6 +250,10 @@ impl Messages for Msgs {
         }
         Ok(())
     }
+    async fn reconcile_backlog(&self) -> anyhow::Result<u64> {
+        self.0.add("GetQueueAttributes", 1).await;
+        Ok(self.1.lock().map(|q| q.len() as u64).unwrap_or(0))
+    }
 }
 
 struct CountingSweep(Arc<dyn SweepIndex>, Arc<Meter>);
@@ -412,7 +416,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     let started = Instant::now();
-    let seeded = reconcile::seed(&app).await?;
+    let seeded = reconcile::seed(&app).await?.items_seeded;
     let invocations = Arc::new(AtomicU64::new(0));
     // Items taken and not yet finished; taken under the queue's lock, so "queue empty and
     // nothing in flight" means the sweep is done.

@@ -5,6 +5,7 @@
 //!
 //! Flags (all optional): --buyers 1000 --concurrency 50 --units 100 --shards 8 --limit 2
 //! --pay 0.55 --cancel 0.15 --abandon 0.20 --crash 0.10 --duplicate 0.2 --late 0.1 --json FILE
+//! --codes (sell a CODE_POOL of `units` unique codes instead of a quantity; payers read theirs)
 
 use futures::stream::{self, StreamExt};
 use holdfast::domain::invariants::check_all;
@@ -31,6 +32,7 @@ struct Args {
     crash: f64,
     duplicate: f64,
     late: f64,
+    codes: bool,
     json: Option<PathBuf>,
 }
 
@@ -50,6 +52,7 @@ fn parse_args() -> Args {
         crash: num("--crash", 0.10),
         duplicate: num("--duplicate", 0.2),
         late: num("--late", 0.1),
+        codes: argv.iter().any(|a| a == "--codes"),
         json: get("--json").map(PathBuf::from),
     }
 }
@@ -132,18 +135,25 @@ async fn main() -> anyhow::Result<()> {
     let c = Arc::new(Client { api: ApiClient::new(&stack.base_url), lat: Latencies::default() });
     let admin = stack.token("admin", &["stock:admin"]);
     let sku = "FLASH-1";
-    let spec = json!({"name": "Limited sneaker", "price": 12900, "currency": "EUR", "shards": a.shards, "per_user_limit": a.limit});
+    let mut spec = json!({"name": "Limited sneaker", "price": 12900, "currency": "EUR", "shards": a.shards, "per_user_limit": a.limit});
+    if a.codes {
+        spec["name"] = json!("Gift card");
+        spec["model"] = json!({"management": "CODE_POOL"});
+    }
     c.call("PUT /admin/skus/{sku}", "PUT", &format!("/admin/skus/{sku}"), Some(&admin), &[], Some(spec.to_string()))
         .await;
-    c.call(
-        "POST /admin/skus/{sku}/adjustments",
-        "POST",
-        &format!("/admin/skus/{sku}/adjustments"),
-        Some(&admin),
-        &[],
-        Some(json!({"adjustment_id": "drop-1", "delta": a.units, "reason": "flash sale"}).to_string()),
-    )
-    .await;
+    if a.codes {
+        let codes: Vec<String> = (0..a.units).map(|i| format!("DEMO-{i:05}-{:08X}", fastrand::u32(..))).collect();
+        for (n, chunk) in codes.chunks(1000).enumerate() {
+            let batch = json!({"batch_id": format!("drop-{n}"), "codes": chunk}).to_string();
+            let path = format!("/admin/skus/{sku}/codes");
+            c.call("POST /admin/skus/{sku}/codes", "POST", &path, Some(&admin), &[], Some(batch)).await;
+        }
+    } else {
+        let adj = json!({"adjustment_id": "drop-1", "delta": a.units, "reason": "flash sale"}).to_string();
+        let path = format!("/admin/skus/{sku}/adjustments");
+        c.call("POST /admin/skus/{sku}/adjustments", "POST", &path, Some(&admin), &[], Some(adj)).await;
+    }
 
     eprintln!(
         "\nHoldfast flash sale: {} buyers, {} units of {sku} on {} shards, limit {}/user, concurrency {}",
@@ -156,10 +166,11 @@ async fn main() -> anyhow::Result<()> {
     let refused = AtomicUsize::new(0);
     let intents: Mutex<BTreeMap<&'static str, usize>> = Mutex::new(BTreeMap::new());
     let late_payments: Mutex<Vec<(String, u64, String)>> = Mutex::new(Vec::new());
+    let revealed: Mutex<Vec<String>> = Mutex::new(Vec::new());
     stream::iter(0..a.buyers)
         .for_each_concurrent(a.concurrency, |i| {
-            let (c, stack, done, ok, refused, intents, late_payments, a) =
-                (&c, &stack, &done, &ok, &refused, &intents, &late_payments, &a);
+            let (c, stack, done, ok, refused, intents, late_payments, revealed, a) =
+                (&c, &stack, &done, &ok, &refused, &intents, &late_payments, &revealed, &a);
             async move {
                 let mut rng = fastrand::Rng::with_seed(i as u64);
                 let user = format!("buyer-{i}");
@@ -189,6 +200,14 @@ async fn main() -> anyhow::Result<()> {
                             c.pay(&id, &format!("pay-{i}"), amount).await;
                             if rng.f64() < a.duplicate {
                                 c.pay(&id, &format!("pay-{i}"), amount).await;
+                            }
+                            if a.codes {
+                                let path = format!("/orders/{id}/codes");
+                                let r =
+                                    c.call("GET /orders/{order_id}/codes", "GET", &path, Some(&token), &[], None).await;
+                                let got =
+                                    r.1["codes"].as_array().into_iter().flatten().filter_map(|v| v["code"].as_str());
+                                revealed.lock().map(|mut v| v.extend(got.map(str::to_owned))).ok();
                             }
                             "pay"
                         }
@@ -279,7 +298,22 @@ async fn main() -> anyhow::Result<()> {
         println!("  {route:<38} {:>6} {p50:>8.1} {p95:>8.1} {p99:>8.1}", v.len());
         routes_json.insert((*route).into(), json!({"calls": v.len(), "p50_ms": p50, "p95_ms": p95, "p99_ms": p99}));
     }
-    let clean = violations.is_empty() && oversell == 0;
+    let usage = holdfast::adapters::usage::snapshot();
+    println!("AWS requests by operation (whole run, including settling):");
+    for (op, n) in usage.calls.iter().filter(|(op, _)| !op.starts_with("lambda:")) {
+        println!("  {op:<44} {n:>7}");
+    }
+    println!("metrics: {:?}", metrics.iter().filter(|(_, v)| **v > 0).collect::<BTreeMap<_, _>>());
+    let revealed = revealed.into_inner().unwrap_or_default();
+    let distinct = revealed.iter().collect::<std::collections::HashSet<_>>().len();
+    let codes_twice = revealed.len() - distinct;
+    if a.codes {
+        println!(
+            "codes shown to paid buyers {} · distinct {distinct} · handed out twice {codes_twice}",
+            revealed.len()
+        );
+    }
+    let clean = violations.is_empty() && oversell == 0 && codes_twice == 0;
     println!(
         "oversell = {oversell} · invariants {}",
         if violations.is_empty() { "clean".to_owned() } else { format!("VIOLATED: {violations:#?}") }
@@ -290,6 +324,7 @@ async fn main() -> anyhow::Result<()> {
             "sale_seconds": sale_secs, "orders_by_state": by_state, "sold": view.sold, "refunds_requested": refunds,
             "orphans_released": m("OrphansReleased"), "repairs": m("Repairs"), "oversell": oversell,
             "invariants_clean": violations.is_empty(), "latency": routes_json,
+            "codes_revealed": revealed.len(), "codes_handed_out_twice": codes_twice,
         });
         std::fs::write(path, serde_json::to_string_pretty(&out)?)?;
     }

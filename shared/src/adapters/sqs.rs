@@ -44,4 +44,24 @@ impl Messages for SqsMessages {
             .with_context(|| format!("SendMessage to {url}"))?;
         Ok(())
     }
+
+    async fn reconcile_backlog(&self) -> anyhow::Result<u64> {
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        const COUNTED: [A; 3] = [
+            A::ApproximateNumberOfMessages,
+            A::ApproximateNumberOfMessagesNotVisible,
+            A::ApproximateNumberOfMessagesDelayed,
+        ];
+        let _span = super::usage::call("sqs:GetQueueAttributes");
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&self.reconcile_work_url)
+            .set_attribute_names(Some(COUNTED.to_vec()))
+            .send()
+            .await
+            .with_context(|| format!("GetQueueAttributes of {}", self.reconcile_work_url))?;
+        let attrs = out.attributes().cloned().unwrap_or_default();
+        Ok(COUNTED.iter().filter_map(|a| attrs.get(a)?.parse::<u64>().ok()).sum())
+    }
 }

@@ -9,6 +9,5 @@ pub async fn handle(app: &App, _ev: serde_json::Value) -> anyhow::Result<serde_j
     if crate::fault!(app.faults, faults::RECONCILE_CRASH) {
         return Err(InjectedCrash(faults::RECONCILE_CRASH).into());
     }
-    let items = reconcile::seed(app).await?;
-    Ok(serde_json::json!({ "items_seeded": items }))
+    Ok(serde_json::to_value(reconcile::seed(app).await?)?)
 }

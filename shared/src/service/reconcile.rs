@@ -118,8 +118,27 @@ pub fn seed_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
     items
 }
 
-/// The schedule's part: puts one sweep's items on the work queue. Returns how many.
-pub async fn seed(app: &App) -> anyhow::Result<usize> {
+/// What one run of the schedule did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Seeded {
+    /// Work items put on the queue: a whole sweep, or 0 when skipped.
+    pub items_seeded: usize,
+    /// The last sweep's work items still queued; > 0 means this run seeded nothing.
+    pub backlog: u64,
+}
+
+/// The schedule's part: puts one sweep's items on the work queue — unless the last sweep's
+/// items are still there. Seeding over an unfinished sweep would add a sweep's worth of work
+/// each interval that the workers cannot absorb, so the backlog would grow without bound
+/// (and with it the queue's cost and every item's wait); a skipped run is counted
+/// (`ReconcileSweepSkipped`) and the sweep in progress does the work.
+pub async fn seed(app: &App) -> anyhow::Result<Seeded> {
+    let backlog = app.messages.reconcile_backlog().await?;
+    if backlog > 0 {
+        app.count(names::SWEEP_SKIPPED, 1);
+        tracing::warn!(backlog, "last reconcile sweep unfinished; no new sweep seeded");
+        return Ok(Seeded { items_seeded: 0, backlog });
+    }
     let now_ms = clock::now_ms();
     let items = seed_items(app, now_ms);
     let n = items.len();
@@ -131,7 +150,7 @@ pub async fn seed(app: &App) -> anyhow::Result<usize> {
         }
     }
     tracing::info!(items = n, "reconcile sweep seeded");
-    Ok(n)
+    Ok(Seeded { items_seeded: n, backlog: 0 })
 }
 
 /// A worker's part: one item, for at most `budget`.

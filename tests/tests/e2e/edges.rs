@@ -158,7 +158,7 @@ async fn a_throttled_hot_shard_answers_429_busy_with_retry_after_and_then_recove
 }
 
 #[tokio::test]
-async fn a_reconcile_worker_that_crashes_mid_page_is_redelivered_and_the_fanned_out_sweep_completes() {
+async fn a_reconcile_worker_that_crashes_mid_page_is_redelivered_and_the_sweep_completes_with_none_seeded_over_it() {
     // Orphan freezes whose checks are dropped: only the sweep can release them.
     let s = spawn_opts(
         &[
@@ -183,6 +183,10 @@ async fn a_reconcile_worker_that_crashes_mid_page_is_redelivered_and_the_fanned_
     // per bucket: stale locks, overdue orders, shipped-due, unissued refunds; then SKU
     // invariants, locked totals, campaign quotas, SKU journals
     assert_eq!(seeded["items_seeded"], 4 * 64 + 4, "{seeded}");
+    // The next run of the schedule finds the sweep unfinished and adds nothing to it.
+    let again = s.local.run_schedule("reconcile").await.unwrap();
+    assert_eq!(again["items_seeded"], 0, "{again}");
+    assert!(again["backlog"].as_u64().is_some_and(|b| b > 0), "{again}");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(s.view("RCW").await["locked"], 12, "nothing released while every worker crashes");
     s.local.set_faults("").unwrap();

@@ -414,6 +414,46 @@ fn move_rejection(codes: Option<Vec<String>>) -> MoveRejection {
     }
 }
 
+/// The two items every stock adjustment writes first: its idempotency record `ADJ#sku#id`
+/// (which fails on a replay) and the metadata's `stocked`, with the version bumped so a
+/// concurrent metadata write (which carries `stocked`) loses its condition and re-reads instead
+/// of writing the old `stocked` back.
+fn adjustment_items(t: &str, adj: &Adjustment) -> anyhow::Result<(Vec<TransactWriteItem>, Vec<Role>)> {
+    let mut rec = values([
+        ("pk", s(adjustment_pk(adj))),
+        ("delta", n(adj.delta)),
+        ("reason", s(adj.reason.clone())),
+        ("at", n(adj.at_ms)),
+    ]);
+    if let Some(a) = &adj.actor {
+        rec.insert("by".into(), s(a.clone()));
+    }
+    let items = vec![
+        put(t, rec, "attribute_not_exists(pk)")?,
+        update(
+            t,
+            meta_pk(&adj.sku),
+            "ADD stocked :d, v :one",
+            Some("attribute_exists(pk)"),
+            values([(":d", n(adj.delta)), (":one", n(1))]),
+        )?,
+    ];
+    Ok((items, vec![Role::Adjustment, Role::Meta]))
+}
+
+fn adjustment_pk(adj: &Adjustment) -> String {
+    format!("ADJ#{}#{}", adj.sku, adj.adjustment_id)
+}
+
+impl DynamoStock {
+    /// A replayed adjustment: what the first one moved.
+    async fn duplicate_adjustment(&self, adj: &Adjustment) -> anyhow::Result<AdjustRejection> {
+        let it = self.batch_get(vec![adjustment_pk(adj)], true).await?;
+        let delta = it.first().map(|i| get_n(i, "delta")).transpose()?.unwrap_or(0);
+        Ok(AdjustRejection::Duplicate { delta })
+    }
+}
+
 pub(super) fn put(table: &str, item: Item, cond: &str) -> anyhow::Result<TransactWriteItem> {
     let p = Put::builder().table_name(table).set_item(Some(item)).condition_expression(cond).build()?;
     Ok(TransactWriteItem::builder().put(p).build())
@@ -674,28 +714,8 @@ impl StockStore for DynamoStock {
 
     async fn adjust(&self, adj: &Adjustment, _meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
         let t = &self.table;
-        let mut rec = values([
-            ("pk", s(format!("ADJ#{}#{}", adj.sku, adj.adjustment_id))),
-            ("delta", n(adj.delta)),
-            ("reason", s(adj.reason.clone())),
-            ("at", n(adj.at_ms)),
-        ]);
-        if let Some(a) = &adj.actor {
-            rec.insert("by".into(), s(a.clone()));
-        }
+        let (mut items, mut roles) = adjustment_items(t, adj)?;
         let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
-        let mut items = vec![put(t, rec, "attribute_not_exists(pk)")?];
-        let mut roles = vec![Role::Adjustment];
-        items.push(update(
-            t,
-            meta_pk(&adj.sku),
-            // bumping the version makes a concurrent metadata write (which carries `stocked`)
-            // lose its condition and re-read, instead of writing the old `stocked` back
-            "ADD stocked :d, v :one",
-            Some("attribute_exists(pk)"),
-            values([(":d", n(adj.delta)), (":one", n(1))]),
-        )?);
-        roles.push(Role::Meta);
         for &(shard, d) in &adj.pieces {
             let cond = (d < 0).then_some("av >= :m");
             let mut v = values([(":d", n(d))]);
@@ -711,11 +731,7 @@ impl StockStore for DynamoStock {
             Err(None) => Ok(Err(AdjustRejection::Conflict)),
             Err(Some(codes)) => match classify(&codes, &roles) {
                 Cancel::Conflict | Cancel::Unexplained => Ok(Err(AdjustRejection::Conflict)),
-                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => {
-                    let it = self.batch_get(vec![format!("ADJ#{}#{}", adj.sku, adj.adjustment_id)], true).await?;
-                    let delta = it.first().map(|i| get_n(i, "delta")).transpose()?.unwrap_or(0);
-                    Ok(Err(AdjustRejection::Duplicate { delta }))
-                }
+                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => self.duplicate_adjustment(adj).await.map(Err),
                 Cancel::Failed(_) => Ok(Err(AdjustRejection::ShardShort)),
             },
         }
@@ -912,27 +928,8 @@ impl StockStore for DynamoStock {
     async fn add_codes(&self, up: &CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>> {
         let t = &self.table;
         let adj = &up.adjustment;
-        let adj_pk = format!("ADJ#{}#{}", adj.sku, adj.adjustment_id);
-        let mut rec = values([
-            ("pk", s(adj_pk.clone())),
-            ("delta", n(adj.delta)),
-            ("reason", s(adj.reason.clone())),
-            ("at", n(adj.at_ms)),
-        ]);
-        if let Some(a) = &adj.actor {
-            rec.insert("by".into(), s(a.clone()));
-        }
+        let (mut items, mut roles) = adjustment_items(t, adj)?;
         let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
-        let mut items = vec![put(t, rec, "attribute_not_exists(pk)")?];
-        let mut roles = vec![Role::Adjustment];
-        items.push(update(
-            t,
-            meta_pk(&adj.sku),
-            "ADD stocked :d, v :one",
-            Some("attribute_exists(pk)"),
-            values([(":d", n(adj.delta)), (":one", n(1))]),
-        )?);
-        roles.push(Role::Meta);
         for a in &up.appends {
             let k = n(a.codes.len());
             items.push(update_stamped(
@@ -958,11 +955,7 @@ impl StockStore for DynamoStock {
             Err(None) => Ok(Err(AdjustRejection::Conflict)),
             Err(Some(codes)) => match classify(&codes, &roles) {
                 Cancel::Conflict | Cancel::Unexplained => Ok(Err(AdjustRejection::Conflict)),
-                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => {
-                    let it = self.batch_get(vec![adj_pk], true).await?;
-                    let delta = it.first().map(|i| get_n(i, "delta")).transpose()?.unwrap_or(0);
-                    Ok(Err(AdjustRejection::Duplicate { delta }))
-                }
+                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => self.duplicate_adjustment(adj).await.map(Err),
                 Cancel::Failed(f) if f.iter().any(|r| matches!(r, Role::Code)) => Ok(Err(AdjustRejection::CodeTaken)),
                 Cancel::Failed(_) => Ok(Err(AdjustRejection::Conflict)),
             },

@@ -65,6 +65,7 @@ impl crate::ports::PaymentProvider for MemoryProvider {
 #[derive(Default)]
 pub struct MemoryMessages {
     sent: Mutex<Vec<(Message, u32)>>,
+    backlog: Mutex<u64>,
 }
 
 impl MemoryMessages {
@@ -76,6 +77,11 @@ impl MemoryMessages {
     pub fn sent(&self) -> Vec<(Message, u32)> {
         lock(&self.sent).clone()
     }
+
+    /// What [`Messages::reconcile_backlog`] answers from now on (nothing is consumed here).
+    pub fn set_reconcile_backlog(&self, n: u64) {
+        *lock(&self.backlog) = n;
+    }
 }
 
 #[async_trait]
@@ -83,6 +89,10 @@ impl Messages for MemoryMessages {
     async fn send(&self, msg: &Message, delay_s: u32) -> anyhow::Result<()> {
         lock(&self.sent).push((msg.clone(), delay_s.min(MAX_DELAY_SECONDS as u32)));
         Ok(())
+    }
+
+    async fn reconcile_backlog(&self) -> anyhow::Result<u64> {
+        Ok(*lock(&self.backlog))
     }
 }
 

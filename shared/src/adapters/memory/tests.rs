@@ -535,6 +535,24 @@ async fn reconcile_releases_a_stale_orphan_freeze() {
     assert_invariants(&w);
 }
 
+#[tokio::test]
+async fn the_schedule_seeds_no_sweep_while_the_last_one_is_unfinished() {
+    let (app, w) = world(&[(meta("A", 1, None), &[10])]);
+    let first = reconcile::seed(&app).await.unwrap();
+    let items = reconcile::seed_items(&app, clock::now_ms()).len();
+    assert_eq!(first, reconcile::Seeded { items_seeded: items, backlog: 0 });
+    assert_eq!(w.messages.sent().len(), items);
+
+    w.messages.set_reconcile_backlog(37);
+    let skipped = reconcile::seed(&app).await.unwrap();
+    assert_eq!(skipped, reconcile::Seeded { items_seeded: 0, backlog: 37 });
+    assert_eq!(w.messages.sent().len(), items, "nothing more is queued over an unfinished sweep");
+
+    w.messages.set_reconcile_backlog(0);
+    assert_eq!(reconcile::seed(&app).await.unwrap().items_seeded, items);
+    assert_eq!(w.messages.sent().len(), 2 * items);
+}
+
 // ---------- order port, messages, bus ----------
 
 fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
