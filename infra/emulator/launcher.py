@@ -10,7 +10,8 @@ starting with ``DynamoDB``: ``DynamoDB_20120810.*`` and
 ``DynamoDBStreams_20120810.*``) under one global lock, including the
 consumption of the response body. Everything else (SQS long polls,
 EventBridge, ...) stays concurrent. It also patches three moto DynamoDB
-defects in-process (see apply_moto_patches and MOTO_NOTES.md).
+defects and two SQS costs that grow with queue length in-process (see
+apply_moto_patches and MOTO_NOTES.md).
 
 Usage:
     python infra/emulator/launcher.py [--host 127.0.0.1] [--port PORT]
@@ -23,9 +24,13 @@ Environment:
                              disable the lock (diagnostics only; equivalent
                              to --no-dynamodb-lock)
     HOLDFAST_EMULATOR_MOTO_PATCHES=0
-                             serve moto's DynamoDB code unpatched (by default
+                             serve moto unpatched (by default
                              apply_moto_patches() fixes a memory leak, a
-                             slowdown and stale stream iterators)
+                             slowdown and stale stream iterators in DynamoDB,
+                             and SQS's per-message clock and attribute costs)
+    HOLDFAST_EMULATOR_SQS_PATCHES=0
+                             keep the DynamoDB patches, serve moto's SQS code
+                             unpatched (diagnostics)
 
 Once listening, prints exactly one line on stdout:
     holdfast-emulator listening on http://127.0.0.1:PORT
@@ -40,6 +45,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterable
 
 DEFAULT_PORT = 4566
@@ -171,7 +177,7 @@ class FaultHook:
 
 
 def apply_moto_patches() -> None:
-    """Small fixes for moto 5.2.5 DynamoDB defects (see MOTO_NOTES.md).
+    """Small fixes for moto 5.2.5 DynamoDB defects and SQS costs (see MOTO_NOTES.md).
 
     TransactWriteItems deep-copies every table it touches (items *and* stream
     records) before running, and on cancellation puts the copy back in place.
@@ -215,6 +221,42 @@ def apply_moto_patches() -> None:
         return original_get(self, limit)
 
     ShardIterator.get = get  # type: ignore[method-assign]
+
+    if os.environ.get("HOLDFAST_EMULATOR_SQS_PATCHES") != "0":
+        apply_sqs_patches()
+
+
+def apply_sqs_patches() -> None:
+    """Two moto 5.2.5 SQS costs that grew with queue length (see MOTO_NOTES.md, "j").
+
+    4. The clock helpers the SQS models call for "now" build two datetimes per call (~4 µs),
+       and they are called per message on every receive, send and attribute read (visibility
+       and delay checks over the whole queue). "Now" is read from ``time.time()`` instead:
+       the same epoch seconds, ~60x cheaper.
+    5. Every message received re-read *all* queue attributes (each an approximate count over
+       the whole queue) to learn the retention period. It is read from the queue directly.
+    """
+    import moto.sqs.models as sqs_models
+
+    original_unix_time = sqs_models.unix_time
+    original_unix_time_millis = sqs_models.unix_time_millis
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else original_unix_time(dt)
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return time.time() * 1000.0 if dt is None else original_unix_time_millis(dt)
+
+    sqs_models.unix_time = unix_time  # type: ignore[assignment]
+    sqs_models.unix_time_millis = unix_time_millis  # type: ignore[assignment]
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        queue = self.get_queue(queue_name)
+        return int(queue.message_retention_period) + message.sent_timestamp / 1000 > time.time()
+
+    sqs_models.SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
+        is_message_valid_based_on_retention_period
+    )
 
 
 def build_app(serialise: bool = True) -> Any:

@@ -20,6 +20,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The demo stack's payment deadline, seconds.
+const PAYMENT_TTL_S: u64 = 15;
+
 struct Args {
     buyers: usize,
     concurrency: usize,
@@ -121,8 +124,11 @@ async fn main() -> anyhow::Result<()> {
     let endpoint = std::env::var("HOLDFAST_EMULATOR_ENDPOINT")
         .map_err(|_| anyhow::anyhow!("run through `make demo` (it starts the emulator)"))?;
     let mut opts = Options::new(&endpoint, PathBuf::from("template.yaml"));
+    // The payment deadline is short so unpaid orders expire during the run, but longer than a
+    // checkout takes on the emulator at this concurrency (p50 2–5 s), so a buyer who pays at
+    // once is on time and only the "late" share pays after it.
     for (k, v) in [
-        ("HOLDFAST_PAYMENT_TTL_SECONDS", "6"),
+        ("HOLDFAST_PAYMENT_TTL_SECONDS", &PAYMENT_TTL_S.to_string()[..]),
         ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "4"),
         ("HOLDFAST_STALE_LOCK_SECONDS", "5"),
     ] {
@@ -242,7 +248,7 @@ async fn main() -> anyhow::Result<()> {
         .await;
     let sale_secs = started.elapsed().as_secs_f64();
     eprintln!("\n  sale over in {sale_secs:.1}s; late payers wait for their deadline, then pay …");
-    tokio::time::sleep(Duration::from_secs(7)).await;
+    tokio::time::sleep(Duration::from_secs(PAYMENT_TTL_S + 1)).await;
     for (id, amount, pid) in late_payments.lock().map(|v| v.clone()).unwrap_or_default() {
         c.pay(&id, &pid, amount).await;
     }
