@@ -8,15 +8,14 @@
 //! - `GET /refunds` — every refund recorded, oldest first
 //! - `POST /control` — `{"delay_ms"?, "fail_next"?, "refuse"?, "webhook_copies"?}`
 
+use super::{json, lock};
 use holdfast::adapters::provider::{RefundAnswer, RefundBody};
 use holdfast::domain::signature;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::TcpListener;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Recorded {
@@ -54,22 +53,10 @@ pub struct SimProvider {
     client: reqwest::Client,
 }
 
-fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn json(status: u16, v: &impl Serialize) -> hyper::Response<Full<Bytes>> {
-    let mut r = hyper::Response::new(Full::new(Bytes::from(serde_json::to_vec(v).unwrap_or_default())));
-    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-    r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
-    r
-}
-
 impl SimProvider {
     /// Binds `127.0.0.1:0` and serves until the runtime stops; returns the peer and its URL.
     pub async fn start(webhook_url: String, secret: String, delay_ms: u64) -> anyhow::Result<(Arc<Self>, String)> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        let url = format!("http://{}", listener.local_addr()?);
+        let (listener, url) = super::bind().await?;
         let me = Arc::new(SimProvider {
             state: Mutex::new(State {
                 refunds: Vec::new(),
@@ -84,20 +71,7 @@ impl SimProvider {
             client: reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?,
         });
         let peer = me.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
-                let peer = peer.clone();
-                tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| {
-                        let peer = peer.clone();
-                        async move { Ok::<_, std::convert::Infallible>(peer.handle(req).await) }
-                    });
-                    let _ =
-                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
-                });
-            }
-        });
+        super::serve(listener, move |req| peer.clone().handle(req), None);
         Ok((me, url))
     }
 

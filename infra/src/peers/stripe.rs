@@ -18,14 +18,13 @@
 //!   refund requests fail; `POST /_fake/config {"webhook_delay_ms": 100}`; `GET /_fake/deliveries`.
 //!   The same knobs are methods on [`FakeStripe`] for in-process tests.
 
+use super::lock;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::TcpListener;
 
 /// The key the local stack gives its functions as `STRIPE_API_KEY`.
 pub const LOCAL_API_KEY: &str = "sk_test_holdfast_local";
@@ -73,10 +72,6 @@ pub struct FakeStripe {
     /// `http://127.0.0.1:<port>`: the functions' `STRIPE_API_BASE`.
     pub url: String,
     state: Arc<State>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A Stripe event envelope as Stripe delivers it, around `object`.
@@ -143,10 +138,9 @@ impl FakeStripe {
     pub async fn start(
         api_key: &str,
         webhook_secret: &str,
-        mut shutdown: tokio::sync::watch::Receiver<bool>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> anyhow::Result<(FakeStripe, tokio::task::JoinHandle<()>)> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        let url = format!("http://{}", listener.local_addr()?);
+        let (listener, url) = super::bind().await?;
         let state = Arc::new(State {
             api_key: api_key.to_owned(),
             webhook_secret: webhook_secret.to_owned(),
@@ -157,26 +151,14 @@ impl FakeStripe {
         });
         let fake = FakeStripe { url, state };
         let server = fake.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = shutdown.changed() => return,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let fake = server.clone();
-                        tokio::spawn(async move {
-                            let svc = hyper::service::service_fn(move |req| {
-                                let fake = fake.clone();
-                                async move { Ok::<_, std::convert::Infallible>(fake.handle(req).await) }
-                            });
-                            let _ = hyper::server::conn::http1::Builder::new()
-                                .serve_connection(TokioIo::new(stream), svc)
-                                .await;
-                        });
-                    }
-                }
-            }
-        });
+        let task = super::serve(
+            listener,
+            move |req| {
+                let fake = server.clone();
+                async move { fake.handle(req).await }
+            },
+            Some(shutdown),
+        );
         Ok((fake, task))
     }
 

@@ -12,15 +12,14 @@
 //!   share of calls answered 503, and a stall before answering (to exercise timeouts); also from
 //!   `HOLDFAST_SIM_SUPPLIER_LATENCY_MS` / `_FAIL_RATE` / `_HANG_MS`
 
+use super::{json, lock};
 use holdfast::adapters::supplier::{BookingAnswer, QuoteAnswer, SupplierBody};
 use holdfast::domain::supplier::{BookingStatus, SimOutcome};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::TcpListener;
 
 /// One booking as the simulator keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -76,17 +75,6 @@ pub struct SimSupplier {
     state: Mutex<State>,
 }
 
-fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn json(status: u16, v: &impl Serialize) -> hyper::Response<Full<Bytes>> {
-    let mut r = hyper::Response::new(Full::new(Bytes::from(serde_json::to_vec(v).unwrap_or_default())));
-    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-    r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
-    r
-}
-
 fn error(status: u16, msg: &str) -> hyper::Response<Full<Bytes>> {
     json(status, &serde_json::json!({"error": msg}))
 }
@@ -94,25 +82,11 @@ fn error(status: u16, msg: &str) -> hyper::Response<Full<Bytes>> {
 impl SimSupplier {
     /// Binds `127.0.0.1:0` and serves until the runtime stops; returns the peer and its URL.
     pub async fn start(control: SupplierControl) -> anyhow::Result<(Arc<Self>, String)> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        let url = format!("http://{}", listener.local_addr()?);
+        let (listener, url) = super::bind().await?;
         let me = Arc::new(SimSupplier { state: Mutex::new(State::default()) });
         me.control(&control);
         let peer = me.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
-                let peer = peer.clone();
-                tokio::spawn(async move {
-                    let svc = hyper::service::service_fn(move |req| {
-                        let peer = peer.clone();
-                        async move { Ok::<_, std::convert::Infallible>(peer.handle(req).await) }
-                    });
-                    let _ =
-                        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
-                });
-            }
-        });
+        super::serve(listener, move |req| peer.clone().handle(req), None);
         Ok((me, url))
     }
 
