@@ -232,19 +232,13 @@ mod tests {
 
     #[test]
     fn a_supplier_order_announces_failure_and_its_bookings_to_cancel_once() {
-        use crate::domain::supplier::{BookingStatus, SupplierAdapter, SupplierBooking, SupplierConfig};
+        use crate::domain::supplier::{BookingStatus, SupplierBooking, SupplierConfig};
         let booking = SupplierBooking {
             sku: Sku::parse("s").unwrap(),
             quantity: 2,
             booking_id: Some("b1".into()),
             status: BookingStatus::Pending,
-            config: SupplierConfig {
-                adapter: SupplierAdapter::Simulated,
-                confirm_after_seconds: None,
-                outcome: None,
-                available: None,
-                latency_ms: None,
-            },
+            config: SupplierConfig::simulated(),
             cancel_started_ms: None,
         };
         let waiting = Order { status: OrderStatus::AwaitingSupplier, supplier: vec![booking], ..order() };

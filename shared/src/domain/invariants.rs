@@ -578,19 +578,13 @@ mod tests {
     #[test]
     fn a_failed_order_holds_nothing_and_a_closed_orders_confirmed_booking_was_cancelled() {
         use crate::domain::order::{Order, OrderStatus};
-        use crate::domain::supplier::{BookingStatus, SupplierAdapter, SupplierBooking, SupplierConfig};
+        use crate::domain::supplier::{BookingStatus, SupplierBooking, SupplierConfig};
         let booking = |status| SupplierBooking {
             sku: sku(),
             quantity: 1,
             booking_id: Some("b1".into()),
             status,
-            config: SupplierConfig {
-                adapter: SupplierAdapter::Simulated,
-                confirm_after_seconds: None,
-                outcome: None,
-                available: None,
-                latency_ms: None,
-            },
+            config: SupplierConfig::simulated(),
             cancel_started_ms: None,
         };
         let order = |status, b: BookingStatus| Order {

@@ -61,6 +61,19 @@ pub struct SupplierConfig {
     pub latency_ms: Option<u32>,
 }
 
+impl SupplierConfig {
+    /// The simulated supplier with its defaults (confirm after 2 s, unlimited quotes).
+    pub fn simulated() -> Self {
+        SupplierConfig {
+            adapter: SupplierAdapter::Simulated,
+            confirm_after_seconds: None,
+            outcome: None,
+            available: None,
+            latency_ms: None,
+        }
+    }
+}
+
 /// Checks a SKU's model against its supplier settings.
 pub fn validate(model: &InventoryModel, supplier: Option<&SupplierConfig>) -> Result<(), ModelError> {
     match (model.management == Management::Supplier, supplier) {
@@ -222,13 +235,7 @@ mod tests {
     use super::*;
 
     fn cfg() -> SupplierConfig {
-        SupplierConfig {
-            adapter: SupplierAdapter::Simulated,
-            confirm_after_seconds: None,
-            outcome: None,
-            available: None,
-            latency_ms: None,
-        }
+        SupplierConfig::simulated()
     }
 
     fn booking(status: BookingStatus) -> SupplierBooking {

@@ -321,7 +321,7 @@ mod tests {
     use crate::domain::invariants::check_all;
     use crate::domain::model::{Deduct, InventoryModel, Management, Unit};
     use crate::domain::reservation::LockStatus;
-    use crate::domain::supplier::{SupplierAdapter, SupplierConfig};
+    use crate::domain::supplier::SupplierConfig;
     use crate::domain::{Currency, IdempotencyKey, Quantity, ReservationId, UserId};
     use crate::ports::{SkuMeta, StockStore};
     use crate::service::orders::{self, CreateError};
@@ -349,13 +349,7 @@ mod tests {
                 InventoryModel::default()
             },
             bundle: Vec::new(),
-            supplier: supplier.then_some(SupplierConfig {
-                adapter: SupplierAdapter::Simulated,
-                confirm_after_seconds: None,
-                outcome: None,
-                available: None,
-                latency_ms: None,
-            }),
+            supplier: supplier.then_some(SupplierConfig::simulated()),
         }
     }
 
