@@ -153,12 +153,16 @@ async fn main() -> anyhow::Result<()> {
         for (n, chunk) in codes.chunks(1000).enumerate() {
             let batch = json!({"batch_id": format!("drop-{n}"), "codes": chunk}).to_string();
             let path = format!("/admin/skus/{sku}/codes");
-            c.call("POST /admin/skus/{sku}/codes", "POST", &path, Some(&admin), &[], Some(batch)).await;
+            let (st, body) =
+                c.call("POST /admin/skus/{sku}/codes", "POST", &path, Some(&admin), &[], Some(batch)).await;
+            anyhow::ensure!(st == 201, "code upload answered {st}: {body}");
         }
     } else {
         let adj = json!({"adjustment_id": "drop-1", "delta": a.units, "reason": "flash sale"}).to_string();
         let path = format!("/admin/skus/{sku}/adjustments");
-        c.call("POST /admin/skus/{sku}/adjustments", "POST", &path, Some(&admin), &[], Some(adj)).await;
+        let (st, body) =
+            c.call("POST /admin/skus/{sku}/adjustments", "POST", &path, Some(&admin), &[], Some(adj)).await;
+        anyhow::ensure!(st == 201, "stock adjustment answered {st}: {body}");
     }
 
     eprintln!(
