@@ -44,10 +44,12 @@ pub enum Code {
     CheckoutAborted,
     Busy,
     NotPaid,
+    /// A code order's buyer refund after its codes were shown (docs/code-pools.md).
+    CodesRevealed,
 }
 
 impl Code {
-    pub const ALL: [Code; 29] = [
+    pub const ALL: [Code; 30] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -77,6 +79,7 @@ impl Code {
         Code::CheckoutAborted,
         Code::Busy,
         Code::NotPaid,
+        Code::CodesRevealed,
     ];
 
     /// (status, code, title)
@@ -111,6 +114,7 @@ impl Code {
             Code::CheckoutAborted => (503, "checkout_aborted", "Checkout aborted"),
             Code::Busy => (429, "busy", "Busy, retry shortly"),
             Code::NotPaid => (409, "not_paid", "Order not paid"),
+            Code::CodesRevealed => (409, "codes_revealed", "Codes already shown"),
         }
     }
 

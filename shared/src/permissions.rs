@@ -206,6 +206,9 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // GET /orders/{order_id}/codes → read_codes, and the keyring that opens them
             ("dynamodb:BatchGetItem", StockTable),
             ("secretsmanager:GetSecretValue", CodeKeySecret),
+            // a code lock's fate, once: revealed (GET …/codes) or withdrawn (the buyer's
+            // refund) — settle_codes, one conditional UpdateItem on the lock record
+            ("dynamodb:UpdateItem", StockTable),
         ],
     ),
     (
@@ -295,6 +298,9 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // orders.replace; the provider and the supplier are HTTP peers, not AWS resources
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
+            // request_for_oversell cross-checks OversellDetected against the lock's mark
+            // (get_reservation)
+            ("dynamodb:GetItem", StockTable),
         ],
     ),
     (
@@ -393,7 +399,7 @@ pub const ENV: &[(&str, &[&str])] = &[
     ),
     // where refunds of generic payments are issued; where a closed SUPPLIER order's bookings
     // are cancelled (docs/suppliers.md, "Compensation")
-    ("refunds", &["ORDER_TABLE", "HOLDFAST_PROVIDER_URL", "HOLDFAST_SUPPLIER_URL"]),
+    ("refunds", &["ORDER_TABLE", "STOCK_TABLE", "HOLDFAST_PROVIDER_URL", "HOLDFAST_SUPPLIER_URL"]),
     // the webhook's HMAC keys are fetched at run time from the secret this names
     // (and Stripe's endpoint secret, the same way)
     ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN", "STRIPE_WEBHOOK_SECRET_ARN"]),

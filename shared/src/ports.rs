@@ -179,8 +179,19 @@ pub trait StockStore: Send + Sync {
     /// SOLD → RESTOCKED, putting the units back on sale (`sold -= q, available += q`) and
     /// giving the buyer's allowance back, conditional on the lock still being SOLD.
     async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>>;
-    /// Marks an oversell once; `false` if it was already marked.
+    /// Marks an oversell once, conditional on the lock being RELEASED and not marked yet:
+    /// `false` when it was marked already or has moved (a concurrent confirm retook it). A
+    /// marked lock is never retaken (`retake` is conditional on no mark).
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool>;
+    /// Records what becomes of a code lock's codes, once (docs/code-pools.md, "Reveal and
+    /// refund"): `Revealed` only on a SOLD lock, `Withdrawn` on a lock not yet released; either
+    /// only if no other fate is recorded. Returns the fate the lock holds afterwards (`None`:
+    /// no such lock, or not in a status that allows `fate`).
+    async fn settle_codes(
+        &self,
+        id: &ReservationId,
+        fate: crate::domain::reservation::CodeFate,
+    ) -> anyhow::Result<Option<crate::domain::reservation::CodeFate>>;
     /// FROZEN reservations created before `before_ms`, from the bucketed sparse index.
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>>;
     async fn get_reservations(&self, ids: &[ReservationId]) -> anyhow::Result<Vec<Reservation>>;

@@ -127,6 +127,13 @@ impl StockStore for Stock {
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
         self.0.mark_oversold(r).await
     }
+    async fn settle_codes(
+        &self,
+        id: &ReservationId,
+        fate: holdfast::domain::reservation::CodeFate,
+    ) -> anyhow::Result<Option<holdfast::domain::reservation::CodeFate>> {
+        self.0.settle_codes(id, fate).await
+    }
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>> {
         self.0.frozen_before(before_ms).await
     }
@@ -386,6 +393,7 @@ async fn main() -> anyhow::Result<()> {
                 codes: None,
             }],
             oversold: false,
+            code_fate: None,
             pending: false,
         };
         if world.stock.put_frozen(&r, &FreezeLimits::default()).await? != Ok(()) {

@@ -1,6 +1,8 @@
 //! Adapters: the ports implemented over AWS (and in memory). AWS errors become domain answers
 //! here and nowhere else.
 
+#[cfg(any(test, feature = "contract"))]
+pub mod contract;
 pub mod dynamo;
 pub mod eventbridge;
 pub mod memory;

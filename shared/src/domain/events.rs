@@ -25,8 +25,9 @@ pub enum EventKind {
     /// A SUPPLIER order failed (a booking refused, or no confirmation in time): notify the buyer;
     /// its lock is released and its bookings cancelled (docs/suppliers.md).
     OrderFailed,
-    /// A SUPPLIER order closed unpaid (cancelled, expired, failed): its bookings are to be
-    /// cancelled at the supplier, by the refunds (compensation) consumer.
+    /// A SUPPLIER order closed unpaid (cancelled, expired, failed), or paid and then refunded
+    /// before service (its lock restocks, [`Order::restocks`]): its bookings are to be cancelled
+    /// at the supplier, by the refunds (compensation) consumer.
     SupplierCancelRequested,
 }
 
@@ -129,6 +130,14 @@ impl OrderEvent {
     }
 }
 
+/// Whether an order should hold nothing at its supplier: it closed unpaid (cancelled, expired,
+/// failed), or it was paid and its stock goes back on sale (refunded before service, or returned
+/// with `restock`; [`Order::restocks`]). A SUPPLIER order in this state has its bookings
+/// cancelled (docs/suppliers.md, "Compensation").
+pub fn releases_bookings(o: &Order) -> bool {
+    o.status.is_closed_unpaid() || o.restocks()
+}
+
 /// The events one change of an order item announces. `old`/`new` are the stream images
 /// (absent for inserts/deletes). A status change announces the new status; each new refund
 /// request announces `RefundRequested` once (the stream carries each write once per record).
@@ -158,8 +167,10 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
             out.push(OrderEvent::of(kind, new, new.payment_id.clone()));
         }
     }
-    // A SUPPLIER order that just closed unpaid holds bookings to cancel (announced once).
-    if new.status.is_closed_unpaid() && !new.supplier.is_empty() && !old_status.is_some_and(|s| s.is_closed_unpaid()) {
+    // A SUPPLIER order that just closed unpaid, or was just refunded (its lock restocks), holds
+    // bookings to cancel: announced once, when it enters that state (REFUNDING → REFUNDED, or
+    // the compensation's own writes, announce nothing more).
+    if !new.supplier.is_empty() && releases_bookings(new) && !old.is_some_and(releases_bookings) {
         out.push(OrderEvent::of(EventKind::SupplierCancelRequested, new, None));
     }
     // Each refund record is announced once, when it first appears.
@@ -261,6 +272,55 @@ mod tests {
         // an order without bookings closes as it always did
         let plain = order().apply(OrderAction::Cancel, 2).unwrap();
         assert_eq!(kinds(events_for_change(Some(&order()), Some(&plain))), vec![EventKind::OrderCancelled]);
+    }
+
+    #[test]
+    fn a_paid_supplier_order_refunded_or_returned_to_stock_announces_its_bookings_to_cancel_once() {
+        use crate::domain::order::ReturnInfo;
+        use crate::domain::supplier::{BookingStatus, SupplierBooking, SupplierConfig};
+        let booking = SupplierBooking {
+            sku: Sku::parse("s").unwrap(),
+            quantity: 2,
+            booking_id: Some("b1".into()),
+            status: BookingStatus::Confirmed,
+            config: SupplierConfig::simulated(),
+            cancel_started_ms: None,
+        };
+        let paid = Order { supplier: vec![booking], ..order() }.apply(OrderAction::Pay, 2).unwrap();
+        let refunding = paid.apply(OrderAction::StartRefund, 3).unwrap();
+        assert_eq!(
+            kinds(events_for_change(Some(&paid), Some(&refunding))),
+            vec![EventKind::OrderRefunding, EventKind::SupplierCancelRequested]
+        );
+        // the refund's confirmation, and the compensation's writes, announce no second cancel
+        let refunded = refunding.apply(OrderAction::FinishRefund, 4).unwrap();
+        assert_eq!(kinds(events_for_change(Some(&refunding), Some(&refunded))), vec![EventKind::OrderRefunded]);
+        let cancelled = refunded.next(5, |o| o.supplier[0].status = BookingStatus::Cancelled);
+        assert!(events_for_change(Some(&refunded), Some(&cancelled)).is_empty());
+        // shipped: the booking is what was bought; returned with restock gives it back, once
+        let shipped = paid.apply(OrderAction::Ship, 3).unwrap();
+        assert_eq!(kinds(events_for_change(Some(&paid), Some(&shipped))), vec![EventKind::OrderShipped]);
+        let asked = shipped.apply(OrderAction::RequestReturn, 4).unwrap().next(4, |o| {
+            o.return_info =
+                Some(ReturnInfo { reason: "r".into(), requested_at_ms: 4, restock: None, received_at_ms: None })
+        });
+        assert_eq!(kinds(events_for_change(Some(&shipped), Some(&asked))), vec![EventKind::OrderReturnRequested]);
+        let received = |restock: bool| {
+            asked.apply(OrderAction::ReceiveReturn, 5).unwrap().next(5, |o| {
+                if let Some(r) = o.return_info.as_mut() {
+                    r.restock = Some(restock);
+                }
+            })
+        };
+        assert_eq!(
+            kinds(events_for_change(Some(&asked), Some(&received(true)))),
+            vec![EventKind::OrderReturned, EventKind::SupplierCancelRequested]
+        );
+        assert_eq!(kinds(events_for_change(Some(&asked), Some(&received(false)))), vec![EventKind::OrderReturned]);
+        // an order without bookings is refunded as it always was
+        let plain = order().apply(OrderAction::Pay, 2).unwrap();
+        let plain_refunding = plain.apply(OrderAction::StartRefund, 3).unwrap();
+        assert_eq!(kinds(events_for_change(Some(&plain), Some(&plain_refunding))), vec![EventKind::OrderRefunding]);
     }
 
     #[test]

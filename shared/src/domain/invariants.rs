@@ -1,9 +1,10 @@
 //! The invariants of docs/architecture.md, "Invariants", as pure checks over a snapshot. Reconcile runs
 //! [`check_stock`]; test suites and the demo run [`check_all`] at quiescence.
 
+use super::kind::Kind;
 use super::order::{Order, OrderRecord, PaymentOutcome};
 use super::refund::RefundReason;
-use super::reservation::{LockStatus, Reservation, ReservationKind};
+use super::reservation::{CodeFate, LockStatus, Reservation, ReservationKind};
 use super::{CampaignId, OrderId, Sku, UserId};
 use std::collections::HashMap;
 
@@ -100,6 +101,12 @@ pub enum Violation {
         holds: i64,
         counter: i64,
     },
+    /// An order was shipped though its lock is not SOLD (or restocked after a return), or its
+    /// stock was lost (oversold, pay-time short): goods out that the counters never sold.
+    ShippedWithoutStock {
+        order: String,
+        lock: Option<LockStatus>,
+    },
     /// A buyer's pending-checkout counter differs from their FROZEN checkouts that charged it.
     PendingCount {
         user: UserId,
@@ -118,6 +125,17 @@ pub enum Violation {
     SupplierBookingHeld {
         order: String,
         sku: Sku,
+        status: String,
+    },
+    /// A paid SUPPLIER order whose stock went back on sale (refunded before service, or returned
+    /// with restock: its lock restocks) still holds a booking at its supplier (CONFIRMED or
+    /// PENDING, never cancelled).
+    RefundedSupplierBookingHeld {
+        order: String,
+        /// The order's status (REFUNDING, REFUNDED, RETURNED).
+        order_status: String,
+        sku: Sku,
+        /// The booking's status.
         status: String,
     },
 }
@@ -173,6 +191,11 @@ pub fn check_code_pools(skus: &[SkuSnapshot], c: &CodePools, locks: &[Reservatio
                 }
             }
         }
+        // shown codes are the buyer's for good: their lock is never released (a reveal needs a
+        // SOLD lock, and a SOLD lock is only ever restocked, which leaves codes sold)
+        for r in locks.iter().filter(|r| r.code_fate == Some(CodeFate::Revealed) && r.status == LockStatus::Released) {
+            out.push(bad(format!("lock {}: its codes were shown, yet it is released", r.id)));
+        }
         for r in locks.iter().filter(|r| r.status != LockStatus::Released) {
             for l in r.lines.iter().filter(|l| &l.sku == p) {
                 for g in l.codes.iter().flatten() {
@@ -189,6 +212,24 @@ pub fn check_code_pools(skus: &[SkuSnapshot], c: &CodePools, locks: &[Reservatio
                                 if let Some(was) = seen.insert(fp.as_str(), "held") {
                                     out.push(bad(format!("fingerprint {fp} is held by lock {} and {was}", r.id)));
                                 }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // a released lock's codes went back to the ring: each is pooled again, or held by the
+        // next buyer — never lost, never still bound to the released lock alone
+        for r in locks.iter().filter(|r| r.status == LockStatus::Released) {
+            for l in r.lines.iter().filter(|l| &l.sku == p) {
+                for g in l.codes.iter().flatten() {
+                    for pos in g.from..g.from + u64::from(g.count) {
+                        if let Some(fp) = c.slots.get(&(p.clone(), g.shard, pos)) {
+                            if !seen.contains_key(fp.as_str()) {
+                                out.push(bad(format!(
+                                    "lock {} (released): fingerprint {fp} is neither pooled nor held",
+                                    r.id
+                                )));
                             }
                         }
                     }
@@ -251,7 +292,7 @@ pub fn check_campaigns(c: &CampaignCounters, reservations: &[Reservation]) -> Ve
             if r.status == LockStatus::Frozen {
                 *frozen.entry((&cl.campaign_id, &l.sku)).or_default() += i64::from(l.quantity);
             }
-            if let (true, Some(u), false) = (cl.limited, &r.user, r.status.gives_allowance_back()) {
+            if let (true, Some(u), true) = (cl.limited, &r.user, keeps_allowance(r, l)) {
                 *holds.entry((&cl.campaign_id, &l.sku, u)).or_default() += i64::from(l.quantity);
             }
         }
@@ -304,6 +345,17 @@ pub fn check_campaigns(c: &CampaignCounters, reservations: &[Reservation]) -> Ve
         }
     }
     out
+}
+
+/// Whether a line of `r` still counts against its buyer's allowance: a released lock gives
+/// it back, a restocked one too unless its kind keeps it (codes stay sold, so their allowance
+/// stays used — docs/inventory-models.md).
+fn keeps_allowance(r: &Reservation, l: &super::reservation::ReservedLine) -> bool {
+    match r.status {
+        LockStatus::Released => false,
+        LockStatus::Restocked => !Kind::of_line(l).rules().allowance_back,
+        LockStatus::Frozen | LockStatus::Sold => true,
+    }
 }
 
 /// Units each cell holds for locks in `status`: a pay-time line holds nothing while FROZEN; a
@@ -415,6 +467,12 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
             out.push(Violation::OrderLockMismatch { order: id.to_string(), status: status.into(), lock });
         }
         if let OrderRecord::Order(o) = rec {
+            // goods left the warehouse only from a sold lock whose stock was not lost
+            let lost = oversold || o.refunds.iter().any(|f| f.reason == RefundReason::Oversold);
+            let held = matches!(lock, Some(LockStatus::Sold | LockStatus::Restocked));
+            if o.shipment.is_some() && (lost || !held) {
+                out.push(Violation::ShippedWithoutStock { order: id.to_string(), lock });
+            }
             check_payments(o, &mut applied, &mut out);
             check_bookings(o, &mut out);
         }
@@ -428,11 +486,8 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     let limits: HashMap<&Sku, u32> = s.skus.iter().filter_map(|k| k.per_user_limit.map(|l| (&k.sku, l))).collect();
     let mut holds: HashMap<(&Sku, &UserId), i64> = HashMap::new();
     for r in &s.reservations {
-        if r.status.gives_allowance_back() {
-            continue;
-        }
         if let Some(u) = &r.user {
-            for l in r.lines.iter().filter(|l| l.limited) {
+            for l in r.lines.iter().filter(|l| l.limited && keeps_allowance(r, l)) {
                 *holds.entry((&l.sku, u)).or_default() += i64::from(l.quantity);
             }
         }
@@ -442,28 +497,32 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     keys.sort();
     keys.dedup();
     for (sku, user) in keys {
-        let Some(&limit) = limits.get(sku) else { continue };
+        // a limit removed since keeps its counters exact (a later limit starts from them)
+        let limit = limits.get(sku).copied();
         let h = holds.get(&(sku, user)).copied().unwrap_or(0);
         let c = counters.get(&(sku, user)).copied().unwrap_or(0);
-        if h > i64::from(limit) || h != c {
+        if limit.is_some_and(|l| h > i64::from(l)) || h != c {
+            let limit = limit.unwrap_or(0);
             out.push(Violation::UserLimit { sku: sku.clone(), user: user.clone(), holds: h, counter: c, limit });
         }
     }
     out
 }
 
-/// A closed SUPPLIER order holds nothing at its supplier: every booking it made is FAILED or
-/// was CANCELLED (its lock, checked above, is RELEASED).
+/// A closed SUPPLIER order, or a refunded one (its lock restocks), holds nothing at its
+/// supplier: every booking it made is FAILED or was CANCELLED (its lock, checked above, is
+/// RELEASED, or RESTOCKED).
 fn check_bookings(o: &Order, out: &mut Vec<Violation>) {
     use super::supplier::BookingStatus;
-    if !o.status.is_closed_unpaid() {
+    if !super::events::releases_bookings(o) {
         return;
     }
     for b in o.supplier.iter().filter(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending)) {
-        out.push(Violation::SupplierBookingHeld {
-            order: o.id.to_string(),
-            sku: b.sku.clone(),
-            status: b.status.as_str().to_owned(),
+        let (order, sku, status) = (o.id.to_string(), b.sku.clone(), b.status.as_str().to_owned());
+        out.push(if o.status.is_closed_unpaid() {
+            Violation::SupplierBookingHeld { order, sku, status }
+        } else {
+            Violation::RefundedSupplierBookingHeld { order, order_status: o.status.as_str().to_owned(), sku, status }
         });
     }
 }
@@ -527,6 +586,7 @@ mod tests {
                 codes: None,
             }],
             oversold: false,
+            code_fate: None,
             pending: false,
         }
     }

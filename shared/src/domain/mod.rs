@@ -7,6 +7,7 @@ pub mod events;
 pub mod ids;
 pub mod invariants;
 pub mod journal;
+pub mod kind;
 pub mod model;
 pub mod money;
 pub mod order;

@@ -70,12 +70,11 @@ impl InventoryModel {
         matches!(self.management, Management::Quantity | Management::CodePool) && self.unit == Unit::Single
     }
 
-    /// Whether the SKU may be a bundle's child (a supplier's stock cannot be taken in the
-    /// bundle's transaction).
+    /// Whether the SKU may be a bundle's child: counted units of its own, taken at order (a
+    /// supplier's stock cannot be taken in the bundle's transaction, codes are handed out one
+    /// line at a time, and an UNLIMITED SKU has no shard for the bundle to draw on).
     pub fn can_be_child(&self) -> bool {
-        !matches!(self.management, Management::CodePool | Management::Supplier)
-            && self.unit == Unit::Single
-            && self.deduct == Deduct::AtOrder
+        self.management == Management::Quantity && self.unit == Unit::Single && self.deduct == Deduct::AtOrder
     }
 
     /// Whether the SKU hands out unique codes from a pool (docs/code-pools.md).
@@ -125,7 +124,7 @@ pub enum ModelError {
     #[error("bundle child {0} is not a known SKU")]
     UnknownChild(Sku),
     #[error(
-        "bundle child {0} must be a SINGLE SKU taken at order (not a bundle, calendar, pay-time or code-pool SKU)"
+        "bundle child {0} must be a SINGLE QUANTITY SKU taken at order (not a bundle, calendar, pay-time, unlimited, code-pool or supplier SKU)"
     )]
     ChildModel(Sku),
     #[error("a SKU's inventory model is fixed when it is created ({0} is {1})")]
@@ -441,7 +440,11 @@ mod tests {
         let nested = model(Quantity, Bundle, AtOrder);
         assert_eq!(check_children(&kids, |_| Some(nested)), Err(ModelError::ChildModel(sku("A"))));
         assert_eq!(check_children(&kids, |_| None), Err(ModelError::UnknownChild(sku("A"))));
-        assert!(check_children(&kids, |_| Some(model(Unlimited, Single, AtOrder))).is_ok());
+        // an UNLIMITED child has no shard to draw on: refused, not sold out for ever
+        assert_eq!(
+            check_children(&kids, |_| Some(model(Unlimited, Single, AtOrder))),
+            Err(ModelError::ChildModel(sku("A")))
+        );
         assert_eq!(validate(&s, &model(CodePool, Calendar, AtOrder), &[]), Err(ModelError::CodePoolShape));
         assert_eq!(validate(&s, &model(CodePool, Single, AtPayment), &[]), Err(ModelError::CodePoolShape));
         assert!(validate(&s, &model(CodePool, Single, AtOrder), &[]).is_ok());

@@ -8,6 +8,8 @@
 //! items).
 
 use super::codes::{CodeAppend, StoredCode};
+use super::kind::Kind;
+use super::model::Deduct;
 use super::reservation::{LockStatus, Reservation, ReservedLine};
 use super::{CampaignId, Sku, UserId};
 use crate::ports::{FreezeLimits, FreezeRejection};
@@ -180,15 +182,20 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
     let mut out = Vec::new();
     for l in &r.lines {
         let q = i64::from(l.quantity);
+        let rules = Kind::of_line(l).rules();
         // A pay-time line holds nothing while FROZEN: paying takes its cells (available →
         // sold), releasing it has nothing to give back.
-        let cell_how = match (l.at_payment, how) {
-            (true, CounterMove::Sell) => Some(CounterMove::Retake),
-            (true, CounterMove::Release) => None,
-            _ if l.codes.is_some() && how == CounterMove::Retake => return None,
-            _ if l.codes.is_some() && how == CounterMove::Restock => None,
+        let cell_how = match (rules.deduct, how) {
+            (Deduct::AtPayment, CounterMove::Sell) => Some(CounterMove::Retake),
+            (Deduct::AtPayment, CounterMove::Release) => None,
+            _ if !rules.retake && how == CounterMove::Retake => return None,
+            // restocked codes stay sold: their buyer may have seen them (docs/code-pools.md)
+            _ if rules.reveals_codes && how == CounterMove::Restock => None,
             _ => Some(how),
         };
+        // … and so does the buyer's allowance for them
+        let limit_delta =
+            |q: i64| if how == CounterMove::Restock && !rules.allowance_back { 0 } else { limit_delta(q) };
         if let Some(h) = cell_how {
             for c in l.cells() {
                 for p in c.pieces {
@@ -321,6 +328,7 @@ mod tests {
                 codes: None,
             }],
             oversold: false,
+            code_fate: None,
             pending,
         }
     }

@@ -221,6 +221,38 @@ pub struct Reservation {
     /// Whether the user's pending-checkout counter was charged by the freeze (given back by
     /// confirm or release).
     pub pending: bool,
+    /// What became of a code order's codes, decided once (docs/code-pools.md, "Reveal and
+    /// refund"): shown to the buyer, or withdrawn with a refund before anyone saw them.
+    pub code_fate: Option<CodeFate>,
+}
+
+/// The one-way fate of a SOLD code lock's codes: the first of a reveal and a buyer's refund
+/// wins, and the other is refused from then on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum CodeFate {
+    /// The codes were shown to the buyer: they are theirs, never pooled again, never refunded
+    /// automatically.
+    Revealed,
+    /// The buyer refunded before seeing them: they are never shown.
+    Withdrawn,
+}
+
+impl CodeFate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodeFate::Revealed => "REVEALED",
+            CodeFate::Withdrawn => "WITHDRAWN",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "REVEALED" => Some(CodeFate::Revealed),
+            "WITHDRAWN" => Some(CodeFate::Withdrawn),
+            _ => None,
+        }
+    }
 }
 
 impl Reservation {

@@ -22,7 +22,14 @@ pub fn code_problem(e: CodeError) -> Problem {
         }
         CodeError::OrderNotFound => Problem::not_found("no such order"),
         e @ CodeError::NotPaid(_) => Problem::new(Code::NotPaid, e.to_string()),
-        e @ CodeError::CodesReturned => Problem::new(Code::InvalidTransition, e.to_string()),
+        e @ (CodeError::CodesReturned | CodeError::CodesWithdrawn) => {
+            Problem::new(Code::InvalidTransition, e.to_string())
+        }
+        e @ CodeError::NotReady => {
+            let mut p = Problem::new(Code::TemporarilyUnavailable, e.to_string());
+            p.retry_after = Some(1);
+            p
+        }
         CodeError::Contention => Problem::new(Code::TemporarilyUnavailable, "contention; retry"),
         CodeError::Keys(e) => {
             tracing::error!(error = format!("{e:#}"), "code keys unavailable");
@@ -68,6 +75,10 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
             Problem::validation(e.to_string()).sku(sku).field("quantity")
         }
         FreezeError::MixedDeduction(s) => Problem::validation(e_mixed(&s)).sku(s.as_str()).field("items"),
+        FreezeError::Admission(r) => {
+            let sku = r.sku().to_string();
+            Problem::validation(r.to_string()).sku(sku).field("items")
+        }
         FreezeError::LimitExceeded(s) => {
             Problem::new(Code::PurchaseLimitExceeded, format!("the per-user limit of {s} would be exceeded"))
                 .sku(s.as_str())

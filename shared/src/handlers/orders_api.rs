@@ -8,10 +8,12 @@ use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE
 use crate::app::App;
 use crate::domain::order::OrderRecord;
 use crate::domain::{OrderId, ReservationId};
-use crate::http::{self, finish, json_response, path_param, query, subject, typed_body, Problem, Request, Response};
+use crate::http::{
+    self, finish, json_response, path_param, query, subject, typed_body, Code, Problem, Request, Response,
+};
 use crate::ports::OrderCursor;
 use crate::service::after_sale::{self, Caller, Change};
-use crate::service::orders::{self, OrderError};
+use crate::service::orders::{self, OrderError, StockRefusal};
 use base64::Engine;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
@@ -72,6 +74,11 @@ fn order_problem(e: OrderError) -> Problem {
     match e {
         OrderError::NotFound => Problem::not_found("no such order"),
         OrderError::Invalid(t) => Problem::invalid_transition(format!("the order is {}", t.from.as_str())),
+        OrderError::Refused(r) => match r {
+            StockRefusal::StockLost => Problem::new(Code::Oversold, r.to_string()),
+            StockRefusal::NotConfirmed => Problem::invalid_transition(r.to_string()),
+            StockRefusal::CodesRevealed => Problem::new(Code::CodesRevealed, r.to_string()),
+        },
         OrderError::Store(e) => e.into(),
     }
 }

@@ -4,12 +4,14 @@
 //! `domain::order`; the stream announces it on the bus, where stock-events restocks and the
 //! refunds function issues refunds. Nothing here touches stock or a provider.
 
-use super::orders::OrderError;
+use super::orders::{OrderError, StockRefusal};
 use crate::app::App;
 use crate::clock;
+use crate::domain::kind::{BuyerRefund, Kind};
 use crate::domain::order::{Order, OrderAction, OrderRecord, ReturnInfo, Shipment};
 use crate::domain::refund::RefundReason;
-use crate::domain::{OrderId, UserId};
+use crate::domain::reservation::{CodeFate, LockStatus};
+use crate::domain::{OrderId, ReservationId, UserId};
 use crate::telemetry::names;
 
 /// Who asks: the buyer (must own the order) or an admin (any order).
@@ -54,6 +56,13 @@ pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i6
                 from: o.status,
                 action: OrderAction::Complete,
             }));
+        }
+    }
+    if let Change::Ship { .. } = change {
+        // the stock-lost mark is the oversold refund, written in the same compare-and-set that
+        // asked for the money back (service/refunds.rs, `request_for_oversell`)
+        if o.refunds.iter().any(|r| r.reason == RefundReason::Oversold) {
+            return Err(StockRefusal::StockLost.into());
         }
     }
     let mut next = o.apply(change.action(), now_ms)?;
@@ -115,6 +124,7 @@ pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) 
             }
             Err(e) => return Err(e),
         };
+        stock_allows(app, caller, &o, &change).await?;
         if app.orders.replace(&o, &next).await? {
             if let Change::AutoComplete = change {
                 app.count(names::ORDERS_AUTO_COMPLETED, 1);
@@ -128,6 +138,40 @@ pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) 
         super::backoff(attempt).await;
     }
     Err(OrderError::Store(anyhow::anyhow!("order {id} kept changing; retry")))
+}
+
+/// What the order's stock says about a change its status allows, asked of each line's kind
+/// (docs/inventory-models.md, "Kinds and their lifecycle"): a shipment needs the lock SOLD
+/// and not lost; a buyer's refund of a kind refunded only until it is shown (codes) records,
+/// once, that the codes are withdrawn — refused when the buyer has seen them.
+async fn stock_allows(app: &App, caller: Caller<'_>, o: &Order, change: &Change) -> Result<(), OrderError> {
+    let buyer_refund = matches!((caller, change), (Caller::Buyer(_), Change::Refund { .. }));
+    if !matches!(change, Change::Ship { .. }) && !buyer_refund {
+        return Ok(());
+    }
+    let rid = ReservationId::for_order(&o.id);
+    let Some(r) = app.stock.get_reservation(&rid).await? else {
+        return Err(StockRefusal::NotConfirmed.into());
+    };
+    if let Change::Ship { .. } = change {
+        return match (r.status, r.oversold) {
+            (_, true) => Err(StockRefusal::StockLost.into()),
+            (LockStatus::Sold, false) => Ok(()),
+            (LockStatus::Frozen, false) => Err(StockRefusal::NotConfirmed.into()),
+            // released (and not marked: the confirm is about to) or restocked: nothing to ship
+            (LockStatus::Released | LockStatus::Restocked, false) => Err(StockRefusal::StockLost.into()),
+        };
+    }
+    let until_shown = r.lines.iter().any(|l| Kind::of_line(l).rules().buyer_refund == BuyerRefund::UntilRevealed);
+    if !until_shown {
+        return Ok(());
+    }
+    match app.stock.settle_codes(&rid, CodeFate::Withdrawn).await? {
+        Some(CodeFate::Revealed) => Err(StockRefusal::CodesRevealed.into()),
+        // withdrawn (now or by an earlier attempt), or a released lock whose codes went back
+        // to the pool unseen: the refund may go ahead
+        Some(CodeFate::Withdrawn) | None => Ok(()),
+    }
 }
 
 /// Whether the order already shows `change` (a retried request whose first answer was lost).

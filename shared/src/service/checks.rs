@@ -5,7 +5,7 @@
 use super::stock::{self, LockChange, LockError};
 use crate::app::App;
 use crate::clock;
-use crate::domain::order::OrderRecord;
+use crate::domain::order::{Order, OrderRecord};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
 use crate::domain::ReservationId;
 use crate::ports::{Message, MAX_DELAY_SECONDS};
@@ -46,8 +46,34 @@ fn young(app: &App, r: &Reservation) -> bool {
 }
 
 /// Resolves one FROZEN reservation by what its order says. `sweep` = called by reconcile
-/// (also confirms paid orders and counts repairs).
+/// (also confirms paid orders, restocks refunded ones, and counts repairs).
 pub async fn resolve_frozen(app: &App, r: &Reservation, sweep: bool) -> anyhow::Result<CheckOutcome> {
+    Ok(resolve(app, r, sweep).await?.outcome)
+}
+
+/// What the sweep's resolution of one stale FROZEN lock did, and the order it read for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Swept {
+    pub outcome: CheckOutcome,
+    /// The lock of a paid order that was refunded before it was confirmed (its order restocks):
+    /// confirmed, then restocked.
+    pub restocked: bool,
+    /// The order the lock stands for, as read (the sweep's cheap checks look at it).
+    pub order: Option<Order>,
+}
+
+impl Swept {
+    fn just(outcome: CheckOutcome) -> Self {
+        Swept { outcome, restocked: false, order: None }
+    }
+}
+
+/// The reconcile sweep's resolution of one stale FROZEN lock ([`resolve_frozen`] with `sweep`).
+pub async fn sweep_frozen(app: &App, r: &Reservation) -> anyhow::Result<Swept> {
+    resolve(app, r, true).await
+}
+
+async fn resolve(app: &App, r: &Reservation, sweep: bool) -> anyhow::Result<Swept> {
     let released = |c: Result<LockChange, LockError>| -> anyhow::Result<bool> {
         match c {
             Ok(LockChange::Moved(_)) => Ok(true),
@@ -58,17 +84,17 @@ pub async fn resolve_frozen(app: &App, r: &Reservation, sweep: bool) -> anyhow::
     match r.kind {
         ReservationKind::External => {
             if r.expires_at > clock::now_s() {
-                return Ok(CheckOutcome::Fine);
+                return Ok(Swept::just(CheckOutcome::Fine));
             }
             if released(stock::release(app, &r.id).await)? {
                 app.count(names::EXTERNAL_EXPIRED, 1);
                 tracing::info!(reservation = %r.id, "external reservation released at its deadline");
-                return Ok(CheckOutcome::Released);
+                return Ok(Swept::just(CheckOutcome::Released));
             }
-            Ok(CheckOutcome::Fine)
+            Ok(Swept::just(CheckOutcome::Fine))
         }
         ReservationKind::Order => {
-            let Some(order_id) = r.id.order_id() else { return Ok(CheckOutcome::Fine) };
+            let Some(order_id) = r.id.order_id() else { return Ok(Swept::just(CheckOutcome::Fine)) };
             let record = match app.orders.get(&order_id).await? {
                 Some(rec) => rec,
                 None if young(app, r) => {
@@ -86,7 +112,7 @@ pub async fn resolve_frozen(app: &App, r: &Reservation, sweep: bool) -> anyhow::
                         let wait = (due_at - clock::now_s()).clamp(1, MAX_DELAY_SECONDS) as u32;
                         app.messages.send(&msg, wait).await?;
                     }
-                    return Ok(CheckOutcome::ReArmed);
+                    return Ok(Swept::just(CheckOutcome::ReArmed));
                 }
                 None => {
                     // Fence first: after this no create-order can write the order.
@@ -105,28 +131,58 @@ pub async fn resolve_frozen(app: &App, r: &Reservation, sweep: bool) -> anyhow::
                         if sweep {
                             app.count(names::REPAIRS, 1);
                         }
-                        return Ok(CheckOutcome::Released);
+                        return Ok(Swept::just(CheckOutcome::Released));
                     }
-                    Ok(CheckOutcome::Fine)
+                    Ok(Swept::just(CheckOutcome::Fine))
                 }
                 OrderRecord::Order(o) if sweep && o.status.is_closed_unpaid() => {
+                    let mut swept = Swept { order: Some((*o).clone()), ..Swept::just(CheckOutcome::Fine) };
                     if released(stock::release(app, &r.id).await)? {
                         app.count(names::REPAIRS, 1);
                         tracing::warn!(order_id = %o.id, "reconcile released the lock of a closed order");
-                        return Ok(CheckOutcome::Released);
+                        swept.outcome = CheckOutcome::Released;
                     }
-                    Ok(CheckOutcome::Fine)
+                    Ok(swept)
                 }
                 OrderRecord::Order(o) if sweep && o.status.is_paid_or_later() => {
-                    if let Ok(LockChange::Moved(_)) = stock::confirm(app, &r.id, stock::OnReleased::Retake).await {
+                    let confirmed = stock::confirm(app, &r.id, stock::OnReleased::Retake).await;
+                    if let Ok(LockChange::Moved(_)) = confirmed {
                         app.count(names::REPAIRS, 1);
                         tracing::warn!(order_id = %o.id, "reconcile confirmed the lock of a paid order");
                     }
-                    Ok(CheckOutcome::Fine)
+                    // Refunded before the confirm ran: its restock failed on the FROZEN lock
+                    // (and went to the DLQ); now that the lock is sold, it goes back on sale.
+                    let restocked = o.restocks() && restock_after_confirm(app, &o, &r.id, &confirmed).await?;
+                    Ok(Swept { outcome: CheckOutcome::Fine, restocked, order: Some(*o) })
                 }
                 // pending (its own timeout and the pending sweep handle it), or not a sweep
-                OrderRecord::Order(_) => Ok(CheckOutcome::Fine),
+                OrderRecord::Order(o) => Ok(Swept { order: sweep.then_some(*o), ..Swept::just(CheckOutcome::Fine) }),
             }
         }
+    }
+}
+
+/// The restock of a refunded order's lock the sweep just confirmed (or found confirmed, or
+/// took again). `true` if this call moved it SOLD → RESTOCKED (a repair).
+async fn restock_after_confirm(
+    app: &App,
+    o: &Order,
+    id: &ReservationId,
+    confirmed: &Result<LockChange, LockError>,
+) -> anyhow::Result<bool> {
+    match confirmed {
+        Ok(LockChange::Moved(_) | LockChange::Unchanged(_) | LockChange::Retaken(_)) => {}
+        // oversold (released, its money refunded) or not confirmable: nothing sold to put back
+        Ok(LockChange::Oversold(_)) | Err(LockError::NotFound | LockError::InvalidTransition(_)) => return Ok(false),
+        Err(LockError::Store(e)) => anyhow::bail!("lock {id}: not confirmed, so not restocked: {e:#}"),
+    }
+    match stock::restock(app, id).await {
+        Ok(LockChange::Moved(_)) => {
+            app.count(names::REPAIRS, 1);
+            tracing::warn!(order_id = %o.id, status = o.status.as_str(), "reconcile restocked the lock of a refunded order");
+            Ok(true)
+        }
+        Ok(_) | Err(LockError::NotFound | LockError::InvalidTransition(_)) => Ok(false),
+        Err(LockError::Store(e)) => Err(e),
     }
 }

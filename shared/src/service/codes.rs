@@ -5,7 +5,7 @@
 use crate::app::App;
 use crate::clock;
 use crate::domain::codes::{batch_hash, check_code, mask, placement, BatchResult, CodeAppend, Keyring, MAX_BATCH};
-use crate::domain::reservation::LockStatus;
+use crate::domain::reservation::{CodeFate, LockStatus};
 use crate::domain::{OrderId, ReservationId, Sku, UserId};
 use crate::ports::{AdjustRejection, Adjustment, CodeUpload, SkuMeta};
 use crate::telemetry::names;
@@ -31,8 +31,13 @@ pub enum CodeError {
     OrderNotFound,
     #[error("the order is {0}: its codes are shown once it is paid")]
     NotPaid(&'static str),
-    #[error("the order's codes went back to the pool (it was refunded)")]
+    #[error("the order's codes are no longer its own (it was released or refunded)")]
     CodesReturned,
+    #[error("the order's codes were withdrawn with its refund; they are never shown")]
+    CodesWithdrawn,
+    /// Paid, but its stock is not confirmed yet (the event flow takes well under a second).
+    #[error("the order's payment is being applied; its codes are shown in a moment")]
+    NotReady,
     #[error("contention; retry")]
     Contention,
     /// The keyring is missing or unreadable: nothing is sealed or opened without it.
@@ -229,7 +234,9 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
         Ok(o) => o,
         Err(super::orders::OrderError::NotFound) => return Err(CodeError::OrderNotFound),
         Err(super::orders::OrderError::Store(e)) => return Err(CodeError::Store(e)),
-        Err(super::orders::OrderError::Invalid(_)) => return Err(CodeError::OrderNotFound),
+        Err(super::orders::OrderError::Invalid(_) | super::orders::OrderError::Refused(_)) => {
+            return Err(CodeError::OrderNotFound)
+        }
     };
     if !o.status.is_paid_or_later() {
         return Err(CodeError::NotPaid(o.status.as_str()));
@@ -241,10 +248,21 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
     if lines.is_empty() {
         return Ok(Vec::new());
     }
-    // a paid order's lock is FROZEN until its confirm runs, then SOLD (or RESTOCKED after a
-    // refund: its codes stay its own); RELEASED means they went back to the pool
-    if r.status == LockStatus::Released {
-        return Err(CodeError::CodesReturned);
+    // Codes are shown from a SOLD lock only (docs/code-pools.md, "Reveal and refund"): a paid
+    // order's lock is FROZEN until its confirm runs; RELEASED codes went back to the pool,
+    // RESTOCKED ones were refunded. The first reveal is recorded on the lock, conditional on
+    // SOLD and on no refund having withdrawn them: from then on they never return to the pool
+    // (a SOLD lock is only ever restocked, and a restock leaves codes sold) and the buyer's
+    // refund is refused.
+    match r.status {
+        LockStatus::Sold => {}
+        LockStatus::Frozen => return Err(CodeError::NotReady),
+        LockStatus::Released | LockStatus::Restocked => return Err(CodeError::CodesReturned),
+    }
+    match app.stock.settle_codes(&r.id, CodeFate::Revealed).await? {
+        Some(CodeFate::Revealed) => {}
+        Some(CodeFate::Withdrawn) => return Err(CodeError::CodesWithdrawn),
+        None => return Err(CodeError::CodesReturned),
     }
     let keys = keyring(app).await?;
     let mut out = Vec::new();

@@ -77,7 +77,16 @@ pub async fn create(
     let rid = ReservationId::for_order(&id);
     let skus: Vec<Sku> = lines.iter().map(|l| l.sku.clone()).collect();
     let metas = stock::metas(app, &skus).await?;
-    let currency = single_currency(metas.values().map(|m| &m.currency))?;
+    // the kinds' admission first: a SUPPLIER line is quoted only if its order may be made at all
+    stock::admission(ReservationKind::Order, &lines, &metas)?;
+    // A new checkout's SKUs must share a currency. The order takes its currency from the lines
+    // its reservation recorded, so a replay after a currency change keeps the one it was priced
+    // in, and is answered even if the SKUs no longer share one (protocol review #4).
+    if let Err(e) = single_currency(metas.values().map(|m| &m.currency)) {
+        if app.stock.get_reservation(&rid).await?.is_none() {
+            return Err(e);
+        }
+    }
     for l in &lines {
         let nights = u32::try_from(l.dates.len().max(1)).unwrap_or(u32::MAX);
         Money::line_total(metas[&l.sku].price, l.quantity.get().saturating_mul(nights))?;
@@ -154,7 +163,7 @@ pub async fn create(
         Err(FreezeError::RequestMismatch) => return Err(CreateError::KeyReused),
         Err(e) => return Err(e.into()),
     };
-    let mut order = order_of(&id, user, &reservation, currency)?;
+    let mut order = order_of(&id, user, &reservation)?;
     if !bookings.is_empty() {
         // not payable until its supplier confirms; until then `pay_expire_at` is the supplier
         // deadline (the sweep's index reads it), and the payment deadline starts at confirmation
@@ -181,9 +190,12 @@ fn single_currency<'a>(mut it: impl Iterator<Item = &'a Currency>) -> Result<Cur
     }
 }
 
-/// The order a reservation stands for. Deterministic, so a concurrent replay that writes it
-/// writes the same item.
-fn order_of(id: &OrderId, user: &UserId, r: &Reservation, currency: Currency) -> Result<Order, CreateError> {
+/// The order a reservation stands for: its lines, prices and currency as the reservation
+/// recorded them (never the SKUs' metadata as it is now: a replay after a price or currency
+/// change writes the order the freeze priced). Deterministic, so a concurrent replay that writes
+/// it writes the same item.
+fn order_of(id: &OrderId, user: &UserId, r: &Reservation) -> Result<Order, CreateError> {
+    let currency = single_currency(r.lines.iter().map(|l| &l.currency))?;
     let mut amount: u64 = 0;
     for l in &r.lines {
         amount = amount.checked_add(Money::line_total(l.unit_price, l.units_charged())?).ok_or(MoneyError::Overflow)?;
@@ -287,8 +299,26 @@ pub enum OrderError {
     NotFound,
     #[error(transparent)]
     Invalid(#[from] crate::domain::order::InvalidTransition),
+    /// The order's status allows the change but its stock does not (docs/after-sale.md).
+    #[error(transparent)]
+    Refused(#[from] StockRefusal),
     #[error(transparent)]
     Store(#[from] anyhow::Error),
+}
+
+/// Why the stock of an order refuses an after-sale change its status would allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StockRefusal {
+    /// Ship: the order's stock was lost (oversold, or pay-time stock short or stopped at
+    /// payment); its money is being refunded and nothing may leave the warehouse.
+    #[error("the order's stock was lost at payment and its money is refunded; it cannot be shipped")]
+    StockLost,
+    /// Ship: the payment's stock move has not run yet.
+    #[error("the order's stock is not confirmed yet; retry in a moment")]
+    NotConfirmed,
+    /// Refund: the buyer has seen the order's codes (a code cannot be taken back).
+    #[error("the order's codes were shown; its refund is not automatic")]
+    CodesRevealed,
 }
 
 /// The order, if `user` owns it (anyone else gets `NotFound`, as for a missing order).
@@ -363,4 +393,89 @@ pub async fn expire(app: &App, o: &Order) -> anyhow::Result<bool> {
         tracing::info!(order_id = %o.id, "order expired");
     }
     Ok(won)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::memory_app;
+    use crate::config::Config;
+    use crate::domain::Quantity;
+    use crate::ports::SkuMeta;
+
+    fn sku(s: &str) -> Sku {
+        Sku::parse(s).unwrap()
+    }
+
+    fn meta(s: &str, price: u64, currency: &str) -> SkuMeta {
+        SkuMeta {
+            sku: sku(s),
+            name: s.into(),
+            price,
+            currency: Currency::parse(currency).unwrap(),
+            shards: 1,
+            slots: 1,
+            per_user_limit: None,
+            stocked: 0,
+            version: 1,
+            paused: false,
+            model: Default::default(),
+            bundle: Vec::new(),
+            supplier: None,
+        }
+    }
+
+    fn lines(l: &[(&str, u64)]) -> Vec<LineRequest> {
+        l.iter().map(|(s, q)| LineRequest::plain(sku(s), Quantity::new(*q).unwrap())).collect()
+    }
+
+    /// A checkout that froze and died before its order put (the crash-recovery case).
+    async fn freeze_only(app: &App, user: &UserId, key: &IdempotencyKey, l: &[(&str, u64)]) {
+        let lines = lines(l);
+        let req = FreezeRequest {
+            id: ReservationId::for_order(&OrderId::derive(user, key)),
+            kind: ReservationKind::Order,
+            user: Some(user.clone()),
+            request_hash: request_hash(&lines),
+            lines,
+            expires_at: clock::now_s() + app.config.payment_ttl_s,
+        };
+        let skus: Vec<Sku> = req.lines.iter().map(|l| l.sku.clone()).collect();
+        let metas = stock::metas(app, &skus).await.unwrap();
+        assert!(matches!(stock::freeze(app, &req, &metas).await.unwrap(), Frozen::Created(_)));
+    }
+
+    #[tokio::test]
+    async fn a_replay_after_a_currency_change_writes_the_order_in_the_currency_it_was_priced_in() {
+        let mut c = Config::from_lookup(&|_| None).unwrap();
+        c.sku_cache_ms = 0;
+        c.soldout_cache_ms = 0;
+        let (app, w) = memory_app("test", c).unwrap();
+        w.stock.seed(meta("A", 500, "EUR"), &[5]);
+        w.stock.seed(meta("B", 300, "EUR"), &[5]);
+        let user = UserId::parse("u").unwrap();
+        let (k1, k2) = (IdempotencyKey::parse("k1").unwrap(), IdempotencyKey::parse("k2").unwrap());
+        freeze_only(&app, &user, &k1, &[("A", 2)]).await;
+        freeze_only(&app, &user, &k2, &[("A", 1), ("B", 1)]).await;
+        // the SKUs are repriced in other currencies (A and B no longer share one)
+        for m in w.stock.metas() {
+            let currency = Currency::parse(if m.sku == sku("A") { "USD" } else { "GBP" }).unwrap();
+            let repriced = SkuMeta { price: 900, currency, version: m.version + 1, ..m.clone() };
+            assert!(app.stock.put_sku(&repriced, Some(m.version)).await.unwrap());
+        }
+        // the retries write the orders as their freezes priced them
+        let (o, replayed) = create(&app, &user, &k1, lines(&[("A", 2)])).await.unwrap();
+        assert!(!replayed, "the order is written now, by the retry");
+        assert_eq!((o.currency.to_string().as_str(), o.amount, o.lines[0].unit_price), ("EUR", 1_000, 500));
+        let (o, _) = create(&app, &user, &k2, lines(&[("A", 1), ("B", 1)])).await.unwrap();
+        assert_eq!((o.currency.to_string().as_str(), o.amount), ("EUR", 800));
+        // a new checkout over SKUs that no longer share a currency is refused
+        let k3 = IdempotencyKey::parse("k3").unwrap();
+        assert!(matches!(
+            create(&app, &user, &k3, lines(&[("A", 1), ("B", 1)])).await,
+            Err(CreateError::MixedCurrency)
+        ));
+        let v = crate::domain::invariants::check_all(&w.snapshot(app.config.reservation_check_delay_s));
+        assert!(v.is_empty(), "{v:#?}");
+    }
 }

@@ -7,7 +7,7 @@
 //! repair one thing twice: the loser's condition fails and it counts nothing.
 
 use super::after_sale::{self, Caller, Change};
-use super::checks::{resolve_frozen, CheckOutcome};
+use super::checks::{sweep_frozen, CheckOutcome};
 use super::orders::expire;
 use super::orders::OrderError;
 use super::refunds;
@@ -15,9 +15,11 @@ use super::supplier::PollOutcome;
 use crate::adapters::dynamo::INDEX_BUCKETS;
 use crate::app::App;
 use crate::clock;
+use crate::domain::events::releases_bookings;
 use crate::domain::invariants::{check_stock, SkuSnapshot, Violation};
 use crate::domain::journal;
-use crate::domain::order::{OrderRecord, OrderStatus};
+use crate::domain::order::{Order, OrderRecord, OrderStatus};
+use crate::domain::supplier::BookingStatus;
 use crate::domain::{OrderId, ReservationId, Sku};
 use crate::faults::{self, InjectedCrash};
 use crate::ports::{Message, OrderIndex, WorkItem};
@@ -52,6 +54,15 @@ pub struct ReconcileReport {
     pub journals_behind: usize,
     /// Codes a dead checkout had claimed, returned to their pool (docs/code-pools.md).
     pub codes_returned: usize,
+    /// Stale locks of refunded orders confirmed and then restocked (their restock had found the
+    /// lock still FROZEN and given up).
+    pub locks_restocked: usize,
+    /// SUPPLIER orders read by the sweep that should hold nothing at their supplier (closed
+    /// unpaid, or refunded) and still recorded a CONFIRMED or PENDING booking, quiet for
+    /// `StaleLockSeconds`: their compensation was run again (`Repairs`).
+    pub supplier_bookings_held: usize,
+    /// Supplier cancels those compensations made.
+    pub supplier_cancels: usize,
 }
 
 impl ReconcileReport {
@@ -74,6 +85,9 @@ impl ReconcileReport {
         self.journals_held += o.journals_held;
         self.journals_incomplete += o.journals_incomplete;
         self.journals_behind += o.journals_behind;
+        self.locks_restocked += o.locks_restocked;
+        self.supplier_bookings_held += o.supplier_bookings_held;
+        self.supplier_cancels += o.supplier_cancels;
     }
 }
 
@@ -197,7 +211,7 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
                     match after_sale::apply(app, Caller::Admin, id, Change::AutoComplete).await {
                         Ok(_) => rep.orders_completed += 1,
                         // confirmed by the buyer, returned, or not due after all: nothing to do
-                        Err(OrderError::Invalid(_) | OrderError::NotFound) => {}
+                        Err(OrderError::Invalid(_) | OrderError::NotFound | OrderError::Refused(_)) => {}
                         Err(OrderError::Store(e)) => {
                             rep.errors += 1;
                             tracing::warn!(order_id = %id, error = format!("{e:#}"), "auto-complete failed");
@@ -229,6 +243,8 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
                             tracing::warn!(order_id = %id, error = format!("{e:#}"), "refund re-drive failed");
                         }
                     }
+                    // a refunded SUPPLIER order is read here anyway: its bookings too
+                    held_bookings(app, &o, &mut rep).await;
                 }
                 match page.next {
                     None => break None,
@@ -319,14 +335,22 @@ async fn stale_locks(app: &App, ids: &[ReservationId], rep: &mut ReconcileReport
         // Locks of one page are independent (each repair is conditional on its own state):
         // resolved a few at a time, so a page costs a few round trips, not a hundred.
         let mut results = futures::stream::iter(part.iter().cloned().map(|r| async move {
-            let res = resolve_frozen(app, &r, true).await;
+            let res = sweep_frozen(app, &r).await;
             (r, res)
         }))
         .buffer_unordered(PAGE_CONCURRENCY);
+        let mut read = Vec::new();
         while let Some((r, res)) = results.next().await {
             match res {
-                Ok(CheckOutcome::Released) => rep.locks_released += 1,
-                Ok(_) => {}
+                Ok(swept) => {
+                    if swept.outcome == CheckOutcome::Released {
+                        rep.locks_released += 1;
+                    }
+                    if swept.restocked {
+                        rep.locks_restocked += 1;
+                    }
+                    read.extend(swept.order);
+                }
                 Err(e) => {
                     // one lock failing every time must not stop the sweep behind it
                     rep.errors += 1;
@@ -334,8 +358,37 @@ async fn stale_locks(app: &App, ids: &[ReservationId], rep: &mut ReconcileReport
                 }
             }
         }
+        drop(results);
+        // the orders those locks stand for were read anyway: their bookings too
+        for o in &read {
+            held_bookings(app, o, rep).await;
+        }
     }
     Ok(())
+}
+
+/// A cheap check on an order the sweep has read anyway (docs/suppliers.md, "Reconcile"): a
+/// SUPPLIER order that should hold nothing at its supplier ([`releases_bookings`]: closed unpaid,
+/// or refunded before service) but still records a CONFIRMED or PENDING booking, unchanged for
+/// `StaleLockSeconds` (its `SupplierCancelRequested` was lost, or its compensation gave up), is
+/// counted (`Repairs`) and its compensation is run again: once each, as for the event
+/// ([`super::supplier::compensate`]). A younger one is left to the event in flight.
+async fn held_bookings(app: &App, o: &Order, rep: &mut ReconcileReport) {
+    let held = o.supplier.iter().any(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending));
+    let quiet_since = clock::now_ms().saturating_sub(app.config.stale_lock_s.saturating_mul(1000));
+    if !held || !releases_bookings(o) || o.updated_at_ms > quiet_since {
+        return;
+    }
+    rep.supplier_bookings_held += 1;
+    app.count(names::REPAIRS, 1);
+    tracing::warn!(order_id = %o.id, status = o.status.as_str(), "reconcile: SUPPLIER order still holds bookings; compensating");
+    match super::supplier::compensate(app, &o.id).await {
+        Ok(n) => rep.supplier_cancels += n,
+        Err(e) => {
+            rep.errors += 1;
+            tracing::warn!(order_id = %o.id, error = format!("{e:#}"), "reconcile: supplier bookings not cancelled");
+        }
+    }
 }
 
 async fn overdue_orders(app: &App, ids: &[OrderId], rep: &mut ReconcileReport) {
@@ -570,4 +623,77 @@ fn report_violations(app: &App, violations: &[Violation], rep: &mut ReconcileRep
         tracing::error!(violation = ?v, "invariant violated");
     }
     rep.violations.extend(violations.iter().map(|v| format!("{v:?}")));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::memory_app;
+    use crate::config::Config;
+    use crate::domain::invariants::{check_all, ShardCounts};
+    use crate::domain::reservation::LockStatus;
+    use crate::domain::{Currency, IdempotencyKey, Quantity, UserId};
+    use crate::ports::{SkuMeta, StockStore};
+    use crate::service::after_sale::{self, Caller, Change};
+    use crate::service::payments::{self, PaymentNotice};
+    use crate::service::stock::{self, LineRequest, LockError};
+
+    #[tokio::test]
+    async fn the_sweep_confirms_and_restocks_the_stale_lock_of_an_order_refunded_before_its_confirm() {
+        let mut c = Config::from_lookup(&|_| None).unwrap();
+        c.sku_cache_ms = 0;
+        c.soldout_cache_ms = 0;
+        c.stale_lock_s = 0;
+        let (app, w) = memory_app("test", c).unwrap();
+        let a = Sku::parse("A").unwrap();
+        w.stock.seed(
+            SkuMeta {
+                sku: a.clone(),
+                name: "A".into(),
+                price: 500,
+                currency: Currency::parse("EUR").unwrap(),
+                shards: 1,
+                slots: 1,
+                per_user_limit: Some(2),
+                stocked: 0,
+                version: 1,
+                paused: false,
+                model: Default::default(),
+                bundle: Vec::new(),
+                supplier: None,
+            },
+            &[5],
+        );
+        let user = UserId::parse("u").unwrap();
+        let line = LineRequest::plain(a.clone(), Quantity::new(2).unwrap());
+        let (o, _) =
+            super::super::orders::create(&app, &user, &IdempotencyKey::parse("k1").unwrap(), vec![line]).await.unwrap();
+        let notice = PaymentNotice {
+            payment_id: "p1".into(),
+            provider: Default::default(),
+            order_id: o.id.clone(),
+            amount: o.amount,
+            currency: o.currency.to_string(),
+            succeeded: true,
+        };
+        payments::apply(&app, &notice).await.unwrap();
+        // refunded before the payment's confirm ran: the restock finds the lock FROZEN and gives
+        // up (its message ends in the DLQ); the confirm's message is lost too
+        let refund = Change::Refund { reason: "changed my mind".into() };
+        after_sale::apply(&app, Caller::Buyer(&user), &o.id, refund).await.unwrap();
+        let rid = ReservationId::for_order(&o.id);
+        assert!(matches!(stock::restock(&app, &rid).await, Err(LockError::Store(_))));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+
+        let rep = run(&app).await.unwrap();
+        assert_eq!((rep.stale_locks, rep.locks_restocked), (1, 1), "{rep:?}");
+        assert_eq!(w.stock.get_reservation(&rid).await.unwrap().unwrap().status, LockStatus::Restocked);
+        assert_eq!(w.stock.shards(&a), vec![ShardCounts { available: 5, locked: 0, sold: 0 }], "back on sale");
+        assert_eq!(w.stock.user_counter(&a, &user).unwrap_or(0), 0, "the allowance given back");
+        let v = check_all(&w.snapshot(0));
+        assert!(v.is_empty(), "{v:#?}");
+        // nothing is repaired twice
+        let rep = run(&app).await.unwrap();
+        assert_eq!((rep.stale_locks, rep.locks_restocked), (0, 0), "{rep:?}");
+    }
 }

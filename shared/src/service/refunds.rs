@@ -7,7 +7,7 @@ use crate::app::App;
 use crate::clock;
 use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus};
 use crate::domain::refund::{refund_id_for, RefundReason, RefundRecord, RefundStatus};
-use crate::domain::OrderId;
+use crate::domain::{OrderId, ReservationId};
 use crate::ports::RefundRequest;
 use crate::telemetry::names;
 
@@ -256,8 +256,16 @@ pub fn with_refund_requested(o: &Order, reason: RefundReason, now_ms: i64) -> Op
     Some(o.next(now_ms, |x| x.refunds.push(rec)))
 }
 
-/// An oversold paid order: its money goes back (the order stays PAID; the refund is on it).
+/// An oversold paid order: its money goes back (the order stays PAID; the refund is on it,
+/// which is also what refuses its shipment). Acted on only when the order's lock is marked
+/// oversold: the event is a claim, the mark is the fact (review security-2 L2).
 pub async fn request_for_oversell(app: &App, order_id: &OrderId) -> Result<bool, RefundError> {
+    let marked = app.stock.get_reservation(&ReservationId::for_order(order_id)).await?.is_some_and(|r| r.oversold);
+    if !marked {
+        app.count(names::REJECTED_MESSAGES, 1);
+        tracing::error!(order_id = %order_id, "OversellDetected for a lock not marked oversold: ignored");
+        return Ok(false);
+    }
     let now = clock::now_ms();
     let (_, asked) = cas(
         app,

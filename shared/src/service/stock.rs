@@ -5,6 +5,7 @@ use crate::clock;
 use crate::domain::allocation::{split, start_shard, Piece, Shortfall, MAX_SHARDS};
 use crate::domain::campaign::{gate, Campaign, GateRefusal};
 use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
+use crate::domain::kind::{admit, Candidate, Holder, Kind, PauseBy, Refusal};
 use crate::domain::model::{self, CellDraw, Day, Deduct, LineRefusal, LineSpec};
 use crate::domain::plan;
 use crate::domain::reservation::Draw;
@@ -12,7 +13,7 @@ use crate::domain::reservation::{
     plan_move, CampaignLine, LockMove, LockStatus, Reservation, ReservationKind, ReservedLine, MAX_TRANSACTION_ACTIONS,
 };
 use crate::domain::{CampaignId, Quantity, ReservationId, Sku, UserId};
-use crate::ports::{FreezeLimits, FreezeRejection, MoveRejection, SkuMeta};
+use crate::ports::{Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta};
 use crate::telemetry::names;
 use std::collections::HashMap;
 
@@ -64,6 +65,10 @@ pub enum FreezeError {
     Line(#[from] LineRefusal),
     #[error("{0} would be taken both at order and at payment in one order; order them separately")]
     MixedDeduction(Sku),
+    /// The kinds of these lines may not be held this way together (docs/inventory-models.md,
+    /// "Kinds and their lifecycle").
+    #[error(transparent)]
+    Admission(#[from] Refusal),
     #[error("purchase limit exceeded for {0}")]
     LimitExceeded(Sku),
     #[error("unknown campaign {0}")]
@@ -161,6 +166,34 @@ async fn plan_cells(
     Ok((draws, cells))
 }
 
+/// May these lines be held together, by this holder, in their campaigns? Decided by each
+/// line's kind before anything is claimed or written (docs/inventory-models.md).
+pub fn admission(
+    holder: ReservationKind,
+    lines: &[LineRequest],
+    metas: &HashMap<Sku, SkuMeta>,
+) -> Result<(), FreezeError> {
+    let mut candidates = Vec::with_capacity(lines.len());
+    for l in lines {
+        let meta = metas.get(&l.sku).ok_or_else(|| FreezeError::UnknownSku(l.sku.clone()))?;
+        candidates.push(Candidate { sku: &l.sku, kind: Kind::of(&meta.model), campaign: l.campaign.is_some() });
+    }
+    let holder = match holder {
+        ReservationKind::Order => Holder::Order,
+        ReservationKind::External => Holder::External,
+    };
+    Ok(admit(holder, &candidates)?)
+}
+
+/// A SKU's stop-sale flag read afresh (consistent), for the kinds whose freeze writes no shard
+/// of it and whose stop-sale must bite at once (pay-time SKUs).
+async fn paused_now(app: &App, sku: &Sku) -> Result<bool, FreezeError> {
+    let fresh = app.stock.get_skus(std::slice::from_ref(sku)).await?;
+    let meta = fresh.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+    app.caches.put_sku(meta, clock::now_ms());
+    Ok(meta.paused)
+}
+
 /// Whether an in-memory mark refuses this request without a write: a sold-out SKU, an
 /// exhausted campaign quota or a closed sale seen by a consistent read less than
 /// `soldout_cache_ms` ago.
@@ -200,6 +233,9 @@ async fn refuse(app: &App, req: &FreezeRequest, e: FreezeError) -> Result<Frozen
 
 /// Freezes all lines or none. Replays (same id) return the existing reservation.
 pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta>) -> Result<Frozen, FreezeError> {
+    if let Err(e) = admission(req.kind, &req.lines, metas) {
+        return refuse(app, req, e).await;
+    }
     if let Some(e) = fast_path_refusal(app, &req.lines) {
         app.count(names::SOLD_OUT_FAST_PATH, 1);
         return refuse(app, req, e).await;
@@ -215,9 +251,14 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     for (l, draws) in req.lines.iter().zip(line_draws) {
         let (sku, q) = (&l.sku, l.quantity.get());
         let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
-        // A SKU without counters of its own has no shard to carry the stop-sale flag: its
-        // metadata (cached at most `sku_cache_ms`) decides.
-        if meta.paused && !meta.model.has_own_stock() {
+        let kind = Kind::of(&meta.model);
+        // how a stop-sale reaches this kind (docs/inventory-models.md, "Stop-sale")
+        let paused = match kind.rules().pause {
+            PauseBy::Shards | PauseBy::Cells => false,
+            PauseBy::CachedMetadata => meta.paused,
+            PauseBy::FreshMetadata => paused_now(app, sku).await?,
+        };
+        if paused {
             return refuse(app, req, FreezeError::SalePaused(sku.clone())).await;
         }
         let limited = req.user.is_some() && meta.per_user_limit.is_some();
@@ -258,8 +299,8 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             campaign: campaign_line,
             dates: l.dates.clone(),
             draws: Vec::new(),
-            at_payment: meta.model.deduct == Deduct::AtPayment,
-            codes: meta.model.is_code_pool().then(Vec::new),
+            at_payment: kind.rules().deduct == Deduct::AtPayment,
+            codes: kind.rules().reveals_codes.then(Vec::new),
         };
         if line.codes.is_some() && q > crate::domain::codes::MAX_CODES_PER_LINE {
             return refuse(app, req, FreezeError::TooManyCodes(sku.clone())).await;
@@ -296,6 +337,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         expires_at: req.expires_at,
         lines,
         oversold: false,
+        code_fate: None,
         pending,
     };
     if let Some(a) = plan::lock_move(&r, LockStatus::Frozen, LockStatus::Sold, &[]) {
@@ -313,6 +355,14 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     // under contention"); whatever the freeze then answers other than a new reservation gives
     // them back.
     let code_skus: Vec<Sku> = r.lines.iter().filter(|l| l.codes.is_some()).map(|l| l.sku.clone()).collect();
+    // A claim costs the pool a write and, given back, a new slot: a buyer at their pending cap
+    // or limit is refused before any (review security-2 M4). The freeze's conditions still
+    // decide; this read only keeps a refused buyer from churning codes.
+    if !code_skus.is_empty() {
+        if let Err(e) = counters_allow(app, &r, &limits).await {
+            return refuse(app, req, e).await;
+        }
+    }
     let mut pool_left = Vec::new();
     for sku in &code_skus {
         match claim_codes(app, &mut r, sku, cell_meta(sku)).await {
@@ -341,6 +391,52 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     out
 }
 
+/// Whether the buyer's pending and per-user counters, read now, leave room for this freeze
+/// (the same arithmetic as the freeze's conditions in `domain::plan::freeze`).
+async fn counters_allow(app: &App, r: &Reservation, limits: &FreezeLimits) -> Result<(), FreezeError> {
+    let Some(u) = &r.user else { return Ok(()) };
+    let mut wanted = Vec::new();
+    if let (true, Some(_)) = (r.pending, limits.max_pending) {
+        wanted.push(Counter::Pending(u.clone()));
+    }
+    for l in r.lines.iter().filter(|l| l.limited) {
+        wanted.push(Counter::Limit(l.sku.clone(), u.clone()));
+    }
+    for l in &r.lines {
+        if let Some(c) = l.campaign.as_ref().filter(|c| c.limited) {
+            wanted.push(Counter::CampaignLimit(c.campaign_id.clone(), l.sku.clone(), u.clone()));
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let got = app.stock.read_counters(&wanted).await?;
+    let held = |c: &Counter| got.get(c).copied().unwrap_or(0);
+    if let Some(max) = limits.max_pending.filter(|_| r.pending) {
+        if held(&Counter::Pending(u.clone())) >= i64::from(max) {
+            app.count(names::PENDING_CAP_REFUSED, 1);
+            return Err(FreezeError::TooManyPending);
+        }
+    }
+    for l in &r.lines {
+        let q = i64::from(l.quantity);
+        if let Some(limit) = limits.per_sku.get(&l.sku).filter(|_| l.limited) {
+            if held(&Counter::Limit(l.sku.clone(), u.clone())) + q > i64::from(*limit) {
+                return Err(FreezeError::LimitExceeded(l.sku.clone()));
+            }
+        }
+        if let (Some(c), Some(limit)) =
+            (l.campaign.as_ref().filter(|c| c.limited), limits.per_campaign_item.get(&l.sku))
+        {
+            let counter = Counter::CampaignLimit(c.campaign_id.clone(), l.sku.clone(), u.clone());
+            if held(&counter) + q > i64::from(*limit) {
+                return Err(FreezeError::LimitExceeded(l.sku.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The transaction of a freeze, re-planned and retried until it commits or is refused.
 async fn put_loop(
     app: &App,
@@ -352,6 +448,9 @@ async fn put_loop(
 ) -> Result<Frozen, FreezeError> {
     let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
     for attempt in 1..=FREEZE_ATTEMPTS {
+        // a campaign's window is judged at this attempt's time, not the checkout's start: a
+        // retried checkout cannot sell past `ends_at` by its retries (review protocol-2 #15)
+        r.created_at_ms = clock::now_ms();
         match app.stock.put_frozen(r, limits).await? {
             Ok(()) => {
                 app.count(names::FREEZE_OK, 1);
@@ -732,7 +831,17 @@ async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockErr
     let mut cells: Vec<Sku> = r.lines.iter().filter(|l| l.at_payment).flat_map(|l| l.cells()).map(|c| c.cell).collect();
     cells.sort();
     cells.dedup();
-    let metas = app.stock.get_skus(&cells).await?;
+    // a pay-time SKU's stop-sale bites at payment too: its paid order is refunded as short
+    // (docs/inventory-models.md, "Stop-sale"); the read is consistent
+    let mut skus: Vec<Sku> = r.lines.iter().filter(|l| l.at_payment).map(|l| l.sku.clone()).collect();
+    skus.extend(cells.iter().cloned());
+    skus.sort();
+    skus.dedup();
+    let metas = app.stock.get_skus(&skus).await?;
+    if let Some(m) = r.lines.iter().filter(|l| l.at_payment).find_map(|l| metas.get(&l.sku).filter(|m| m.paused)) {
+        tracing::warn!(reservation = %r.id, sku = %m.sku, "pay-time SKU paused at payment; the order is refunded");
+        return Ok(false);
+    }
     for cell in &cells {
         let Some(meta) = metas.get(cell) else { return Ok(false) };
         let counts = app.stock.read_shards(cell, meta.slots.max(meta.shards)).await?;
@@ -771,11 +880,15 @@ async fn pay_time_short(app: &App, r: Reservation) -> Result<LockChange, LockErr
 /// `None` when the lock changed under it (the caller re-reads; bounded by its attempts).
 async fn retake(app: &App, r: Reservation, why: Why) -> Result<Option<LockChange>, LockError> {
     if r.oversold {
+        // decided already; announce again (the first announcement may have been lost with a
+        // crash, and every consumer of it is idempotent)
+        publish_oversell(app, &r).await?;
         return Ok(Some(LockChange::Oversold(r)));
     }
-    // A released code line's codes may be someone else's by now: never taken again, the paid
-    // order goes the oversell way (refunded) — docs/code-pools.md.
-    let retaken = if r.lines.iter().any(|l| l.codes.is_some()) {
+    // A kind that may not be retaken (a released code line's codes may be someone else's by
+    // now) goes the oversell way: refunded (docs/inventory-models.md).
+    // A stopped pay-time SKU is not taken at payment either (its stop-sale bites there).
+    let retaken = if r.lines.iter().any(|l| !Kind::of_line(l).rules().retake) || stopped_at_payment(app, &r).await? {
         Err(MoveRejection::ShardShort)
     } else {
         app.stock.retake(&r).await?
@@ -795,24 +908,51 @@ async fn retake(app: &App, r: Reservation, why: Why) -> Result<Option<LockChange
         }
         Err(MoveRejection::StatusChanged) | Err(MoveRejection::Conflict) => Ok(None),
         Err(MoveRejection::ShardShort) => {
-            // Publish before marking: if the publish fails the message is retried and publishes
-            // again (consumers are idempotent); marking first could lose the event for good.
+            // The decision is the mark, conditional on the lock still RELEASED and unmarked: a
+            // concurrent confirm either retook the units first (the mark fails: read again) or
+            // finds the mark and retakes nothing. Only then is it announced; a crash in between
+            // is healed by the redelivered confirm, which finds the mark and announces again.
+            if !app.stock.mark_oversold(&r).await? {
+                return Ok(None);
+            }
             match why {
                 Why::Repair => {
                     tracing::error!(reservation = %r.id, "OVERSELL: paid order whose stock was released and resold")
                 }
                 Why::PayTime => tracing::warn!(reservation = %r.id, "pay-time stock short at payment; refunded"),
             }
-            if !app.bus.publish(&[oversell_event(&r)]).await?.iter().all(|ok| *ok) {
-                return Err(LockError::Store(anyhow::anyhow!("could not publish OversellDetected")));
-            }
-            if app.stock.mark_oversold(&r).await? {
-                // a pay-time shortfall is the model's accepted trade-off, not the oversell alarm
-                app.count(if why == Why::Repair { names::OVERSELL } else { names::PAY_TIME_SHORT }, 1);
-            }
-            Ok(Some(LockChange::Oversold(r)))
+            // a pay-time shortfall is the model's accepted trade-off, not the oversell alarm
+            app.count(if why == Why::Repair { names::OVERSELL } else { names::PAY_TIME_SHORT }, 1);
+            let mut marked = r;
+            marked.oversold = true;
+            publish_oversell(app, &marked).await?;
+            Ok(Some(LockChange::Oversold(marked)))
         }
     }
+}
+
+/// Whether a line whose stop-sale bites at payment (docs/inventory-models.md, "Stop-sale") is
+/// paused now, read afresh.
+async fn stopped_at_payment(app: &App, r: &Reservation) -> Result<bool, LockError> {
+    let mut skus: Vec<Sku> = r
+        .lines
+        .iter()
+        .filter(|l| Kind::of_line(l).rules().pause == PauseBy::FreshMetadata)
+        .map(|l| l.sku.clone())
+        .collect();
+    if skus.is_empty() {
+        return Ok(false);
+    }
+    skus.sort();
+    skus.dedup();
+    Ok(app.stock.get_skus(&skus).await?.values().any(|m| m.paused))
+}
+
+async fn publish_oversell(app: &App, r: &Reservation) -> Result<(), LockError> {
+    if !app.bus.publish(&[oversell_event(r)]).await?.iter().all(|ok| *ok) {
+        return Err(LockError::Store(anyhow::anyhow!("could not publish OversellDetected")));
+    }
+    Ok(())
 }
 
 /// Why a released lock is taken again at confirm.

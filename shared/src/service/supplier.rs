@@ -1,10 +1,11 @@
 //! SUPPLIER orders (docs/suppliers.md): quote at checkout, book after the order is written,
 //! poll the bookings from the payment-timeout queue until they confirm (→ PENDING_PAYMENT, the
 //! payment deadline starts then) or fail / time out (→ FAILED), and cancel the bookings of an
-//! order that closes unpaid.
+//! order that closes unpaid or is refunded before service.
 
 use crate::app::App;
 use crate::clock;
+use crate::domain::events::releases_bookings;
 use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus};
 use crate::domain::supplier::{self, BookingStatus, CancelPlan, PollDecision, SupplierBooking, SupplierConfig};
 use crate::domain::{OrderId, Sku};
@@ -251,14 +252,15 @@ pub async fn poll(app: &App, id: &OrderId, attempt: u32, started_at: i64) -> any
     anyhow::bail!("order {id} kept changing under the supplier poll; the message will be retried")
 }
 
-/// Cancels at the supplier every booking a closed (cancelled, expired, failed) order may still
-/// hold, once each: the start is recorded on the order before the call and CANCELLED after
-/// it, so a redelivered event calls nothing (docs/suppliers.md, "Compensation"). Returns the
-/// cancels made.
+/// Cancels at the supplier every booking a SUPPLIER order may still hold once it should hold
+/// nothing ([`releases_bookings`]: closed unpaid — cancelled, expired, failed — or refunded
+/// before service), once each: the start is recorded on the order before the call and CANCELLED
+/// after it, so a redelivered event calls nothing (docs/suppliers.md, "Compensation"). Returns
+/// the cancels made.
 pub async fn compensate(app: &App, id: &OrderId) -> anyhow::Result<usize> {
     for cas in 1..=super::CAS_ATTEMPTS {
         let o = match app.orders.get(id).await? {
-            Some(OrderRecord::Order(o)) if o.status.is_closed_unpaid() && !o.supplier.is_empty() => o,
+            Some(OrderRecord::Order(o)) if releases_bookings(&o) && !o.supplier.is_empty() => o,
             _ => return Ok(0),
         };
         let now_ms = clock::now_ms();
@@ -301,15 +303,69 @@ pub async fn compensate(app: &App, id: &OrderId) -> anyhow::Result<usize> {
         }
         app.count(names::SUPPLIER_CANCELS, cancelled as u64);
         if learnt {
-            let done = started.next(clock::now_ms(), |n| n.supplier = bookings.clone());
-            app.orders.replace(&started, &done).await?;
+            record_learnt(app, &started, &bookings).await?;
         }
-        if bookings.iter().any(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending)) {
-            anyhow::bail!("order {id}: {} supplier cancel(s) still to make; retried later", due.len() - cancelled);
+        let left = bookings.iter().filter(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending));
+        let left = left.count();
+        if left > 0 {
+            anyhow::bail!("order {id}: {left} supplier cancel(s) still to make; retried later");
         }
         return Ok(cancelled);
     }
     anyhow::bail!("order {id} kept changing under the supplier cancel; retried later")
+}
+
+/// Records on the order what compensating learnt (booking ids, CANCELLED), re-reading and
+/// applying it again when another write got in first (a refund confirmed meanwhile, a payment
+/// recorded), at most `CAS_ATTEMPTS` times: a cancel made and not recorded would be made again
+/// by the next delivery once its lease ran out (review #12). Never calls the supplier.
+async fn record_learnt(app: &App, started: &Order, learnt: &[SupplierBooking]) -> anyhow::Result<()> {
+    let id = &started.id;
+    let mut cur = started.clone();
+    for cas in 1..=super::CAS_ATTEMPTS {
+        let Some(done) = with_learnt(&cur, &started.supplier, learnt, clock::now_ms()) else { return Ok(()) };
+        match app.orders.replace(&cur, &done).await {
+            Ok(true) => return Ok(()),
+            Ok(false) => {}
+            // the write may have landed with its answer lost: the re-read tells
+            Err(e) => {
+                tracing::warn!(order_id = %id, error = format!("{e:#}"), "supplier cancels not recorded; re-reading")
+            }
+        }
+        super::backoff(cas).await;
+        cur = match app.orders.get(id).await {
+            Ok(Some(OrderRecord::Order(o))) => *o,
+            Ok(_) => anyhow::bail!("order {id} vanished while its supplier cancels were recorded"),
+            Err(e) => {
+                tracing::warn!(order_id = %id, error = format!("{e:#}"), "order not re-read; retrying");
+                continue;
+            }
+        };
+    }
+    anyhow::bail!("order {id}: supplier cancels made but not recorded (the order kept changing); retried later")
+}
+
+/// `o` with what compensating learnt about each booking (`before` → `learnt`, same lines)
+/// applied over what it records now: a booking id learnt where none is recorded, CANCELLED over
+/// a booking still recorded CONFIRMED or PENDING. `None` when `o` already shows all of it.
+fn with_learnt(o: &Order, before: &[SupplierBooking], learnt: &[SupplierBooking], now_ms: i64) -> Option<Order> {
+    let mut supplier = o.supplier.clone();
+    let mut changed = false;
+    for ((b, was), now) in supplier.iter_mut().zip(before).zip(learnt) {
+        if b.sku != now.sku {
+            continue;
+        }
+        if b.booking_id.is_none() && now.booking_id.is_some() {
+            b.booking_id = now.booking_id.clone();
+            changed = true;
+        }
+        let open = matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending);
+        if open && now.status == BookingStatus::Cancelled && was.status != BookingStatus::Cancelled {
+            b.status = BookingStatus::Cancelled;
+            changed = true;
+        }
+    }
+    changed.then(|| o.next(now_ms, |n| n.supplier = supplier))
 }
 
 #[cfg(test)]
@@ -448,6 +504,149 @@ mod tests {
         clean(&w);
     }
 
+    /// A SUPPLIER order confirmed by its supplier and paid; its lock SOLD.
+    async fn paid(app: &App, sup: &MemorySupplier, key: &str) -> Order {
+        let o = paid_unconfirmed(app, sup, key).await;
+        let rid = ReservationId::for_order(&o.id);
+        crate::service::stock::confirm(app, &rid, crate::service::stock::OnReleased::Retake).await.unwrap();
+        o
+    }
+
+    /// A SUPPLIER order confirmed by its supplier and paid; its lock still FROZEN (the
+    /// payment's stock move not run).
+    async fn paid_unconfirmed(app: &App, sup: &MemorySupplier, key: &str) -> Order {
+        let o = create(app, key, vec![line("TOUR", 1)]).await.unwrap();
+        sup.set_all(BookingStatus::Confirmed);
+        assert_eq!(poll(app, &o.id, 1, 0).await.unwrap(), PollOutcome::Confirmed);
+        let notice = crate::service::payments::PaymentNotice {
+            payment_id: format!("pay-{key}"),
+            provider: Default::default(),
+            order_id: o.id.clone(),
+            amount: o.amount,
+            currency: o.currency.to_string(),
+            succeeded: true,
+        };
+        crate::service::payments::apply(app, &notice).await.unwrap();
+        let now = stored(app, &o.id).await;
+        assert_eq!((now.status, now.supplier[0].status), (OrderStatus::Paid, BookingStatus::Confirmed));
+        now
+    }
+
+    #[tokio::test]
+    async fn refunding_a_paid_supplier_order_cancels_its_booking_once() {
+        use crate::service::after_sale::{self, Caller, Change};
+        let (app, w, sup) = world();
+        let o = paid(&app, &sup, "k1").await;
+        // a paid order's confirmed booking is what it bought: nothing to cancel
+        assert_eq!(compensate(&app, &o.id).await.unwrap(), 0);
+        let refund = Change::Refund { reason: "changed my mind".into() };
+        let refunding = after_sale::apply(&app, Caller::Buyer(&o.user), &o.id, refund).await.unwrap();
+        assert_eq!(refunding.status, OrderStatus::Refunding);
+        crate::service::stock::restock(&app, &ReservationId::for_order(&o.id)).await.unwrap();
+        // refunded before service with its booking still held: an invariant violation
+        let v = check_all(&w.snapshot(0));
+        assert!(
+            matches!(&v[..], [crate::domain::invariants::Violation::RefundedSupplierBookingHeld { order_status, status, .. }]
+                if order_status == "REFUNDING" && status == "CONFIRMED"),
+            "{v:#?}"
+        );
+        assert_eq!(compensate(&app, &o.id).await.unwrap(), 1);
+        assert_eq!(compensate(&app, &o.id).await.unwrap(), 0, "a redelivered event calls nothing");
+        assert_eq!(stored(&app, &o.id).await.supplier[0].status, BookingStatus::Cancelled);
+        assert_eq!(sup.counts(), (1, 1));
+        clean(&w);
+    }
+
+    #[tokio::test]
+    async fn the_sweep_cancels_the_bookings_of_refunded_or_closed_orders_whose_cancel_was_lost() {
+        use crate::service::after_sale::{self, Caller, Change};
+        let (app, w, sup) = world();
+        // every lock is stale at once, and a refund left REQUESTED is due at once
+        let config = Config { stale_lock_s: 0, refund_redrive_after_s: 0, ..app.config.clone() };
+        let app = App { config, ..app };
+        let refund = || Change::Refund { reason: "changed my mind".into() };
+        // refunded before its confirm ran: its lock FROZEN, its restock and its cancel lost
+        let early = paid_unconfirmed(&app, &sup, "k1").await;
+        after_sale::apply(&app, Caller::Buyer(&early.user), &early.id, refund()).await.unwrap();
+        // refunded and restocked as it should be, its cancel lost (found through its refund,
+        // still REQUESTED)
+        let late = paid(&app, &sup, "k2").await;
+        after_sale::apply(&app, Caller::Buyer(&late.user), &late.id, refund()).await.unwrap();
+        crate::service::stock::restock(&app, &ReservationId::for_order(&late.id)).await.unwrap();
+        // cancelled once confirmed, its release and its cancel lost
+        let closed = create(&app, "k3", vec![line("TOUR", 1)]).await.unwrap();
+        sup.set_all(BookingStatus::Confirmed);
+        assert_eq!(poll(&app, &closed.id, 1, 0).await.unwrap(), PollOutcome::Confirmed);
+        orders::cancel(&app, &closed.user, &closed.id).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        assert_eq!(sup.counts(), (3, 0));
+
+        let rep = crate::service::reconcile::run(&app).await.unwrap();
+        assert_eq!((rep.locks_restocked, rep.locks_released), (1, 1), "{rep:?}");
+        assert_eq!((rep.supplier_bookings_held, rep.supplier_cancels, rep.errors), (3, 3, 0), "{rep:?}");
+        for id in [&early.id, &late.id, &closed.id] {
+            assert_eq!(stored(&app, id).await.supplier[0].status, BookingStatus::Cancelled);
+        }
+        assert_eq!(sup.counts(), (3, 3), "each booking cancelled once");
+        let rep = crate::service::reconcile::run(&app).await.unwrap();
+        assert_eq!((rep.supplier_bookings_held, rep.supplier_cancels, rep.locks_restocked), (0, 0, 0), "{rep:?}");
+        assert_eq!(sup.counts(), (3, 3), "a second sweep cancels nothing");
+        clean(&w);
+    }
+
+    /// A supplier whose cancel lands while someone else writes the order (a refund confirmed,
+    /// a late payment recorded): the compensation's own record then loses its compare-and-set.
+    struct Interfering {
+        inner: Arc<MemorySupplier>,
+        orders: Arc<dyn crate::ports::OrderStore>,
+        order: OrderId,
+    }
+
+    #[async_trait::async_trait]
+    impl crate::ports::SupplierPort for Interfering {
+        async fn quote(&self, req: &BookingRequest<'_>) -> anyhow::Result<crate::ports::Quote> {
+            self.inner.quote(req).await
+        }
+        async fn book(&self, req: &BookingRequest<'_>) -> anyhow::Result<String> {
+            self.inner.book(req).await
+        }
+        async fn status(&self, id: &str) -> anyhow::Result<BookingStatus> {
+            self.inner.status(id).await
+        }
+        async fn cancel(&self, id: &str) -> anyhow::Result<()> {
+            self.inner.cancel(id).await?;
+            if let Some(OrderRecord::Order(o)) = self.orders.get(&self.order).await? {
+                let other = o.next(clock::now_ms(), |n| n.cancel_reason = Some("written meanwhile".into()));
+                assert!(self.orders.replace(&o, &other).await?);
+            }
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cancel_whose_record_meets_a_concurrent_write_is_recorded_and_never_made_again() {
+        let (app, w, sup) = world();
+        let o = create(&app, "k1", vec![line("TOUR", 1)]).await.unwrap();
+        sup.set_all(BookingStatus::Confirmed);
+        assert_eq!(poll(&app, &o.id, 1, 0).await.unwrap(), PollOutcome::Confirmed);
+        orders::cancel(&app, &o.user, &o.id).await.unwrap();
+        crate::service::stock::release(&app, &ReservationId::for_order(&o.id)).await.unwrap();
+        let orders = app.orders.clone();
+        let app = app.with_supplier(Arc::new(Interfering { inner: sup.clone(), orders, order: o.id.clone() }));
+        assert_eq!(compensate(&app, &o.id).await.unwrap(), 1);
+        let now = stored(&app, &o.id).await;
+        assert_eq!(now.supplier[0].status, BookingStatus::Cancelled, "recorded over the other write");
+        assert_eq!(now.cancel_reason.as_deref(), Some("written meanwhile"), "the other write is kept");
+        // a redelivery, even past the cancel's lease, calls nothing
+        let later = now.next(clock::now_ms(), |n| {
+            n.supplier[0].cancel_started_ms = Some(clock::now_ms() - supplier::CANCEL_LEASE_MS - 1)
+        });
+        assert!(app.orders.replace(&now, &later).await.unwrap());
+        assert_eq!(compensate(&app, &o.id).await.unwrap(), 0);
+        assert_eq!(sup.counts(), (1, 1), "one booking, cancelled once");
+        clean(&w);
+    }
+
     #[tokio::test]
     async fn the_sweep_decides_a_supplier_order_whose_polls_were_lost() {
         let (app, _w, sup) = world();
@@ -490,9 +689,11 @@ mod tests {
             create(&app, "k1", vec![line("TOUR", 2)]).await,
             Err(CreateError::Supplier(QuoteError::Short(s))) if s == sku("TOUR")
         ));
+        // refused by the kinds' admission (docs/inventory-models.md), or by `lines_of`
         assert!(matches!(
             create(&app, "k2", vec![line("TOUR", 1), line("MUG", 1)]).await,
-            Err(CreateError::Supplier(QuoteError::Mixed(_)))
+            Err(CreateError::Supplier(QuoteError::Mixed(_))
+                | CreateError::Freeze(crate::service::stock::FreezeError::Admission(_)))
         ));
         assert!(w.stock.reservations().is_empty());
         assert_eq!(sup.counts(), (0, 0));

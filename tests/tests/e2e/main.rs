@@ -4,6 +4,7 @@
 mod after_sale;
 mod campaigns;
 mod codes;
+mod combinations;
 mod common;
 mod contract;
 mod edges;
@@ -16,5 +17,6 @@ mod orders;
 mod sam_env;
 mod soak;
 mod stock;
+mod store_contract;
 mod stripe;
 mod supplier;

@@ -1,7 +1,8 @@
 //! SUPPLIER inventory end to end (docs/suppliers.md): the stock is held by an outside supplier —
 //! here the local stack's simulated supplier, a real HTTP peer — quoted at checkout, booked
 //! once the order is written, polled until it confirms (the order becomes payable), fails or
-//! times out (the order FAILS, nothing held), and cancelled exactly once when the order closes.
+//! times out (the order FAILS, nothing held), and cancelled exactly once when the order closes
+//! or is refunded.
 //! Invariants clean at the end of every scenario.
 
 use crate::common::{eventually, spawn, spawn_opts, spawn_with, Stack};
@@ -182,6 +183,47 @@ async fn cancelling_a_confirmed_supplier_order_cancels_its_booking_exactly_once(
     assert_eq!(holdfast::service::supplier::compensate(app, &order_id).await.expect("compensate"), 0);
     let peer = peer_booking(&s, &bid).await;
     assert_eq!((peer.cancel_calls, peer.status), (1, BookingStatus::Cancelled), "{peer:?}");
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}
+
+#[tokio::test]
+async fn refunding_a_paid_supplier_order_cancels_its_booking_exactly_once() {
+    let s = spawn().await;
+    supplier_sku(&s, "KAYAK", 6_000, json!({"confirm_after_seconds": 1}), None).await;
+    let id = s.order_id("eve", "k1", json!([{"sku": "KAYAK", "quantity": 1}])).await;
+    let o = order_in(&s, "eve", &id, "PENDING_PAYMENT").await;
+    let (bid, st) = booking(&o);
+    assert_eq!(st, "CONFIRMED");
+    let pay = s.pay(&id, "pay-kayak-1", 6_000, "SUCCEEDED").await;
+    assert_eq!(pay.body["result"], "applied", "{}", pay.body);
+    eventually("the paid order's lock sold", Duration::from_secs(60), || async {
+        (s.lock_status(&id).await.as_deref() == Some("SOLD")).then_some(())
+    })
+    .await;
+    // refunded before the trip: the money goes back and so does the booking
+    let r = s.post(&format!("/orders/{id}/refund"), &s.user("eve"), json!({"reason": "plans changed"})).await;
+    assert_eq!((r.status, r.body["status"].as_str()), (202, Some("REFUNDING")), "{}", r.body);
+    eventually("the refunded order's booking cancelled", Duration::from_secs(60), || async {
+        let o = s.get_order("eve", &id).await.body;
+        (booking(&o).1 == "CANCELLED").then_some(())
+    })
+    .await;
+    // the refund confirmed by the provider (a write racing the compensation's own), the lock
+    // restocked
+    order_in(&s, "eve", &id, "REFUNDED").await;
+    eventually("the refunded order's lock restocked", Duration::from_secs(60), || async {
+        (s.lock_status(&id).await.as_deref() == Some("RESTOCKED")).then_some(())
+    })
+    .await;
+    let peer = peer_booking(&s, &bid).await;
+    assert_eq!((peer.cancel_calls, peer.status), (1, BookingStatus::Cancelled), "{peer:?}");
+    // a redelivered SupplierCancelRequested calls nothing
+    let app = s.local.app("refunds").expect("refunds");
+    let order_id = holdfast::domain::OrderId::parse(&id).expect("id");
+    assert_eq!(holdfast::service::supplier::compensate(app, &order_id).await.expect("compensate"), 0);
+    assert_eq!(booking(&s.get_order("eve", &id).await.body).1, "CANCELLED");
+    assert_eq!(peer_booking(&s, &bid).await.cancel_calls, 1);
     s.assert_invariants().await;
     s.local.shutdown().await;
 }

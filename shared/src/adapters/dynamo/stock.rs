@@ -12,7 +12,7 @@ use crate::domain::codes::{BatchResult, CodeAppend, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::{move_cause, Cause};
 use crate::domain::plan::{self, Action, CounterMove, Op, RingStep, Target};
-use crate::domain::reservation::{CodeRange, LockStatus, Reservation, ReservationKind, ReservedLine};
+use crate::domain::reservation::{CodeFate, CodeRange, LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{CampaignId, Currency, ReservationId, Sku, UserId};
 use crate::ports::{
     AdjustRejection, Adjustment, CampaignAdjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection,
@@ -262,6 +262,9 @@ fn decode_reservation(it: &Item) -> anyhow::Result<Reservation> {
         lines: serde_json::from_str::<Vec<ReservedLine>>(get_s(it, "ln")?).context("reservation lines")?,
         oversold: it.contains_key("ov"),
         pending: it.contains_key("pc"),
+        code_fate: opt_s(it, "cf")
+            .map(|f| CodeFate::parse(f).ok_or_else(|| anyhow!("bad code fate {f}")))
+            .transpose()?,
     })
 }
 
@@ -366,7 +369,8 @@ fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) -> anyhow::
             table,
             pk,
             "ADD n :d",
-            Some("attribute_not_exists(n) OR n <= :max"),
+            // an absent counter counts as 0 (as in the memory store): it passes only when 0 does
+            Some(if *max >= 0 { "attribute_not_exists(n) OR n <= :max" } else { "n <= :max" }),
             values([(":d", n(*delta)), (":max", n(*max))]),
         ),
         Op::Add { delta, max_before: None } => update(table, pk, "ADD n :d", None, values([(":d", n(*delta))])),
@@ -596,7 +600,8 @@ impl DynamoStock {
             t,
             res_pk(&r.id),
             "SET st = :to, ln = :ln REMOVE fzb, fza",
-            Some("st = :from"),
+            // a lock marked oversold is decided: never retaken (service/stock.rs, `retake`)
+            Some(if from == LockStatus::Released { "st = :from AND attribute_not_exists(ov)" } else { "st = :from" }),
             values([
                 (":to", s(to.as_str())),
                 (":from", s(from.as_str())),
@@ -667,7 +672,14 @@ impl StockStore for DynamoStock {
             0
         };
         for i in existing..meta.slots {
-            let mut shard = values([("pk", s(shard_pk(&meta.sku, i))), ("av", n(0)), ("lk", n(0)), ("sd", n(0))]);
+            // a shard added during a stop-sale is stopped too: the freeze condition reads `ps`
+            let mut shard = values([
+                ("pk", s(shard_pk(&meta.sku, i))),
+                ("av", n(0)),
+                ("lk", n(0)),
+                ("sd", n(0)),
+                ("ps", AttributeValue::Bool(meta.paused)),
+            ]);
             if meta.model.is_code_pool() {
                 shard.extend(values([("chd", n(0)), ("ctl", n(0)), ("cup", n(0))]));
             }
@@ -703,7 +715,14 @@ impl StockStore for DynamoStock {
                     cause,
                 )?),
                 None => {
-                    let mut shard = values([("pk", s(pk)), ("av", n(av)), ("lk", n(0)), ("sd", n(0))]);
+                    // a shard added during a stop-sale is stopped too: the freeze condition reads `ps`
+                    let mut shard = values([
+                        ("pk", s(pk)),
+                        ("av", n(av)),
+                        ("lk", n(0)),
+                        ("sd", n(0)),
+                        ("ps", AttributeValue::Bool(meta.paused)),
+                    ]);
                     shard.extend(cause_values(cause).map(|(k, v)| (k.to_owned(), v)));
                     items.push(put(t, shard, "attribute_not_exists(pk)")?)
                 }
@@ -792,8 +811,9 @@ impl StockStore for DynamoStock {
             .table_name(&self.table)
             .set_key(Some(key(res_pk(&r.id))))
             .update_expression("SET ov = :t")
-            .condition_expression("attribute_exists(pk) AND attribute_not_exists(ov)")
+            .condition_expression("st = :released AND attribute_not_exists(ov)")
             .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .expression_attribute_values(":released", s(LockStatus::Released.as_str()))
             .send()
             .await;
         let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
@@ -801,6 +821,40 @@ impl StockStore for DynamoStock {
             Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
             Err(e) => Err(anyhow::Error::new(e).context("mark oversold")),
+        }
+    }
+
+    async fn settle_codes(&self, id: &ReservationId, fate: CodeFate) -> anyhow::Result<Option<CodeFate>> {
+        let cond = match fate {
+            CodeFate::Revealed => "st = :sold AND (attribute_not_exists(cf) OR cf = :f)",
+            CodeFate::Withdrawn => "attribute_exists(pk) AND st <> :released AND (attribute_not_exists(cf) OR cf = :f)",
+        };
+        let out = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(res_pk(id))))
+            .update_expression("SET cf = :f")
+            .condition_expression(cond)
+            .set_expression_attribute_values(Some(
+                [
+                    (":f".to_owned(), s(fate.as_str())),
+                    (
+                        if fate == CodeFate::Revealed { ":sold" } else { ":released" }.to_owned(),
+                        s(if fate == CodeFate::Revealed { LockStatus::Sold } else { LockStatus::Released }.as_str()),
+                    ),
+                ]
+                .into(),
+            ))
+            .send()
+            .await;
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        match out {
+            Ok(_) => Ok(Some(fate)),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Ok(self.get_reservation(id).await?.and_then(|r| r.code_fate))
+            }
+            Err(e) => Err(anyhow::Error::new(e).context("settle codes")),
         }
     }
 

@@ -6,6 +6,8 @@
 //! rejection mapping follow the DynamoDB adapters (see the comments in [`stock`] and
 //! [`orders`]); nothing here counts AWS usage.
 
+#[cfg(test)]
+mod contract_tests;
 mod journal;
 mod orders;
 mod stock;

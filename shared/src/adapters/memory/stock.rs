@@ -23,7 +23,8 @@ use std::sync::Mutex;
 #[derive(Default)]
 struct State {
     metas: BTreeMap<Sku, SkuMeta>,
-    shards: HashMap<(Sku, u16), ShardCounts>,
+    /// Product shards with the stop-sale flag copied onto them (as in DynamoDB).
+    shards: HashMap<(Sku, u16), ShardItem>,
     reservations: BTreeMap<ReservationId, Reservation>,
     /// Per-user counters (`LIM#<sku>#<user>`, attribute `n`).
     limits: BTreeMap<(Sku, UserId), i64>,
@@ -46,6 +47,15 @@ struct State {
     /// Code slots bound to a reservation (`o`), and slots whose code was given back (`ret`).
     taken: HashSet<(Sku, u16, u64)>,
     given_back: HashSet<(Sku, u16, u64)>,
+}
+
+/// A product shard item (`SKU#<sku>#<n>`): its counters and the stop-sale flag (`ps`) that
+/// `set_sku_paused` writes on it and `put_sku`/`rebalance` copy from the metadata onto a new
+/// shard. The freeze condition reads the flag here, never from the metadata.
+#[derive(Debug, Clone, Copy, Default)]
+struct ShardItem {
+    counts: ShardCounts,
+    paused: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -103,11 +113,24 @@ impl State {
     }
 
     fn shard(&self, sku: &Sku, shard: u16) -> Option<&ShardCounts> {
-        self.shards.get(&(sku.clone(), shard))
+        self.shards.get(&(sku.clone(), shard)).map(|s| &s.counts)
     }
 
     fn shard_mut(&mut self, sku: &Sku, shard: u16) -> &mut ShardCounts {
-        self.shards.entry((sku.clone(), shard)).or_default()
+        &mut self.shards.entry((sku.clone(), shard)).or_default().counts
+    }
+
+    /// Creates a shard item (empty counters, the pause flag of `meta`, and for a code pool an
+    /// empty ring) unless it exists: what `put_sku` and `rebalance` put `attribute_not_exists`.
+    fn create_shard(&mut self, meta: &SkuMeta, shard: u16) {
+        let key = (meta.sku.clone(), shard);
+        if self.shards.contains_key(&key) {
+            return;
+        }
+        self.shards.insert(key.clone(), ShardItem { counts: ShardCounts::default(), paused: meta.paused });
+        if meta.model.is_code_pool() {
+            self.rings.entry(key).or_default();
+        }
     }
 
     fn counter(&self, t: &Target) -> i64 {
@@ -136,16 +159,16 @@ impl State {
     fn holds(&self, a: &Action, now_s: i64) -> bool {
         match (&a.target, &a.op) {
             (Target::Shard { sku, shard }, Op::Move { how, quantity, ring }) => {
-                let paused = self.metas.get(sku).is_some_and(|m| m.paused);
                 let r = self.rings.get(&(sku.clone(), *shard)).copied().unwrap_or_default();
-                let ring_ok = match ring {
-                    None => true,
+                // as the DynamoDB conditions: a ring step checks the tail, a freeze (which never
+                // carries one) also the stop-sale flag on the shard itself
+                let gate_ok = |item: &ShardItem| match ring {
                     Some(RingStep::Append { tail }) => r.tail == *tail,
+                    None => *how != CounterMove::Freeze || !item.paused,
                 };
-                ring_ok
-                    && self.shard(sku, *shard).is_some_and(|c| {
-                        move_holds(c, *how, i64::from(*quantity)) && !(paused && *how == CounterMove::Freeze)
-                    })
+                self.shards
+                    .get(&(sku.clone(), *shard))
+                    .is_some_and(|item| move_holds(&item.counts, *how, i64::from(*quantity)) && gate_ok(item))
             }
             (Target::CodeSlot { sku, shard, pos }, Op::PutCode(_)) => {
                 !self.code_slots.contains_key(&(sku.clone(), *shard, *pos))
@@ -169,9 +192,8 @@ impl State {
         match (&a.target, &a.op) {
             (Target::Shard { sku, shard }, Op::Move { how, quantity, ring }) => {
                 move_apply(self.shard_mut(sku, *shard), *how, i64::from(*quantity));
-                let r = self.rings.entry((sku.clone(), *shard)).or_default();
                 if let Some(RingStep::Append { .. }) = ring {
-                    r.tail += u64::from(*quantity);
+                    self.rings.entry((sku.clone(), *shard)).or_default().tail += u64::from(*quantity);
                 }
             }
             (Target::CodeSlot { sku, shard, pos }, Op::PutCode(c)) => {
@@ -286,7 +308,8 @@ impl MemoryStock {
         s.shards.retain(|(sku, _), _| sku != &meta.sku);
         for i in 0..slots {
             let available = available_per_shard.get(usize::from(i)).copied().unwrap_or(0);
-            s.shards.insert((meta.sku.clone(), i), ShardCounts { available, locked: 0, sold: 0 });
+            s.create_shard(&meta, i);
+            s.shard_mut(&meta.sku, i).available = available;
         }
         let meta = SkuMeta { slots, stocked: available_per_shard.iter().sum(), ..meta };
         s.metas.insert(meta.sku.clone(), meta);
@@ -375,7 +398,11 @@ impl MemoryStock {
         let actions =
             plan::lock_move(r, from, to, &returns).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
         validate_items(actions.iter().map(|a| &a.target), 1)?;
-        let status_ok = s.reservations.get(&r.id).is_some_and(|st| st.status == from);
+        // a lock marked oversold is decided: never retaken (as the DynamoDB condition)
+        let status_ok = s
+            .reservations
+            .get(&r.id)
+            .is_some_and(|st| st.status == from && !(from == LockStatus::Released && st.oversold));
         match s.transact(status_ok, &actions, r.created_at_ms / 1000) {
             Ok(()) => {
                 s.stamp_moves(r, &actions);
@@ -413,8 +440,9 @@ impl StockStore for MemoryStock {
         if !(meta_ok && shards_ok) {
             return Ok(false);
         }
+        // a new shard carries the stop-sale flag of `meta`; an existing one keeps its own
         for i in 0..meta.slots {
-            s.shard_mut(&meta.sku, i);
+            s.create_shard(meta, i);
         }
         s.metas.insert(meta.sku.clone(), meta.clone());
         Ok(true)
@@ -450,6 +478,8 @@ impl StockStore for MemoryStock {
         }
         for (i, &av) in new_available.iter().enumerate() {
             if old.get(i).is_none_or(|o| o.available != av) {
+                // a new shard carries the stop-sale flag of `meta`
+                s.create_shard(meta, i as u16);
                 s.shard_mut(&meta.sku, i as u16).available = av;
                 s.causes.insert(shard_key(&meta.sku, i as u16), cause.clone());
             }
@@ -494,7 +524,7 @@ impl StockStore for MemoryStock {
             Ok(()) => {
                 s.stamp_moves(r, &actions);
                 // The item has no `ov` attribute until `mark_oversold`.
-                s.reservations.insert(r.id.clone(), Reservation { oversold: false, ..r.clone() });
+                s.reservations.insert(r.id.clone(), Reservation { oversold: false, code_fate: None, ..r.clone() });
                 Ok(Ok(()))
             }
             Err(failed) => Ok(Err(plan::freeze_rejection(&failed))),
@@ -537,12 +567,30 @@ impl StockStore for MemoryStock {
 
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
         Ok(match lock(&self.state).reservations.get_mut(&r.id) {
-            Some(stored) if !stored.oversold => {
+            Some(stored) if !stored.oversold && stored.status == LockStatus::Released => {
                 stored.oversold = true;
                 true
             }
             _ => false,
         })
+    }
+
+    async fn settle_codes(
+        &self,
+        id: &ReservationId,
+        fate: crate::domain::reservation::CodeFate,
+    ) -> anyhow::Result<Option<crate::domain::reservation::CodeFate>> {
+        use crate::domain::reservation::CodeFate;
+        let mut s = lock(&self.state);
+        let Some(stored) = s.reservations.get_mut(id) else { return Ok(None) };
+        let status_ok = match fate {
+            CodeFate::Revealed => stored.status == LockStatus::Sold,
+            CodeFate::Withdrawn => stored.status != LockStatus::Released,
+        };
+        if status_ok && stored.code_fate.is_none_or(|f| f == fate) {
+            stored.code_fate = Some(fate);
+        }
+        Ok(stored.code_fate)
     }
 
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>> {
@@ -565,10 +613,20 @@ impl StockStore for MemoryStock {
         Ok(lock(&self.state).metas.keys().cloned().collect())
     }
 
+    /// As DynamoDB: the metadata conditional on the version, and the flag on every shard
+    /// `0..meta.slots`, each conditional on existing (none beyond, no quota shard).
     async fn set_sku_paused(&self, meta: &SkuMeta, expected_version: u64) -> anyhow::Result<bool> {
         let mut s = lock(&self.state);
         if s.metas.get(&meta.sku).is_none_or(|m| m.version != expected_version) {
             return Ok(false);
+        }
+        if !(0..meta.slots).all(|i| s.shards.contains_key(&(meta.sku.clone(), i))) {
+            return Ok(false);
+        }
+        for i in 0..meta.slots {
+            if let Some(item) = s.shards.get_mut(&(meta.sku.clone(), i)) {
+                item.paused = meta.paused;
+            }
         }
         s.metas.insert(meta.sku.clone(), meta.clone());
         Ok(true)
@@ -700,16 +758,19 @@ impl StockStore for MemoryStock {
         if let Some(prev) = s.adjustments.get(&key) {
             return Ok(Err(AdjustRejection::Duplicate { delta: prev.delta }));
         }
-        let taken = up
-            .appends
-            .iter()
-            .flat_map(|a| &a.codes)
-            .any(|c| s.fingerprints.contains_key(&(adj.sku.clone(), c.fingerprint.clone())));
+        // as DynamoDB, where the fingerprint and the code slot are each put `attribute_not_exists`
+        let taken = up.appends.iter().any(|a| {
+            a.codes.iter().enumerate().any(|(i, c)| {
+                s.fingerprints.contains_key(&(adj.sku.clone(), c.fingerprint.clone()))
+                    || s.code_slots.contains_key(&(adj.sku.clone(), a.shard, a.tail + i as u64))
+            })
+        });
         if taken {
             return Ok(Err(AdjustRejection::CodeTaken));
         }
+        // the shard's ring (`ctl`) exists only on a code pool's shards
         let rings_ok = up.appends.iter().all(|a| {
-            s.rings.get(&(adj.sku.clone(), a.shard)).copied().unwrap_or_default().tail == a.tail
+            s.rings.get(&(adj.sku.clone(), a.shard)).is_some_and(|r| r.tail == a.tail)
                 && s.shard(&adj.sku, a.shard).is_some()
         });
         if !rings_ok || !s.metas.contains_key(&adj.sku) {
@@ -758,7 +819,11 @@ impl StockStore for MemoryStock {
             .iter()
             .flat_map(|g| (g.from..g.from + u64::from(g.count)).map(move |p| (sku.clone(), g.shard, p)))
             .collect();
-        if keys.iter().any(|k| !s.code_slots.contains_key(k) || s.taken.contains(k) || s.given_back.contains(k)) {
+        // DynamoDB reads the codes before its transaction: a position without one is an error
+        if let Some(k) = keys.iter().find(|k| !s.code_slots.contains_key(*k)) {
+            return Err(anyhow!("give back: a claimed position of {sku} holds no code ({}, {})", k.1, k.2));
+        }
+        if keys.iter().any(|k| s.taken.contains(k) || s.given_back.contains(k)) {
             return Ok(false);
         }
         for k in keys {

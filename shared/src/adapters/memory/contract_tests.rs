@@ -1,0 +1,57 @@
+//! The stock store contract ([`crate::adapters::contract`]) against the in-memory store: each
+//! check on a fresh store, then every check on one store (as the DynamoDB run shares a table).
+
+use super::MemoryStock;
+use crate::adapters::contract;
+
+#[tokio::test]
+async fn the_memory_store_judges_freezes_on_shard_stock_and_replays() {
+    contract::freezes(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_judges_per_user_limits() {
+    contract::per_user_limits(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_judges_the_pending_cap() {
+    contract::pending_cap(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_judges_campaign_quota_window_pause_and_limit() {
+    contract::campaign_gates(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_judges_confirm_release_retake_and_restock() {
+    contract::lock_moves(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_stops_a_sale_on_the_shards_it_pauses() {
+    contract::stop_sale(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_stops_shards_added_during_a_stop_sale() {
+    contract::stop_sale_on_new_shards(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_judges_code_uploads_claims_and_give_backs() {
+    contract::code_pools(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_judges_adjustments() {
+    contract::adjustments(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
+async fn the_memory_store_passes_the_whole_stock_store_contract_on_one_store() {
+    let failed = contract::failures(&MemoryStock::new(), "m-").await;
+    assert!(failed.is_empty(), "contract checks failed:\n{}", failed.join("\n"));
+    assert_eq!(contract::CHECKS.len(), 9, "a new check gets its own test above");
+}

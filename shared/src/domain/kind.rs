@@ -1,0 +1,401 @@
+//! Kinds of stock and the whole life of each (docs/inventory-models.md, "Kinds and their
+//! lifecycle").
+//!
+//! A SKU's [`InventoryModel`] (management, unit, deduction) puts it in one of seven kinds. Which
+//! cells a line draws is the model's [`Strategy`](super::model::Strategy); everything else a
+//! kind decides — may it be ordered with these other lines, held through `POST /reservations`,
+//! sold in a campaign; how a stop-sale reaches it; may its buyer refund it and what that gives
+//! back; may a released lock of it be taken again; does it hand out codes or book a supplier —
+//! is answered here, from one table ([`Rules`]) and one compatibility matrix
+//! ([`may_share_an_order`]). Services, handlers and adapters ask a kind; they never compare
+//! models themselves.
+
+use super::model::{Deduct, InventoryModel, Management, Unit};
+use super::reservation::ReservedLine;
+use super::Sku;
+
+/// The kinds of stock Holdfast sells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Counted units of one SKU, taken when the order is placed.
+    Quantity,
+    /// Counted units per date (nights, tickets of a day), taken at order.
+    Calendar,
+    /// Units of other SKUs (the children), taken together at order.
+    Bundle,
+    /// Counted units (single, per date or bundled) taken only when the order is paid.
+    PayTime,
+    /// No counters: never short.
+    Unlimited,
+    /// Unique codes, each handed out to one buyer (docs/code-pools.md).
+    CodePool,
+    /// An outside supplier holds the stock: quoted, then booked (docs/suppliers.md).
+    Supplier,
+}
+
+/// How a stop-sale (`PUT /admin/skus/{sku}/pause`) reaches a kind's checkouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseBy {
+    /// Each product shard carries the flag and the freeze's write condition judges it: no
+    /// checkout can slip past, whatever any cache says.
+    Shards,
+    /// The freeze writes no shard of the SKU: its metadata decides, through the warm cache
+    /// (at most `HOLDFAST_SKU_CACHE_MS` stale).
+    CachedMetadata,
+    /// The freeze writes no shard (the units move only at payment): the metadata is read
+    /// afresh at order and again at payment, where a paused SKU's paid order is refunded.
+    FreshMetadata,
+    /// The SKU keeps no stock of its own (a calendar's dates, a bundle's children): pausing
+    /// it is refused; pause the cells it draws on (their shards stop it) or its campaign.
+    Cells,
+}
+
+/// What a buyer may do about a paid order of this kind before it is delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuyerRefund {
+    /// Refund before shipping, the units go back on sale.
+    BeforeShipping,
+    /// Refund only while no code was shown: a code once seen cannot be taken back, so its
+    /// refund is never automatic (409 `codes_revealed`).
+    UntilRevealed,
+}
+
+/// Everything a kind decides about its life, one row per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// May be held by another order system through `POST /reservations` (the hold is
+    /// confirmed or released by that system; it cannot wait for a supplier, take stock at a
+    /// payment Holdfast never sees, or show codes to anyone).
+    pub external: bool,
+    /// May be sold at a campaign's price, on its quota.
+    pub campaign: bool,
+    pub pause: PauseBy,
+    pub buyer_refund: BuyerRefund,
+    /// A restock (refund before delivery, a return) gives the units back to the buyer's
+    /// per-user allowance. Not for codes: the codes stay sold, so the allowance stays used.
+    pub allowance_back: bool,
+    /// A paid order whose lock was released may take the units again (else: refunded as an
+    /// oversell). Not for codes: released codes may be someone else's by then.
+    pub retake: bool,
+    /// The order's codes are shown to its buyer (`GET /orders/{id}/codes`), from a SOLD lock only.
+    pub reveals_codes: bool,
+    /// The order waits for a supplier booking before it can be paid.
+    pub books_supplier: bool,
+    /// When the units are taken.
+    pub deduct: Deduct,
+}
+
+const fn rules(
+    external: bool,
+    campaign: bool,
+    pause: PauseBy,
+    buyer_refund: BuyerRefund,
+    allowance_back: bool,
+    retake: bool,
+    deduct: Deduct,
+) -> Rules {
+    Rules {
+        external,
+        campaign,
+        pause,
+        buyer_refund,
+        allowance_back,
+        retake,
+        reveals_codes: false,
+        books_supplier: false,
+        deduct,
+    }
+}
+
+use BuyerRefund::*;
+use Deduct::*;
+use PauseBy::*;
+
+const QUANTITY: Rules = rules(true, true, Shards, BeforeShipping, true, true, AtOrder);
+// a calendar or bundle SKU has no shards of its own: its dates' or children's shards stop it
+const CALENDAR: Rules = rules(true, true, Cells, BeforeShipping, true, true, AtOrder);
+const BUNDLE: Rules = CALENDAR;
+const PAY_TIME: Rules = rules(false, true, FreshMetadata, BeforeShipping, true, true, AtPayment);
+const UNLIMITED: Rules = rules(true, true, CachedMetadata, BeforeShipping, true, true, AtOrder);
+const CODE_POOL: Rules =
+    Rules { reveals_codes: true, ..rules(false, true, Shards, UntilRevealed, false, false, AtOrder) };
+const SUPPLIER: Rules =
+    Rules { books_supplier: true, ..rules(false, false, CachedMetadata, BeforeShipping, true, true, AtOrder) };
+
+impl Kind {
+    pub const ALL: [Kind; 7] =
+        [Kind::Quantity, Kind::Calendar, Kind::Bundle, Kind::PayTime, Kind::Unlimited, Kind::CodePool, Kind::Supplier];
+
+    /// The kind of a SKU's model. Deduction at payment makes any counted unit a pay-time kind.
+    pub fn of(model: &InventoryModel) -> Kind {
+        match (model.management, model.unit, model.deduct) {
+            (Management::Unlimited, ..) => Kind::Unlimited,
+            (Management::CodePool, ..) => Kind::CodePool,
+            (Management::Supplier, ..) => Kind::Supplier,
+            (Management::Quantity, _, Deduct::AtPayment) => Kind::PayTime,
+            (Management::Quantity, Unit::Single, Deduct::AtOrder) => Kind::Quantity,
+            (Management::Quantity, Unit::Calendar, Deduct::AtOrder) => Kind::Calendar,
+            (Management::Quantity, Unit::Bundle, Deduct::AtOrder) => Kind::Bundle,
+        }
+    }
+
+    /// The kind of a reserved line, as far as its lock's moves care: a code line, a pay-time
+    /// line, or a line of counted units taken at order (calendar, bundle and unlimited lines
+    /// move their cells exactly as a quantity line does).
+    pub fn of_line(l: &ReservedLine) -> Kind {
+        if l.codes.is_some() {
+            Kind::CodePool
+        } else if l.at_payment {
+            Kind::PayTime
+        } else {
+            Kind::Quantity
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Quantity => "QUANTITY",
+            Kind::Calendar => "CALENDAR",
+            Kind::Bundle => "BUNDLE",
+            Kind::PayTime => "PAY_TIME",
+            Kind::Unlimited => "UNLIMITED",
+            Kind::CodePool => "CODE_POOL",
+            Kind::Supplier => "SUPPLIER",
+        }
+    }
+
+    pub fn rules(self) -> &'static Rules {
+        match self {
+            Kind::Quantity => &QUANTITY,
+            Kind::Calendar => &CALENDAR,
+            Kind::Bundle => &BUNDLE,
+            Kind::PayTime => &PAY_TIME,
+            Kind::Unlimited => &UNLIMITED,
+            Kind::CodePool => &CODE_POOL,
+            Kind::Supplier => &SUPPLIER,
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The compatibility matrix: whether lines of kinds `a` and `b` may share one order or
+/// reservation. Symmetric. The reasons:
+/// - a SUPPLIER order waits for its bookings before it can be paid, and is failed when one is
+///   refused: it carries only SUPPLIER lines (docs/suppliers.md);
+/// - a CODE_POOL line and a PAY_TIME line: the pay-time line may come up short at payment and
+///   the whole order is then refunded — after its codes may have been seen (review finding
+///   "a revealed code sold twice"), so the two never share an order.
+///
+/// Two lines of any other kinds may; the plan still refuses one stock item moved both at order
+/// and at payment (a bundle taken at order whose child is also ordered at payment).
+pub fn may_share_an_order(a: Kind, b: Kind) -> bool {
+    use Kind::*;
+    match (a, b) {
+        (Supplier, Supplier) => true,
+        (Supplier, _) | (_, Supplier) => false,
+        (CodePool, PayTime) | (PayTime, CodePool) => false,
+        _ => true,
+    }
+}
+
+/// Who holds the lines being admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// A Holdfast order (`POST /orders`).
+    Order,
+    /// Another order system's hold (`POST /reservations`).
+    External,
+}
+
+/// One line as admission sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    pub sku: &'a Sku,
+    pub kind: Kind,
+    pub campaign: bool,
+}
+
+/// Why lines are refused before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("{0} ({1}) cannot be held through /reservations; order it through /orders")]
+    NotReservable(Sku, Kind),
+    #[error("{0} ({1}) is not sold in campaigns")]
+    NoCampaign(Sku, Kind),
+    #[error("{0} ({1}) and {2} ({3}) cannot share one order; order them separately")]
+    NotTogether(Sku, Kind, Sku, Kind),
+}
+
+impl Refusal {
+    /// The SKU the refusal names first.
+    pub fn sku(&self) -> &Sku {
+        match self {
+            Refusal::NotReservable(s, _) | Refusal::NoCampaign(s, _) | Refusal::NotTogether(s, ..) => s,
+        }
+    }
+}
+
+/// Admission: may these lines be held together by `holder`? Pure; decided before any write.
+pub fn admit(holder: Holder, lines: &[Candidate<'_>]) -> Result<(), Refusal> {
+    for l in lines {
+        let r = l.kind.rules();
+        if holder == Holder::External && !r.external {
+            return Err(Refusal::NotReservable(l.sku.clone(), l.kind));
+        }
+        if l.campaign && !r.campaign {
+            return Err(Refusal::NoCampaign(l.sku.clone(), l.kind));
+        }
+    }
+    for (i, a) in lines.iter().enumerate() {
+        if let Some(b) = lines[i + 1..].iter().find(|b| !may_share_an_order(a.kind, b.kind)) {
+            return Err(Refusal::NotTogether(a.sku.clone(), a.kind, b.sku.clone(), b.kind));
+        }
+    }
+    Ok(())
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// The compatibility matrix as a Markdown table (docs/inventory-models.md carries it; a test
+/// checks the copy is current).
+pub fn render_matrix() -> String {
+    let mut out = String::from("| kind | ");
+    out.push_str(&Kind::ALL.map(|k| format!("`{}`", k.name())).join(" | "));
+    out.push_str(" |\n|---|");
+    out.push_str(&"---|".repeat(Kind::ALL.len()));
+    out.push('\n');
+    for a in Kind::ALL {
+        out.push_str(&format!("| `{}` | ", a.name()));
+        out.push_str(&Kind::ALL.map(|b| yes(may_share_an_order(a, b))).join(" | "));
+        out.push_str(" |\n");
+    }
+    out
+}
+
+/// The rules of every kind as a Markdown table (docs/inventory-models.md, checked as above).
+pub fn render_rules() -> String {
+    let mut out = String::from("| kind | `/reservations` | campaign | stop-sale judged on | buyer refund | allowance back on restock | retaken after release | taken at |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|\n");
+    for k in Kind::ALL {
+        let r = k.rules();
+        let pause = match r.pause {
+            PauseBy::Shards => "each shard, in the freeze",
+            PauseBy::CachedMetadata => "metadata (cached)",
+            PauseBy::FreshMetadata => "metadata, fresh, at order and at payment",
+            PauseBy::Cells => "its dates' or children's shards",
+        };
+        let refund = match r.buyer_refund {
+            BuyerRefund::BeforeShipping => "before shipping",
+            BuyerRefund::UntilRevealed => "until a code is shown",
+        };
+        let at = match r.deduct {
+            Deduct::AtOrder => "order",
+            Deduct::AtPayment => "payment",
+        };
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+            k.name(),
+            yes(r.external),
+            yes(r.campaign),
+            pause,
+            refund,
+            yes(r.allowance_back),
+            yes(r.retake),
+            at
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sku(s: &str) -> Sku {
+        Sku::parse(s).unwrap()
+    }
+
+    #[test]
+    fn every_model_has_one_kind_and_deduction_at_payment_wins_for_counted_units() {
+        let m = |management, unit, deduct| InventoryModel { management, unit, deduct };
+        assert_eq!(Kind::of(&InventoryModel::default()), Kind::Quantity);
+        assert_eq!(Kind::of(&m(Management::Quantity, Unit::Calendar, Deduct::AtPayment)), Kind::PayTime);
+        assert_eq!(Kind::of(&m(Management::Quantity, Unit::Bundle, Deduct::AtOrder)), Kind::Bundle);
+        assert_eq!(Kind::of(&m(Management::CodePool, Unit::Single, Deduct::AtOrder)), Kind::CodePool);
+        for k in Kind::ALL {
+            assert_eq!(k.rules().deduct == Deduct::AtPayment, k == Kind::PayTime, "{k}");
+        }
+    }
+
+    #[test]
+    fn the_matrix_is_symmetric_and_refuses_exactly_the_named_pairs() {
+        let mut refused = Vec::new();
+        for a in Kind::ALL {
+            for b in Kind::ALL {
+                assert_eq!(may_share_an_order(a, b), may_share_an_order(b, a), "{a} × {b}");
+                if !may_share_an_order(a, b) && a <= b {
+                    refused.push((a, b));
+                }
+            }
+            assert!(may_share_an_order(a, a), "{a} with itself");
+        }
+        let mut want: Vec<(Kind, Kind)> =
+            Kind::ALL.iter().filter(|k| **k != Kind::Supplier).map(|k| (*k, Kind::Supplier)).collect();
+        want.push((Kind::PayTime, Kind::CodePool));
+        want.sort();
+        refused.sort();
+        assert_eq!(refused, want);
+    }
+
+    #[test]
+    fn admission_walks_every_pair_of_kinds_for_orders_reservations_and_campaigns() {
+        let (a, b) = (sku("A"), sku("B"));
+        for ka in Kind::ALL {
+            for kb in Kind::ALL {
+                for campaign in [false, true] {
+                    let lines =
+                        [Candidate { sku: &a, kind: ka, campaign }, Candidate { sku: &b, kind: kb, campaign: false }];
+                    let order = admit(Holder::Order, &lines);
+                    let together = may_share_an_order(ka, kb);
+                    let camp_ok = !campaign || ka.rules().campaign;
+                    assert_eq!(order.is_ok(), together && camp_ok, "order {ka} × {kb} campaign={campaign}: {order:?}");
+                    let ext = admit(Holder::External, &lines);
+                    let ext_ok = together && camp_ok && ka.rules().external && kb.rules().external;
+                    assert_eq!(ext.is_ok(), ext_ok, "reservation {ka} × {kb}: {ext:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn codes_are_never_retaken_never_give_the_allowance_back_and_refund_only_until_shown() {
+        let r = Kind::CodePool.rules();
+        assert!(r.reveals_codes && !r.retake && !r.allowance_back && !r.external);
+        assert_eq!(r.buyer_refund, BuyerRefund::UntilRevealed);
+        assert_eq!(Kind::PayTime.rules().pause, PauseBy::FreshMetadata);
+        assert!(!Kind::Supplier.rules().external && !Kind::Supplier.rules().campaign);
+        assert!(Kind::ALL.iter().filter(|k| k.rules().reveals_codes).eq([Kind::CodePool].iter()));
+    }
+
+    #[test]
+    fn the_docs_carry_the_current_matrix() {
+        let doc = include_str!("../../../docs/inventory-models.md");
+        for table in [render_matrix(), render_rules()] {
+            assert!(
+                doc.contains(&table),
+                "docs/inventory-models.md is stale: paste this under \"Kinds and their lifecycle\":\n{table}"
+            );
+        }
+    }
+}
