@@ -9,6 +9,8 @@
 #[cfg(test)]
 mod contract_tests;
 mod journal;
+#[cfg(test)]
+mod matrix_tests;
 mod orders;
 mod stock;
 #[cfg(test)]
