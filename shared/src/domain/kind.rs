@@ -85,6 +85,13 @@ pub struct Rules {
     pub deduct: Deduct,
 }
 
+impl Rules {
+    /// The units are taken when the order is paid, not when it is placed.
+    pub fn takes_at_payment(&self) -> bool {
+        self.deduct == Deduct::AtPayment
+    }
+}
+
 const fn rules(
     external: bool,
     campaign: bool,
@@ -180,6 +187,58 @@ impl Kind {
 impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// Where a SKU keeps the counters an operator stocks, pauses and views — the seam's answer
+/// for the admin side (adjustments, stop-sale, shard counts, the view's `available`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stocking {
+    /// Counted units on the SKU's own shards (adjusted, paused, re-sharded there).
+    OwnShards,
+    /// Codes on the SKU's own shards: stocked by uploading codes; the shard count is fixed at
+    /// creation (the codes live on the shards).
+    Codes,
+    /// Counted units per date, each date its own cell (adjusted with `dates`).
+    PerDate,
+    /// The children's units: nothing of its own to adjust or pause.
+    Children,
+    /// No counters at all (`UNLIMITED`): always available.
+    NoCounters,
+    /// The supplier's: nothing here to adjust.
+    AtSupplier,
+}
+
+impl Stocking {
+    pub fn of(model: &InventoryModel) -> Stocking {
+        match (model.management, model.unit) {
+            (Management::Unlimited, _) => Stocking::NoCounters,
+            (Management::Supplier, _) => Stocking::AtSupplier,
+            (Management::CodePool, _) => Stocking::Codes,
+            (Management::Quantity, Unit::Single) => Stocking::OwnShards,
+            (Management::Quantity, Unit::Calendar) => Stocking::PerDate,
+            (Management::Quantity, Unit::Bundle) => Stocking::Children,
+        }
+    }
+
+    /// The SKU has shard items of its own.
+    pub fn has_shards(self) -> bool {
+        matches!(self, Stocking::OwnShards | Stocking::Codes)
+    }
+
+    /// The SKU's stock is codes, kept in rings on its shards (docs/code-pools.md).
+    pub fn holds_codes(self) -> bool {
+        self == Stocking::Codes
+    }
+
+    /// Its shard count may change after creation (a rebalance moves units between shards).
+    pub fn reshardable(self) -> bool {
+        self != Stocking::Codes
+    }
+
+    /// A stop-sale may be set on the SKU itself (else: on its dates' or children's cells).
+    pub fn pausable(self) -> bool {
+        !matches!(self, Stocking::PerDate | Stocking::Children)
     }
 }
 

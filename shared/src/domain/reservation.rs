@@ -160,6 +160,16 @@ pub struct CellPieces<'a> {
 }
 
 impl ReservedLine {
+    /// Whether the line's units are taken at payment (its kind's deduction; docs/inventory-models.md).
+    pub fn takes_at_payment(&self) -> bool {
+        self.at_payment
+    }
+
+    /// Whether the line hands out codes (a code pool line; docs/code-pools.md).
+    pub fn holds_codes(&self) -> bool {
+        self.codes.is_some()
+    }
+
     /// Units the buyer pays for: a calendar line pays `quantity` for each of its dates.
     pub fn units_charged(&self) -> u32 {
         self.quantity.saturating_mul(u32::try_from(self.dates.len().max(1)).unwrap_or(u32::MAX))

@@ -161,7 +161,7 @@ async fn calendar(app: &App, req: &Request) -> Result<Response, Problem> {
     let Some((meta, dates)) = admin::calendar(app, &sku, from, to).await? else {
         return Err(Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str()));
     };
-    if meta.model.unit != crate::domain::model::Unit::Calendar {
+    if crate::domain::kind::Stocking::of(&meta.model) != crate::domain::kind::Stocking::PerDate {
         return Err(Problem::validation(format!("{sku} is not sold by date")).sku(sku.as_str()));
     }
     Ok(campaigns_api::cacheable(app, json_response(200, &CalendarView::new(sku.as_str(), &dates))))

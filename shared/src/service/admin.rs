@@ -6,9 +6,8 @@ use crate::clock;
 use crate::domain::allocation::{adjustment_pieces, spread};
 use crate::domain::invariants::{ShardCounts, SkuSnapshot};
 use crate::domain::journal::Cause;
-use crate::domain::model::{
-    self, Availability, BundleChild, CellDraw, Day, InventoryModel, LineSpec, Management, ModelError, Unit,
-};
+use crate::domain::kind::Stocking;
+use crate::domain::model::{self, Availability, BundleChild, CellDraw, Day, InventoryModel, LineSpec, ModelError};
 use crate::domain::{Currency, Sku};
 use crate::ports::{AdjustRejection, Adjustment, SkuMeta};
 use std::collections::HashMap;
@@ -66,7 +65,8 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
     }
     // A SKU without counters of its own (calendar, bundle, unlimited) has no shard items:
     // `shards` is what each calendar date's cell gets.
-    let own = |shards: u16| if spec.model.has_own_stock() { shards } else { 0 };
+    let stocking = Stocking::of(&spec.model);
+    let own = |shards: u16| if stocking.has_shards() { shards } else { 0 };
     for attempt in 1..=ATTEMPTS {
         let existing = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku);
         let Some(old) = existing else {
@@ -96,7 +96,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             let was = serde_json::to_string(&old.model).unwrap_or_default();
             return Err(ModelError::ModelChanged(sku.clone(), was).into());
         }
-        if old.model.is_code_pool() && spec.shards != old.shards {
+        if !stocking.reshardable() && spec.shards != old.shards {
             return Err(ModelError::CodePoolShards.into());
         }
         let meta = SkuMeta {
@@ -111,7 +111,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             supplier: spec.supplier.clone(),
             ..old.clone()
         };
-        let done = if meta.shards == old.shards || !meta.model.has_own_stock() {
+        let done = if meta.shards == old.shards || !stocking.has_shards() {
             app.stock.put_sku(&meta, Some(old.version)).await?
         } else {
             let counts = app.stock.read_shards(sku, old.slots).await?;
@@ -143,26 +143,26 @@ pub async fn adjust(
     dates: &[Day],
 ) -> Result<bool, AdminError> {
     let meta = known(app, sku).await?;
-    match (meta.model.management, meta.model.unit, dates.is_empty()) {
-        (Management::Unlimited, ..) => {
+    match (Stocking::of(&meta.model), dates.is_empty()) {
+        (Stocking::NoCounters, _) => {
             Err(AdminError::NotAdjustable(format!("{sku} is UNLIMITED: it has no stock to adjust")))
         }
-        (Management::CodePool, ..) => Err(AdminError::NotAdjustable(format!(
+        (Stocking::Codes, _) => Err(AdminError::NotAdjustable(format!(
             "{sku} is a CODE_POOL: its stock is its codes; upload them to /admin/skus/{sku}/codes"
         ))),
-        (Management::Supplier, ..) => Err(AdminError::NotAdjustable(format!(
+        (Stocking::AtSupplier, _) => Err(AdminError::NotAdjustable(format!(
             "{sku} is a SUPPLIER SKU: its supplier holds the stock (docs/suppliers.md); not adjustable"
         ))),
-        (_, Unit::Bundle, _) => {
+        (Stocking::Children, _) => {
             Err(AdminError::NotAdjustable(format!("{sku} is a BUNDLE: its stock is its children's; adjust them")))
         }
-        (_, Unit::Calendar, true) => {
+        (Stocking::PerDate, true) => {
             Err(AdminError::NotAdjustable(format!("{sku} is sold by date: the adjustment needs \"dates\"")))
         }
-        (_, Unit::Single, false) => {
+        (Stocking::OwnShards, false) => {
             Err(AdminError::NotAdjustable(format!("{sku} is not sold by date: the adjustment must not carry dates")))
         }
-        (_, Unit::Calendar, false) => {
+        (Stocking::PerDate, false) => {
             // One adjustment per date, each idempotent under the same id on its own cell: a
             // retry after a partial failure applies only the dates still missing.
             let mut applied = false;
@@ -172,7 +172,7 @@ pub async fn adjust(
             }
             Ok(applied)
         }
-        (_, Unit::Single, true) => adjust_cell(app, sku, adjustment_id, delta, reason, actor).await,
+        (Stocking::OwnShards, true) => adjust_cell(app, sku, adjustment_id, delta, reason, actor).await,
     }
 }
 
@@ -257,7 +257,7 @@ pub async fn set_paused(app: &App, sku: &Sku, paused: bool) -> Result<SkuMeta, A
         if old.paused == paused {
             return Ok(old);
         }
-        if !old.model.has_own_stock() && old.model.unit != Unit::Single {
+        if !Stocking::of(&old.model).pausable() {
             // the flag lives on the shards a freeze writes; a calendar or bundle SKU's are its
             // dates' and children's (docs/inventory-models.md, "Stop-sale")
             return Err(AdminError::NotAdjustable(format!(
@@ -318,9 +318,9 @@ async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Opt
     let counts = shards_read(app, sku, meta.slots, consistent).await?;
     let mut v = totals(meta, counts);
     let strategy = model::strategy(&v.meta.model);
-    v.available = match v.meta.model.unit {
-        Unit::Calendar => None,
-        Unit::Bundle => {
+    v.available = match Stocking::of(&v.meta.model) {
+        Stocking::PerDate => None,
+        Stocking::Children => {
             let one = LineSpec { sku, quantity: 1, dates: &[], bundle: &v.meta.bundle, today: Day::of_epoch_s(0) };
             let draws = strategy.draws(&one).unwrap_or_default();
             let children: Vec<Sku> = draws.iter().map(|d| d.cell()).collect();
@@ -328,7 +328,7 @@ async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Opt
             let mut cells = Vec::with_capacity(draws.len());
             for d in draws {
                 let a = match metas.get(&d.sku) {
-                    Some(m) if m.model.management == Management::Unlimited => i64::MAX,
+                    Some(m) if Stocking::of(&m.model) == Stocking::NoCounters => i64::MAX,
                     Some(m) => shards_read(app, &d.sku, m.slots, consistent).await?.iter().map(|c| c.available).sum(),
                     None => 0,
                 };
@@ -336,7 +336,7 @@ async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Opt
             }
             units(strategy.availability(&cells))
         }
-        Unit::Single => units(
+        Stocking::OwnShards | Stocking::Codes | Stocking::NoCounters | Stocking::AtSupplier => units(
             strategy.availability(&[(CellDraw { sku: sku.clone(), date: None, quantity: 1 }, v.totals.available)]),
         ),
     };
@@ -376,8 +376,11 @@ pub async fn calendar(app: &App, sku: &Sku, from: Day, to: Day) -> anyhow::Resul
         d = d.next();
     }
     let cells: Vec<Sku> = days.iter().map(|d| sku.cell(*d)).collect();
-    let metas =
-        if meta.model.unit == Unit::Calendar { app.stock.get_skus_public(&cells).await? } else { HashMap::new() };
+    let metas = if Stocking::of(&meta.model) == Stocking::PerDate {
+        app.stock.get_skus_public(&cells).await?
+    } else {
+        HashMap::new()
+    };
     let reads = days.iter().zip(&cells).map(|(day, cell)| {
         let slots = metas.get(cell).map(|m| m.slots);
         async move {

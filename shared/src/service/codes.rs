@@ -5,6 +5,7 @@
 use crate::app::App;
 use crate::clock;
 use crate::domain::codes::{batch_hash, check_code, mask, placement, BatchResult, CodeAppend, Keyring, MAX_BATCH};
+use crate::domain::kind::Stocking;
 use crate::domain::reservation::{CodeFate, LockStatus};
 use crate::domain::{OrderId, ReservationId, Sku, UserId};
 use crate::ports::{AdjustRejection, Adjustment, CodeUpload, SkuMeta};
@@ -65,7 +66,7 @@ async fn pool_meta(app: &App, sku: &Sku) -> Result<SkuMeta, CodeError> {
         .await?
         .remove(sku)
         .ok_or_else(|| CodeError::UnknownSku(sku.clone()))?;
-    if !meta.model.is_code_pool() {
+    if !Stocking::of(&meta.model).holds_codes() {
         return Err(CodeError::NotACodePool(sku.clone()));
     }
     Ok(meta)
@@ -244,7 +245,7 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
     let Some(r) = app.stock.get_reservation(&ReservationId::for_order(id)).await? else {
         return Ok(Vec::new());
     };
-    let lines: Vec<_> = r.lines.iter().filter(|l| l.codes.is_some()).collect();
+    let lines: Vec<_> = r.lines.iter().filter(|l| l.holds_codes()).collect();
     if lines.is_empty() {
         return Ok(Vec::new());
     }

@@ -6,7 +6,7 @@ use crate::domain::allocation::{split, start_shard, Piece, Shortfall, MAX_SHARDS
 use crate::domain::campaign::{gate, Campaign, GateRefusal};
 use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
 use crate::domain::kind::{admit, Candidate, Holder, Kind, PauseBy, Refusal};
-use crate::domain::model::{self, CellDraw, Day, Deduct, LineRefusal, LineSpec};
+use crate::domain::model::{self, CellDraw, Day, LineRefusal, LineSpec};
 use crate::domain::plan;
 use crate::domain::reservation::Draw;
 use crate::domain::reservation::{
@@ -299,10 +299,10 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             campaign: campaign_line,
             dates: l.dates.clone(),
             draws: Vec::new(),
-            at_payment: kind.rules().deduct == Deduct::AtPayment,
+            at_payment: kind.rules().takes_at_payment(),
             codes: kind.rules().reveals_codes.then(Vec::new),
         };
-        if line.codes.is_some() && q > crate::domain::codes::MAX_CODES_PER_LINE {
+        if line.holds_codes() && q > crate::domain::codes::MAX_CODES_PER_LINE {
             return refuse(app, req, FreezeError::TooManyCodes(sku.clone())).await;
         }
         for d in draws {
@@ -342,7 +342,8 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     };
     if let Some(a) = plan::lock_move(&r, LockStatus::Frozen, LockStatus::Sold, &[]) {
         if plan::touches_an_item_twice(&a) {
-            let sku = r.lines.iter().find(|l| l.at_payment).map_or_else(|| r.lines[0].sku.clone(), |l| l.sku.clone());
+            let sku =
+                r.lines.iter().find(|l| l.takes_at_payment()).map_or_else(|| r.lines[0].sku.clone(), |l| l.sku.clone());
             return refuse(app, req, FreezeError::MixedDeduction(sku)).await;
         }
     }
@@ -354,7 +355,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     // A code line claims its codes first, by atomic head moves (docs/code-pools.md, "Claiming
     // under contention"); whatever the freeze then answers other than a new reservation gives
     // them back.
-    let code_skus: Vec<Sku> = r.lines.iter().filter(|l| l.codes.is_some()).map(|l| l.sku.clone()).collect();
+    let code_skus: Vec<Sku> = r.lines.iter().filter(|l| l.holds_codes()).map(|l| l.sku.clone()).collect();
     // A claim costs the pool a write and, given back, a new slot: a buyer at their pending cap
     // or limit is refused before any (review security-2 M4). The freeze's conditions still
     // decide; this read only keeps a refused buyer from churning codes.
@@ -646,7 +647,7 @@ async fn resplit(app: &App, r: &mut Reservation, sku: &Sku, cached: Option<&SkuM
     // its lock took them from, which may lie beyond the current count.
     let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
     let start = start_shard(r.id.as_str(), sku, shards);
-    replan(r, sku, &available, start, |l| !l.at_payment).map_err(|short| {
+    replan(r, sku, &available, start, |l| !l.takes_at_payment()).map_err(|short| {
         app.caches.mark_short(sku, short.available, clock::now_ms());
         app.count(names::FREEZE_REFUSED, 1);
         FreezeError::Insufficient(sku.clone())
@@ -793,7 +794,7 @@ async fn change(
             LockMove::AlreadyDone => return Ok(LockChange::Unchanged(r)),
             LockMove::Apply => {
                 let mut r = r;
-                let pay_time = to == LockStatus::Sold && r.lines.iter().any(|l| l.at_payment);
+                let pay_time = to == LockStatus::Sold && r.lines.iter().any(|l| l.takes_at_payment());
                 if pay_time && !replan_pay_time(app, &mut r).await? {
                     return pay_time_short(app, r).await;
                 }
@@ -828,17 +829,20 @@ async fn change(
 /// Re-plans the pieces of a lock's pay-time lines from fresh shard reads, so paying never meets
 /// a false shortage on one shard. `false` when a cell as a whole is short.
 async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockError> {
-    let mut cells: Vec<Sku> = r.lines.iter().filter(|l| l.at_payment).flat_map(|l| l.cells()).map(|c| c.cell).collect();
+    let mut cells: Vec<Sku> =
+        r.lines.iter().filter(|l| l.takes_at_payment()).flat_map(|l| l.cells()).map(|c| c.cell).collect();
     cells.sort();
     cells.dedup();
     // a pay-time SKU's stop-sale bites at payment too: its paid order is refunded as short
     // (docs/inventory-models.md, "Stop-sale"); the read is consistent
-    let mut skus: Vec<Sku> = r.lines.iter().filter(|l| l.at_payment).map(|l| l.sku.clone()).collect();
+    let mut skus: Vec<Sku> = r.lines.iter().filter(|l| l.takes_at_payment()).map(|l| l.sku.clone()).collect();
     skus.extend(cells.iter().cloned());
     skus.sort();
     skus.dedup();
     let metas = app.stock.get_skus(&skus).await?;
-    if let Some(m) = r.lines.iter().filter(|l| l.at_payment).find_map(|l| metas.get(&l.sku).filter(|m| m.paused)) {
+    if let Some(m) =
+        r.lines.iter().filter(|l| l.takes_at_payment()).find_map(|l| metas.get(&l.sku).filter(|m| m.paused))
+    {
         tracing::warn!(reservation = %r.id, sku = %m.sku, "pay-time SKU paused at payment; the order is refunded");
         return Ok(false);
     }
@@ -847,7 +851,7 @@ async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockErr
         let counts = app.stock.read_shards(cell, meta.slots.max(meta.shards)).await?;
         let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
         let start = start_shard(r.id.as_str(), cell, meta.shards.clamp(1, MAX_SHARDS));
-        if replan(r, cell, &available, start, |l| l.at_payment).is_err() {
+        if replan(r, cell, &available, start, |l| l.takes_at_payment()).is_err() {
             return Ok(false);
         }
     }

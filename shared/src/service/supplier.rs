@@ -35,7 +35,9 @@ pub fn lines_of<'a>(
 ) -> Result<Vec<(&'a LineRequest, &'a SupplierConfig)>, QuoteError> {
     let mut out = Vec::new();
     for l in lines {
-        if let Some(c) = metas.get(&l.sku).and_then(|m| m.supplier.as_ref().filter(|_| m.model.is_supplier())) {
+        if let Some(c) = metas.get(&l.sku).and_then(|m| {
+            m.supplier.as_ref().filter(|_| crate::domain::kind::Kind::of(&m.model).rules().books_supplier)
+        }) {
             if l.campaign.is_some() {
                 return Err(QuoteError::Campaign(l.sku.clone()));
             }

@@ -11,6 +11,7 @@ use crate::domain::campaign::Campaign;
 use crate::domain::codes::{BatchResult, CodeAppend, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::{move_cause, Cause};
+use crate::domain::kind::Stocking;
 use crate::domain::plan::{self, Action, CounterMove, Op, RingStep, Target};
 use crate::domain::reservation::{CodeFate, CodeRange, LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{CampaignId, Currency, ReservationId, Sku, UserId};
@@ -619,7 +620,7 @@ impl DynamoStock {
     /// condition, and the release is retried from a fresh read.
     async fn code_returns(&self, r: &Reservation) -> anyhow::Result<Vec<CodeAppend>> {
         let mut out = Vec::new();
-        for l in r.lines.iter().filter(|l| l.codes.is_some()) {
+        for l in r.lines.iter().filter(|l| l.holds_codes()) {
             let ranges = l.codes.as_deref().unwrap_or_default();
             out.extend(self.appends_for(&l.sku, ranges).await?);
         }
@@ -680,7 +681,7 @@ impl StockStore for DynamoStock {
                 ("sd", n(0)),
                 ("ps", AttributeValue::Bool(meta.paused)),
             ]);
-            if meta.model.is_code_pool() {
+            if Stocking::of(&meta.model).holds_codes() {
                 shard.extend(values([("chd", n(0)), ("ctl", n(0)), ("cup", n(0))]));
             }
             items.push(put(t, shard, "attribute_not_exists(pk)")?);
@@ -1214,7 +1215,7 @@ pub mod audit {
                 metas.push(decode_meta(it)?);
             }
         }
-        for m in metas.iter().filter(|m| m.model.is_code_pool()) {
+        for m in metas.iter().filter(|m| Stocking::of(&m.model).holds_codes()) {
             codes.pools.push(m.sku.clone());
             for i in 0..m.slots {
                 if let Some(g) = rings.get(&shard_pk(&m.sku, i)) {

@@ -8,6 +8,7 @@ use crate::domain::campaign::{gate, Campaign};
 use crate::domain::codes::{BatchResult, CodeAppend, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::{move_cause, Cause};
+use crate::domain::kind::Stocking;
 use crate::domain::plan::{self, Action, CounterMove, Op, RingStep, Target};
 use crate::domain::reservation::{LockStatus, Reservation, MAX_TRANSACTION_ACTIONS};
 use crate::domain::{CampaignId, ReservationId, Sku, UserId};
@@ -128,7 +129,7 @@ impl State {
             return;
         }
         self.shards.insert(key.clone(), ShardItem { counts: ShardCounts::default(), paused: meta.paused });
-        if meta.model.is_code_pool() {
+        if Stocking::of(&meta.model).holds_codes() {
             self.rings.entry(key).or_default();
         }
     }
@@ -375,7 +376,7 @@ impl MemoryStock {
     pub fn code_pools(&self) -> crate::domain::invariants::CodePools {
         let s = lock(&self.state);
         crate::domain::invariants::CodePools {
-            pools: s.metas.values().filter(|m| m.model.is_code_pool()).map(|m| m.sku.clone()).collect(),
+            pools: s.metas.values().filter(|m| Stocking::of(&m.model).holds_codes()).map(|m| m.sku.clone()).collect(),
             rings: s.rings.clone(),
             slots: s.code_slots.iter().map(|(k, c)| (k.clone(), c.fingerprint.clone())).collect(),
         }
