@@ -14,8 +14,30 @@ fn describe(a: &Auth) -> String {
         Auth::Public => "public".into(),
         Auth::User => "any JWT".into(),
         Auth::Scope(s) => format!("JWT with scope {s}"),
+        Auth::AnyScope(s) => any_scope(s),
         Auth::Signed => "webhook signature".into(),
     }
+}
+
+/// A JWT with one of several scopes (alternatives, in order).
+fn any_scope(scopes: &[&str]) -> String {
+    match scopes {
+        [one] => format!("JWT with scope {one}"),
+        more => format!("JWT with any scope of {}", more.join(", ")),
+    }
+}
+
+/// Alternative security requirements that each name one JWT scope (OpenAPI: any one suffices).
+fn jwt_alternatives(reqs: &[serde_json::Value]) -> Option<Vec<&str>> {
+    reqs.iter()
+        .map(|r| match r.as_object().map(|o| o.iter().collect::<Vec<_>>()).as_deref() {
+            Some([(name, scopes)]) if *name == JWT => match scopes.as_array().map(Vec::as_slice) {
+                Some([s]) => s.as_str(),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
 }
 
 /// Route key → auth, as the OpenAPI document declares them.
@@ -41,7 +63,12 @@ pub fn spec_routes(spec: &serde_json::Value) -> Result<BTreeMap<String, String>,
                     Some([]) => "public".to_owned(),
                     _ => format!("unreadable security {one}"),
                 },
-                more => format!("alternative security requirements {}", serde_json::Value::from(more.to_vec())),
+                more => match jwt_alternatives(more) {
+                    Some(scopes) => any_scope(&scopes),
+                    None => {
+                        format!("alternative security requirements {}", serde_json::Value::from(more.to_vec()))
+                    }
+                },
             };
             out.insert(key, auth);
         }
@@ -55,6 +82,7 @@ fn as_template(a: &Auth) -> template::Auth {
         Auth::Public | Auth::Signed => template::Auth::Public,
         Auth::User => template::Auth::Jwt { scopes: vec![] },
         Auth::Scope(s) => template::Auth::Jwt { scopes: vec![(*s).to_owned()] },
+        Auth::AnyScope(s) => template::Auth::Jwt { scopes: s.iter().map(|s| (*s).to_owned()).collect() },
     }
 }
 

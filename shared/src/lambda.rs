@@ -23,11 +23,18 @@ pub async fn run(name: &'static str) -> Result<(), Error> {
         Trigger::Http => {
             // Off unless under `sam local`, which has no JWT authorizer (see sam_local).
             let gate = crate::sam_local::Gate::from_env();
+            // Off unless the edge is on: then only requests that came through CloudFront.
+            let origin = crate::edge::OriginGate::from_env();
             lambda_runtime::run(service_fn(|e: LambdaEvent<ApiGatewayV2httpRequest>| {
                 let app = app.clone();
                 let gate = &gate;
+                let origin = &origin;
                 async move {
-                    let req = match gate.check(e.payload, crate::clock::now_s()) {
+                    let req = match origin.check(e.payload) {
+                        Ok(req) => req,
+                        Err(refused) => return Ok(*refused),
+                    };
+                    let req = match gate.check(req, crate::clock::now_s()) {
                         Ok(req) => req,
                         Err(refused) => return Ok(*refused),
                     };

@@ -10,6 +10,7 @@ pub mod app;
 pub mod clock;
 pub mod config;
 pub mod domain;
+pub mod edge;
 pub mod faults;
 pub mod handlers;
 pub mod http;

@@ -365,8 +365,11 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("sqs:SendMessage", ReconcileWorkQueue),
             // a SUPPLIER order resolved past its timeout that confirmed: its payment timeout
             ("sqs:SendMessage", PaymentTimeoutQueue),
-            // SkuJournals → journal.for_sku (a Query on the table's key)
+            // SkuJournals → journal.since; LockedTotals → journal.for_sku (Queries on the key)
             ("dynamodb:Query", JournalTable),
+            // SkuJournals → journal.checkpoint / put_checkpoint (review protocol-2 #7)
+            ("dynamodb:GetItem", JournalTable),
+            ("dynamodb:PutItem", JournalTable),
         ],
     ),
 ];
@@ -382,6 +385,8 @@ pub const ENV: &[(&str, &[&str])] = &[
             "ORDER_TABLE",
             "PAYMENT_TIMEOUT_QUEUE_URL",
             "RESERVATION_CHECK_QUEUE_URL",
+            // the edge's origin check (holdfast::edge; empty with the edge off)
+            "HOLDFAST_ORIGIN_VERIFY",
             // orders::create: the order's deadline and the orphan check's delay
             "HOLDFAST_PAYMENT_TTL_SECONDS",
             "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
@@ -395,16 +400,26 @@ pub const ENV: &[(&str, &[&str])] = &[
     // GET /orders/{order_id}/codes opens the codes with the keyring the secret holds
     (
         "orders-api",
-        &["ORDER_TABLE", "STOCK_TABLE", "JOURNAL_TABLE", "HOLDFAST_AUTO_COMPLETE_SECONDS", "CODE_KEY_SECRET_ARN"],
+        &[
+            "ORDER_TABLE",
+            "STOCK_TABLE",
+            "JOURNAL_TABLE",
+            "HOLDFAST_AUTO_COMPLETE_SECONDS",
+            "CODE_KEY_SECRET_ARN",
+            "HOLDFAST_ORIGIN_VERIFY",
+        ],
     ),
     // where refunds of generic payments are issued; where a closed SUPPLIER order's bookings
     // are cancelled (docs/suppliers.md, "Compensation")
     ("refunds", &["ORDER_TABLE", "STOCK_TABLE", "HOLDFAST_PROVIDER_URL", "HOLDFAST_SUPPLIER_URL"]),
     // the webhook's HMAC keys are fetched at run time from the secret this names
     // (and Stripe's endpoint secret, the same way)
-    ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN", "STRIPE_WEBHOOK_SECRET_ARN"]),
+    ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN", "STRIPE_WEBHOOK_SECRET_ARN", "HOLDFAST_ORIGIN_VERIFY"]),
     // default ttl_seconds of a hold
-    ("reservations", &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"]),
+    (
+        "reservations",
+        &["STOCK_TABLE", "RESERVATION_CHECK_QUEUE_URL", "HOLDFAST_PAYMENT_TTL_SECONDS", "HOLDFAST_ORIGIN_VERIFY"],
+    ),
     // public views' cache lifetime; the cap the eligibility check reports
     // and the code keyring's secret (code uploads)
     (
@@ -415,6 +430,7 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_MAX_PENDING_PER_USER",
             "JOURNAL_TABLE",
             "CODE_KEY_SECRET_ARN",
+            "HOLDFAST_ORIGIN_VERIFY",
         ],
     ),
     ("stock-journal", &["JOURNAL_TABLE"]),

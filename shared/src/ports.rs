@@ -382,9 +382,10 @@ pub enum WorkItem {
     OverdueOrders { bucket: u32, before_s: i64, cursor: Option<String> },
     /// Per-SKU invariant 1 (identity, no negative counter) over SKUs after `cursor`.
     SkuInvariants { cursor: Option<String> },
-    /// `locked = Σ FROZEN` per SKU: needs every FROZEN lock, so it runs only while the index
-    /// holds few enough to read in one budget, and says so in a metric when it cannot.
-    LockedTotals {},
+    /// `locked = Σ FROZEN` per SKU at any scale (docs/runbook.md, "Reconcile"): a chain that
+    /// pages through every FROZEN lock and then every SKU, carrying sums per hash group of SKUs
+    /// ([`LockSums`]), and judges the SKUs that were quiet the whole time.
+    LockedTotals(LockSums),
     /// The campaign identity `quota = available + locked + sold` of every campaign item.
     CampaignQuotas {},
     /// SHIPPED orders of one `shipped-by-due` bucket due before `before_s`: complete.
@@ -394,7 +395,52 @@ pub enum WorkItem {
     UnissuedRefunds { bucket: u32, before_ms: i64, cursor: Option<String> },
     /// Per SKU after `cursor`: its stock journal sums to its shard counters
     /// (docs/after-sale.md, "Stock journal"; only SKUs whose journal is complete).
-    SkuJournals { cursor: Option<String> },
+    SkuJournals {
+        cursor: Option<String>,
+        /// SKUs of the last page not finished when the budget ran out (the first one part-read,
+        /// its checkpoint saved): done first.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pending: Vec<String>,
+        /// `pending` are the last SKUs: nothing follows them.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        last_page: bool,
+    },
+}
+
+/// Sum groups of the `locked = Σ FROZEN` chain: a SKU's group is a hash of its id.
+pub const LOCK_GROUPS: usize = 1024;
+
+/// The state a `LockedTotals` chain carries from page to page: bounded by [`LOCK_GROUPS`]
+/// whatever the number of locks and SKUs (a focused run adds one sum per SKU of a few groups).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockSums {
+    /// 0: not started; 1: paging FROZEN locks (`bucket`, `cursor`); 2: paging SKUs (`cursor`).
+    #[serde(default)]
+    pub phase: u8,
+    /// When the run started (epoch ms): a SKU is judged only if its last counter write is older.
+    #[serde(default)]
+    pub started_ms: i64,
+    #[serde(default)]
+    pub bucket: u32,
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Per group: Σ quantities of FROZEN lock lines.
+    #[serde(default)]
+    pub frozen: Vec<i64>,
+    /// Per group: Σ `locked` of its quiet SKUs, and how many there were.
+    #[serde(default)]
+    pub locked: Vec<i64>,
+    #[serde(default)]
+    pub quiet: Vec<u32>,
+    /// Groups holding a SKU written during the run (not judged).
+    #[serde(default)]
+    pub moved: Vec<u32>,
+    /// A second, focused run: these groups (their sums disagreed in the first) are summed per SKU.
+    #[serde(default)]
+    pub focus: Vec<u32>,
+    #[serde(default)]
+    pub by_sku: std::collections::BTreeMap<String, i64>,
 }
 
 /// One page of a sparse index; `next` resumes after it (`None`: the index is done).
@@ -554,4 +600,22 @@ pub trait Journal: Send + Sync {
     /// Every entry whose cause id (`ref`) is `reference` (an order id, an adjustment id), oldest
     /// first. From an index: may lag a write by a moment.
     async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<crate::domain::journal::Entry>>;
+    /// A SKU's entries with a key after `after` (`None`: from the first), oldest first, at most
+    /// `limit`; `true` when more follow.
+    async fn since(
+        &self,
+        sku: &Sku,
+        after: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<crate::domain::journal::Entry>, bool)>;
+    /// The reconcile check's place in a SKU's journal (review protocol-2 #7).
+    async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<crate::domain::journal::Checkpoint>>;
+    /// Writes `cp` (its version one above `expected`) if the stored checkpoint is still at
+    /// `expected` (`None`: absent); `false` = another check moved it meanwhile.
+    async fn put_checkpoint(
+        &self,
+        sku: &Sku,
+        cp: &crate::domain::journal::Checkpoint,
+        expected: Option<u64>,
+    ) -> anyhow::Result<bool>;
 }

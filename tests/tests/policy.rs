@@ -456,9 +456,35 @@ fn only_the_stock_service_functions_write_the_stock_table() {
     let g = grants(&template_text());
     let writers: BTreeSet<&str> =
         g.keys().map(String::as_str).filter(|b| !writes_to(&g, b, Resource::StockTable).is_empty()).collect();
-    let expected: BTreeSet<&str> =
-        ["create-order", "reservations", "stock-api", "stock-events", "reservation-check", "reconcile-worker"].into();
+    // orders-api writes one attribute of lock records only (a code lock's fate), fenced by a
+    // LeadingKeys condition: see the next test
+    let expected: BTreeSet<&str> = [
+        "create-order",
+        "reservations",
+        "stock-api",
+        "stock-events",
+        "reservation-check",
+        "reconcile-worker",
+        "orders-api",
+    ]
+    .into();
     assert_eq!(writers, expected);
+}
+
+#[test]
+fn orders_api_may_update_lock_records_only() {
+    let text = template_text();
+    let start = text.find("  OrdersApiFunction:").expect("OrdersApiFunction");
+    let block = &text[start..];
+    // up to the next resource (a line indented by exactly two spaces)
+    let end = block.match_indices("\n  ").map(|(i, _)| i).find(|i| block[i + 3..].starts_with(|c: char| c != ' '));
+    let block = &block[..end.unwrap_or(block.len())];
+    let update = block.find("Action: dynamodb:UpdateItem").expect("orders-api's UpdateItem statement");
+    let statement = &block[update..block[update..].find("- Effect").map_or(block.len(), |i| update + i)];
+    assert!(
+        statement.contains("dynamodb:LeadingKeys: [\"RES#*\"]"),
+        "orders-api's UpdateItem on the stock table must be limited to lock records:\n{statement}"
+    );
 }
 
 #[test]
@@ -522,8 +548,9 @@ fn every_declared_variable_is_one_the_configuration_reads() {
     })
     .unwrap();
     let read = seen.into_inner();
-    // read by app::App::from_env (the SDK endpoint), not by Config
-    let also_read = [holdfast::app::AWS_ENDPOINT_VAR];
+    // read by app::App::from_env (the SDK endpoint) and by the edge's origin check in the
+    // Lambda loop (holdfast::edge), not by Config
+    let also_read = [holdfast::app::AWS_ENDPOINT_VAR, holdfast::edge::ORIGIN_VERIFY_VAR];
     let declared: BTreeSet<&str> =
         ENV.iter().flat_map(|(_, v)| v.iter().copied()).chain(DEFAULTED_ENV.iter().copied()).collect();
     for v in &declared {
@@ -759,4 +786,149 @@ fn every_aws_call_the_adapters_can_make_is_declared_for_some_function() {
         assert!(issued.contains_key(action), "USES declares {action}, which no adapter issues");
     }
     assert!(!declared.contains("dynamodb:Scan"), "no function may Scan");
+}
+
+// ---------- queue resource policies (security review L3) ----------
+
+mod cfn;
+use cfn::{decide, Caller, Decision, Stack};
+
+const OPS_ROLE: &str = "arn:aws:iam::123456789012:role/holdfast-operators";
+
+fn stack_with_ops() -> Stack {
+    Stack::new(&template_text(), &[("OpsRoleArn", OPS_ROLE)])
+}
+
+/// (DLQ, the queue its messages are redriven to): the queues' redrive policies and the
+/// EventBridge targets' dead-letter queues.
+fn redrives(s: &Stack) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for q in s.of_type("AWS::SQS::Queue") {
+        if let Some(dlq) = s.properties(&q).unwrap()["RedrivePolicy"]["deadLetterTargetArn"].as_str() {
+            out.push((dlq.rsplit(':').next().unwrap().to_owned(), q.clone()));
+        }
+    }
+    for r in s.of_type("AWS::Events::Rule") {
+        for t in s.properties(&r).unwrap()["Targets"].as_array().unwrap() {
+            if let (Some(dlq), Some(target)) = (t["DeadLetterConfig"]["Arn"].as_str(), t["Arn"].as_str()) {
+                out.push((dlq.rsplit(':').next().unwrap().to_owned(), target.rsplit(':').next().unwrap().to_owned()));
+            }
+        }
+    }
+    out
+}
+
+const REDRIVE_ON_DLQ: &[&str] =
+    &["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:StartMessageMoveTask", "sqs:CancelMessageMoveTask"];
+
+#[test]
+fn the_operators_role_can_redrive_every_dlq_and_no_one_else_can() {
+    let s = stack_with_ops();
+    let pairs = redrives(&s);
+    assert_eq!(pairs.len(), 7, "{pairs:?}");
+    let ops = Caller::Role(OPS_ROLE.into());
+    let other = Caller::Role("arn:aws:iam::123456789012:role/some-admin".into());
+    for (dlq, target) in &pairs {
+        for a in REDRIVE_ON_DLQ {
+            assert_eq!(decide(&s, dlq, a, &ops), Decision::Allow, "ops {a} on {dlq}");
+            assert_eq!(decide(&s, dlq, a, &other), Decision::ExplicitDeny, "other role {a} on {dlq}");
+            assert_ne!(decide(&s, dlq, a, &Caller::Anonymous), Decision::Allow, "anonymous {a} on {dlq}");
+        }
+        assert_eq!(decide(&s, target, "sqs:SendMessage", &ops), Decision::Allow, "ops redrive {dlq} → {target}");
+        assert_eq!(decide(&s, target, "sqs:SendMessage", &other), Decision::ExplicitDeny, "{target}");
+        assert_ne!(decide(&s, target, "sqs:SendMessage", &Caller::Anonymous), Decision::Allow, "{target}");
+        // the account root is the break-glass principal
+        assert_eq!(decide(&s, target, "sqs:SendMessage", &Caller::Role(cfn::root_arn())), Decision::Allow);
+    }
+}
+
+#[test]
+fn without_an_operators_role_only_the_account_root_can_redrive() {
+    let s = Stack::new(&template_text(), &[]);
+    for (dlq, target) in redrives(&s) {
+        assert_eq!(decide(&s, &target, "sqs:SendMessage", &Caller::Role(OPS_ROLE.into())), Decision::ExplicitDeny);
+        assert_eq!(decide(&s, &dlq, "sqs:ReceiveMessage", &Caller::Role(OPS_ROLE.into())), Decision::ExplicitDeny);
+        assert_eq!(decide(&s, &target, "sqs:SendMessage", &Caller::Role(cfn::root_arn())), Decision::Allow);
+        assert_eq!(decide(&s, &dlq, "sqs:StartMessageMoveTask", &Caller::Role(cfn::root_arn())), Decision::Allow);
+    }
+}
+
+#[test]
+fn every_queue_and_dlq_has_a_policy_that_denies_unknown_principals() {
+    let s = stack_with_ops();
+    let stranger = Caller::Role("arn:aws:iam::123456789012:role/stranger".into());
+    let queues = s.of_type("AWS::SQS::Queue");
+    assert_eq!(queues.len(), 14, "{queues:?}");
+    for q in &queues {
+        for a in ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:PurgeQueue"] {
+            assert_eq!(decide(&s, q, a, &stranger), Decision::ExplicitDeny, "{a} on {q}");
+        }
+        // queue metadata stays readable, so CloudFormation can update the stack
+        assert_eq!(decide(&s, q, "sqs:GetQueueAttributes", &stranger), Decision::Allow, "{q}");
+    }
+}
+
+#[test]
+fn the_queue_policies_never_deny_a_function_what_its_role_grants() {
+    let s = stack_with_ops();
+    let t = holdfast_local::template::Template::parse(&template_text()).unwrap();
+    let mut checked = 0;
+    for f in &t.functions {
+        let role = Caller::Role(cfn::role_arn(&format!("{}Role", f.logical_id)));
+        // what the function's code sends
+        for (a, r) in declared_uses(&f.binary).unwrap() {
+            if r.cfn_type() == "AWS::SQS::Queue" {
+                assert_eq!(decide(&s, r.logical_id(), &a, &role), Decision::Allow, "{} {a} on {r:?}", f.binary);
+                checked += 1;
+            }
+        }
+        // what its event source mapping polls, with the function's role
+        for (_, e) in &f.events {
+            if let holdfast_local::template::Event::Sqs { queue, .. } = e {
+                for a in ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"] {
+                    assert_eq!(decide(&s, queue, a, &role), Decision::Allow, "{} polling {queue}", f.binary);
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 15, "{checked}");
+}
+
+#[test]
+fn eventbridge_delivers_from_its_rule_only() {
+    let s = stack_with_ops();
+    let from = |rule: &str| Caller::Service {
+        name: "events.amazonaws.com".into(),
+        source_arn: Some(format!("arn:aws:events:{}:{}:rule/{rule}", cfn::REGION, cfn::ACCOUNT)),
+    };
+    for (q, rule) in [
+        ("StockEventsQueue", "StockEventsRule"),
+        ("StockEventsRuleDLQ", "StockEventsRule"),
+        ("RefundsQueue", "RefundsRule"),
+        ("RefundsRuleDLQ", "RefundsRule"),
+    ] {
+        assert_eq!(decide(&s, q, "sqs:SendMessage", &from(rule)), Decision::Allow, "{rule} → {q}");
+        assert_ne!(decide(&s, q, "sqs:SendMessage", &from("SomeoneElsesRule")), Decision::Allow, "{q}");
+    }
+    // and a function role cannot forge into the rule-fed queue
+    let forger = Caller::Role(cfn::role_arn("CreateOrderFunctionRole"));
+    assert_eq!(decide(&s, "StockEventsQueue", "sqs:SendMessage", &forger), Decision::ExplicitDeny);
+}
+
+#[test]
+fn a_policy_without_the_operators_exemption_is_caught() {
+    // the deny on aws:SourceArn alone (as it was) also denies the operators' redrive
+    let t = template_text();
+    let m = mutate(
+        &t,
+        "  StockEventsQueuePolicy:",
+        "                aws:SourceArn: !GetAtt StockEventsRule.Arn\n                aws:PrincipalArn:\n                  - !Sub \"arn:${AWS::Partition}:iam::${AWS::AccountId}:root\"\n                  - !If [HasOpsRole, !Ref OpsRoleArn, !Ref AWS::NoValue]\n",
+        "                aws:SourceArn: !GetAtt StockEventsRule.Arn\n",
+    );
+    let s = Stack::new(&m, &[("OpsRoleArn", OPS_ROLE)]);
+    assert_eq!(
+        decide(&s, "StockEventsQueue", "sqs:SendMessage", &Caller::Role(OPS_ROLE.into())),
+        Decision::ExplicitDeny
+    );
 }

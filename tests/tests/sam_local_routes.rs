@@ -43,10 +43,14 @@ fn the_sam_local_authorizer_table_matches_the_template_route_for_route() {
 
 #[test]
 fn a_scope_changed_in_the_template_but_not_in_the_table_is_reported() {
-    let t = text().replacen(r#"AuthorizationScopes: ["stock:admin"]"#, r#"AuthorizationScopes: ["stock:write"]"#, 1);
+    let t = text().replacen(
+        r#"AuthorizationScopes: ["orders:admin", "stock:admin"]"#,
+        r#"AuthorizationScopes: ["stock:write"]"#,
+        1,
+    );
     assert_ne!(t, text());
     let p = problems(&t, ROUTE_AUTH);
-    // the first stock:admin route in the template (the admin order routes come first)
+    // the first orders:admin route in the template (the admin order routes come first)
     assert!(p.iter().any(|p| p.contains("GET /admin/orders/{order_id}")), "{p:?}");
 }
 

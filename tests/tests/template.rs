@@ -43,7 +43,8 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
     assert_eq!(auth("POST /payments/callback"), Auth::Public);
     assert_eq!(auth("POST /payments/stripe"), Auth::Public);
     // Every protected route, with the scope it needs (security review V6, V8).
-    let jwt = |s: &str| Auth::Jwt { scopes: vec![s.to_owned()] };
+    // one scope, or (admin routes, security review L7) the route's own scope, then stock:admin
+    let jwt = |s: &str| Auth::Jwt { scopes: s.split(' ').map(str::to_owned).collect() };
     for (route, scope) in [
         ("POST /orders", "orders:write"),
         ("GET /orders", "orders:read"),
@@ -52,22 +53,22 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         ("POST /orders/{order_id}/refund", "orders:write"),
         ("POST /orders/{order_id}/confirm-receipt", "orders:write"),
         ("POST /orders/{order_id}/return", "orders:write"),
-        ("GET /admin/orders/{order_id}", "stock:admin"),
-        ("POST /admin/orders/{order_id}/ship", "stock:admin"),
-        ("POST /admin/orders/{order_id}/return-received", "stock:admin"),
-        ("POST /admin/orders/{order_id}/cancel", "stock:admin"),
-        ("PUT /admin/skus/{sku}", "stock:admin"),
-        ("POST /admin/skus/{sku}/adjustments", "stock:admin"),
-        ("POST /admin/skus/{sku}/pause", "stock:admin"),
-        ("POST /admin/skus/{sku}/resume", "stock:admin"),
-        ("GET /admin/skus/{sku}/journal", "stock:admin"),
-        ("POST /admin/skus/{sku}/codes", "stock:admin"),
-        ("GET /admin/skus/{sku}/codes", "stock:admin"),
+        ("GET /admin/orders/{order_id}", "orders:admin stock:admin"),
+        ("POST /admin/orders/{order_id}/ship", "orders:admin stock:admin"),
+        ("POST /admin/orders/{order_id}/return-received", "orders:admin stock:admin"),
+        ("POST /admin/orders/{order_id}/cancel", "orders:admin stock:admin"),
+        ("PUT /admin/skus/{sku}", "stock:catalogue stock:admin"),
+        ("POST /admin/skus/{sku}/adjustments", "stock:adjust stock:admin"),
+        ("POST /admin/skus/{sku}/pause", "stock:catalogue stock:admin"),
+        ("POST /admin/skus/{sku}/resume", "stock:catalogue stock:admin"),
+        ("GET /admin/skus/{sku}/journal", "stock:adjust stock:admin"),
+        ("POST /admin/skus/{sku}/codes", "stock:codes stock:admin"),
+        ("GET /admin/skus/{sku}/codes", "stock:codes stock:admin"),
         ("GET /orders/{order_id}/codes", "orders:read"),
-        ("PUT /admin/campaigns/{campaign_id}", "stock:admin"),
-        ("POST /admin/campaigns/{campaign_id}/adjustments", "stock:admin"),
-        ("POST /admin/campaigns/{campaign_id}/pause", "stock:admin"),
-        ("POST /admin/campaigns/{campaign_id}/resume", "stock:admin"),
+        ("PUT /admin/campaigns/{campaign_id}", "stock:catalogue stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/adjustments", "stock:catalogue stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/pause", "stock:catalogue stock:admin"),
+        ("POST /admin/campaigns/{campaign_id}/resume", "stock:catalogue stock:admin"),
         ("GET /skus/{sku}/availability/me", "orders:read"),
         ("POST /reservations", "reservations:write"),
         ("POST /reservations/{order_id}/confirm", "reservations:write"),
@@ -146,7 +147,7 @@ fn a_route_missing_from_or_extra_in_the_document_is_reported() {
 #[test]
 fn a_template_route_whose_auth_differs_from_the_handler_is_reported() {
     let t = text().replace(
-        "Auth: {Authorizer: JwtAuthorizer, AuthorizationScopes: [\"stock:admin\"]}",
+        "Auth: {Authorizer: JwtAuthorizer, AuthorizationScopes: [\"stock:catalogue\", \"stock:admin\"]}",
         "Auth: {Authorizer: JwtAuthorizer}",
     );
     assert_ne!(t, text(), "the mutation applies");
@@ -172,4 +173,204 @@ fn functions_log_json_at_the_level_the_log_level_parameter_sets() {
         let parsed = level.parse::<lambda_runtime::tracing::level_filters::LevelFilter>();
         assert!(parsed.is_ok(), "{level} is not a level lambda_runtime's subscriber parses");
     }
+}
+
+// ---------- the optional edge (EdgeProtection) ----------
+
+mod cfn;
+use cfn::Stack;
+use serde_json::Value;
+
+const HTTP_FUNCTIONS: &[&str] = &[
+    "CreateOrderFunction",
+    "OrdersApiFunction",
+    "PaymentCallbackFunction",
+    "ReservationsFunction",
+    "StockApiFunction",
+];
+
+fn edge(on: bool, bots: bool) -> Stack {
+    let b = |x: bool| if x { "true" } else { "false" };
+    Stack::new(&text(), &[("EdgeProtection", b(on)), ("EdgeBotControl", b(bots))])
+}
+
+fn rules(s: &Stack) -> Vec<Value> {
+    s.properties("EdgeWebAcl").unwrap()["Rules"].as_array().unwrap().clone()
+}
+
+fn rule<'a>(rules: &'a [Value], name: &str) -> Option<&'a Value> {
+    rules.iter().find(|r| r["Name"] == name)
+}
+
+fn byte_matches(statements: &Value) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<(String, String, String)>) {
+        if let Some(b) = v.get("ByteMatchStatement") {
+            let field = b["FieldToMatch"].as_object().unwrap().keys().next().unwrap().clone();
+            out.push((
+                field,
+                b["PositionalConstraint"].as_str().unwrap().to_owned(),
+                b["SearchString"].as_str().unwrap().to_owned(),
+            ));
+        }
+        match v {
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(m) => m.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    walk(statements, &mut out);
+    out
+}
+
+#[test]
+fn with_the_edge_off_nothing_of_it_exists_and_the_api_endpoint_stays_open() {
+    let s = edge(false, true);
+    for ty in [
+        "AWS::WAFv2::WebACL",
+        "AWS::CloudFront::Distribution",
+        "AWS::ApiGatewayV2::DomainName",
+        "AWS::SecretsManager::Secret",
+        "AWS::WAFv2::LoggingConfiguration",
+    ] {
+        assert_eq!(s.of_type(ty), Vec::<String>::new(), "{ty} with the edge off");
+    }
+    assert_eq!(s.properties("HttpApi").unwrap()["DisableExecuteApiEndpoint"], false);
+    assert!(s.output("ApiUrl").unwrap().as_str().unwrap().contains(".execute-api."));
+    for f in HTTP_FUNCTIONS {
+        let env = &s.properties(f).unwrap()["Environment"]["Variables"];
+        assert_eq!(env[holdfast::edge::ORIGIN_VERIFY_VAR], "", "{f}: the origin check is off");
+    }
+    // and the edge is off by default
+    assert_eq!(Stack::new(&text(), &[]).properties("HttpApi").unwrap()["DisableExecuteApiEndpoint"], false);
+}
+
+#[test]
+fn with_the_edge_on_cloudfront_and_waf_front_the_api_and_its_endpoint_is_closed() {
+    let s = edge(true, false);
+    assert_eq!(s.properties("HttpApi").unwrap()["DisableExecuteApiEndpoint"], true);
+    let acl = s.properties("EdgeWebAcl").unwrap();
+    assert_eq!(acl["Scope"], "CLOUDFRONT");
+    assert_eq!(acl["DefaultAction"], serde_json::json!({"Allow": {}}));
+    // CloudFront uses the ACL, reaches the API through its custom domain, and sends the secret
+    let cf = s.properties("EdgeDistribution").unwrap()["DistributionConfig"].clone();
+    assert_eq!(cf["WebACLId"], s.resolve(&serde_json::json!({"Fn::GetAtt": "EdgeWebAcl.Arn"})).unwrap());
+    assert_eq!(cf["ViewerCertificate"]["MinimumProtocolVersion"], "TLSv1.2_2021");
+    let origin = &cf["Origins"][0];
+    assert_eq!(origin["CustomOriginConfig"]["OriginProtocolPolicy"], "https-only");
+    assert_eq!(origin["DomainName"], s.properties("EdgeOriginDomain").unwrap()["DomainName"]);
+    let mapping = s.properties("EdgeOriginMapping").unwrap();
+    assert_eq!(mapping["ApiId"], "ref:HttpApi");
+    let header = &origin["OriginCustomHeaders"][0];
+    assert_eq!(header["HeaderName"].as_str().unwrap().to_lowercase(), holdfast::edge::ORIGIN_VERIFY_HEADER);
+    let secret = header["HeaderValue"].as_str().unwrap();
+    assert!(secret.starts_with("{{resolve:secretsmanager:ref:EdgeOriginSecret"), "{secret}");
+    // … and every HTTP function demands exactly that value
+    let http: Vec<String> = Template::parse(&text())
+        .unwrap()
+        .functions
+        .iter()
+        .filter(|f| f.events.iter().any(|(_, e)| matches!(e, Event::Http { .. })))
+        .map(|f| f.logical_id.clone())
+        .collect();
+    assert_eq!(http, HTTP_FUNCTIONS, "every HTTP function has the origin check");
+    for f in HTTP_FUNCTIONS {
+        let env = &s.properties(f).unwrap()["Environment"]["Variables"];
+        assert_eq!(env[holdfast::edge::ORIGIN_VERIFY_VAR], secret, "{f}");
+    }
+    assert_eq!(s.output("ApiUrl").unwrap(), format!("https://{}", cf["Aliases"][0].as_str().unwrap()));
+    // WAF logs redact the bearer tokens
+    let logging = s.properties("EdgeWafLogging").unwrap();
+    assert_eq!(logging["RedactedFields"], serde_json::json!([{"SingleHeader": {"Name": "authorization"}}]));
+}
+
+#[test]
+fn the_web_acl_has_the_managed_groups_and_a_per_ip_rate_rule_on_checkout_and_on_public_reads() {
+    let s = edge(true, false);
+    let rules = rules(&s);
+    let managed: Vec<&str> =
+        rules.iter().filter_map(|r| r["Statement"]["ManagedRuleGroupStatement"]["Name"].as_str()).collect();
+    assert_eq!(managed, vec!["AWSManagedRulesCommonRuleSet", "AWSManagedRulesKnownBadInputsRuleSet"]);
+    let checkout = rule(&rules, "checkout-per-ip").expect("checkout rate rule");
+    let rate = &checkout["Statement"]["RateBasedStatement"];
+    assert_eq!(rate["AggregateKeyType"], "IP");
+    assert_eq!(rate["Limit"], s.resolve(&serde_json::json!({"Ref": "EdgeCheckoutRateLimit"})).unwrap());
+    assert_eq!(
+        byte_matches(&rate["ScopeDownStatement"]),
+        vec![
+            ("Method".into(), "EXACTLY".into(), "POST".into()),
+            ("UriPath".into(), "EXACTLY".into(), "/orders".into())
+        ]
+    );
+    assert_eq!(checkout["Action"]["Block"]["CustomResponse"]["ResponseCode"], 429);
+    let reads = rule(&rules, "public-reads-per-ip").expect("public read rate rule");
+    let rate = &reads["Statement"]["RateBasedStatement"];
+    assert_eq!(rate["AggregateKeyType"], "IP");
+    assert_eq!(
+        byte_matches(&rate["ScopeDownStatement"]),
+        vec![
+            ("Method".into(), "EXACTLY".into(), "GET".into()),
+            ("UriPath".into(), "STARTS_WITH".into(), "/skus/".into()),
+            ("UriPath".into(), "STARTS_WITH".into(), "/campaigns/".into())
+        ]
+    );
+    // every public GET route is under the read rule's paths
+    for (route, _, auth) in Template::parse(&text()).unwrap().routes() {
+        if auth == Auth::Public && route.starts_with("GET ") {
+            let path = &route[4..];
+            assert!(path.starts_with("/skus/") || path.starts_with("/campaigns/"), "{route} escapes the rate rule");
+        }
+    }
+    // rate rules come first: a flood is cut before the (costlier) managed groups look at it
+    let prio = |n: &str| rule(&rules, n).unwrap()["Priority"].as_i64().unwrap();
+    assert!(prio("checkout-per-ip") < prio("aws-common") && prio("public-reads-per-ip") < prio("aws-common"));
+    let mut priorities: Vec<i64> = rules.iter().map(|r| r["Priority"].as_i64().unwrap()).collect();
+    priorities.dedup();
+    assert_eq!(priorities.len(), rules.len(), "priorities are unique");
+    assert!(rule(&rules, "aws-bot-control").is_none(), "bot control is off unless asked for");
+}
+
+#[test]
+fn bot_control_is_its_own_switch_and_leaves_webhooks_and_order_systems_alone() {
+    let s = edge(true, true);
+    let rules = rules(&s);
+    let bots = rule(&rules, "aws-bot-control").expect("bot control with EdgeBotControl=true");
+    let group = &bots["Statement"]["ManagedRuleGroupStatement"];
+    assert_eq!(group["Name"], "AWSManagedRulesBotControlRuleSet");
+    let excluded: Vec<String> =
+        byte_matches(&group["ScopeDownStatement"]["NotStatement"]).into_iter().map(|m| m.2).collect();
+    assert_eq!(excluded, vec!["/payments/", "/reservations"]);
+    // without the edge, the bot switch alone creates nothing
+    assert!(edge(false, true).properties("EdgeWebAcl").is_none());
+}
+
+#[test]
+fn every_admin_route_takes_its_own_scope_or_the_legacy_superset_and_nothing_else() {
+    use holdfast::api::{Auth as A, SCOPE_ADMIN};
+    let mut kinds = std::collections::BTreeSet::new();
+    for (_, routes) in holdfast::handlers::ROUTES {
+        for r in *routes {
+            if !r.key.split(' ').nth(1).unwrap().starts_with("/admin/") {
+                assert!(!r.auth.scopes().contains(&SCOPE_ADMIN), "{} is not an admin route", r.key);
+                continue;
+            }
+            let A::AnyScope(s) = r.auth else { panic!("{}: {:?}", r.key, r.auth) };
+            assert_eq!(s.len(), 2, "{}", r.key);
+            assert_eq!(s[1], SCOPE_ADMIN, "{}", r.key);
+            kinds.insert(s[0]);
+        }
+    }
+    assert_eq!(kinds, ["orders:admin", "stock:adjust", "stock:catalogue", "stock:codes"].into());
+}
+
+#[test]
+fn a_document_that_drops_the_legacy_admin_alternative_is_reported() {
+    let mut s = spec();
+    s["paths"]["/admin/skus/{sku}/codes"]["post"]["security"] = serde_json::json!([{"jwt": ["stock:codes"]}]);
+    let p = contract(&s, &text());
+    assert!(
+        p.iter().any(|p| p
+            == "POST /admin/skus/{sku}/codes: the OpenAPI document says JWT with scope stock:codes, the handler says JWT with any scope of stock:codes, stock:admin"),
+        "{p:?}"
+    );
 }

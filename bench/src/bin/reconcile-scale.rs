@@ -1,6 +1,11 @@
 //! The reconcile scale run (docs/runbook.md, "Reconcile"): the fanned-out sweep over the
 //! in-memory ports at the sources' scale — by default 100,000 SKUs and 1,000,000 FROZEN locks,
-//! every lock an orphan past the stale age (the worst case: each one is fenced and released).
+//! every lock an orphan past the stale age (the worst case: each one is fenced and released),
+//! plus `--live-locks` (default as many) young FROZEN locks of checkouts still in progress,
+//! which no repair touches and `locked = Σ FROZEN` must sum. Every counter write goes to the
+//! stock journal (as the stream consumer would write it), so every check is on: sweep 1
+//! repairs while the checks run beside it; sweep 2, a quiet minute later, is the steady state
+//! (journals read from their checkpoints, every SKU judged by the lock sum).
 //!
 //! Workers run the real `service::reconcile::work` on the real work items, `--concurrency` at a
 //! time like Lambda's SQS poller, continuations going back on the queue. Every port call is
@@ -9,10 +14,12 @@
 //! so the wall time is the sweep's, with its real concurrency (a model of AWS latency, not a
 //! measurement of it).
 //!
-//! `cargo run -p holdfast-bench --bin reconcile-scale -- [--skus N] [--locks N] [--concurrency N]`
+//! `cargo run --release -p holdfast-bench --bin reconcile-scale -- [--skus N] [--locks N]
+//! [--live-locks N] [--concurrency N] [--no-latency]`
 
 use async_trait::async_trait;
-use holdfast::adapters::memory::memory_app;
+use holdfast::adapters::memory::{memory_app, MemoryJournal};
+use holdfast::domain::journal::{self, Cause, Counted, Image};
 use holdfast::adapters::sweep::PortSweep;
 use holdfast::config::Config;
 use holdfast::domain::allocation::Piece;
@@ -50,6 +57,9 @@ const KINDS: &[&str] = &[
     "SendMessage",
     "GetItem(campaign)",
     "BatchGet(quota shards)",
+    "Query(journal)",
+    "GetItem(checkpoint)",
+    "PutItem(checkpoint)",
 ];
 
 impl Meter {
@@ -64,7 +74,7 @@ impl Meter {
         if self.latency {
             let ms = match kind {
                 "Transact(lock move)" => MS_TRANSACT,
-                "PutItem(VOID)" | "PutItem(order)" | "SendMessage" => MS_WRITE,
+                "PutItem(VOID)" | "PutItem(order)" | "SendMessage" | "PutItem(checkpoint)" => MS_WRITE,
                 _ => MS_READ,
             };
             tokio::time::sleep(Duration::from_micros((ms * 1000.0) as u64)).await;
@@ -73,9 +83,67 @@ impl Meter {
     fn get(&self, kind: &str) -> (u64, u64) {
         self.calls.get(kind).map(|(c, i)| (c.load(Relaxed), i.load(Relaxed))).unwrap_or_default()
     }
+    fn snapshot(&self) -> HashMap<&'static str, (u64, u64)> {
+        KINDS.iter().map(|k| (*k, self.get(k))).collect()
+    }
 }
 
-struct Stock(Arc<dyn StockStore>, Arc<Meter>);
+/// The stock table's stream and the stock-journal consumer, in one: every counter write of the
+/// wrapped store becomes journal entries (before and after of each shard it touched).
+struct Journaler {
+    journal: Arc<MemoryJournal>,
+    lock: tokio::sync::Mutex<()>,
+    seq: AtomicU64,
+}
+
+/// The stock port counted, with its counter writes journaled when `2` is set.
+struct Stock(Arc<dyn StockStore>, Arc<Meter>, Option<Arc<Journaler>>);
+
+impl Stock {
+    /// The shards a lock's lines touch, per cell (calendar cells have their own journal).
+    fn cells_of(r: &Reservation) -> Vec<(Sku, u16)> {
+        let mut out: Vec<(Sku, u16)> = Vec::new();
+        for l in &r.lines {
+            for c in l.cells() {
+                let n = c.pieces.iter().map(|p| p.shard + 1).max().unwrap_or(0);
+                match out.iter_mut().find(|(s, _)| *s == c.cell) {
+                    Some((_, m)) => *m = (*m).max(n),
+                    None => out.push((c.cell, n)),
+                }
+            }
+        }
+        out
+    }
+
+    async fn journaled<T>(
+        &self,
+        cells: Vec<(Sku, u16)>,
+        created: bool,
+        write: impl std::future::Future<Output = anyhow::Result<T>>,
+    ) -> anyhow::Result<T> {
+        let Some(j) = &self.2 else { return write.await };
+        let _one_at_a_time = j.lock.lock().await;
+        let mut before = Vec::new();
+        for (sku, n) in &cells {
+            before.push(if created { None } else { Some(self.0.read_shards(sku, *n).await?) });
+        }
+        let out = write.await?;
+        let now = holdfast::clock::now_ms();
+        let mut entries = Vec::new();
+        for ((sku, n), b) in cells.iter().zip(before) {
+            let after = self.0.read_shards(sku, *n).await?;
+            for i in 0..usize::from(*n) {
+                let old = b.as_ref().map(|v| Image { counts: v.get(i).copied().unwrap_or_default(), cause: None });
+                let new = Image { counts: after[i], cause: Some(Cause::new("bench", None, "move")) };
+                let item = Counted::Shard { sku: sku.clone(), shard: i as u16 };
+                let seq = format!("{:020}", j.seq.fetch_add(1, Relaxed));
+                entries.extend(journal::entry(&item, old.as_ref(), Some(&new), now, &seq));
+            }
+        }
+        j.journal.put(&entries).await?;
+        Ok(out)
+    }
+}
 struct Orders(Arc<dyn OrderStore>, Arc<Meter>);
 struct Msgs(Arc<Meter>, Arc<Mutex<Vec<Message>>>);
 
@@ -86,7 +154,7 @@ impl StockStore for Stock {
         self.0.get_skus(skus).await
     }
     async fn put_sku(&self, meta: &SkuMeta, v: Option<u64>) -> anyhow::Result<bool> {
-        self.0.put_sku(meta, v).await
+        self.journaled(vec![(meta.sku.clone(), meta.slots)], v.is_none(), self.0.put_sku(meta, v)).await
     }
     async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
         self.1.add("BatchGet(shards)", usize::from(slots)).await;
@@ -103,10 +171,11 @@ impl StockStore for Stock {
         self.0.rebalance(m, v, old, new, cause).await
     }
     async fn adjust(&self, adj: &Adjustment, v: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
-        self.0.adjust(adj, v).await
+        let n = adj.pieces.iter().map(|(s, _)| s + 1).max().unwrap_or(0);
+        self.journaled(vec![(adj.sku.clone(), n)], false, self.0.adjust(adj, v)).await
     }
     async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
-        self.0.put_frozen(r, limits).await
+        self.journaled(Self::cells_of(r), false, self.0.put_frozen(r, limits)).await
     }
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
         self.1.add("GetItem(reservation)", 1).await;
@@ -114,15 +183,15 @@ impl StockStore for Stock {
     }
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
         self.1.add("Transact(lock move)", 1 + r.lines.iter().map(|l| l.pieces.len()).sum::<usize>()).await;
-        self.0.move_lock(r, to).await
+        self.journaled(Self::cells_of(r), false, self.0.move_lock(r, to)).await
     }
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
         self.1.add("Transact(lock move)", 1 + r.lines.len()).await;
-        self.0.retake(r).await
+        self.journaled(Self::cells_of(r), false, self.0.retake(r)).await
     }
     async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
         self.1.add("Transact(lock move)", 1 + r.lines.iter().map(|l| l.pieces.len()).sum::<usize>()).await;
-        self.0.restock(r).await
+        self.journaled(Self::cells_of(r), false, self.0.restock(r)).await
     }
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
         self.0.mark_oversold(r).await
@@ -296,6 +365,37 @@ impl SweepIndex for CountingSweep {
     }
 }
 
+/// The journal port counted (the reconcile worker's reads and checkpoint writes).
+struct CountingJournal(Arc<MemoryJournal>, Arc<Meter>);
+
+#[async_trait]
+impl Journal for CountingJournal {
+    async fn put(&self, entries: &[journal::Entry]) -> anyhow::Result<()> {
+        self.0.put(entries).await
+    }
+    async fn for_sku(&self, sku: &Sku, c: Option<&str>, l: usize) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
+        let out = self.0.for_sku(sku, c, l).await?;
+        self.1.add("Query(journal)", out.0.len()).await;
+        Ok(out)
+    }
+    async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<journal::Entry>> {
+        self.0.for_cause(reference).await
+    }
+    async fn since(&self, sku: &Sku, after: Option<&str>, l: usize) -> anyhow::Result<(Vec<journal::Entry>, bool)> {
+        let out = self.0.since(sku, after, l).await?;
+        self.1.add("Query(journal)", out.0.len()).await;
+        Ok(out)
+    }
+    async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<journal::Checkpoint>> {
+        self.1.add("GetItem(checkpoint)", 1).await;
+        self.0.checkpoint(sku).await
+    }
+    async fn put_checkpoint(&self, sku: &Sku, cp: &journal::Checkpoint, v: Option<u64>) -> anyhow::Result<bool> {
+        self.1.add("PutItem(checkpoint)", 1).await;
+        self.0.put_checkpoint(sku, cp, v).await
+    }
+}
+
 struct NoBus;
 
 #[async_trait]
@@ -326,6 +426,7 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n_skus = arg(&args, "--skus", 100_000);
     let n_locks = arg(&args, "--locks", 1_000_000);
+    let n_live = arg(&args, "--live-locks", n_locks);
     let concurrency = arg(&args, "--concurrency", 64);
 
     let mut config = Config::from_lookup(&|_| None)?;
@@ -333,8 +434,12 @@ async fn main() -> anyhow::Result<()> {
     config.soldout_cache_ms = 0;
     let (plain, world) = memory_app("reconcile-worker", config.clone())?;
     drop(plain);
+    let journal = Arc::new(MemoryJournal::new());
+    let journaler = Arc::new(Journaler { journal: journal.clone(), lock: Default::default(), seq: AtomicU64::new(1) });
+    // seeding goes through the journaling store too (its calls are not counted)
+    let seeder = Stock(world.stock.clone(), Arc::new(Meter::new(false)), Some(journaler.clone()));
     let eur = Currency::parse("EUR")?;
-    let per_sku = n_locks.div_ceil(n_skus.max(1)) as i64 + 1;
+    let per_sku = (n_locks + n_live).div_ceil(n_skus.max(1)) as i64 + 1;
     let t = Instant::now();
     for i in 0..n_skus {
         let sku = Sku::parse(&format!("S{i:06}"))?;
@@ -364,21 +469,24 @@ async fn main() -> anyhow::Result<()> {
             at_ms: 0,
             pieces: vec![(0, per_sku)],
         };
-        anyhow::ensure!(world.stock.put_sku(&meta, None).await?, "put_sku {i}");
-        anyhow::ensure!(world.stock.adjust(&adj, meta.version).await? == Ok(()), "adjust {i}");
+        anyhow::ensure!(seeder.put_sku(&meta, None).await?, "put_sku {i}");
+        anyhow::ensure!(seeder.adjust(&adj, meta.version).await? == Ok(()), "adjust {i}");
     }
-    // Orphan freezes an hour old: no order was ever written for any of them.
+    // Orphan freezes an hour old (no order was ever written for any of them), then young
+    // FROZEN locks of checkouts in progress (not the sweep's business: their own checks are
+    // not due).
     let hour_ago = holdfast::clock::now_ms() - 3_600_000;
-    for i in 0..n_locks {
+    for i in 0..n_locks + n_live {
         let sku = Sku::parse(&format!("S{:06}", i % n_skus.max(1)))?;
+        let created_at_ms = if i < n_locks { hour_ago + (i % 1000) as i64 } else { holdfast::clock::now_ms() };
         let r = Reservation {
             id: ReservationId::from_stored(&format!("o{i:031x}"))?,
             kind: ReservationKind::Order,
             status: LockStatus::Frozen,
             user: Some(UserId::parse(&format!("u{i}"))?),
             request_hash: "h".into(),
-            created_at_ms: hour_ago + (i % 1000) as i64,
-            expires_at: holdfast::clock::now_s() - 1800,
+            created_at_ms,
+            expires_at: holdfast::clock::now_s() + if i < n_locks { -1800 } else { 900 },
             lines: vec![ReservedLine {
                 sku,
                 quantity: 1,
@@ -396,35 +504,152 @@ async fn main() -> anyhow::Result<()> {
             code_fate: None,
             pending: false,
         };
-        if world.stock.put_frozen(&r, &FreezeLimits::default()).await? != Ok(()) {
+        if seeder.put_frozen(&r, &FreezeLimits::default()).await? != Ok(()) {
             anyhow::bail!("seeding lock {i} failed");
         }
     }
-    eprintln!("seeded {n_skus} SKUs and {n_locks} FROZEN locks in {:.1?}", t.elapsed());
+    eprintln!("seeded {n_skus} SKUs, {n_locks} orphan and {n_live} live FROZEN locks in {:.1?}", t.elapsed());
 
     let meter = Arc::new(Meter::new(!args.iter().any(|a| a == "--no-latency")));
     let queue: Arc<Mutex<Vec<Message>>> = Arc::default();
-    let stock: Arc<dyn StockStore> = Arc::new(Stock(world.stock.clone(), meter.clone()));
+    let stock: Arc<dyn StockStore> = Arc::new(Stock(world.stock.clone(), meter.clone(), Some(journaler)));
     let orders: Arc<dyn OrderStore> = Arc::new(Orders(world.orders.clone(), meter.clone()));
     // One index build per sweep, as a GSI would serve it (workers re-read what they act on).
-    let sweep = Arc::new(CountingSweep(
-        Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::from_secs(3600))),
-        meter.clone(),
-    ));
+    let index = |stock: &Arc<dyn StockStore>| {
+        Arc::new(CountingSweep(
+            Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::from_secs(3600))),
+            meter.clone(),
+        ))
+    };
     let app = Arc::new(
         holdfast::app::App::with_ports(
             "reconcile-worker",
-            config,
-            stock,
-            orders,
+            config.clone(),
+            stock.clone(),
+            orders.clone(),
             Arc::new(Msgs(meter.clone(), queue.clone())),
             Arc::new(NoBus),
         )?
-        .with_sweep(sweep),
+        .with_sweep(index(&stock))
+        .with_journal(Arc::new(CountingJournal(journal.clone(), meter.clone()))),
     );
 
+    let first = sweep(&app, &queue, concurrency).await?;
+    let calls_1 = meter.snapshot();
+    let left_frozen = world.snapshot(300).reservations.iter().filter(|r| r.status == LockStatus::Frozen).count();
+
+    // A quiet minute later (the lock sum judges SKUs not written for a minute), the next sweep
+    // over a fresh index build: nothing to repair, every check on.
+    let quiet = Duration::from_millis(reconcile::LOCKED_QUIET_MS as u64 + 2_000);
+    eprintln!("sweep 1 done in {:.1?}; waiting {quiet:?} for the second", first.wall);
+    tokio::time::sleep(quiet).await;
+    let app2 = Arc::new(
+        holdfast::app::App::with_ports(
+            "reconcile-worker",
+            config,
+            stock.clone(),
+            orders.clone(),
+            Arc::new(Msgs(meter.clone(), queue.clone())),
+            Arc::new(NoBus),
+        )?
+        .with_sweep(index(&stock))
+        .with_journal(Arc::new(CountingJournal(journal.clone(), meter.clone()))),
+    );
+    let second = sweep(&app2, &queue, concurrency).await?;
+    let calls_2: HashMap<&str, (u64, u64)> = meter
+        .snapshot()
+        .into_iter()
+        .map(|(k, (c, i))| {
+            let (c1, i1) = calls_1.get(k).copied().unwrap_or_default();
+            (k, (c - c1, i - i1))
+        })
+        .collect();
+
+    let rep = &first.report;
+    let (usd, usd_ddb, rru, wru, lambda_s) = cost(&calls_1, first.invocations, first.busy_s);
+    let (usd2, usd_ddb2, rru2, wru2, lambda_s2) = cost(&calls_2, second.invocations, second.busy_s);
+    let r2 = &second.report;
+    let per = |x: f64, n: usize, unit: f64| if n > 0 { x * unit / n as f64 } else { 0.0 };
+    // the checks of sweep 2 split by what they read: per SKU (metadata, shards, journal,
+    // checkpoints) and per FROZEN lock (index pages and lock reads of the lock sum)
+    let g2 = |k: &str| calls_2.get(k).copied().unwrap_or_default();
+    let sku_calls = ["BatchGet(sku meta)", "BatchGet(shards)", "Query(journal)", "GetItem(checkpoint)", "PutItem(checkpoint)"];
+    let sku_reqs: u64 = sku_calls.iter().map(|k| g2(k).0).sum();
+    let lock_reqs = g2("BatchGet(reservations)").0 + r2.locked_locks_read as u64 / 1000;
+    let sku_rru = g2("BatchGet(sku meta)").1 as f64 + g2("BatchGet(shards)").1 as f64 + g2("GetItem(checkpoint)").0 as f64
+        + 0.5 * g2("Query(journal)").0 as f64;
+    let lock_rru = g2("BatchGet(reservations)").1 as f64 + (r2.locked_locks_read as f64 / 1000.0);
+    let out = serde_json::json!({
+        "skus": n_skus, "orphan_frozen_locks": n_locks, "live_frozen_locks": n_live, "concurrency": concurrency,
+        "latency_injected": meter.latency,
+        "sweep_1": {
+            "wall_s": first.wall.as_secs_f64(), "invocations": first.invocations, "continuations": rep.continuations,
+            "locks_released": rep.locks_released, "frozen_left": left_frozen,
+            "skus_checked": rep.skus_checked, "skus_inconclusive": rep.skus_inconclusive,
+            "violations": rep.violations, "errors": rep.errors,
+            "journals": {"held": rep.journals_held, "behind": rep.journals_behind, "incomplete": rep.journals_incomplete, "entries_read": rep.journal_entries_read},
+            "locked_sum": {"skus_judged": rep.locked_skus_judged, "skus_moved": rep.locked_skus_moved, "locks_read": rep.locked_locks_read, "groups_suspect": rep.locked_groups_suspect},
+            "item_ms_p50": first.p(0.5), "item_ms_p99": first.p(0.99), "item_ms_max": first.p(1.0),
+            "calls": calls_1.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+            "read_units": rru, "write_units": wru, "usd_dynamodb": usd_ddb, "usd_total": usd,
+            "modelled_aws_call_seconds": lambda_s,
+            "usd_per_100k_locks_released": per(usd, rep.locks_released, 100_000.0),
+        },
+        "sweep_2": {
+            "wall_s": second.wall.as_secs_f64(), "invocations": second.invocations, "continuations": r2.continuations,
+            "skus_checked": r2.skus_checked, "skus_inconclusive": r2.skus_inconclusive,
+            "violations": r2.violations, "errors": r2.errors,
+            "journals": {"held": r2.journals_held, "behind": r2.journals_behind, "incomplete": r2.journals_incomplete, "entries_read": r2.journal_entries_read},
+            "locked_sum": {"skus_judged": r2.locked_skus_judged, "skus_moved": r2.locked_skus_moved, "locks_read": r2.locked_locks_read, "groups_suspect": r2.locked_groups_suspect, "runs": r2.locked_runs},
+            "item_ms_p50": second.p(0.5), "item_ms_p99": second.p(0.99), "item_ms_max": second.p(1.0),
+            "calls": calls_2.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+            "read_units": rru2, "write_units": wru2, "usd_dynamodb": usd_ddb2, "usd_total": usd2,
+            "modelled_aws_call_seconds": lambda_s2,
+            "per_10k_skus": {
+                "requests": per(sku_reqs as f64, n_skus, 10_000.0),
+                "read_units": per(sku_rru, n_skus, 10_000.0),
+                "usd": per(sku_rru * USD_PER_RRU, n_skus, 10_000.0),
+                "modelled_call_s_one_worker": per(sku_reqs as f64 * MS_READ / 1000.0, n_skus, 10_000.0),
+            },
+            "per_100k_frozen_locks": {
+                "requests": per(lock_reqs as f64, r2.locked_locks_read, 100_000.0),
+                "read_units": per(lock_rru, r2.locked_locks_read, 100_000.0),
+                "usd": per(lock_rru * USD_PER_RRU, r2.locked_locks_read, 100_000.0),
+                "modelled_call_s_one_worker": per(lock_reqs as f64 * MS_READ / 1000.0, r2.locked_locks_read, 100_000.0),
+            },
+        },
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    anyhow::ensure!(left_frozen == n_live, "{} orphan locks still FROZEN after the sweep", left_frozen - n_live);
+    anyhow::ensure!(rep.violations.is_empty() && r2.violations.is_empty(), "violations");
+    anyhow::ensure!(r2.locked_skus_judged == n_skus, "sweep 2 judged {} of {n_skus} SKUs", r2.locked_skus_judged);
+    anyhow::ensure!(r2.journals_held == n_skus, "sweep 2: {} of {n_skus} journals held", r2.journals_held);
+    Ok(())
+}
+
+/// One sweep: seeded by the schedule, its items run by `concurrency` workers like Lambda's
+/// SQS poller, continuations going back on the queue, until the queue is empty.
+struct Swept {
+    report: ReconcileReport,
+    wall: Duration,
+    invocations: u64,
+    busy_ms: Vec<f64>,
+    busy_s: f64,
+}
+
+impl Swept {
+    fn p(&self, q: f64) -> f64 {
+        self.busy_ms.get(((self.busy_ms.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(0.0)
+    }
+}
+
+async fn sweep(
+    app: &Arc<holdfast::app::App>,
+    queue: &Arc<Mutex<Vec<Message>>>,
+    concurrency: usize,
+) -> anyhow::Result<Swept> {
     let started = Instant::now();
-    let seeded = reconcile::seed(&app).await?.items_seeded;
+    reconcile::seed(app).await?;
     let invocations = Arc::new(AtomicU64::new(0));
     // Items taken and not yet finished; taken under the queue's lock, so "queue empty and
     // nothing in flight" means the sweep is done.
@@ -454,12 +679,21 @@ async fn main() -> anyhow::Result<()> {
                 };
                 inv.fetch_add(1, Relaxed);
                 let t = Instant::now();
-                if let Ok(out) = reconcile::work(&app, &item, WORK_BUDGET).await {
-                    if let Some(next) = out.next {
-                        let _ = app.messages.send(&Message::ReconcileWork { schema: 1, sweep_ms, item: next }, 0).await;
+                match reconcile::work(&app, &item, WORK_BUDGET).await {
+                    Ok(out) => {
+                        if let Some(next) = out.next {
+                            let msg = Message::ReconcileWork { schema: 1, sweep_ms, item: next };
+                            let _ = app.messages.send(&msg, 0).await;
+                        }
+                        if let Ok(mut t) = total.lock() {
+                            t.merge(out.report);
+                        }
                     }
-                    if let Ok(mut t) = total.lock() {
-                        t.merge(out.report);
+                    Err(e) => {
+                        eprintln!("work item failed: {e:#}");
+                        if let Ok(mut t) = total.lock() {
+                            t.errors += 1;
+                        }
                     }
                 }
                 if let Ok(mut b) = busy_ms.lock() {
@@ -473,12 +707,16 @@ async fn main() -> anyhow::Result<()> {
         w.await?;
     }
     let wall = started.elapsed();
-    let rep = total.lock().map(|t| t.clone()).unwrap_or_default();
-    let after = world.snapshot(300);
-    let left_frozen = after.reservations.iter().filter(|r| r.status == LockStatus::Frozen).count();
+    let report = total.lock().map(|t| t.clone()).unwrap_or_default();
+    let mut busy = busy_ms.lock().map(|b| b.clone()).unwrap_or_default();
+    busy.sort_by(|a, b| a.total_cmp(b));
+    let busy_s = busy.iter().sum::<f64>() / 1000.0;
+    Ok(Swept { report, wall, invocations: invocations.load(Relaxed), busy_ms: busy, busy_s })
+}
 
-    // ----- cost and modelled AWS time -----
-    let g = |k: &str| meter.get(k);
+/// Dollars (total, DynamoDB), read and write units, and modelled AWS call seconds of counted calls.
+fn cost(calls: &HashMap<&'static str, (u64, u64)>, invocations: u64, busy_s: f64) -> (f64, f64, f64, f64, f64) {
+    let g = |k: &str| calls.get(k).copied().unwrap_or_default();
     let (q_calls, _) = g("Query");
     let (bg_res_calls, bg_res_items) = g("BatchGet(reservations)");
     let (bg_meta_calls, bg_meta_items) = g("BatchGet(sku meta)");
@@ -489,65 +727,32 @@ async fn main() -> anyhow::Result<()> {
     let (put_order, _) = g("PutItem(order)");
     let (moves, move_items) = g("Transact(lock move)");
     let (sends, _) = g("SendMessage");
+    let (jq, _) = g("Query(journal)");
+    let (cp_get, _) = g("GetItem(checkpoint)");
+    let (cp_put, _) = g("PutItem(checkpoint)");
     // Sizes measured on the emulator: a reservation ~300 B, an order ~400 B, SKU meta and a
     // shard ~100 B: one read unit each (strongly consistent); a keys-only index page of 100
-    // entries ~8 KB: 1 unit eventually consistent. A lock move is a transaction of
-    // (reservation + pieces) items at 2 write units each, plus 1 for the GSI entry it removes.
+    // entries ~8 KB: 1 unit eventually consistent; a journal page of new entries ~0.5 unit
+    // (most read a handful), a checkpoint 1 unit to read and write. A lock move is a
+    // transaction of (reservation + pieces) items at 2 write units each, plus 1 for the GSI
+    // entry it removes.
     let rru = q_calls as f64
         + bg_res_items as f64
         + bg_meta_items as f64
         + bg_shard_items as f64
         + get_order as f64
-        + get_res as f64;
-    let wru = put_void as f64 + put_order as f64 + 2.0 * move_items as f64 + moves as f64;
-    let inv = invocations.load(Relaxed) as f64;
-    let calls_ms = (q_calls + bg_res_calls + bg_meta_calls + bg_shard_calls + get_order + get_res) as f64 * MS_READ
-        + (put_void + put_order + sends) as f64 * MS_WRITE
+        + get_res as f64
+        + 0.5 * jq as f64
+        + cp_get as f64;
+    let wru = put_void as f64 + put_order as f64 + 2.0 * move_items as f64 + moves as f64 + cp_put as f64;
+    let inv = invocations as f64;
+    let calls_ms = (q_calls + bg_res_calls + bg_meta_calls + bg_shard_calls + get_order + get_res + jq + cp_get) as f64
+        * MS_READ
+        + (put_void + put_order + sends + cp_put) as f64 * MS_WRITE
         + moves as f64 * MS_TRANSACT;
-    let lambda_s = calls_ms / 1000.0;
     let usd_ddb = rru * USD_PER_RRU + wru * USD_PER_WRU;
-    let busy_total_s = busy_ms.lock().map(|b| b.iter().sum::<f64>()).unwrap_or(0.0) / 1000.0;
     let usd_other = (sends as f64 + 2.0 * inv) * USD_PER_SQS_REQUEST
         + inv * USD_PER_LAMBDA_REQUEST
-        + busy_total_s * 0.25 * USD_PER_GB_S;
-    let usd = usd_ddb + usd_other;
-    let mut busy = busy_ms.lock().map(|b| b.clone()).unwrap_or_default();
-    busy.sort_by(|a, b| a.total_cmp(b));
-    let p = |q: f64| busy.get(((busy.len() as f64 - 1.0) * q) as usize).copied().unwrap_or(0.0);
-
-    let out = serde_json::json!({
-        "skus": n_skus, "frozen_locks": n_locks, "concurrency": concurrency,
-        "items_seeded": seeded, "invocations": inv, "continuations": rep.continuations,
-        "locks_released": rep.locks_released, "frozen_left": left_frozen,
-        "skus_checked": rep.skus_checked, "violations": rep.violations.len(),
-        "locked_check_skipped": rep.locked_check_skipped, "errors": rep.errors,
-        "wall_s": wall.as_secs_f64(), "latency_injected": meter.latency,
-        "item_ms_p50": p(0.5), "item_ms_p99": p(0.99), "item_ms_max": p(1.0),
-        "calls": KINDS.iter().map(|k| (k.to_string(), serde_json::json!(meter.get(k)))).collect::<serde_json::Map<_, _>>(),
-        "read_units": rru, "write_units": wru,
-        "usd_dynamodb": usd_ddb, "usd_total": usd,
-        "modelled_aws_call_seconds": lambda_s,
-        "lambda_busy_seconds": busy.iter().sum::<f64>() / 1000.0,
-        "usd_per_10k_skus_checked": if rep.skus_checked > 0 { sku_cost(&meter) * 10_000.0 / rep.skus_checked as f64 } else { 0.0 },
-        "usd_per_100k_locks_released": if rep.locks_released > 0 { (usd - sku_cost(&meter)) * 100_000.0 / rep.locks_released as f64 } else { 0.0 },
-        "modelled_s_per_10k_skus_one_worker": sku_seconds(&meter) * 10_000.0 / (rep.skus_checked.max(1) as f64),
-        "modelled_s_per_100k_locks_one_worker": (lambda_s - sku_seconds(&meter)) * 100_000.0 / (rep.locks_released.max(1) as f64),
-    });
-    println!("{}", serde_json::to_string_pretty(&out)?);
-    anyhow::ensure!(left_frozen == 0, "{left_frozen} locks still FROZEN after the sweep");
-    anyhow::ensure!(rep.violations.is_empty(), "violations: {:?}", rep.violations);
-    Ok(())
-}
-
-/// Dollars of the SKU-invariant part (meta + shard reads, index pages of SKUs ~ 1 per 50).
-fn sku_cost(m: &Meter) -> f64 {
-    let (_, meta) = m.get("BatchGet(sku meta)");
-    let (_, shards) = m.get("BatchGet(shards)");
-    (meta + shards) as f64 * USD_PER_RRU
-}
-
-fn sku_seconds(m: &Meter) -> f64 {
-    let (meta_calls, _) = m.get("BatchGet(sku meta)");
-    let (shard_calls, _) = m.get("BatchGet(shards)");
-    (meta_calls + shard_calls) as f64 * MS_READ / 1000.0
+        + busy_s * 0.25 * USD_PER_GB_S;
+    (usd_ddb + usd_other, usd_ddb, rru, wru, calls_ms / 1000.0)
 }

@@ -213,8 +213,17 @@ async fn main() -> anyhow::Result<()> {
                             }
                             if a.codes {
                                 let path = format!("/orders/{id}/codes");
-                                let r =
+                                // shown once the payment's stock move ran (503 + Retry-After until then)
+                                let mut r =
                                     c.call("GET /orders/{order_id}/codes", "GET", &path, Some(&token), &[], None).await;
+                                for _ in 0..20 {
+                                    if r.0 != 503 {
+                                        break;
+                                    }
+                                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                                    r = c.call("GET /orders/{order_id}/codes", "GET", &path, Some(&token), &[], None)
+                                        .await;
+                                }
                                 let got =
                                     r.1["codes"].as_array().into_iter().flatten().filter_map(|v| v["code"].as_str());
                                 revealed.lock().map(|mut v| v.extend(got.map(str::to_owned))).ok();

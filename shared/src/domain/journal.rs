@@ -255,6 +255,148 @@ pub fn check(entries: &[Entry], shards: &[ShardCounts]) -> Verdict {
     }
 }
 
+/// How far the reconcile check has read one SKU's journal (review protocol-2 #7): per product
+/// shard, the last entry applied and the running sums, so a check reads only the entries written
+/// since. Stored next to the journal (one item per SKU), written conditionally on `version`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Checkpoint {
+    /// Incremented on every write; a write is conditional on the version read.
+    #[serde(default)]
+    pub version: u64,
+    /// Shard `i`'s mark at index `i`.
+    #[serde(default)]
+    pub shards: Vec<ShardMark>,
+}
+
+/// One product shard's place in its journal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ShardMark {
+    /// An entry of this shard has been seen (the sums below mean something).
+    #[serde(default)]
+    pub started: bool,
+    /// The first entry seen started from zero: Σ deltas must equal the counters.
+    #[serde(default)]
+    pub complete: bool,
+    /// Every entry of this shard with a key up to here is in `sum` (or nets to zero).
+    #[serde(default)]
+    pub seq: String,
+    /// Σ(after − before) of the entries applied.
+    #[serde(default, with = "counts")]
+    pub sum: ShardCounts,
+    /// The `after` of the last entry applied: the next one must start from it.
+    #[serde(default, with = "counts")]
+    pub last: ShardCounts,
+}
+
+mod counts {
+    use super::ShardCounts;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(c: &ShardCounts, s: S) -> Result<S::Ok, S::Error> {
+        [c.available, c.locked, c.sold].serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ShardCounts, D::Error> {
+        let [available, locked, sold] = <[i64; 3]>::deserialize(d)?;
+        Ok(ShardCounts { available, locked, sold })
+    }
+}
+
+/// An entry whose `before` does not continue its shard's last `after` (a gap: an entry not yet
+/// written, or lost) is waited for this long; older, it is taken as lost: applied, and the
+/// sums no longer meet the counters (reported `Broken` from then on).
+pub const GAP_GRACE_MS: i64 = 15 * 60 * 1000;
+/// Margin for stream timestamps (rounded to the second) and clock skew.
+pub const SETTLE_MS: i64 = 5_000;
+
+impl Checkpoint {
+    /// Where the next read starts: after the oldest mark of the shards that have one (`None`:
+    /// from the first entry). A shard seen for the first time later is judged from that entry.
+    pub fn read_from(&self) -> Option<&str> {
+        self.shards.iter().filter(|m| m.started).map(|m| m.seq.as_str()).min()
+    }
+
+    /// Applies entries read after [`Checkpoint::read_from`] (oldest first; quota entries and
+    /// entries a shard already applied are skipped). Within one shard each write's old image
+    /// is the previous write's new image, so an entry that does not continue its shard's last
+    /// `after` means one is missing: the shard stops there until the gap is filled or is older
+    /// than [`GAP_GRACE_MS`]. Returns whether anything moved.
+    pub fn apply(&mut self, entries: &[Entry], slots: usize, now_ms: i64) -> bool {
+        if self.shards.len() < slots {
+            self.shards.resize(slots, ShardMark::default());
+        }
+        let mut blocked = vec![false; self.shards.len()];
+        let mut moved = false;
+        for e in entries.iter().filter(|e| e.campaign.is_none()) {
+            let i = usize::from(e.shard);
+            if i >= self.shards.len() {
+                self.shards.resize(i + 1, ShardMark::default());
+                blocked.resize(i + 1, false);
+            }
+            let m = &mut self.shards[i];
+            if blocked[i] || (m.started && e.seq.as_str() <= m.seq.as_str()) {
+                continue;
+            }
+            if !m.started {
+                *m = ShardMark { started: true, complete: e.before == ShardCounts::default(), ..Default::default() };
+                m.last = e.before;
+            } else if e.before != m.last && now_ms - e.at_ms < GAP_GRACE_MS {
+                blocked[i] = true;
+                continue;
+            }
+            let d = e.delta();
+            m.sum = ShardCounts {
+                available: m.sum.available + d.available,
+                locked: m.sum.locked + d.locked,
+                sold: m.sum.sold + d.sold,
+            };
+            m.last = e.after;
+            m.seq = e.seq.clone();
+            moved = true;
+        }
+        moved
+    }
+
+    /// After a read whose counters were taken at `read_ms` (before the entries were read): a
+    /// shard whose last `after` shows its counters has nothing pending from before then that
+    /// changes its sums (any entry still on its way nets to zero), so its mark may move up to
+    /// `read_ms − SETTLE_MS` and stop holding the next read back.
+    pub fn settle(&mut self, counters: &[ShardCounts], read_ms: i64) {
+        let key = entry_key(read_ms - SETTLE_MS, "");
+        for (m, c) in self.shards.iter_mut().zip(counters) {
+            if m.started && m.last == *c && m.seq < key {
+                m.seq = key.clone();
+            }
+        }
+    }
+
+    /// The verdict on shards `0..counters.len()` (as [`check`] gives it on the whole journal).
+    pub fn verdict(&self, counters: &[ShardCounts]) -> Verdict {
+        let marks: Vec<Option<&ShardMark>> = (0..counters.len()).map(|i| self.shards.get(i)).collect();
+        if marks.iter().any(|m| m.is_none_or(|m| !m.started || !m.complete)) {
+            return Verdict::Incomplete;
+        }
+        let marks: Vec<&ShardMark> = marks.into_iter().flatten().collect();
+        if marks.iter().zip(counters).any(|(m, c)| m.last != *c) {
+            return Verdict::Behind;
+        }
+        if marks.iter().zip(counters).all(|(m, c)| m.sum == *c) {
+            return Verdict::Holds;
+        }
+        let total = |v: &mut dyn Iterator<Item = ShardCounts>| {
+            v.fold(ShardCounts::default(), |a, c| ShardCounts {
+                available: a.available + c.available,
+                locked: a.locked + c.locked,
+                sold: a.sold + c.sold,
+            })
+        };
+        Verdict::Broken {
+            journal: total(&mut marks.iter().map(|m| m.sum)),
+            counters: total(&mut counters.iter().copied()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,5 +502,47 @@ mod tests {
         let mut lost = journal.clone();
         lost.remove(2);
         assert_eq!(check(&lost, &[c(8, 0, 2)]), Verdict::Broken { journal: c(10, -2, 2), counters: c(8, 0, 2) });
+    }
+
+    #[test]
+    fn a_checkpoint_sums_what_it_read_waits_at_a_young_gap_and_takes_an_old_one_as_lost() {
+        let mut journal = vec![
+            e(0, c(0, 0, 0), c(0, 0, 0), "create", "0000000000001.1"),
+            e(0, c(0, 0, 0), c(10, 0, 0), "adjust", "0000000000002.2"),
+            e(0, c(10, 0, 0), c(8, 2, 0), "freeze", "0000000000003.3"),
+            e(0, c(8, 2, 0), c(8, 0, 2), "sell", "0000000000004.4"),
+        ];
+        for (i, x) in journal.iter_mut().enumerate() {
+            x.at_ms = 1_000 * (i as i64 + 1);
+        }
+        // read in two parts, the same verdict as the whole journal
+        let mut cp = Checkpoint::default();
+        assert!(cp.apply(&journal[..2], 1, 10_000));
+        assert_eq!(cp.verdict(&[c(10, 0, 0)]), Verdict::Holds);
+        assert_eq!(cp.read_from(), Some("0000000000002.2"));
+        assert!(cp.apply(&journal[2..], 1, 10_000));
+        assert_eq!(cp.verdict(&[c(8, 0, 2)]), check(&journal, &[c(8, 0, 2)]));
+        assert!(!cp.apply(&journal, 1, 10_000), "entries already applied are skipped");
+        // nothing new and caught up: the mark settles to the counters' read time
+        cp.settle(&[c(8, 0, 2)], 60_000);
+        assert_eq!(cp.read_from(), Some("0000000055000."));
+        // a gap (the freeze's entry not written yet): waited for while young…
+        let mut cp = Checkpoint::default();
+        let gapped = [journal[0].clone(), journal[1].clone(), journal[3].clone()];
+        cp.apply(&gapped, 1, 10_000);
+        assert_eq!(cp.verdict(&[c(8, 0, 2)]), Verdict::Behind);
+        assert_eq!(cp.read_from(), Some("0000000000002.2"), "not read past");
+        cp.settle(&[c(8, 0, 2)], 10_000);
+        assert_eq!(cp.read_from(), Some("0000000000002.2"), "a shard short of its counters does not settle");
+        // …and taken as lost once older than the grace: the sums no longer meet the counters
+        cp.apply(&gapped, 1, 4_000 + GAP_GRACE_MS);
+        assert_eq!(cp.verdict(&[c(8, 0, 2)]), Verdict::Broken { journal: c(10, -2, 2), counters: c(8, 0, 2) });
+        // a shard with no entry, or one starting above zero, is not summed
+        assert_eq!(Checkpoint::default().verdict(&[c(0, 0, 0)]), Verdict::Incomplete);
+        let mut cp = Checkpoint::default();
+        cp.apply(&journal[2..], 1, 10_000);
+        assert_eq!(cp.verdict(&[c(8, 0, 2)]), Verdict::Incomplete);
+        let json = serde_json::to_string(&cp).unwrap();
+        assert_eq!(serde_json::from_str::<Checkpoint>(&json).unwrap(), cp);
     }
 }

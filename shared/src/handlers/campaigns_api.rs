@@ -95,11 +95,18 @@ async fn sku_view(app: &App, sku: &crate::domain::Sku) -> Result<Option<SkuView>
         .await
 }
 
+/// The `sub` of an admin request's token (API Gateway's authorizer put it there).
+fn admin_actor(req: &Request) -> String {
+    subject(req).map(|u| u.to_string()).unwrap_or_else(|_| "admin".into())
+}
+
 pub async fn put_campaign(app: &App, req: &Request) -> Result<Response, Problem> {
     let id = CampaignId::parse(path_param(req, "campaign_id")?)
         .map_err(|e| Problem::validation(e.to_string()).field("campaign_id"))?;
     let spec = typed_body::<CampaignRequest>(req, app.config.max_body_bytes)?.into();
     let (c, created) = campaigns::put(app, &id, &spec).await.map_err(campaign_problem)?;
+    // the admin write's actor (security review L7): the caller's sub
+    tracing::info!(campaign_id = %id, actor = admin_actor(req), created, "admin campaign put");
     admin_view(app, &c, if created { 201 } else { 200 }).await
 }
 
@@ -123,6 +130,7 @@ pub async fn pause_campaign(app: &App, req: &Request, paused: bool) -> Result<Re
     let id = campaign_param(req)?;
     http::body_bytes(req, app.config.max_body_bytes)?;
     let c = campaigns::set_paused(app, &id, paused).await.map_err(campaign_problem)?;
+    tracing::info!(campaign_id = %id, actor = admin_actor(req), paused, "admin campaign pause");
     admin_view(app, &c, 200).await
 }
 
@@ -130,6 +138,7 @@ pub async fn pause_sku(app: &App, req: &Request, paused: bool) -> Result<Respons
     let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
     http::body_bytes(req, app.config.max_body_bytes)?;
     admin::set_paused(app, &sku, paused).await.map_err(admin_problem)?;
+    tracing::info!(sku = %sku, actor = admin_actor(req), paused, "admin SKU pause");
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(200, &SkuView::from(&v)))
 }

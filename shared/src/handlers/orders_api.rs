@@ -4,7 +4,7 @@
 
 use crate::api::after_sale::{AdminOrderView, ReasonRequest, ReturnReceivedRequest, ShipRequest};
 use crate::api::orders::{OrderCode, OrderCodes, OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
-use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
+use crate::api::{Auth, Route, ADMIN_ORDERS, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::order::OrderRecord;
 use crate::domain::{OrderId, ReservationId};
@@ -25,10 +25,10 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /orders/{order_id}/refund", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("POST /orders/{order_id}/confirm-receipt", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("POST /orders/{order_id}/return", Auth::Scope(SCOPE_ORDERS_WRITE)),
-    Route::new("GET /admin/orders/{order_id}", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/orders/{order_id}/ship", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/orders/{order_id}/return-received", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/orders/{order_id}/cancel", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("GET /admin/orders/{order_id}", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("POST /admin/orders/{order_id}/ship", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("POST /admin/orders/{order_id}/return-received", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("POST /admin/orders/{order_id}/cancel", Auth::AnyScope(ADMIN_ORDERS)),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {

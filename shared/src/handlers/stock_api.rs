@@ -6,7 +6,7 @@ use crate::api::stock::{
     AdjustmentRequest, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, JournalEntryBody, JournalPage,
     PutSkuRequest, SkuView,
 };
-use crate::api::{Auth, Route, SCOPE_ADMIN, SCOPE_ORDERS_READ};
+use crate::api::{Auth, Route, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ};
 use crate::app::App;
 use crate::domain::model::{Day, ModelError, MAX_DATES};
 use crate::domain::Sku;
@@ -17,21 +17,21 @@ use crate::service::admin::{self, AdminError, StockView};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
-    Route::new("PUT /admin/skus/{sku}", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/skus/{sku}/adjustments", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/skus/{sku}/pause", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/skus/{sku}/resume", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("GET /admin/skus/{sku}/journal", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/skus/{sku}/codes", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("GET /admin/skus/{sku}/codes", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("PUT /admin/skus/{sku}", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("POST /admin/skus/{sku}/adjustments", Auth::AnyScope(ADMIN_STOCK_ADJUST)),
+    Route::new("POST /admin/skus/{sku}/pause", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("POST /admin/skus/{sku}/resume", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("GET /admin/skus/{sku}/journal", Auth::AnyScope(ADMIN_STOCK_ADJUST)),
+    Route::new("POST /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES)),
+    Route::new("GET /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES)),
     Route::new("GET /skus/{sku}", Auth::Public),
     Route::new("GET /skus/{sku}/availability", Auth::Public),
     Route::new("GET /skus/{sku}/calendar", Auth::Public),
     Route::new("GET /skus/{sku}/availability/me", Auth::Scope(SCOPE_ORDERS_READ)),
-    Route::new("PUT /admin/campaigns/{campaign_id}", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::Scope(SCOPE_ADMIN)),
-    Route::new("POST /admin/campaigns/{campaign_id}/resume", Auth::Scope(SCOPE_ADMIN)),
+    Route::new("PUT /admin/campaigns/{campaign_id}", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("POST /admin/campaigns/{campaign_id}/resume", Auth::AnyScope(ADMIN_CATALOGUE)),
     Route::new("GET /campaigns/{campaign_id}", Auth::Public),
 ];
 

@@ -22,7 +22,8 @@ use crate::domain::order::{Order, OrderRecord, OrderStatus};
 use crate::domain::supplier::BookingStatus;
 use crate::domain::{OrderId, ReservationId, Sku};
 use crate::faults::{self, InjectedCrash};
-use crate::ports::{Message, OrderIndex, WorkItem};
+use crate::domain::reservation::LockStatus;
+use crate::ports::{LockSums, Message, OrderIndex, WorkItem, LOCK_GROUPS};
 use crate::telemetry::names;
 use std::time::{Duration, Instant};
 
@@ -44,8 +45,19 @@ pub struct ReconcileReport {
     /// Work items run, and how many of them handed a continuation on.
     pub items: usize,
     pub continuations: usize,
-    /// `locked = Σ FROZEN` was not checked: too many locks or SKUs to read in one budget.
+    /// Always `false` now: `locked = Σ FROZEN` runs at any scale (kept for log readers).
     pub locked_check_skipped: bool,
+    /// `locked = Σ FROZEN`: SKUs judged (quiet during the run, in a group with no SKU written
+    /// meanwhile), SKUs written during the run (not judged), groups whose sums disagreed (looked
+    /// at again per SKU), and runs finished.
+    pub locked_skus_judged: usize,
+    pub locked_skus_moved: usize,
+    pub locked_groups_suspect: usize,
+    pub locked_runs: usize,
+    /// FROZEN locks read by `locked = Σ FROZEN`.
+    pub locked_locks_read: usize,
+    /// Journal entries the check read (only those after each SKU's checkpoint).
+    pub journal_entries_read: usize,
     /// SKUs whose stock journal was checked against their counters and held, whose journal
     /// is incomplete (the SKU predates the journal: not checked), and whose journal had not
     /// caught up with the last write by the second look (not judged this run).
@@ -85,6 +97,12 @@ impl ReconcileReport {
         self.journals_held += o.journals_held;
         self.journals_incomplete += o.journals_incomplete;
         self.journals_behind += o.journals_behind;
+        self.locked_skus_judged += o.locked_skus_judged;
+        self.locked_skus_moved += o.locked_skus_moved;
+        self.locked_groups_suspect += o.locked_groups_suspect;
+        self.locked_runs += o.locked_runs;
+        self.locked_locks_read += o.locked_locks_read;
+        self.journal_entries_read += o.journal_entries_read;
         self.locks_restocked += o.locks_restocked;
         self.supplier_bookings_held += o.supplier_bookings_held;
         self.supplier_cancels += o.supplier_cancels;
@@ -101,9 +119,18 @@ pub const ORDER_PAGE: usize = 100;
 pub const SKU_PAGE: usize = 100;
 /// Items of one page handled at once (independent conditional repairs, or reads).
 pub const PAGE_CONCURRENCY: usize = 10;
-/// Largest index the `locked = Σ FROZEN` check reads in one item (about 200 BatchGets).
-pub const LOCKED_CHECK_MAX_LOCKS: usize = 20_000;
-pub const LOCKED_CHECK_MAX_SKUS: usize = 2_000;
+/// FROZEN locks read per page by `locked = Σ FROZEN` (one index page, 10 BatchGets).
+pub const LOCKED_LOCK_PAGE: usize = 1000;
+/// A SKU is judged by `locked = Σ FROZEN` only if its journal's newest entry is older than
+/// the run's start by this much (the stream's lag; a SKU with no entry was never written since
+/// the journal exists).
+pub const LOCKED_QUIET_MS: i64 = 60_000;
+/// Groups looked at again per SKU after a disagreement (more wait for the next sweep).
+pub const LOCKED_FOCUS_MAX: usize = 16;
+/// The sweep before this one may leave this many items queued (a poison item waiting for its
+/// next delivery, a slow check's chain) and the next sweep's repairs are still seeded; its
+/// checks are seeded only onto an empty queue, so no two chains of one check run at once.
+pub const BACKLOG_ALLOWANCE: u64 = 8;
 
 /// What one work item did, and what is left of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -114,6 +141,13 @@ pub struct WorkOutcome {
 
 /// The items of one sweep started at `now_ms`.
 pub fn seed_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
+    let mut items = repair_items(app, now_ms);
+    items.extend(check_items());
+    items
+}
+
+/// The repairs of one sweep: stale locks, overdue orders, shipped orders due, unissued refunds.
+pub fn repair_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
     let stale_ms = app.config.stale_lock_s.saturating_mul(1000);
     let mut items = Vec::new();
     for bucket in 0..INDEX_BUCKETS {
@@ -125,11 +159,17 @@ pub fn seed_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
         items.push(WorkItem::ShippedDue { bucket, before_s: now_ms / 1000 + 1, cursor: None });
         items.push(WorkItem::UnissuedRefunds { bucket, before_ms: now_ms - redrive_ms, cursor: None });
     }
-    items.push(WorkItem::SkuInvariants { cursor: None });
-    items.push(WorkItem::LockedTotals {});
-    items.push(WorkItem::CampaignQuotas {});
-    items.push(WorkItem::SkuJournals { cursor: None });
     items
+}
+
+/// The checks of one sweep (they repair nothing but the code pools' orphans).
+pub fn check_items() -> Vec<WorkItem> {
+    vec![
+        WorkItem::SkuInvariants { cursor: None },
+        WorkItem::LockedTotals(Default::default()),
+        WorkItem::CampaignQuotas {},
+        WorkItem::SkuJournals { cursor: None, pending: Vec::new(), last_page: false },
+    ]
 }
 
 /// What one run of the schedule did.
@@ -137,7 +177,8 @@ pub fn seed_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
 pub struct Seeded {
     /// Work items put on the queue: a whole sweep, or 0 when skipped.
     pub items_seeded: usize,
-    /// The last sweep's work items still queued; > 0 means this run seeded nothing.
+    /// The last sweep's work items still queued: above [`BACKLOG_ALLOWANCE`] this run seeded
+    /// nothing; above 0, only the repairs.
     pub backlog: u64,
 }
 
@@ -145,16 +186,25 @@ pub struct Seeded {
 /// items are still there. Seeding over an unfinished sweep would add a sweep's worth of work
 /// each interval that the workers cannot absorb, so the backlog would grow without bound
 /// (and with it the queue's cost and every item's wait); a skipped run is counted
-/// (`ReconcileSweepSkipped`) and the sweep in progress does the work.
+/// (`ReconcileSweepSkipped`) and the sweep in progress does the work. A few items left over
+/// ([`BACKLOG_ALLOWANCE`]: a poison item between its deliveries, a long check's chain) do not
+/// hold the repairs back (review protocol-2 #7): the repairs are seeded, the checks wait for
+/// an empty queue. The queue so never holds more than the allowance and one sweep.
 pub async fn seed(app: &App) -> anyhow::Result<Seeded> {
     let backlog = app.messages.reconcile_backlog().await?;
-    if backlog > 0 {
+    if backlog > BACKLOG_ALLOWANCE {
         app.count(names::SWEEP_SKIPPED, 1);
         tracing::warn!(backlog, "last reconcile sweep unfinished; no new sweep seeded");
         return Ok(Seeded { items_seeded: 0, backlog });
     }
     let now_ms = clock::now_ms();
-    let items = seed_items(app, now_ms);
+    let items = if backlog == 0 {
+        seed_items(app, now_ms)
+    } else {
+        app.count(names::SWEEP_SKIPPED, 1);
+        tracing::warn!(backlog, "items of the last sweep still queued: repairs seeded, checks not");
+        repair_items(app, now_ms)
+    };
     let n = items.len();
     let msgs: Vec<Message> =
         items.into_iter().map(|item| Message::ReconcileWork { schema: 1, sweep_ms: now_ms, item }).collect();
@@ -164,7 +214,7 @@ pub async fn seed(app: &App) -> anyhow::Result<Seeded> {
         }
     }
     tracing::info!(items = n, "reconcile sweep seeded");
-    Ok(Seeded { items_seeded: n, backlog: 0 })
+    Ok(Seeded { items_seeded: n, backlog })
 }
 
 /// A worker's part: one item, for at most `budget`.
@@ -272,24 +322,37 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
                 }
             }
         }
-        WorkItem::LockedTotals {} => {
-            locked_totals(app, &mut rep).await?;
-            None
+        WorkItem::LockedTotals(sums) => {
+            locked_totals(app, sums.clone(), started, budget, &mut rep).await?.map(WorkItem::LockedTotals)
         }
         WorkItem::CampaignQuotas {} => {
             let v = super::campaigns::check_quotas(app).await?;
             report_violations(app, &v, &mut rep);
             None
         }
-        WorkItem::SkuJournals { cursor } => {
+        WorkItem::SkuJournals { cursor, pending, last_page } => {
             let mut cursor = cursor.clone();
+            // SKUs the last invocation left part-read come first, then the pages after `cursor`
+            let mut skus: Vec<Sku> = pending.iter().map(|s| Sku::from_stored(s)).collect::<Result<_, _>>()?;
+            let mut last = *last_page;
+            let mut fetch = skus.is_empty();
             loop {
-                let page = app.sweep.skus_page(cursor.as_deref(), JOURNAL_SKU_PAGE).await?;
-                sku_journals(app, &page.items, &mut rep).await?;
-                match page.next {
-                    None => break None,
-                    Some(c) if started.elapsed() > budget => break Some(WorkItem::SkuJournals { cursor: Some(c) }),
-                    Some(c) => cursor = Some(c),
+                if fetch {
+                    let page = app.sweep.skus_page(cursor.as_deref(), JOURNAL_SKU_PAGE).await?;
+                    skus = page.items;
+                    last = page.next.is_none();
+                    cursor = page.next;
+                }
+                fetch = true;
+                if let Some(stopped) = sku_journals(app, &skus, started, budget, &mut rep).await? {
+                    let pending = skus[stopped..].iter().map(|s| s.to_string()).collect();
+                    break Some(WorkItem::SkuJournals { cursor, pending, last_page: last });
+                }
+                if last {
+                    break None;
+                }
+                if started.elapsed() > budget {
+                    break Some(WorkItem::SkuJournals { cursor, pending: Vec::new(), last_page: false });
                 }
             }
         }
@@ -464,8 +527,12 @@ async fn settled(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::
 async fn sku_invariants(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::Result<Vec<Violation>> {
     // code pools first: codes a dead checkout claimed go back (docs/code-pools.md, "Crashes")
     let metas = app.stock.get_skus(skus).await?;
-    let code_pools: Vec<Sku> = metas.values().filter(|m| m.model.is_code_pool()).map(|m| m.sku.clone()).collect();
-    for m in metas.values().filter(|m| m.model.is_code_pool()) {
+    let code_pools: Vec<Sku> = metas
+        .values()
+        .filter(|m| crate::domain::kind::Stocking::of(&m.model).holds_codes())
+        .map(|m| m.sku.clone())
+        .collect();
+    for m in metas.values().filter(|m| crate::domain::kind::Stocking::of(&m.model).holds_codes()) {
         let quiet = app.config.code_claim_quiet_ms;
         rep.codes_returned += super::codes::repair_orphans(app, m, clock::now_ms(), quiet).await? as usize;
     }
@@ -488,40 +555,63 @@ async fn sku_invariants(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> a
     Ok(first.into_iter().filter(|v| second.contains(v)).collect())
 }
 
-/// The code pool identity of settled snapshots (their rings read after the counters: a claim in
-/// flight shows as a difference, which the second look filters out).
+/// The code pool identity of settled snapshots (their rings read after the counters). A shard
+/// is judged only once its head has been still for the orphan quiet period, or the orphan
+/// repair has seen every claimed position bound or given back (review protocol-2 #14): a
+/// claim in flight, or one a dead checkout (or a retried, non-idempotent claim) left behind,
+/// moves the head before the counters, and on a pool with a trickle of sales both looks would
+/// see such a difference until the repair returns it.
 async fn ring_identity(app: &App, pools: &[SkuSnapshot]) -> anyhow::Result<Vec<Violation>> {
     let mut out = Vec::new();
     for s in pools {
         let rings = app.stock.read_rings(&s.sku, s.shards.len() as u16).await?;
-        out.extend(crate::domain::invariants::check_ring_identity(s, &rings));
+        let judged = settled_rings(s, &rings, clock::now_ms(), app.config.code_claim_quiet_ms);
+        out.extend(crate::domain::invariants::check_ring_identity(&judged, &rings));
     }
     Ok(out)
 }
 
-/// SKUs whose journal is checked per page (each reads its whole journal: one Query per 100
-/// entries).
-pub const JOURNAL_SKU_PAGE: usize = 20;
-
-/// The stock journal of each SKU against its counters ([`journal::check`]). A journal that has
-/// not caught up with the last write (stream lag) is looked at again a moment later; a broken
-/// one is an invariant violation and a `JournalMismatch` metric.
-async fn sku_journals(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::Result<()> {
-    let metas = app.stock.get_skus(skus).await?;
-    for sku in skus {
-        let Some(meta) = metas.get(sku) else { continue };
-        let mut verdict = journal::Verdict::Behind;
-        for look in 0..3 {
-            if look > 0 {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            let shards = app.stock.read_shards(sku, meta.slots).await?;
-            let entries = whole_journal(app, sku).await?;
-            verdict = journal::check(&entries, &shards);
-            if verdict != journal::Verdict::Behind {
-                break;
-            }
+/// `snap` with each shard whose ring is not settled (claims younger than `quiet_ms` not yet
+/// seen bound or given back) made to agree with its ring: those shards are not judged.
+fn settled_rings(snap: &SkuSnapshot, rings: &[crate::domain::codes::Ring], now_ms: i64, quiet_ms: i64) -> SkuSnapshot {
+    let mut judged = snap.clone();
+    for (sh, g) in judged.shards.iter_mut().zip(rings) {
+        let settled = g.head <= g.checked || now_ms - g.claimed_at_ms >= quiet_ms;
+        if !settled {
+            sh.available = g.available();
         }
+    }
+    judged
+}
+
+/// SKUs whose journal is checked per page.
+pub const JOURNAL_SKU_PAGE: usize = 20;
+/// Journal entries read per Query (~250 bytes each: a page is at most ~250 KB).
+pub const JOURNAL_ENTRY_PAGE: usize = 1000;
+
+/// The stock journal of each SKU against its counters, from the SKU's checkpoint
+/// ([`journal::Checkpoint`]: only entries written since the last check are read). A journal
+/// that has not caught up with the last write (stream lag) is looked at again a moment later;
+/// a broken one is an invariant violation and a `JournalMismatch` metric. The budget is
+/// honoured inside a SKU: `Some(i)` = stopped at `skus[i]` (its progress saved).
+async fn sku_journals(
+    app: &App,
+    skus: &[Sku],
+    started: Instant,
+    budget: Duration,
+    rep: &mut ReconcileReport,
+) -> anyhow::Result<Option<usize>> {
+    let metas = app.stock.get_skus(skus).await?;
+    for (i, sku) in skus.iter().enumerate() {
+        let Some(meta) = metas.get(sku) else { continue };
+        // the first SKU always: each invocation moves on
+        if i > 0 && started.elapsed() > budget {
+            return Ok(Some(i));
+        }
+        let verdict = match sku_journal(app, meta, started, budget, rep).await? {
+            Some(v) => v,
+            None => return Ok(Some(i)),
+        };
         match verdict {
             journal::Verdict::Holds => rep.journals_held += 1,
             journal::Verdict::Incomplete => rep.journals_incomplete += 1,
@@ -534,87 +624,204 @@ async fn sku_journals(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> any
             }
         }
     }
-    Ok(())
+    Ok(None)
 }
 
-async fn whole_journal(app: &App, sku: &Sku) -> anyhow::Result<Vec<journal::Entry>> {
-    let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let (page, next) = app.journal.for_sku(sku, cursor.as_deref(), 100).await?;
-        out.extend(page);
-        match next {
-            None => return Ok(out),
-            Some(c) => cursor = Some(c),
+/// One SKU's journal from its checkpoint; `None` when the budget ran out first (what was read
+/// is saved in the checkpoint, and the next invocation goes on from there).
+async fn sku_journal(
+    app: &App,
+    meta: &crate::ports::SkuMeta,
+    started: Instant,
+    budget: Duration,
+    rep: &mut ReconcileReport,
+) -> anyhow::Result<Option<journal::Verdict>> {
+    let sku = &meta.sku;
+    let stored = app.journal.checkpoint(sku).await?;
+    let expected = stored.as_ref().map(|c| c.version);
+    let mut cp = stored.unwrap_or_default();
+    let original = cp.clone();
+    let mut verdict = None;
+    let mut read_any = false;
+    'looks: for look in 0..3 {
+        if look > 0 {
+            if started.elapsed() + Duration::from_secs(1) > budget {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
-    }
-}
-
-/// `locked = Σ FROZEN` per SKU. It needs every FROZEN lock and every SKU, so it first counts
-/// both page by page and gives up (and says so) past the limits instead of running out of time.
-async fn locked_totals(app: &App, rep: &mut ReconcileReport) -> anyhow::Result<()> {
-    let mut frozen = Vec::new();
-    for bucket in 0..INDEX_BUCKETS {
-        let mut cursor: Option<String> = None;
+        // the counters first: the checkpoint may then settle up to this moment (`settle`)
+        let read_ms = clock::now_ms();
+        let shards = app.stock.read_shards(sku, meta.slots).await?;
+        let mut after = cp.read_from().map(str::to_owned);
         loop {
-            let page = app.sweep.frozen_page(bucket, i64::MAX, cursor.as_deref(), 1000).await?;
-            frozen.extend(page.items);
-            if frozen.len() > LOCKED_CHECK_MAX_LOCKS {
-                skip_locked_check(app, rep, "FROZEN locks");
-                return Ok(());
+            let (page, more) = app.journal.since(sku, after.as_deref(), JOURNAL_ENTRY_PAGE).await?;
+            rep.journal_entries_read += page.len();
+            read_any |= !page.is_empty();
+            cp.apply(&page, shards.len(), clock::now_ms());
+            after = page.last().map(|e| e.seq.clone()).or(after);
+            if !more {
+                break;
             }
-            match page.next {
-                None => break,
-                c => cursor = c,
+            if started.elapsed() > budget {
+                verdict = None;
+                break 'looks;
             }
         }
+        cp.settle(&shards, read_ms);
+        let v = cp.verdict(&shards);
+        let behind = v == journal::Verdict::Behind;
+        verdict = Some(v);
+        if !behind {
+            break;
+        }
     }
-    let mut skus = Vec::new();
-    let mut cursor: Option<String> = None;
+    if read_any && cp != original {
+        cp.version = expected.unwrap_or(0) + 1;
+        // lost to a concurrent check of the same SKU: its checkpoint is as good as this one
+        app.journal.put_checkpoint(sku, &cp, expected).await?;
+    }
+    Ok(verdict)
+}
+
+/// The group of the `locked = Σ FROZEN` sums a SKU (or calendar cell) falls in (FNV-1a).
+pub fn lock_group(sku: &str) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in sku.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % LOCK_GROUPS as u64) as usize
+}
+
+/// `locked = Σ FROZEN` per SKU at any scale, as one chain of items carrying [`LockSums`]
+/// (bounded: a few sums per group). A run pages through every FROZEN lock (`frozen-by-age`,
+/// every bucket), adding each line's units to its SKU's group; then
+/// through every SKU, adding the `locked` of each SKU not written since a minute before the
+/// run started (its journal's newest entry; no entry: never written since the journal
+/// exists) to its group. Such a SKU's locks were all made before the run and none moved while
+/// it read them, so its sums are exact; a group holding a SKU written meanwhile is not judged.
+/// A group whose sums disagree is looked at again in a focused run that sums its SKUs one by
+/// one: a SKU still quiet whose `locked` differs is a violation (`LockedMismatch`).
+async fn locked_totals(
+    app: &App,
+    mut s: LockSums,
+    started: Instant,
+    budget: Duration,
+    rep: &mut ReconcileReport,
+) -> anyhow::Result<Option<LockSums>> {
+    use futures::StreamExt;
+    if s.phase == 0 {
+        s = LockSums {
+            phase: 1,
+            started_ms: clock::now_ms(),
+            frozen: vec![0; LOCK_GROUPS],
+            locked: vec![0; LOCK_GROUPS],
+            quiet: vec![0; LOCK_GROUPS],
+            focus: s.focus,
+            ..Default::default()
+        };
+    }
+    let focused = |s: &LockSums, g: usize| s.focus.contains(&(g as u32));
+    let mut pages = 0;
     loop {
-        let page = app.sweep.skus_page(cursor.as_deref(), 1000).await?;
-        skus.extend(page.items);
-        if skus.len() > LOCKED_CHECK_MAX_SKUS {
-            skip_locked_check(app, rep, "SKUs");
-            return Ok(());
+        // one page at least: each invocation moves on
+        if pages > 0 && started.elapsed() > budget {
+            return Ok(Some(s));
         }
-        match page.next {
-            None => break,
-            c => cursor = c,
+        pages += 1;
+        if s.phase == 1 {
+            if s.bucket >= INDEX_BUCKETS {
+                (s.phase, s.cursor) = (2, None);
+                continue;
+            }
+            // every FROZEN lock, whatever its age (a SKU never written since the journal began
+            // is judged too, and its locks may be new)
+            let page = app.sweep.frozen_page(s.bucket, i64::MAX, s.cursor.as_deref(), LOCKED_LOCK_PAGE).await?;
+            let chunks: Vec<Vec<ReservationId>> = page.items.chunks(100).map(<[_]>::to_vec).collect();
+            let mut reads = futures::stream::iter(chunks.into_iter().map(|c| async move { app.stock.get_reservations(&c).await }))
+                .buffer_unordered(PAGE_CONCURRENCY);
+            while let Some(locks) = reads.next().await {
+                let locks = locks?;
+                rep.locked_locks_read += locks.len();
+                for r in locks.iter().filter(|r| r.status == LockStatus::Frozen) {
+                    // as `check_stock` counts them: pay-time lines hold nothing while FROZEN;
+                    // calendar cells are not SKUs of the index (not summed there either)
+                    for l in r.lines.iter().filter(|l| !l.at_payment) {
+                        for c in l.cells().into_iter().filter(|c| c.cell.calendar_parent().is_none()) {
+                            let g = lock_group(c.cell.as_str());
+                            if s.focus.is_empty() {
+                                s.frozen[g] += i64::from(c.quantity);
+                            } else if focused(&s, g) {
+                                *s.by_sku.entry(c.cell.to_string()).or_default() += i64::from(c.quantity);
+                            }
+                        }
+                    }
+                }
+            }
+            drop(reads);
+            match page.next {
+                None => (s.bucket, s.cursor) = (s.bucket + 1, None),
+                c => s.cursor = c,
+            }
+            continue;
         }
+        let page = app.sweep.skus_page(s.cursor.as_deref(), SKU_PAGE).await?;
+        let skus: Vec<Sku> =
+            page.items.into_iter().filter(|k| s.focus.is_empty() || focused(&s, lock_group(k.as_str()))).collect();
+        let metas: Vec<crate::ports::SkuMeta> = app.stock.get_skus(&skus).await?.into_values().collect();
+        let reads = futures::stream::iter(metas.into_iter().map(|m| async move {
+            let shards = app.stock.read_shards(&m.sku, m.slots).await?;
+            let (newest, _) = app.journal.for_sku(&m.sku, None, 1).await?;
+            anyhow::Ok((m.sku.clone(), shards, newest.first().map(|e| e.at_ms)))
+        }))
+        .buffer_unordered(PAGE_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+        let mut violations = Vec::new();
+        for read in reads {
+            let (sku, shards, last_write) = read?;
+            let g = lock_group(sku.as_str());
+            if last_write.is_some_and(|t| t >= s.started_ms - LOCKED_QUIET_MS) {
+                rep.locked_skus_moved += 1;
+                if !s.moved.contains(&(g as u32)) {
+                    s.moved.push(g as u32);
+                }
+                continue;
+            }
+            let locked: i64 = shards.iter().map(|c| c.locked).sum();
+            if s.focus.is_empty() {
+                s.locked[g] += locked;
+                s.quiet[g] += 1;
+            } else {
+                rep.locked_skus_judged += 1;
+                let frozen = s.by_sku.get(sku.as_str()).copied().unwrap_or(0);
+                if frozen != locked {
+                    violations.push(Violation::LockedMismatch { sku, locked, frozen });
+                }
+            }
+        }
+        report_violations(app, &violations, rep);
+        if page.next.is_some() {
+            s.cursor = page.next;
+            continue;
+        }
+        // the run is done
+        rep.locked_runs += 1;
+        if !s.focus.is_empty() {
+            return Ok(None);
+        }
+        let clean = |g: usize| !s.moved.contains(&(g as u32));
+        rep.locked_skus_judged += (0..LOCK_GROUPS).filter(|&g| clean(g)).map(|g| s.quiet[g] as usize).sum::<usize>();
+        let suspects: Vec<u32> =
+            (0..LOCK_GROUPS).filter(|&g| clean(g) && s.frozen[g] != s.locked[g]).map(|g| g as u32).collect();
+        if suspects.is_empty() {
+            return Ok(None);
+        }
+        rep.locked_groups_suspect += suspects.len();
+        tracing::warn!(groups = suspects.len(), "locked = Σ FROZEN: sums disagree; looking again per SKU");
+        return Ok(Some(LockSums { focus: suspects.into_iter().take(LOCKED_FOCUS_MAX).collect(), ..Default::default() }));
     }
-    // The frozen set comes from an eventually consistent index and locks move while it is
-    // read: a violation must survive a second look a moment later.
-    let first = locked_look(app, &skus, &frozen).await?;
-    let violations = if first.is_empty() {
-        first
-    } else {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let second = locked_look(app, &skus, &frozen).await?;
-        first.into_iter().filter(|v| second.contains(v)).collect()
-    };
-    report_violations(app, &violations, rep);
-    Ok(())
-}
-
-async fn locked_look(app: &App, skus: &[Sku], frozen: &[ReservationId]) -> anyhow::Result<Vec<Violation>> {
-    let snaps = settled(app, skus, &mut ReconcileReport::default()).await?;
-    let mut locks = Vec::new();
-    for chunk in frozen.chunks(100) {
-        locks.extend(app.stock.get_reservations(chunk).await?);
-    }
-    Ok(check_stock(&snaps, &locks).into_iter().filter(|v| matches!(v, Violation::LockedMismatch { .. })).collect())
-}
-
-fn skip_locked_check(app: &App, rep: &mut ReconcileReport, what: &str) {
-    rep.locked_check_skipped = true;
-    app.count(names::SWEEP_INCOMPLETE, 1);
-    tracing::warn!(
-        what,
-        max_locks = LOCKED_CHECK_MAX_LOCKS,
-        max_skus = LOCKED_CHECK_MAX_SKUS,
-        "reconcile: locked = Σ FROZEN not checked this sweep (too many to read in one budget)"
-    );
 }
 
 fn report_violations(app: &App, violations: &[Violation], rep: &mut ReconcileReport) {
@@ -633,7 +840,7 @@ mod tests {
     use crate::domain::invariants::{check_all, ShardCounts};
     use crate::domain::reservation::LockStatus;
     use crate::domain::{Currency, IdempotencyKey, Quantity, UserId};
-    use crate::ports::{SkuMeta, StockStore};
+    use crate::ports::{Journal, SkuMeta, StockStore};
     use crate::service::after_sale::{self, Caller, Change};
     use crate::service::payments::{self, PaymentNotice};
     use crate::service::stock::{self, LineRequest, LockError};
@@ -695,5 +902,269 @@ mod tests {
         // nothing is repaired twice
         let rep = run(&app).await.unwrap();
         assert_eq!((rep.stale_locks, rep.locks_restocked), (0, 0), "{rep:?}");
+    }
+
+    fn plain(sku: &str, shards: u16) -> SkuMeta {
+        SkuMeta {
+            sku: Sku::parse(sku).unwrap(),
+            name: sku.into(),
+            price: 500,
+            currency: Currency::parse("EUR").unwrap(),
+            shards,
+            slots: shards,
+            per_user_limit: None,
+            stocked: 0,
+            version: 1,
+            paused: false,
+            model: Default::default(),
+            bundle: Vec::new(),
+            supplier: None,
+        }
+    }
+
+    fn sweep_config() -> Config {
+        let mut c = Config::from_lookup(&|_| None).unwrap();
+        c.sku_cache_ms = 0;
+        c.soldout_cache_ms = 0;
+        c.stale_lock_s = 0;
+        c.reservation_check_delay_s = 0;
+        c
+    }
+
+    /// A FROZEN lock of `quantity` on shard 0 of `sku`, made `age_ms` ago, with no order.
+    fn orphan(id: &str, sku: &str, quantity: u32, age_ms: i64) -> crate::domain::reservation::Reservation {
+        use crate::domain::reservation::{Reservation, ReservationKind, ReservedLine};
+        Reservation {
+            id: ReservationId::from_stored(id).unwrap(),
+            kind: ReservationKind::Order,
+            status: LockStatus::Frozen,
+            user: Some(UserId::parse("u").unwrap()),
+            request_hash: "h".into(),
+            created_at_ms: clock::now_ms() - age_ms,
+            expires_at: clock::now_s() + 900,
+            lines: vec![ReservedLine {
+                sku: Sku::parse(sku).unwrap(),
+                quantity,
+                unit_price: 500,
+                currency: Currency::parse("EUR").unwrap(),
+                limited: false,
+                pieces: vec![crate::domain::allocation::Piece { shard: 0, quantity }],
+                campaign: None,
+                dates: Vec::new(),
+                draws: Vec::new(),
+                at_payment: false,
+                codes: None,
+            }],
+            oversold: false,
+            code_fate: None,
+            pending: false,
+        }
+    }
+
+    /// Runs `item` and its continuations to the end with `budget` each; the reports merged.
+    async fn chain(app: &App, item: WorkItem, budget: Duration) -> ReconcileReport {
+        let mut rep = ReconcileReport::default();
+        let mut next = Some(item);
+        while let Some(item) = next {
+            let out = work(app, &item, budget).await.unwrap();
+            rep.merge(out.report);
+            next = out.next;
+            assert!(rep.items < 10_000, "the chain makes progress");
+        }
+        rep
+    }
+
+    /// A journal whose every read fails: the poison of a `SkuJournals` item.
+    struct PoisonJournal;
+
+    #[async_trait::async_trait]
+    impl crate::ports::Journal for PoisonJournal {
+        async fn put(&self, _: &[journal::Entry]) -> anyhow::Result<()> {
+            anyhow::bail!("poison")
+        }
+        async fn for_sku(&self, _: &Sku, _: Option<&str>, _: usize) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
+            anyhow::bail!("poison")
+        }
+        async fn for_cause(&self, _: &str) -> anyhow::Result<Vec<journal::Entry>> {
+            anyhow::bail!("poison")
+        }
+        async fn since(&self, _: &Sku, _: Option<&str>, _: usize) -> anyhow::Result<(Vec<journal::Entry>, bool)> {
+            anyhow::bail!("poison")
+        }
+        async fn checkpoint(&self, _: &Sku) -> anyhow::Result<Option<journal::Checkpoint>> {
+            anyhow::bail!("poison")
+        }
+        async fn put_checkpoint(&self, _: &Sku, _: &journal::Checkpoint, _: Option<u64>) -> anyhow::Result<bool> {
+            anyhow::bail!("poison")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_poison_work_item_does_not_hold_back_the_next_sweeps_repair_of_a_stale_lock() {
+        let (app, w) = memory_app("test", sweep_config()).unwrap();
+        let app = app.with_journal(std::sync::Arc::new(PoisonJournal));
+        w.stock.seed(plain("A", 1), &[5]);
+        // the journal item fails on every delivery: it stays on the queue (SQS redelivers it)
+        let poison = WorkItem::SkuJournals { cursor: None, pending: Vec::new(), last_page: false };
+        assert!(work(&app, &poison, WORK_BUDGET).await.is_err());
+        w.messages.set_reconcile_backlog(1);
+        // meanwhile a checkout dies after its freeze
+        let lock = orphan("dead-1", "A", 2, 3_600_000);
+        assert_eq!(w.stock.put_frozen(&lock, &Default::default()).await.unwrap(), Ok(()));
+
+        let seeded = seed(&app).await.unwrap();
+        let repairs = repair_items(&app, clock::now_ms()).len();
+        assert_eq!(seeded, Seeded { items_seeded: repairs, backlog: 1 }, "the repairs are seeded over the poison");
+        let items: Vec<WorkItem> = w
+            .messages
+            .sent()
+            .into_iter()
+            .filter_map(|(m, _)| match m {
+                Message::ReconcileWork { item, .. } => Some(item),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(items.len(), repairs);
+        assert!(!items.iter().any(|i| check_items().contains(i)), "no second chain of a check over the first");
+        let mut rep = ReconcileReport::default();
+        for item in items {
+            rep.merge(chain(&app, item, WORK_BUDGET).await);
+        }
+        assert_eq!((rep.stale_locks, rep.locks_released, rep.errors), (1, 1, 0), "{rep:?}");
+        assert_eq!(w.stock.shards(&Sku::parse("A").unwrap()), vec![ShardCounts { available: 5, locked: 0, sold: 0 }]);
+        // an empty queue gets a whole sweep; a sweep's worth left over, none
+        w.messages.set_reconcile_backlog(0);
+        assert_eq!(seed(&app).await.unwrap().items_seeded, repairs + check_items().len());
+        w.messages.set_reconcile_backlog(BACKLOG_ALLOWANCE + 1);
+        assert_eq!(seed(&app).await.unwrap().items_seeded, 0);
+    }
+
+    /// A journal for shard 0 of `sku` going 0 → `n` one unit at a time (a creation, then `n`
+    /// adjustments), written `age_ms` ago.
+    fn adjustments(sku: &str, from: i64, n: i64, age_ms: i64) -> Vec<journal::Entry> {
+        let c = |a: i64| ShardCounts { available: a, locked: 0, sold: 0 };
+        let at = clock::now_ms() - age_ms;
+        let mut out = Vec::new();
+        if from == 0 {
+            out.push(journal::entry(
+                &journal::Counted::Shard { sku: Sku::parse(sku).unwrap(), shard: 0 },
+                None,
+                Some(&journal::Image::default()),
+                at,
+                "0",
+            ));
+        }
+        for i in from..from + n {
+            let before = journal::Image { counts: c(i), cause: None };
+            let after = journal::Image { counts: c(i + 1), cause: Some(journal::Cause::new("adj", None, "adjust: x")) };
+            let item = journal::Counted::Shard { sku: Sku::parse(sku).unwrap(), shard: 0 };
+            out.push(journal::entry(&item, Some(&before), Some(&after), at, &format!("{:09}", i + 1)));
+        }
+        out.into_iter().flatten().collect()
+    }
+
+    #[tokio::test]
+    async fn the_journal_check_reads_only_entries_after_its_checkpoint_and_stops_inside_a_sku() {
+        let (app, w) = memory_app("test", sweep_config()).unwrap();
+        let j = std::sync::Arc::new(crate::adapters::memory::MemoryJournal::new());
+        let app = app.with_journal(j.clone());
+        w.stock.seed(plain("A", 1), &[2500]);
+        j.put(&adjustments("A", 0, 2500, 60_000)).await.unwrap();
+        let item = WorkItem::SkuJournals { cursor: None, pending: Vec::new(), last_page: false };
+
+        // no budget at all: one page of entries per invocation, the SKU resumed from its checkpoint
+        let rep = chain(&app, item.clone(), Duration::ZERO).await;
+        assert_eq!((rep.journals_held, rep.journal_entries_read, rep.items), (1, 2501, 3), "{rep:?}");
+        // the next sweep reads nothing old
+        let rep = chain(&app, item.clone(), WORK_BUDGET).await;
+        assert_eq!((rep.journals_held, rep.journal_entries_read), (1, 0), "{rep:?}");
+        // only what was written since
+        w.stock.seed(plain("A", 1), &[2503]);
+        j.put(&adjustments("A", 2500, 3, 0)).await.unwrap();
+        let rep = chain(&app, item.clone(), WORK_BUDGET).await;
+        assert_eq!((rep.journals_held, rep.journal_entries_read), (1, 3), "{rep:?}");
+        assert!(rep.violations.is_empty(), "{rep:?}");
+        // a counter write the journal never got: behind until the gap is older than the grace
+        w.stock.seed(plain("A", 1), &[2504]);
+        let rep = chain(&app, item.clone(), WORK_BUDGET).await;
+        assert_eq!((rep.journals_behind, rep.violations.len()), (1, 0), "{rep:?}");
+    }
+
+    #[tokio::test]
+    async fn locked_equals_frozen_is_checked_past_the_old_limits_and_finds_a_planted_mismatch() {
+        let (app, w) = memory_app("test", sweep_config()).unwrap();
+        let j = std::sync::Arc::new(crate::adapters::memory::MemoryJournal::new());
+        let app = app.with_journal(j.clone());
+        // more than the 2,000 SKUs and 20,000 FROZEN locks the check used to give up at
+        let (skus, locks) = (2_500, 22_500);
+        for i in 0..skus {
+            w.stock.seed(plain(&format!("S{i:05}"), 1), &[10]);
+        }
+        for i in 0..locks {
+            let r = orphan(&format!("o{i:08}"), &format!("S{:05}", i % skus), 1, 120_000);
+            assert_eq!(w.stock.put_frozen(&r, &Default::default()).await.unwrap(), Ok(()));
+        }
+        let rep = chain(&app, WorkItem::LockedTotals(Default::default()), WORK_BUDGET).await;
+        assert_eq!((rep.locked_skus_judged, rep.locked_locks_read, rep.locked_runs), (skus, locks, 1), "{rep:?}");
+        assert!(rep.violations.is_empty() && !rep.locked_check_skipped, "{rep:?}");
+
+        // S00007 loses its locked units while its 9 locks stay FROZEN; S00008 too, but it was
+        // written a moment ago (its journal says so): not judged
+        w.stock.seed(plain("S00007", 1), &[10]);
+        w.stock.seed(plain("S00008", 1), &[10]);
+        j.put(&adjustments("S00008", 0, 10, 1_000)).await.unwrap();
+        let rep = chain(&app, WorkItem::LockedTotals(Default::default()), Duration::ZERO).await;
+        assert_eq!(
+            rep.violations,
+            vec![format!("{:?}", Violation::LockedMismatch { sku: Sku::parse("S00007").unwrap(), locked: 0, frozen: 9 })],
+            "{rep:?}"
+        );
+        assert_eq!((rep.locked_groups_suspect, rep.locked_runs, rep.locked_skus_moved), (1, 2, 1), "{rep:?}");
+        assert!(rep.continuations > 10, "paged with no budget: {rep:?}");
+    }
+
+    #[tokio::test]
+    async fn a_claim_in_flight_on_a_code_pool_with_a_trickle_of_sales_raises_no_ring_alarm() {
+        use crate::domain::model::{InventoryModel, Management};
+        use crate::service::admin::SkuSpec;
+        let mut c = sweep_config();
+        c.code_key = crate::config::Secret::new(crate::domain::codes::Keyring::generate_secret("t1"));
+        let (app, w) = memory_app("test", c).unwrap();
+        let spec = SkuSpec {
+            name: "card".into(),
+            price: 100,
+            currency: Currency::parse("EUR").unwrap(),
+            shards: 1,
+            per_user_limit: None,
+            model: InventoryModel { management: Management::CodePool, ..Default::default() },
+            bundle: Vec::new(),
+            supplier: None,
+        };
+        let card = Sku::parse("CARD").unwrap();
+        crate::service::admin::put_sku(&app, &card, &spec, None).await.unwrap();
+        let codes: Vec<String> = (0..6).map(|i| format!("CODE-{i}-ABC")).collect();
+        crate::service::codes::upload(&app, &card, "b1", &codes, None).await.unwrap();
+        // a checkout claimed a code and has not frozen yet (or died, or its claim was retried)
+        let head = w.stock.read_rings(&card, 1).await.unwrap()[0].head;
+        assert_eq!(w.stock.claim_codes(&card, 0, 1, head).await.unwrap(), Some(head));
+        let item = WorkItem::SkuInvariants { cursor: None };
+        let rep = chain(&app, item.clone(), WORK_BUDGET).await;
+        assert!(rep.violations.is_empty(), "the shard's head moved a moment ago: not judged: {rep:?}");
+        assert_eq!(rep.codes_returned, 0);
+        // once quiet, the orphan repair returns the code and the shard is judged: it holds
+        let (app, _) = (App { config: Config { code_claim_quiet_ms: 0, ..app.config.clone() }, ..app }, ());
+        let rep = chain(&app, item, WORK_BUDGET).await;
+        assert_eq!((rep.codes_returned, rep.violations.len()), (1, 0), "{rep:?}");
+        // a shard that is not settled is made to agree with its ring; a settled one is left
+        let ring = crate::domain::codes::Ring { head: 3, tail: 6, uploaded: 6, claimed_at_ms: 1_000, checked: 2 };
+        let snap = SkuSnapshot {
+            sku: card.clone(),
+            stocked: 6,
+            shards: vec![ShardCounts { available: 4, locked: 0, sold: 2 }],
+            per_user_limit: None,
+        };
+        assert_eq!(settled_rings(&snap, &[ring], 1_500, 60_000).shards[0].available, 3);
+        assert_eq!(settled_rings(&snap, &[ring], 61_000, 60_000).shards[0].available, 4);
+        assert_eq!(settled_rings(&snap, &[crate::domain::codes::Ring { checked: 3, ..ring }], 1_500, 60_000).shards[0].available, 4);
     }
 }

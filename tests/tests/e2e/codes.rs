@@ -140,7 +140,12 @@ async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_re
     // every paid order shows exactly one code to its owner: 100 distinct codes, the uploaded set
     let mut seen = HashSet::new();
     for (user, id) in paid.iter().chain(&second) {
-        let a = codes_of(&s, user, id).await;
+        // shown once the payment's stock move ran (503 with Retry-After until then)
+        let a = eventually("the codes of a paid order", Duration::from_secs(30), || async {
+            let a = codes_of(&s, user, id).await;
+            (a.status != 503).then_some(a)
+        })
+        .await;
         assert_eq!(a.status, 200, "{}", a.body);
         assert_eq!(a.headers.get("cache-control").and_then(|v| v.to_str().ok()), Some("private, no-store"));
         let codes = a.body["codes"].as_array().unwrap();

@@ -15,6 +15,7 @@ mod journal;
 mod models;
 mod orders;
 mod sam_env;
+mod scopes;
 mod soak;
 mod stock;
 mod store_contract;

@@ -6,7 +6,7 @@
 use super::item::{get_n, get_s, n, opt_s, s, values, Item};
 use super::{charge, item_bytes, rru, wru};
 use crate::domain::invariants::ShardCounts;
-use crate::domain::journal::{is_entry_key, Entry};
+use crate::domain::journal::{is_entry_key, Checkpoint, Entry};
 use crate::domain::{CampaignId, Sku};
 use crate::ports::Journal;
 use anyhow::{anyhow, Context};
@@ -25,6 +25,13 @@ pub struct DynamoJournal {
 fn journal_pk(sku: &Sku) -> String {
     format!("J#{sku}")
 }
+
+/// The reconcile check's checkpoint of a SKU: its own partition (never in an entry page).
+fn checkpoint_pk(sku: &Sku) -> String {
+    format!("JC#{sku}")
+}
+
+const CHECKPOINT_SK: &str = "checkpoint";
 
 pub fn encode(e: &Entry) -> Item {
     let mut it = values([
@@ -151,6 +158,66 @@ impl Journal for DynamoJournal {
             .cloned()
             .filter(|_| entries.len() == limit);
         Ok((entries, next))
+    }
+
+    async fn since(&self, sku: &Sku, after: Option<&str>, limit: usize) -> anyhow::Result<(Vec<Entry>, bool)> {
+        let mut q = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .expression_attribute_values(":pk", s(journal_pk(sku)))
+            .scan_index_forward(true)
+            .limit(limit.clamp(1, 1000) as i32);
+        q = match after {
+            Some(a) => q.key_condition_expression("pk = :pk AND sk > :after").expression_attribute_values(":after", s(a)),
+            None => q.key_condition_expression("pk = :pk"),
+        };
+        let _span = super::super::usage::call("dynamodb:Query");
+        let r = q.send().await.map_err(|e| super::sdk_error(e, "Query on the journal table".into()))?;
+        super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
+        let entries = r.items().iter().map(decode).collect::<anyhow::Result<Vec<_>>>()?;
+        let more = r.last_evaluated_key().is_some_and(|k| !k.is_empty());
+        Ok((entries, more))
+    }
+
+    async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<Checkpoint>> {
+        let _span = super::super::usage::call("dynamodb:GetItem");
+        let r = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(values([("pk", s(checkpoint_pk(sku))), ("sk", s(CHECKPOINT_SK))])))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| super::sdk_error(e, "GetItem on the journal table".into()))?;
+        let Some(it) = r.item() else {
+            super::super::usage::capacity(1.0, 0.0);
+            return Ok(None);
+        };
+        super::super::usage::capacity(rru(item_bytes(it), true), 0.0);
+        let cp: Checkpoint = serde_json::from_str(get_s(it, "cp")?).context("journal checkpoint")?;
+        Ok(Some(Checkpoint { version: get_n(it, "v")?, ..cp }))
+    }
+
+    async fn put_checkpoint(&self, sku: &Sku, cp: &Checkpoint, expected: Option<u64>) -> anyhow::Result<bool> {
+        let it = values([
+            ("pk", s(checkpoint_pk(sku))),
+            ("sk", s(CHECKPOINT_SK)),
+            ("v", n(cp.version)),
+            ("cp", s(serde_json::to_string(cp)?)),
+        ]);
+        let _span = charge("dynamodb:PutItem", 0.0, wru(item_bytes(&it)));
+        let mut put = self.client.put_item().table_name(&self.table).set_item(Some(it));
+        put = match expected {
+            Some(v) => put.condition_expression("v = :v").expression_attribute_values(":v", n(v)),
+            None => put.condition_expression("attribute_not_exists(pk)"),
+        };
+        match put.send().await {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(super::sdk_error(e, "PutItem on the journal table".into())),
+        }
     }
 
     async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<Entry>> {

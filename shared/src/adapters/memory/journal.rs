@@ -2,16 +2,17 @@
 //! same record is the same entry, as in DynamoDB).
 
 use super::lock;
-use crate::domain::journal::Entry;
+use crate::domain::journal::{Checkpoint, Entry};
 use crate::domain::Sku;
 use crate::ports::Journal;
 use async_trait::async_trait;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 #[derive(Default)]
 pub struct MemoryJournal {
     entries: Mutex<BTreeMap<(Sku, String), Entry>>,
+    checkpoints: Mutex<HashMap<Sku, Checkpoint>>,
 }
 
 impl MemoryJournal {
@@ -36,11 +37,17 @@ impl Journal for MemoryJournal {
         cursor: Option<&str>,
         limit: usize,
     ) -> anyhow::Result<(Vec<Entry>, Option<String>)> {
+        use std::ops::Bound;
         let m = lock(&self.entries);
+        let to = match cursor {
+            Some(c) => Bound::Excluded((sku.clone(), c.to_owned())),
+            // entry keys are digits and a dot: "~" sorts after every one of them
+            None => Bound::Excluded((sku.clone(), "~".to_owned())),
+        };
         let mut page: Vec<Entry> = m
-            .iter()
+            .range((Bound::Included((sku.clone(), String::new())), to))
             .rev()
-            .filter(|((s, k), _)| s == sku && cursor.is_none_or(|c| k.as_str() < c))
+            .take_while(|((s, _), _)| s == sku)
             .map(|(_, e)| e.clone())
             .take(limit + 1)
             .collect();
@@ -51,6 +58,37 @@ impl Journal for MemoryJournal {
             None
         };
         Ok((page, next))
+    }
+
+    async fn since(&self, sku: &Sku, after: Option<&str>, limit: usize) -> anyhow::Result<(Vec<Entry>, bool)> {
+        use std::ops::Bound;
+        let m = lock(&self.entries);
+        let from = match after {
+            Some(a) => Bound::Excluded((sku.clone(), a.to_owned())),
+            None => Bound::Included((sku.clone(), String::new())),
+        };
+        let mut page: Vec<Entry> = m
+            .range((from, Bound::Unbounded))
+            .take_while(|((s, _), _)| s == sku)
+            .map(|(_, e)| e.clone())
+            .take(limit.max(1) + 1)
+            .collect();
+        let more = page.len() > limit.max(1);
+        page.truncate(limit.max(1));
+        Ok((page, more))
+    }
+
+    async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<Checkpoint>> {
+        Ok(lock(&self.checkpoints).get(sku).cloned())
+    }
+
+    async fn put_checkpoint(&self, sku: &Sku, cp: &Checkpoint, expected: Option<u64>) -> anyhow::Result<bool> {
+        let mut m = lock(&self.checkpoints);
+        if m.get(sku).map(|c| c.version) != expected {
+            return Ok(false);
+        }
+        m.insert(sku.clone(), cp.clone());
+        Ok(true)
     }
 
     async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<Entry>> {
