@@ -13,6 +13,9 @@ use aws_sdk_dynamodb::types::KeysAndAttributes;
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 
+/// Rounds of unprocessed keys a batch read retries before giving up (≈ 0.7 s of pauses).
+const MAX_UNPROCESSED_RETRIES: u64 = 8;
+
 pub const USER_INDEX: &str = "by-user";
 pub const PENDING_INDEX: &str = "pending-by-deadline";
 /// How long a VOID tombstone is kept (DynamoDB TTL attribute `ttl`): far longer than any
@@ -213,7 +216,17 @@ impl OrderStore for DynamoOrders {
         }
         let mut by_pk: HashMap<String, Order> = HashMap::new();
         let mut pending = keys.clone();
+        // unprocessed keys (DynamoDB throttling part of the batch) are asked again with a
+        // growing pause, a bounded number of times, as the stock adapter's batch reads do
+        let mut tries: u64 = 0;
         while !pending.is_empty() {
+            if tries > 0 {
+                if tries > MAX_UNPROCESSED_RETRIES {
+                    anyhow::bail!("BatchGetItem orders kept returning unprocessed keys");
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20 * tries)).await;
+            }
+            tries += 1;
             let ka = KeysAndAttributes::builder().set_keys(Some(pending)).build()?;
             let _span = super::super::usage::call("dynamodb:BatchGetItem");
             let b = self

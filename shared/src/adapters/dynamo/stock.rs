@@ -806,6 +806,7 @@ impl StockStore for DynamoStock {
     }
 
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         let out = self
             .client
             .update_item()
@@ -817,7 +818,6 @@ impl StockStore for DynamoStock {
             .expression_attribute_values(":released", s(LockStatus::Released.as_str()))
             .send()
             .await;
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         match out {
             Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
@@ -830,6 +830,7 @@ impl StockStore for DynamoStock {
             CodeFate::Revealed => "st = :sold AND (attribute_not_exists(cf) OR cf = :f)",
             CodeFate::Withdrawn => "attribute_exists(pk) AND st <> :released AND (attribute_not_exists(cf) OR cf = :f)",
         };
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         let out = self
             .client
             .update_item()
@@ -849,7 +850,6 @@ impl StockStore for DynamoStock {
             ))
             .send()
             .await;
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         match out {
             Ok(_) => Ok(Some(fate)),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
@@ -1018,6 +1018,7 @@ impl StockStore for DynamoStock {
     }
 
     async fn claim_codes(&self, sku: &Sku, shard: u16, quantity: u32, max_head: u64) -> anyhow::Result<Option<u64>> {
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         let out = self
             .client
             .update_item()
@@ -1031,7 +1032,6 @@ impl StockStore for DynamoStock {
             .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
             .send()
             .await;
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         match out {
             Ok(o) => {
                 let head =
@@ -1094,6 +1094,7 @@ impl StockStore for DynamoStock {
     }
 
     async fn mark_checked(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<bool> {
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         let out = self
             .client
             .update_item()
@@ -1105,7 +1106,6 @@ impl StockStore for DynamoStock {
             .expression_attribute_values(":from", n(from))
             .send()
             .await;
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         match out {
             Ok(_) => Ok(true),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(false),
@@ -1120,6 +1120,7 @@ impl StockStore for DynamoStock {
 
     async fn put_code_batch(&self, sku: &Sku, batch_id: &str, result: &BatchResult) -> anyhow::Result<()> {
         let item = values([("pk", s(batch_pk(sku, batch_id))), ("r", s(serde_json::to_string(result)?))]);
+        let _span = charge("dynamodb:PutItem", 0.0, 1.0);
         let out = self
             .client
             .put_item()
@@ -1128,7 +1129,6 @@ impl StockStore for DynamoStock {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
-        let _span = charge("dynamodb:PutItem", 0.0, 1.0);
         match out {
             Ok(_) => Ok(()),
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
