@@ -6,6 +6,7 @@ pub mod contract;
 pub mod dynamo;
 pub mod eventbridge;
 pub mod memory;
+pub mod outbound;
 pub mod provider;
 pub mod secrets;
 pub mod sqs;

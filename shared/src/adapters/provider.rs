@@ -36,8 +36,8 @@ pub struct RefundAnswer {
 impl HttpProvider {
     /// `timeout` bounds one call (the refunds function retries through its queue).
     pub fn new(base: &str, timeout: Duration) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout / 2).build()?;
-        Ok(HttpProvider { client, base: base.trim_end_matches('/').to_owned() })
+        let client = super::outbound::client(timeout, timeout / 2)?;
+        Ok(HttpProvider { client, base: super::outbound::base_url(base)? })
     }
 }
 
@@ -63,15 +63,15 @@ impl PaymentProvider for HttpProvider {
             .await?;
         let status = resp.status();
         if status.is_success() {
-            let a: RefundAnswer = resp.json().await?;
+            let a: RefundAnswer = super::outbound::json(resp).await?;
             return Ok(Ok(ProviderRefund {
                 succeeded: a.status == "SUCCEEDED",
                 provider_refund_id: a.provider_refund_id,
             }));
         }
-        let text = resp.text().await.unwrap_or_default();
+        let text = super::outbound::text(resp).await;
         if status.is_client_error() && status.as_u16() != 429 && status.as_u16() != 408 {
-            return Ok(Err(format!("{status}: {}", text.chars().take(300).collect::<String>())));
+            return Ok(Err(format!("{status}: {text}")));
         }
         anyhow::bail!("provider answered {status}")
     }

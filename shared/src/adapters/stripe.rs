@@ -96,12 +96,8 @@ pub fn interpret(status: u16, body: &str) -> anyhow::Result<Result<ProviderRefun
 
 impl StripeRefunds {
     pub fn new(base: impl Into<String>, key: Arc<dyn WebhookKeys>) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            .user_agent(concat!("holdfast/", env!("CARGO_PKG_VERSION")))
-            .build()?;
-        Ok(StripeRefunds { http, base: base.into().trim_end_matches('/').to_owned(), key })
+        let http = super::outbound::client(REQUEST_TIMEOUT, CONNECT_TIMEOUT)?;
+        Ok(StripeRefunds { http, base: super::outbound::base_url(&base.into())?, key })
     }
 }
 
@@ -122,7 +118,9 @@ impl PaymentProvider for StripeRefunds {
             // reqwest's error names the URL, never the headers: the key is not in it.
             .map_err(|e| anyhow::anyhow!("POST {url}: {e}"))?;
         let status = answer.status().as_u16();
-        let body = answer.text().await.map_err(|e| anyhow::anyhow!("reading Stripe's answer: {e}"))?;
+        let body =
+            super::outbound::body(answer).await.map_err(|e| anyhow::anyhow!("reading Stripe's answer: {e:#}"))?;
+        let body = String::from_utf8_lossy(&body).into_owned();
         let out = interpret(status, &body);
         match &out {
             Ok(Ok(p)) => {

@@ -51,8 +51,8 @@ pub struct HttpSupplier {
 impl HttpSupplier {
     /// `timeout` bounds one call.
     pub fn new(base: &str, timeout: Duration) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout / 2).build()?;
-        Ok(HttpSupplier { client, base: base.trim_end_matches('/').to_owned() })
+        let client = super::outbound::client(timeout, timeout / 2)?;
+        Ok(HttpSupplier { client, base: super::outbound::base_url(base)? })
     }
 
     fn url(&self, path: &str) -> anyhow::Result<String> {
@@ -79,19 +79,24 @@ impl HttpSupplier {
     ) -> anyhow::Result<T> {
         let status = resp.status();
         if status.is_success() {
-            return Ok(resp.json().await?);
+            return super::outbound::json(resp).await;
         }
         if status.as_u16() == 404 && !id.is_empty() {
             return Err(UnknownBooking(id.to_owned()).into());
         }
-        let text = resp.text().await.unwrap_or_default();
-        anyhow::bail!("supplier {what} answered {status}: {}", text.chars().take(300).collect::<String>())
+        let text = super::outbound::text(resp).await;
+        anyhow::bail!("supplier {what} answered {status}: {text}")
     }
 }
 
 /// A booking id goes into a URL path: only what the wire format allows.
 fn check_id(id: &str) -> anyhow::Result<()> {
-    let ok = !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    // `.` and `..` would be path segments of their own (security review M3)
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id != "."
+        && id != ".."
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
     if ok {
         Ok(())
     } else {
