@@ -8,6 +8,7 @@ EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
 .PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier
+.PHONY: sim sim-long sim-mutants
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -75,7 +76,23 @@ cfn-lint: venv
 checkov:
 	bash scripts/checkov.sh
 
-test: lint cfn-lint checkov sam-validate unit e2e
+test: lint cfn-lint checkov sam-validate unit e2e sim
+
+# The deterministic simulator (docs/simulator.md): a fixed seed set, or one seed replayed with
+# `make sim SEED=n STEPS=m`. Dev profile: the release profile's fat LTO costs minutes to build.
+SIM_SEEDS ?= 0..100
+STEPS ?= 300
+SIM_SECONDS ?= 600
+sim:
+	$(CARGO) run -q -p holdfast-sim -- $(if $(SEED),--seed $(SEED),--seeds $(SIM_SEEDS)) --steps $(STEPS)
+
+# Fresh seeds (from 1000) for SIM_SECONDS of wall time.
+sim-long:
+	$(CARGO) run -q -p holdfast-sim -- --seeds 1000..18446744073709551615 --seconds $(SIM_SECONDS) --steps $(STEPS) --stats
+
+# Each planted bug (shared/src/mutation.rs) must be caught within SIM_SEEDS; prints the table.
+sim-mutants:
+	bash scripts/sim-mutants.sh
 
 # SAM CLI's own template check (offline; pinned in infra/emulator/requirements-sam.txt).
 sam-validate: venv
@@ -134,3 +151,14 @@ bench-supplier: venv
 clean:
 	rm -rf $(VENV) .local .aws-sam
 	$(CARGO) clean
+
+# A flash-sale load run with locust (scripts/load.sh, load/locustfile.py) against a fresh local
+# stack on loopback, bounded in checkouts and time: bench/LOAD.md. Against a deployed stack:
+# HOLDFAST_URL=https://… HOLDFAST_TOKENS=tokens.txt HOLDFAST_WEBHOOK_SECRET=… make load
+.PHONY: load reconcile-scale
+load: venv
+	bash scripts/load.sh
+
+# Reconcile at scale on the in-memory ports, every check on (bench/reconcile-scale.json).
+reconcile-scale:
+	$(CARGO) run --release -q -p holdfast-bench --bin reconcile-scale -- $(SCALE_ARGS) > bench/reconcile-scale.json

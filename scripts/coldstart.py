@@ -58,7 +58,8 @@ NOTE = (
 # Which events/<fixture>.json each function gets (default: events/<name>.json).
 DEFAULT_FIXTURE = {
     "orders-api": "orders-api-get",
-    "stock-api": "stock-api-get",
+    "stock-api": "stock-api-put",
+    "stock-read": "stock-read-get",
 }
 
 # A route each HTTP function handles (shared/src/handlers/*.rs ROUTES), for the fallback event.
@@ -67,7 +68,8 @@ FALLBACK_ROUTE = {
     "orders-api": ("GET", "/orders/{order_id}", "/orders/o1", {"order_id": "o1"}, None),
     "payment-callback": ("POST", "/payments/callback", "/payments/callback", {}, "{}"),
     "reservations": ("POST", "/reservations", "/reservations", {}, "{}"),
-    "stock-api": ("GET", "/skus/{sku}", "/skus/TSHIRT-RED-M", {"sku": "TSHIRT-RED-M"}, None),
+    "stock-api": ("GET", "/admin/skus/{sku}/codes", "/admin/skus/TSHIRT-RED-M/codes", {"sku": "TSHIRT-RED-M"}, None),
+    "stock-read": ("GET", "/skus/{sku}", "/skus/TSHIRT-RED-M", {"sku": "TSHIRT-RED-M"}, None),
 }
 SQS_FUNCTIONS = {"stock-events", "payment-timeout", "reservation-check"}
 STREAM_FUNCTIONS = {"publish-events"}

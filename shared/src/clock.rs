@@ -1,8 +1,29 @@
 //! Wall-clock time in the units storage uses.
 
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Whether a virtual time is set (the simulator's clock, `sim/`); production never sets it, and
+/// the check costs one relaxed load.
+static VIRTUAL_SET: AtomicBool = AtomicBool::new(false);
+static VIRTUAL_MS: AtomicI64 = AtomicI64::new(0);
+
+/// Sets (`Some`) or clears (`None`) a process-wide virtual time that [`now_ms`] answers instead
+/// of the wall clock. For the deterministic simulator only.
+pub fn set_virtual_ms(ms: Option<i64>) {
+    match ms {
+        Some(v) => {
+            VIRTUAL_MS.store(v, Ordering::Relaxed);
+            VIRTUAL_SET.store(true, Ordering::Release);
+        }
+        None => VIRTUAL_SET.store(false, Ordering::Release),
+    }
+}
+
 pub fn now_ms() -> i64 {
+    if VIRTUAL_SET.load(Ordering::Acquire) {
+        return VIRTUAL_MS.load(Ordering::Relaxed);
+    }
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 

@@ -15,6 +15,7 @@ pub mod faults;
 pub mod handlers;
 pub mod http;
 pub mod lambda;
+pub mod mutation;
 pub mod permissions;
 pub mod ports;
 pub mod sam_local;

@@ -256,6 +256,17 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
         ],
     ),
     (
+        "stock-read",
+        &[
+            // the anonymous public reads only (security review L5): admin::public_view,
+            // admin::calendar → get_skus_public, read_shards_public; campaigns::view →
+            // get_campaign, read_quota_shards — all eventually consistent BatchGets. The
+            // template narrows it to SKU#, CMP# and CQ# keys (dynamodb:LeadingKeys): no code item,
+            // no fingerprint, no lock. No write, no keyring.
+            ("dynamodb:BatchGetItem", StockTable),
+        ],
+    ),
+    (
         "stock-journal",
         &[
             // DynamoJournal::put
@@ -433,6 +444,8 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_ORIGIN_VERIFY",
         ],
     ),
+    // the public views' cache lifetime; no keyring (CODE_KEY_SECRET_ARN), no journal
+    ("stock-read", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_ORIGIN_VERIFY"]),
     ("stock-journal", &["JOURNAL_TABLE"]),
     ("publish-events", &["EVENT_BUS_NAME"]),
     ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),

@@ -246,6 +246,14 @@ pub trait StockStore: Send + Sync {
         sku: &Sku,
         slots: &[(u16, u64)],
     ) -> anyhow::Result<Vec<Option<crate::domain::codes::StoredCode>>>;
+    /// Whether the code at this slot legitimately left it (security review L6): it was given
+    /// back (`ret`), or the lock bound to it (`o`) was RELEASED. `false` for a code still in
+    /// the pool, one held by a FROZEN, SOLD or RESTOCKED lock, or an empty slot. A reveal asks
+    /// it of a slot-bound code read elsewhere than the slot it was sealed for.
+    async fn code_left_slot(&self, sku: &Sku, shard: u16, pos: u64) -> anyhow::Result<bool> {
+        let _ = (sku, shard, pos);
+        anyhow::bail!("this store cannot tell whether a code left its slot")
+    }
     /// Which of these fingerprints the pool already holds, with the batch that added each.
     async fn known_codes(&self, sku: &Sku, fingerprints: &[String]) -> anyhow::Result<HashMap<String, String>>;
     /// Adds codes in one transaction (idempotent by the adjustment id).

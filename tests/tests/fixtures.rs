@@ -260,7 +260,7 @@ async fn the_http_samples_run_through_their_handlers_without_a_server_error() {
     let sequence = [
         ("stock-api-put.json", 201),
         ("stock-api-adjust.json", 201),
-        ("stock-api-get.json", 200),
+        ("stock-read-get.json", 200),
         ("create-order.json", 201),
         ("orders-api-get.json", 200),
         ("orders-api-list.json", 200),

@@ -487,6 +487,65 @@ fn orders_api_may_update_lock_records_only() {
     );
 }
 
+/// Security review L5: the anonymous reads run in `stock-read`, which can write nothing, read no
+/// secret, is not told the keyring's name, and may read SKU, shard and campaign items only —
+/// never a code, a fingerprint, a batch or a lock. And no anonymous route is left elsewhere.
+#[test]
+fn the_public_read_function_cannot_write_read_the_keyring_or_reach_code_items() {
+    let text = template_text();
+    let model = read_model(&text).expect("template parses");
+    let f = model.functions.iter().find(|f| f.binary == "stock-read").expect("stock-read in the template");
+    assert_eq!(f.logical_id, "StockReadFunction");
+    for (a, r) in &f.grants {
+        assert!(!is_write_action(a), "stock-read may {a} on {r:?}");
+        assert!(!a.starts_with("secretsmanager:"), "stock-read may {a}");
+        assert!(!a.starts_with("kms:"), "stock-read may {a}");
+        assert_ne!(*r, Resource::CodeKeySecret, "stock-read is granted {a} on the keyring");
+    }
+    let declared: BTreeSet<(String, Resource)> =
+        [("dynamodb:BatchGetItem".to_owned(), Resource::StockTable)].into_iter().collect();
+    assert_eq!(f.grants, declared, "stock-read: BatchGetItem on the stock table, nothing else");
+    assert!(!f.env.contains_key("CODE_KEY_SECRET_ARN"), "stock-read is told the keyring's name");
+    assert!(!holdfast::permissions::env("stock-read").unwrap().contains(&"CODE_KEY_SECRET_ARN"));
+    // the one statement is fenced to the public items' keys (dynamodb:LeadingKeys)
+    let start = text.find("  StockReadFunction:").expect("StockReadFunction");
+    let block = &text[start..];
+    let end = block.match_indices("\n  ").map(|(i, _)| i).find(|i| block[i + 3..].starts_with(|c: char| c != ' '));
+    let block = &block[..end.unwrap_or(block.len())];
+    let policies =
+        &block[block.find("      Policies:").expect("stock-read's policies")..block.find("      Events:").unwrap()];
+    assert_eq!(policies.matches("- Effect: Allow").count(), 1, "{policies}");
+    let keys = policies.lines().find(|l| l.contains("dynamodb:LeadingKeys:")).expect("a LeadingKeys condition");
+    assert!(policies.contains("ForAllValues:StringLike:"), "{policies}");
+    let patterns: Vec<&str> = keys
+        .split_once(':')
+        .unwrap()
+        .1
+        .split_once(':')
+        .unwrap()
+        .1
+        .trim()
+        .trim_matches(['[', ']'])
+        .split(',')
+        .map(|p| p.trim().trim_matches('"'))
+        .collect();
+    assert_eq!(patterns, vec!["SKU#*", "CMP#*", "CQ#*"]);
+    for forbidden in ["CODE#", "CFP#", "CBATCH#", "RES#", "LIM#", "PEND#"] {
+        assert!(!patterns.iter().any(|p| forbidden.starts_with(p.trim_end_matches('*'))), "{forbidden} readable");
+    }
+    // every anonymous route is stock-read's, and stock-read serves nothing else
+    for (function, routes) in holdfast::handlers::ROUTES {
+        for r in *routes {
+            let public = matches!(r.auth, holdfast::api::Auth::Public);
+            if *function == "stock-read" {
+                assert!(public, "stock-read serves the non-public {}", r.key);
+            } else if r.key.starts_with("GET ") {
+                assert!(!public, "{function} still serves the anonymous {}", r.key);
+            }
+        }
+    }
+}
+
 #[test]
 fn every_function_gets_exactly_the_environment_its_code_reads() {
     let model = read_model(&template_text()).unwrap();

@@ -187,6 +187,7 @@ const HTTP_FUNCTIONS: &[&str] = &[
     "PaymentCallbackFunction",
     "ReservationsFunction",
     "StockApiFunction",
+    "StockReadFunction",
 ];
 
 fn edge(on: bool, bots: bool) -> Stack {

@@ -19,13 +19,13 @@
 
 use async_trait::async_trait;
 use holdfast::adapters::memory::{memory_app, MemoryJournal};
-use holdfast::domain::journal::{self, Cause, Counted, Image};
 use holdfast::adapters::sweep::PortSweep;
 use holdfast::config::Config;
 use holdfast::domain::allocation::Piece;
 use holdfast::domain::campaign::Campaign;
 use holdfast::domain::events::OrderEvent;
 use holdfast::domain::invariants::ShardCounts;
+use holdfast::domain::journal::{self, Cause, Counted, Image};
 use holdfast::domain::order::{Order, OrderRecord};
 use holdfast::domain::reservation::{LockStatus, Reservation, ReservationKind, ReservedLine};
 use holdfast::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
@@ -132,9 +132,9 @@ impl Stock {
         let mut entries = Vec::new();
         for ((sku, n), b) in cells.iter().zip(before) {
             let after = self.0.read_shards(sku, *n).await?;
-            for i in 0..usize::from(*n) {
+            for (i, counts) in after.iter().enumerate().take(usize::from(*n)) {
                 let old = b.as_ref().map(|v| Image { counts: v.get(i).copied().unwrap_or_default(), cause: None });
-                let new = Image { counts: after[i], cause: Some(Cause::new("bench", None, "move")) };
+                let new = Image { counts: *counts, cause: Some(Cause::new("bench", None, "move")) };
                 let item = Counted::Shard { sku: sku.clone(), shard: i as u16 };
                 let seq = format!("{:020}", j.seq.fetch_add(1, Relaxed));
                 entries.extend(journal::entry(&item, old.as_ref(), Some(&new), now, &seq));
@@ -373,7 +373,12 @@ impl Journal for CountingJournal {
     async fn put(&self, entries: &[journal::Entry]) -> anyhow::Result<()> {
         self.0.put(entries).await
     }
-    async fn for_sku(&self, sku: &Sku, c: Option<&str>, l: usize) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
+    async fn for_sku(
+        &self,
+        sku: &Sku,
+        c: Option<&str>,
+        l: usize,
+    ) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
         let out = self.0.for_sku(sku, c, l).await?;
         self.1.add("Query(journal)", out.0.len()).await;
         Ok(out)
@@ -556,75 +561,107 @@ async fn main() -> anyhow::Result<()> {
         .with_journal(Arc::new(CountingJournal(journal.clone(), meter.clone()))),
     );
     let second = sweep(&app2, &queue, concurrency).await?;
-    let calls_2: HashMap<&str, (u64, u64)> = meter
-        .snapshot()
-        .into_iter()
-        .map(|(k, (c, i))| {
-            let (c1, i1) = calls_1.get(k).copied().unwrap_or_default();
-            (k, (c - c1, i - i1))
-        })
-        .collect();
+    let calls_2 = diff(&meter.snapshot(), &calls_1);
+    // and straight after it (nothing written since): the steady state of a quiet catalogue
+    let third = sweep(&app2, &queue, concurrency).await?;
+    let calls_3 = diff(&meter.snapshot(), &meter_sum(&calls_1, &calls_2));
 
-    let rep = &first.report;
-    let (usd, usd_ddb, rru, wru, lambda_s) = cost(&calls_1, first.invocations, first.busy_s);
-    let (usd2, usd_ddb2, rru2, wru2, lambda_s2) = cost(&calls_2, second.invocations, second.busy_s);
-    let r2 = &second.report;
-    let per = |x: f64, n: usize, unit: f64| if n > 0 { x * unit / n as f64 } else { 0.0 };
-    // the checks of sweep 2 split by what they read: per SKU (metadata, shards, journal,
-    // checkpoints) and per FROZEN lock (index pages and lock reads of the lock sum)
-    let g2 = |k: &str| calls_2.get(k).copied().unwrap_or_default();
-    let sku_calls = ["BatchGet(sku meta)", "BatchGet(shards)", "Query(journal)", "GetItem(checkpoint)", "PutItem(checkpoint)"];
-    let sku_reqs: u64 = sku_calls.iter().map(|k| g2(k).0).sum();
-    let lock_reqs = g2("BatchGet(reservations)").0 + r2.locked_locks_read as u64 / 1000;
-    let sku_rru = g2("BatchGet(sku meta)").1 as f64 + g2("BatchGet(shards)").1 as f64 + g2("GetItem(checkpoint)").0 as f64
-        + 0.5 * g2("Query(journal)").0 as f64;
-    let lock_rru = g2("BatchGet(reservations)").1 as f64 + (r2.locked_locks_read as f64 / 1000.0);
     let out = serde_json::json!({
         "skus": n_skus, "orphan_frozen_locks": n_locks, "live_frozen_locks": n_live, "concurrency": concurrency,
         "latency_injected": meter.latency,
-        "sweep_1": {
-            "wall_s": first.wall.as_secs_f64(), "invocations": first.invocations, "continuations": rep.continuations,
-            "locks_released": rep.locks_released, "frozen_left": left_frozen,
-            "skus_checked": rep.skus_checked, "skus_inconclusive": rep.skus_inconclusive,
-            "violations": rep.violations, "errors": rep.errors,
-            "journals": {"held": rep.journals_held, "behind": rep.journals_behind, "incomplete": rep.journals_incomplete, "entries_read": rep.journal_entries_read},
-            "locked_sum": {"skus_judged": rep.locked_skus_judged, "skus_moved": rep.locked_skus_moved, "locks_read": rep.locked_locks_read, "groups_suspect": rep.locked_groups_suspect},
-            "item_ms_p50": first.p(0.5), "item_ms_p99": first.p(0.99), "item_ms_max": first.p(1.0),
-            "calls": calls_1.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
-            "read_units": rru, "write_units": wru, "usd_dynamodb": usd_ddb, "usd_total": usd,
-            "modelled_aws_call_seconds": lambda_s,
-            "usd_per_100k_locks_released": per(usd, rep.locks_released, 100_000.0),
-        },
-        "sweep_2": {
-            "wall_s": second.wall.as_secs_f64(), "invocations": second.invocations, "continuations": r2.continuations,
-            "skus_checked": r2.skus_checked, "skus_inconclusive": r2.skus_inconclusive,
-            "violations": r2.violations, "errors": r2.errors,
-            "journals": {"held": r2.journals_held, "behind": r2.journals_behind, "incomplete": r2.journals_incomplete, "entries_read": r2.journal_entries_read},
-            "locked_sum": {"skus_judged": r2.locked_skus_judged, "skus_moved": r2.locked_skus_moved, "locks_read": r2.locked_locks_read, "groups_suspect": r2.locked_groups_suspect, "runs": r2.locked_runs},
-            "item_ms_p50": second.p(0.5), "item_ms_p99": second.p(0.99), "item_ms_max": second.p(1.0),
-            "calls": calls_2.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
-            "read_units": rru2, "write_units": wru2, "usd_dynamodb": usd_ddb2, "usd_total": usd2,
-            "modelled_aws_call_seconds": lambda_s2,
-            "per_10k_skus": {
-                "requests": per(sku_reqs as f64, n_skus, 10_000.0),
-                "read_units": per(sku_rru, n_skus, 10_000.0),
-                "usd": per(sku_rru * USD_PER_RRU, n_skus, 10_000.0),
-                "modelled_call_s_one_worker": per(sku_reqs as f64 * MS_READ / 1000.0, n_skus, 10_000.0),
-            },
-            "per_100k_frozen_locks": {
-                "requests": per(lock_reqs as f64, r2.locked_locks_read, 100_000.0),
-                "read_units": per(lock_rru, r2.locked_locks_read, 100_000.0),
-                "usd": per(lock_rru * USD_PER_RRU, r2.locked_locks_read, 100_000.0),
-                "modelled_call_s_one_worker": per(lock_reqs as f64 * MS_READ / 1000.0, r2.locked_locks_read, 100_000.0),
-            },
-        },
+        "sweep_1_repairs_and_checks": summary(&first, &calls_1, n_skus, left_frozen),
+        "sweep_2_checks_catching_up": summary(&second, &calls_2, n_skus, left_frozen),
+        "sweep_3_steady_state": summary(&third, &calls_3, n_skus, left_frozen),
     });
     println!("{}", serde_json::to_string_pretty(&out)?);
+    let (rep, r2, r3) = (&first.report, &second.report, &third.report);
     anyhow::ensure!(left_frozen == n_live, "{} orphan locks still FROZEN after the sweep", left_frozen - n_live);
-    anyhow::ensure!(rep.violations.is_empty() && r2.violations.is_empty(), "violations");
-    anyhow::ensure!(r2.locked_skus_judged == n_skus, "sweep 2 judged {} of {n_skus} SKUs", r2.locked_skus_judged);
-    anyhow::ensure!(r2.journals_held == n_skus, "sweep 2: {} of {n_skus} journals held", r2.journals_held);
+    anyhow::ensure!(rep.violations.is_empty() && r2.violations.is_empty() && r3.violations.is_empty(), "violations");
+    for r in [r2, r3] {
+        anyhow::ensure!(r.locked_skus_judged == n_skus, "judged {} of {n_skus} SKUs", r.locked_skus_judged);
+        anyhow::ensure!(r.journals_held == n_skus, "{} of {n_skus} journals held", r.journals_held);
+    }
     Ok(())
+}
+
+fn diff(
+    now: &HashMap<&'static str, (u64, u64)>,
+    before: &HashMap<&'static str, (u64, u64)>,
+) -> HashMap<&'static str, (u64, u64)> {
+    now.iter()
+        .map(|(k, (c, i))| {
+            let (c0, i0) = before.get(k).copied().unwrap_or_default();
+            (*k, (c - c0, i - i0))
+        })
+        .collect()
+}
+
+fn meter_sum(
+    a: &HashMap<&'static str, (u64, u64)>,
+    b: &HashMap<&'static str, (u64, u64)>,
+) -> HashMap<&'static str, (u64, u64)> {
+    a.iter()
+        .map(|(k, (c, i))| {
+            let (c1, i1) = b.get(k).copied().unwrap_or_default();
+            (*k, (c + c1, i + i1))
+        })
+        .collect()
+}
+
+/// One sweep's figures, with the checks' requests and cost per 10k SKUs (metadata, shards,
+/// journal, checkpoints: SkuInvariants, SkuJournals and the SKU half of LockedTotals) and per
+/// 100k FROZEN locks (the lock half of LockedTotals: index pages and lock reads).
+fn summary(
+    s: &Swept,
+    calls: &HashMap<&'static str, (u64, u64)>,
+    n_skus: usize,
+    frozen_left: usize,
+) -> serde_json::Value {
+    let r = &s.report;
+    let (usd, usd_ddb, rru, wru, call_s) = cost(calls, s.invocations, s.busy_s);
+    let g = |k: &str| calls.get(k).copied().unwrap_or_default();
+    let per = |x: f64, n: usize, unit: f64| if n > 0 { x * unit / n as f64 } else { 0.0 };
+    let sku_kinds =
+        ["BatchGet(sku meta)", "BatchGet(shards)", "Query(journal)", "GetItem(checkpoint)", "PutItem(checkpoint)"];
+    let sku_reqs: u64 = sku_kinds.iter().map(|k| g(k).0).sum();
+    let sku_rru = g("BatchGet(sku meta)").1 as f64
+        + g("BatchGet(shards)").1 as f64
+        + g("GetItem(checkpoint)").0 as f64
+        + 0.5 * g("Query(journal)").0 as f64;
+    let sku_wru = g("PutItem(checkpoint)").0 as f64;
+    let sku_usd = sku_rru * USD_PER_RRU + sku_wru * USD_PER_WRU;
+    let lock_pages = (r.locked_locks_read as u64).div_ceil(reconcile::LOCKED_LOCK_PAGE as u64);
+    let lock_batches = (r.locked_locks_read as u64).div_ceil(100);
+    let lock_reqs = lock_pages + lock_batches;
+    let lock_rru = r.locked_locks_read as f64 + lock_pages as f64;
+    serde_json::json!({
+        "wall_s": s.wall.as_secs_f64(), "invocations": s.invocations, "continuations": r.continuations,
+        "locks_released": r.locks_released, "frozen_left": frozen_left,
+        "skus_checked": r.skus_checked, "skus_inconclusive": r.skus_inconclusive,
+        "violations": r.violations, "errors": r.errors,
+        "journals": {"held": r.journals_held, "behind": r.journals_behind, "incomplete": r.journals_incomplete, "entries_read": r.journal_entries_read},
+        "locked_sum": {"skus_judged": r.locked_skus_judged, "skus_moved": r.locked_skus_moved, "locks_read": r.locked_locks_read, "groups_suspect": r.locked_groups_suspect, "runs": r.locked_runs},
+        "item_ms_p50": s.p(0.5), "item_ms_p99": s.p(0.99), "item_ms_max": s.p(1.0),
+        "calls": calls.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
+        "read_units": rru, "write_units": wru, "usd_dynamodb": usd_ddb, "usd_total": usd,
+        "modelled_aws_call_seconds": call_s,
+        "usd_per_100k_locks_released": per(usd - sku_usd, r.locks_released, 100_000.0),
+        "checks_per_10k_skus": {
+            "requests": per(sku_reqs as f64, n_skus, 10_000.0),
+            "read_units": per(sku_rru, n_skus, 10_000.0),
+            "write_units": per(sku_wru, n_skus, 10_000.0),
+            "usd": per(sku_usd, n_skus, 10_000.0),
+            // the three SKU chains side by side, 10 calls of a page in flight
+            "modelled_s": per(sku_reqs as f64 * MS_READ / 1000.0 / 3.0 / 10.0, n_skus, 10_000.0),
+        },
+        "lock_sum_per_100k_frozen_locks": {
+            "requests": per(lock_reqs as f64, r.locked_locks_read, 100_000.0),
+            "read_units": per(lock_rru, r.locked_locks_read, 100_000.0),
+            "usd": per(lock_rru * USD_PER_RRU, r.locked_locks_read, 100_000.0),
+            // one chain, 10 BatchGets of a page in flight
+            "modelled_s": per((lock_pages as f64 + lock_batches as f64 / 10.0) * MS_READ / 1000.0, r.locked_locks_read, 100_000.0),
+        },
+    })
 }
 
 /// One sweep: seeded by the schedule, its items run by `concurrency` workers like Lambda's
@@ -751,8 +788,7 @@ fn cost(calls: &HashMap<&'static str, (u64, u64)>, invocations: u64, busy_s: f64
         + (put_void + put_order + sends + cp_put) as f64 * MS_WRITE
         + moves as f64 * MS_TRANSACT;
     let usd_ddb = rru * USD_PER_RRU + wru * USD_PER_WRU;
-    let usd_other = (sends as f64 + 2.0 * inv) * USD_PER_SQS_REQUEST
-        + inv * USD_PER_LAMBDA_REQUEST
-        + busy_s * 0.25 * USD_PER_GB_S;
+    let usd_other =
+        (sends as f64 + 2.0 * inv) * USD_PER_SQS_REQUEST + inv * USD_PER_LAMBDA_REQUEST + busy_s * 0.25 * USD_PER_GB_S;
     (usd_ddb + usd_other, usd_ddb, rru, wru, calls_ms / 1000.0)
 }

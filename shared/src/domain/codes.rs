@@ -6,8 +6,9 @@
 //! in the same conditional write that moves the counters (`head = h` is the condition), so two
 //! freezes can never take the same position, and the lock line records `h`. A release appends
 //! the line's codes at the tail again (new positions, same sealed codes); a position is never
-//! reused. Codes are sealed with AES-256-GCM (the SKU is the associated data) under a key named
-//! by its id, so keys can rotate; duplicates are found by an HMAC fingerprint under a separate,
+//! reused. Codes are sealed with AES-256-GCM under a key named by its id, so keys can rotate; the
+//! associated data is the SKU, the slot the code was uploaded to and its fingerprint (v2; a v1
+//! code, sealed before, is bound to its SKU only and still opens — [`Keyring::open_at`]); duplicates are found by an HMAC fingerprint under a separate,
 //! stable key. Nothing here logs or displays a code in clear: [`mask`] is the only display.
 
 use super::Sku;
@@ -179,37 +180,146 @@ impl Keyring {
         hex::encode(&m.finalize().into_bytes()[..16])
     }
 
-    /// Seals `code` of `sku` under the current key.
+    /// Seals `code` of `sku` under the current key, the v1 way (the SKU alone is the
+    /// associated data). Kept for the tests that show v1 codes still open; uploads use
+    /// [`Keyring::seal_at`].
     pub fn seal(&self, sku: &Sku, code: &str) -> anyhow::Result<StoredCode> {
+        let fingerprint = self.fingerprint(sku, code);
+        let (kid, sealed) = self.encrypt(code, sku.as_str().as_bytes())?;
+        Ok(StoredCode { fingerprint, kid, sealed })
+    }
+
+    /// Seals `code` of `sku` for its upload slot (v2, security review L6): the associated data
+    /// binds the SKU, the slot (`shard`, `pos`) and the fingerprint, and the slot is written in
+    /// front of the sealed bytes (`v2.<shard>.<pos>.<base64>`) so a release that re-appends the
+    /// code elsewhere (without the key) still knows which slot it was sealed for.
+    pub fn seal_at(&self, sku: &Sku, shard: u16, pos: u64, code: &str) -> anyhow::Result<StoredCode> {
+        let fingerprint = self.fingerprint(sku, code);
+        let (kid, sealed) = self.encrypt(code, &aad_v2(sku, shard, pos, &fingerprint))?;
+        Ok(StoredCode { fingerprint, kid, sealed: format!("{V2}{shard}.{pos}.{sealed}") })
+    }
+
+    fn encrypt(&self, code: &str, aad: &[u8]) -> anyhow::Result<(String, String)> {
         let k = &self.keys[0];
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
         let ct = k
             .cipher
-            .encrypt(&nonce, Payload { msg: code.as_bytes(), aad: sku.as_str().as_bytes() })
+            .encrypt(&nonce, Payload { msg: code.as_bytes(), aad })
             .map_err(|_| anyhow::anyhow!("sealing a code failed"))?;
         let mut out = nonce.to_vec();
         out.extend(ct);
-        Ok(StoredCode { fingerprint: self.fingerprint(sku, code), kid: k.kid.clone(), sealed: B64.encode(out) })
+        Ok((k.kid.clone(), B64.encode(out)))
     }
 
-    /// Opens a stored code of `sku` with the key it names.
+    /// Opens a stored code of `sku` read at slot `at` = (shard, position), with the key it
+    /// names, and checks the opened code's fingerprint against the stored one. A v2 code
+    /// sealed for another slot opens only as [`Opened::relocated`]: the caller must then show
+    /// the code legitimately left its sealed slot (a release or a give-back) before using it.
+    pub fn open_at(&self, sku: &Sku, at: (u16, u64), c: &StoredCode) -> Result<Opened, SealError> {
+        let (sealed_for, body, aad) = match parse_sealed(&c.sealed)? {
+            Sealed::V1(body) => (None, body, sku.as_str().as_bytes().to_vec()),
+            Sealed::V2 { shard, pos, body } => (Some((shard, pos)), body, aad_v2(sku, shard, pos, &c.fingerprint)),
+        };
+        let code = self.decrypt(&c.kid, body, &aad)?;
+        if self.fingerprint(sku, &code) != c.fingerprint {
+            return Err(SealError::FingerprintMismatch);
+        }
+        let relocated = sealed_for.filter(|s| *s != at);
+        Ok(Opened { code, sealed_for, relocated })
+    }
+
+    /// Opens a stored code of `sku` (either version) without a slot check; the fingerprint
+    /// is still checked.
     pub fn open(&self, sku: &Sku, c: &StoredCode) -> anyhow::Result<String> {
-        let k = self
-            .keys
-            .iter()
-            .find(|k| k.kid == c.kid)
-            .ok_or_else(|| anyhow::anyhow!("code key {} is not in the keyring", c.kid))?;
-        let bytes = B64.decode(&c.sealed).map_err(|_| anyhow::anyhow!("a stored code is not base64"))?;
+        let at = match parse_sealed(&c.sealed)? {
+            Sealed::V2 { shard, pos, .. } => (shard, pos),
+            Sealed::V1(_) => (0, 0),
+        };
+        Ok(self.open_at(sku, at, c)?.code)
+    }
+
+    fn decrypt(&self, kid: &str, body: &str, aad: &[u8]) -> Result<String, SealError> {
+        let k = self.keys.iter().find(|k| k.kid == kid).ok_or_else(|| SealError::UnknownKey(kid.to_owned()))?;
+        let bytes = B64.decode(body).map_err(|_| SealError::Malformed("not base64"))?;
         if bytes.len() < 12 + 16 {
-            anyhow::bail!("a stored code is too short");
+            return Err(SealError::Malformed("too short"));
         }
         let (nonce, ct) = bytes.split_at(12);
         let plain = k
             .cipher
-            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad: sku.as_str().as_bytes() })
-            .map_err(|_| anyhow::anyhow!("a stored code does not open under key {}", c.kid))?;
-        String::from_utf8(plain).map_err(|_| anyhow::anyhow!("a stored code is not text"))
+            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
+            .map_err(|_| SealError::DoesNotOpen(kid.to_owned()))?;
+        String::from_utf8(plain).map_err(|_| SealError::Malformed("not text"))
     }
+}
+
+/// The marker of a v2 (slot-bound) sealed code. v1 codes are bare base64, which has no `.`.
+const V2: &str = "v2.";
+
+/// v2 associated data: a domain tag, the SKU, the slot the code was sealed for and its
+/// fingerprint (so neither the slot in front of the bytes nor the stored fingerprint can be
+/// changed without the seal failing).
+fn aad_v2(sku: &Sku, shard: u16, pos: u64, fingerprint: &str) -> Vec<u8> {
+    let mut a = b"holdfast-code-v2\0".to_vec();
+    a.extend(sku.as_str().as_bytes());
+    a.push(0);
+    a.extend(shard.to_be_bytes());
+    a.extend(pos.to_be_bytes());
+    a.extend(fingerprint.as_bytes());
+    a
+}
+
+enum Sealed<'a> {
+    V1(&'a str),
+    V2 { shard: u16, pos: u64, body: &'a str },
+}
+
+fn parse_sealed(s: &str) -> Result<Sealed<'_>, SealError> {
+    let Some(rest) = s.strip_prefix(V2) else { return Ok(Sealed::V1(s)) };
+    let mut parts = rest.splitn(3, '.');
+    let bad = || SealError::Malformed("bad v2 slot");
+    let shard = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+    let pos = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+    let body = parts.next().ok_or_else(bad)?;
+    Ok(Sealed::V2 { shard, pos, body })
+}
+
+/// The slot (shard, position) a stored code was sealed for: `None` for a v1 code (SKU-only
+/// associated data) or one that cannot be read.
+pub fn sealed_slot(c: &StoredCode) -> Option<(u16, u64)> {
+    match parse_sealed(&c.sealed) {
+        Ok(Sealed::V2 { shard, pos, .. }) => Some((shard, pos)),
+        _ => None,
+    }
+}
+
+/// An opened code: never logged, never displayed but to its paid owner.
+pub struct Opened {
+    pub code: String,
+    /// The slot a v2 code was sealed for (`None`: a v1 code, bound to its SKU only).
+    pub sealed_for: Option<(u16, u64)>,
+    /// Set when a v2 code is read at another slot than the one it was sealed for: a
+    /// re-appended code (released or given back), or a copy (security review L6).
+    pub relocated: Option<(u16, u64)>,
+}
+
+impl std::fmt::Debug for Opened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened").field("sealed_for", &self.sealed_for).field("relocated", &self.relocated).finish()
+    }
+}
+
+/// Why a stored code does not open. Never carries the code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SealError {
+    #[error("code key {0} is not in the keyring")]
+    UnknownKey(String),
+    #[error("a stored code is malformed ({0})")]
+    Malformed(&'static str),
+    #[error("a stored code does not open under key {0} for its SKU and slot")]
+    DoesNotOpen(String),
+    #[error("a stored code's fingerprint does not match the code it opens to")]
+    FingerprintMismatch,
 }
 
 /// What one batch upload did (kept under the batch id, so a replay answers the same).
@@ -301,6 +411,41 @@ mod tests {
         assert!(Keyring::parse(&[&Keyring::generate_secret("k3"), &old]).is_err());
         assert!(Keyring::parse(&[]).is_err());
         assert!(format!("{rotated:?}").contains("k2") && !format!("{rotated:?}").contains(j["key"].as_str().unwrap()));
+    }
+
+    #[test]
+    fn a_v2_code_is_bound_to_its_slot_and_fingerprint_and_v1_codes_still_open() {
+        let ring = Keyring::parse(&[&Keyring::generate_secret("k1")]).unwrap();
+        let s = sku("VOUCHER");
+        let c = ring.seal_at(&s, 3, 17, "GIFT-1234-ABCD").unwrap();
+        assert!(c.sealed.starts_with("v2.3.17."), "the slot is written in front");
+        assert!(!c.sealed.contains("GIFT"));
+        assert_eq!(sealed_slot(&c), Some((3, 17)));
+        let o = ring.open_at(&s, (3, 17), &c).unwrap();
+        assert_eq!((o.code.as_str(), o.sealed_for, o.relocated), ("GIFT-1234-ABCD", Some((3, 17)), None));
+        assert!(!format!("{o:?}").contains("GIFT"), "Debug never shows the code");
+        // read at another slot: it opens, but only as relocated (the caller must justify it)
+        assert_eq!(ring.open_at(&s, (3, 18), &c).unwrap().relocated, Some((3, 17)));
+        // the slot in front cannot be rewritten, nor the SKU changed
+        let moved = StoredCode { sealed: c.sealed.replacen("v2.3.17.", "v2.3.18.", 1), ..c.clone() };
+        assert!(matches!(ring.open_at(&s, (3, 18), &moved), Err(SealError::DoesNotOpen(_))));
+        assert!(matches!(ring.open_at(&sku("OTHER"), (3, 17), &c), Err(SealError::DoesNotOpen(_))));
+        // another code's fingerprint beside these bytes: the v2 seal refuses it …
+        let other = ring.seal_at(&s, 3, 18, "GIFT-9999-ZZZZ").unwrap();
+        let swapped = StoredCode { fingerprint: other.fingerprint.clone(), ..c.clone() };
+        assert!(matches!(ring.open_at(&s, (3, 17), &swapped), Err(SealError::DoesNotOpen(_))));
+        // … and a v1 code's plaintext is checked against it
+        let v1 = ring.seal(&s, "GIFT-1234-ABCD").unwrap();
+        assert_eq!(sealed_slot(&v1), None);
+        let o = ring.open_at(&s, (0, 5), &v1).unwrap();
+        assert_eq!((o.code.as_str(), o.sealed_for, o.relocated), ("GIFT-1234-ABCD", None, None));
+        let v1_swapped = StoredCode { fingerprint: other.fingerprint.clone(), ..v1.clone() };
+        assert_eq!(ring.open_at(&s, (0, 5), &v1_swapped).unwrap_err(), SealError::FingerprintMismatch);
+        assert_eq!(ring.open(&s, &v1).unwrap(), "GIFT-1234-ABCD");
+        assert_eq!(ring.open(&s, &c).unwrap(), "GIFT-1234-ABCD");
+        // garbage after the marker is malformed, not a panic
+        let bad = StoredCode { sealed: "v2.x.1.AAAA".into(), ..c.clone() };
+        assert!(matches!(ring.open_at(&s, (0, 1), &bad), Err(SealError::Malformed(_))));
     }
 
     #[test]

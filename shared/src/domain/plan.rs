@@ -175,6 +175,7 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
     };
     // Released or restocked units go back to their buyer's allowance; a retake charges it again.
     let limit_delta = |q: i64| match how {
+        CounterMove::Release if crate::mutant!("release-keeps-allowance") => 0,
         CounterMove::Release | CounterMove::Restock => -q,
         CounterMove::Retake => q,
         _ => 0,
@@ -186,6 +187,7 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
         // A pay-time line holds nothing while FROZEN: paying takes its cells (available →
         // sold), releasing it has nothing to give back.
         let cell_how = match (rules.deduct, how) {
+            (Deduct::AtPayment, CounterMove::Sell) if crate::mutant!("paytime-sells-locked") => Some(CounterMove::Sell),
             (Deduct::AtPayment, CounterMove::Sell) => Some(CounterMove::Retake),
             (Deduct::AtPayment, CounterMove::Release) => None,
             _ if !rules.retake && how == CounterMove::Retake => return None,

@@ -35,6 +35,8 @@ pub fn code_problem(e: CodeError) -> Problem {
             tracing::error!(error = format!("{e:#}"), "code keys unavailable");
             Problem::new(Code::TemporarilyUnavailable, "the code keys are not available")
         }
+        // not retried: the same stored code fails the same way (security review L6)
+        e @ CodeError::Tampered => Problem::new(Code::InvalidTransition, e.to_string()),
         CodeError::Store(e) => e.into(),
     }
 }

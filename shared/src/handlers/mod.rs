@@ -20,6 +20,7 @@ pub mod sqs;
 pub mod stock_api;
 pub mod stock_events;
 pub mod stock_journal;
+pub mod stock_read;
 pub mod stream;
 pub mod stripe_webhook;
 
@@ -49,6 +50,7 @@ pub const FUNCTIONS: &[(&str, Trigger)] = &[
     ("payment-callback", Trigger::Http),
     ("reservations", Trigger::Http),
     ("stock-api", Trigger::Http),
+    ("stock-read", Trigger::Http),
     ("publish-events", Trigger::Stream),
     ("stock-journal", Trigger::Stream),
     ("stock-events", Trigger::Sqs),
@@ -66,6 +68,7 @@ pub const ROUTES: &[(&str, &[Route])] = &[
     ("payment-callback", payment_callback::ROUTES),
     ("reservations", reservations::ROUTES),
     ("stock-api", stock_api::ROUTES),
+    ("stock-read", stock_read::ROUTES),
 ];
 
 pub fn trigger_of(name: &str) -> Option<Trigger> {
@@ -80,6 +83,7 @@ pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {
         "payment-callback" => payment_callback::handle(app, req).await,
         "reservations" => reservations::handle(app, req).await,
         "stock-api" => stock_api::handle(app, req).await,
+        "stock-read" => stock_read::handle(app, req).await,
         _ => return None,
     })
 }

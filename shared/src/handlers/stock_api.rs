@@ -1,5 +1,7 @@
-//! stock-api: SKUs (`PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`,
-//! `GET /skus/{sku}`, pause/resume, availability) and campaigns ([`super::campaigns_api`]).
+//! stock-api: the admin side of SKUs (`PUT /admin/skus/{sku}`, `POST /admin/skus/{sku}/adjustments`,
+//! pause/resume, journal, code uploads), the signed-in availability and the admin side of campaigns
+//! ([`super::campaigns_api`]). The anonymous public reads are [`super::stock_read`]'s (security
+//! review L5): this function holds the code keyring and write grants, that one neither.
 
 use super::campaigns_api;
 use crate::api::stock::{
@@ -24,15 +26,11 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET /admin/skus/{sku}/journal", Auth::AnyScope(ADMIN_STOCK_ADJUST)),
     Route::new("POST /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES)),
     Route::new("GET /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES)),
-    Route::new("GET /skus/{sku}", Auth::Public),
-    Route::new("GET /skus/{sku}/availability", Auth::Public),
-    Route::new("GET /skus/{sku}/calendar", Auth::Public),
     Route::new("GET /skus/{sku}/availability/me", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("PUT /admin/campaigns/{campaign_id}", Auth::AnyScope(ADMIN_CATALOGUE)),
     Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::AnyScope(ADMIN_CATALOGUE)),
     Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::AnyScope(ADMIN_CATALOGUE)),
     Route::new("POST /admin/campaigns/{campaign_id}/resume", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("GET /campaigns/{campaign_id}", Auth::Public),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
@@ -44,15 +42,11 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "GET /admin/skus/{sku}/journal" => journal(app, &req).await,
         "POST /admin/skus/{sku}/codes" => upload_codes(app, &req).await,
         "GET /admin/skus/{sku}/codes" => code_pool(app, &req).await,
-        "GET /skus/{sku}" => campaigns_api::get_sku(app, &req).await,
-        "GET /skus/{sku}/availability" => campaigns_api::availability(app, &req, false).await,
-        "GET /skus/{sku}/calendar" => calendar(app, &req).await,
         "GET /skus/{sku}/availability/me" => campaigns_api::availability(app, &req, true).await,
         "PUT /admin/campaigns/{campaign_id}" => campaigns_api::put_campaign(app, &req).await,
         "POST /admin/campaigns/{campaign_id}/adjustments" => campaigns_api::adjust_campaign(app, &req).await,
         "POST /admin/campaigns/{campaign_id}/pause" => campaigns_api::pause_campaign(app, &req, true).await,
         "POST /admin/campaigns/{campaign_id}/resume" => campaigns_api::pause_campaign(app, &req, false).await,
-        "GET /campaigns/{campaign_id}" => campaigns_api::get_campaign(app, &req).await,
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)
@@ -145,7 +139,7 @@ async fn code_pool(app: &App, req: &Request) -> Result<Response, Problem> {
 }
 
 /// `GET /skus/{sku}/calendar?from=YYYY-MM-DD&to=YYYY-MM-DD`: per-date stock, at most 366 days.
-async fn calendar(app: &App, req: &Request) -> Result<Response, Problem> {
+pub(crate) async fn calendar(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
     let day = |name: &'static str| -> Result<Day, Problem> {
         let v = query(req, name)

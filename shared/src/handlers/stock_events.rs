@@ -94,6 +94,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
         let action = parse_event(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
         cross_check(app, &action).await?;
         let (id, result) = match &action {
+            StockAction::Confirm(id) if crate::mutant!("paid-event-releases") => (id, stock::release(app, id).await),
             StockAction::Confirm(id) => (id, stock::confirm(app, id, OnReleased::Retake).await),
             StockAction::Release(id) => (id, stock::release(app, id).await),
             // A paid order's lock is SOLD before the after-sale events can exist (the order

@@ -4,7 +4,9 @@
 
 use crate::app::App;
 use crate::clock;
-use crate::domain::codes::{batch_hash, check_code, mask, placement, BatchResult, CodeAppend, Keyring, MAX_BATCH};
+use crate::domain::codes::{
+    batch_hash, check_code, mask, placement, BatchResult, CodeAppend, Keyring, StoredCode, MAX_BATCH,
+};
 use crate::domain::kind::Stocking;
 use crate::domain::reservation::{CodeFate, LockStatus};
 use crate::domain::{OrderId, ReservationId, Sku, UserId};
@@ -41,6 +43,10 @@ pub enum CodeError {
     NotReady,
     #[error("contention; retry")]
     Contention,
+    /// A stored code failed its integrity check at reveal (security review L6): it does not
+    /// open, its fingerprint is not its own, or it was copied into this slot. Never shown.
+    #[error("a stored code of this order failed its integrity check; it is not shown")]
+    Tampered,
     /// The keyring is missing or unreadable: nothing is sealed or opened without it.
     #[error("code keys: {0:#}")]
     Keys(anyhow::Error),
@@ -197,9 +203,15 @@ async fn add_chunk(
         shard_ids.sort_unstable();
         for shard in shard_ids {
             let idx = &by_shard[&shard];
-            let sealed = idx.iter().map(|i| keys.seal(sku, &codes[*i])).collect::<anyhow::Result<Vec<_>>>()?;
+            // each code sealed for the slot it is appended to (v2, security review L6)
+            let tail = rings[usize::from(shard)].tail;
+            let sealed = idx
+                .iter()
+                .enumerate()
+                .map(|(k, i)| keys.seal_at(sku, shard, tail + k as u64, &codes[*i]))
+                .collect::<anyhow::Result<Vec<_>>>()?;
             pieces.push((shard, idx.len() as i64));
-            appends.push(CodeAppend { cell: sku.clone(), shard, tail: rings[usize::from(shard)].tail, codes: sealed });
+            appends.push(CodeAppend { cell: sku.clone(), shard, tail, codes: sealed });
         }
         let up = CodeUpload {
             adjustment: Adjustment {
@@ -274,12 +286,42 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
             .flatten()
             .flat_map(|g| (g.from..g.from + u64::from(g.count)).map(move |p| (g.shard, p)))
             .collect();
-        for c in app.stock.read_codes(&l.sku, &slots).await? {
+        for (at, c) in slots.iter().zip(app.stock.read_codes(&l.sku, &slots).await?) {
             let c = c.ok_or_else(|| anyhow::anyhow!("order {id}: a code slot of {} is empty", l.sku))?;
-            out.push((l.sku.clone(), keys.open(&l.sku, &c)?));
+            out.push((l.sku.clone(), open_checked(app, &keys, id, &l.sku, *at, &c).await?));
         }
     }
     Ok(out)
+}
+
+/// Opens the code stored at slot `at` for a reveal (security review L6). The seal binds the
+/// SKU, the fingerprint and (v2) the slot the code was uploaded to; a v2 code read at another
+/// slot is accepted only if it legitimately left that slot — given back, or its lock released
+/// (a release re-appends the same sealed code at the tail, and the functions that release hold
+/// no key to re-seal it). A code that does not open, whose fingerprint is not its own, or that
+/// sits in a slot it was copied to is refused with an error log; it is never shown.
+async fn open_checked(
+    app: &App,
+    keys: &Keyring,
+    order: &OrderId,
+    sku: &Sku,
+    at: (u16, u64),
+    c: &StoredCode,
+) -> Result<String, CodeError> {
+    let refuse = |why: String| {
+        tracing::error!(order_id = %order, sku = %sku, shard = at.0, pos = at.1, why = why.as_str(),
+            "a stored code was refused at reveal (tampered or misplaced); nothing shown");
+        CodeError::Tampered
+    };
+    let opened = keys.open_at(sku, at, c).map_err(|e| refuse(e.to_string()))?;
+    if let Some((shard, pos)) = opened.relocated {
+        if !app.stock.code_left_slot(sku, shard, pos).await? {
+            return Err(refuse(format!(
+                "sealed for slot {shard}#{pos}, which still holds it (no release or give-back moved it)"
+            )));
+        }
+    }
+    Ok(opened.code)
 }
 
 /// Most positions one repair pass looks at per shard.

@@ -115,7 +115,10 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<Payme
         let next = o.next(now_ms, |x| push_payment(x, record(PaymentOutcome::FailedRecorded), now_ms));
         return (next, Ok(PaymentResult::FailedRecorded));
     }
-    if o.status == OrderStatus::PendingPayment && now_ms / 1000 >= o.pay_expire_at {
+    if o.status == OrderStatus::PendingPayment
+        && now_ms / 1000 >= o.pay_expire_at
+        && !crate::mutant!("payment-ignores-deadline")
+    {
         // Past the deadline the order is expired whether or not its timeout message ran yet
         // (protocol review #6): expire it and refund the payment in one compare-and-set, as the
         // timeout would have before this callback.

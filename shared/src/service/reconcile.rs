@@ -19,10 +19,10 @@ use crate::domain::events::releases_bookings;
 use crate::domain::invariants::{check_stock, SkuSnapshot, Violation};
 use crate::domain::journal;
 use crate::domain::order::{Order, OrderRecord, OrderStatus};
+use crate::domain::reservation::LockStatus;
 use crate::domain::supplier::BookingStatus;
 use crate::domain::{OrderId, ReservationId, Sku};
 use crate::faults::{self, InjectedCrash};
-use crate::domain::reservation::LockStatus;
 use crate::ports::{LockSums, Message, OrderIndex, WorkItem, LOCK_GROUPS};
 use crate::telemetry::names;
 use std::time::{Duration, Instant};
@@ -344,8 +344,9 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
                     cursor = page.next;
                 }
                 fetch = true;
-                if let Some(stopped) = sku_journals(app, &skus, started, budget, &mut rep).await? {
-                    let pending = skus[stopped..].iter().map(|s| s.to_string()).collect();
+                let stopped = sku_journals(app, &skus, started, budget, &mut rep).await?;
+                if !stopped.is_empty() {
+                    let pending = stopped.iter().map(|s| s.to_string()).collect();
                     break Some(WorkItem::SkuJournals { cursor, pending, last_page: last });
                 }
                 if last {
@@ -590,28 +591,40 @@ pub const JOURNAL_SKU_PAGE: usize = 20;
 pub const JOURNAL_ENTRY_PAGE: usize = 1000;
 
 /// The stock journal of each SKU against its counters, from the SKU's checkpoint
-/// ([`journal::Checkpoint`]: only entries written since the last check are read). A journal
-/// that has not caught up with the last write (stream lag) is looked at again a moment later;
-/// a broken one is an invariant violation and a `JournalMismatch` metric. The budget is
-/// honoured inside a SKU: `Some(i)` = stopped at `skus[i]` (its progress saved).
+/// ([`journal::Checkpoint`]: only entries written since the last check are read), the SKUs of
+/// a page [`PAGE_CONCURRENCY`] at a time. A journal that has not caught up with the last write
+/// (stream lag) is looked at again a moment later; a broken one is an invariant violation and
+/// a `JournalMismatch` metric. The budget is honoured inside a SKU: the SKUs it stopped in
+/// are returned (their progress saved in their checkpoints).
 async fn sku_journals(
     app: &App,
     skus: &[Sku],
     started: Instant,
     budget: Duration,
     rep: &mut ReconcileReport,
-) -> anyhow::Result<Option<usize>> {
+) -> anyhow::Result<Vec<Sku>> {
+    use futures::StreamExt;
     let metas = app.stock.get_skus(skus).await?;
-    for (i, sku) in skus.iter().enumerate() {
-        let Some(meta) = metas.get(sku) else { continue };
-        // the first SKU always: each invocation moves on
-        if i > 0 && started.elapsed() > budget {
-            return Ok(Some(i));
-        }
-        let verdict = match sku_journal(app, meta, started, budget, rep).await? {
-            Some(v) => v,
-            None => return Ok(Some(i)),
+    // owned, so the futures hold no borrow of a local (the worker's future stays `Send`)
+    let checks: Vec<(usize, crate::ports::SkuMeta)> =
+        skus.iter().enumerate().filter_map(|(i, sku)| metas.get(sku).map(|m| (i, m.clone()))).collect();
+    let mut results = futures::stream::iter(checks.into_iter().map(|(i, meta)| async move {
+        let mut own = ReconcileReport::default();
+        let verdict = sku_journal(app, &meta, started, budget, &mut own).await;
+        (i, verdict, own)
+    }))
+    .buffer_unordered(PAGE_CONCURRENCY)
+    .collect::<Vec<_>>()
+    .await;
+    results.sort_by_key(|(i, _, _)| *i);
+    let mut stopped = Vec::new();
+    for (i, verdict, own) in results {
+        rep.journal_entries_read += own.journal_entries_read;
+        let Some(verdict) = verdict? else {
+            stopped.push(skus[i].clone());
+            continue;
         };
+        let sku = &skus[i];
         match verdict {
             journal::Verdict::Holds => rep.journals_held += 1,
             journal::Verdict::Incomplete => rep.journals_incomplete += 1,
@@ -624,7 +637,7 @@ async fn sku_journals(
             }
         }
     }
-    Ok(None)
+    Ok(stopped)
 }
 
 /// One SKU's journal from its checkpoint; `None` when the budget ran out first (what was read
@@ -739,8 +752,9 @@ async fn locked_totals(
             // is judged too, and its locks may be new)
             let page = app.sweep.frozen_page(s.bucket, i64::MAX, s.cursor.as_deref(), LOCKED_LOCK_PAGE).await?;
             let chunks: Vec<Vec<ReservationId>> = page.items.chunks(100).map(<[_]>::to_vec).collect();
-            let mut reads = futures::stream::iter(chunks.into_iter().map(|c| async move { app.stock.get_reservations(&c).await }))
-                .buffer_unordered(PAGE_CONCURRENCY);
+            let mut reads =
+                futures::stream::iter(chunks.into_iter().map(|c| async move { app.stock.get_reservations(&c).await }))
+                    .buffer_unordered(PAGE_CONCURRENCY);
             while let Some(locks) = reads.next().await {
                 let locks = locks?;
                 rep.locked_locks_read += locks.len();
@@ -820,7 +834,10 @@ async fn locked_totals(
         }
         rep.locked_groups_suspect += suspects.len();
         tracing::warn!(groups = suspects.len(), "locked = Σ FROZEN: sums disagree; looking again per SKU");
-        return Ok(Some(LockSums { focus: suspects.into_iter().take(LOCKED_FOCUS_MAX).collect(), ..Default::default() }));
+        return Ok(Some(LockSums {
+            focus: suspects.into_iter().take(LOCKED_FOCUS_MAX).collect(),
+            ..Default::default()
+        }));
     }
 }
 
@@ -982,7 +999,12 @@ mod tests {
         async fn put(&self, _: &[journal::Entry]) -> anyhow::Result<()> {
             anyhow::bail!("poison")
         }
-        async fn for_sku(&self, _: &Sku, _: Option<&str>, _: usize) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
+        async fn for_sku(
+            &self,
+            _: &Sku,
+            _: Option<&str>,
+            _: usize,
+        ) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
             anyhow::bail!("poison")
         }
         async fn for_cause(&self, _: &str) -> anyhow::Result<Vec<journal::Entry>> {
@@ -1116,7 +1138,10 @@ mod tests {
         let rep = chain(&app, WorkItem::LockedTotals(Default::default()), Duration::ZERO).await;
         assert_eq!(
             rep.violations,
-            vec![format!("{:?}", Violation::LockedMismatch { sku: Sku::parse("S00007").unwrap(), locked: 0, frozen: 9 })],
+            vec![format!(
+                "{:?}",
+                Violation::LockedMismatch { sku: Sku::parse("S00007").unwrap(), locked: 0, frozen: 9 }
+            )],
             "{rep:?}"
         );
         assert_eq!((rep.locked_groups_suspect, rep.locked_runs, rep.locked_skus_moved), (1, 2, 1), "{rep:?}");
@@ -1165,6 +1190,10 @@ mod tests {
         };
         assert_eq!(settled_rings(&snap, &[ring], 1_500, 60_000).shards[0].available, 3);
         assert_eq!(settled_rings(&snap, &[ring], 61_000, 60_000).shards[0].available, 4);
-        assert_eq!(settled_rings(&snap, &[crate::domain::codes::Ring { checked: 3, ..ring }], 1_500, 60_000).shards[0].available, 4);
+        assert_eq!(
+            settled_rings(&snap, &[crate::domain::codes::Ring { checked: 3, ..ring }], 1_500, 60_000).shards[0]
+                .available,
+            4
+        );
     }
 }

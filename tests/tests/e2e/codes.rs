@@ -271,3 +271,86 @@ async fn codes_claimed_by_a_checkout_that_died_go_back_through_reconcile_and_sel
     assert_eq!(got, codes.iter().cloned().collect::<HashSet<_>>());
     s.assert_invariants().await;
 }
+
+/// Security review L6: a sold code's sealed item copied by a direct table write into the slot
+/// of another order does not open there. The seal binds the SKU, the fingerprint and the slot
+/// the code was uploaded to; read elsewhere, it is accepted only if it left that slot by a
+/// give-back or a release, and this one is still held by its SOLD lock. The reveal answers a
+/// 409 (not retried) and logs an error; the wrong code is never shown (nor the right one: it was overwritten).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sold_code_copied_into_another_orders_slot_by_a_table_write_is_refused_at_reveal() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let logs = capture_logs();
+    let s = spawn().await;
+    pool_sku(&s, "SEAL", 1).await;
+    let codes: Vec<String> = (0..2).map(|i| format!("SEAL-{i}-{:08X}", fastrand::u32(..))).collect();
+    assert_eq!(upload(&s, "SEAL", "b", &codes).await.status, 201);
+    let reveal = |user: &'static str, id: String| {
+        let s = &s;
+        async move {
+            eventually("the paid order's lock to be SOLD", Duration::from_secs(30), || async {
+                let a = codes_of(s, user, &id).await;
+                (a.status != 503).then_some(a)
+            })
+            .await
+        }
+    };
+    // ann buys, pays and sees her code (slot 0#0)
+    let ann = s.order_id("ann", "k", json!([{"sku": "SEAL", "quantity": 1}])).await;
+    assert_eq!(s.pay(&ann, "p-ann", 1000, "SUCCEEDED").await.status, 200);
+    let a = reveal("ann", ann.clone()).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let anns = a.body["codes"][0]["code"].as_str().unwrap().to_owned();
+    assert!(codes.contains(&anns));
+    // bob's checkout binds the next slot (0#1); a table writer copies ann's sold code over it
+    let bob = s.order_id("bob", "k", json!([{"sku": "SEAL", "quantity": 1}])).await;
+    let ddb = aws_sdk_dynamodb::Client::new(&s.local.sdk);
+    let table = s.local.resources.table("StockTable").unwrap();
+    let item = |pk: &'static str| {
+        let (ddb, table) = (&ddb, &table);
+        async move {
+            ddb.get_item()
+                .table_name(*table)
+                .key("pk", AttributeValue::S(pk.into()))
+                .consistent_read(true)
+                .send()
+                .await
+                .unwrap()
+                .item
+                .unwrap_or_else(|| panic!("{pk} is stored"))
+        }
+    };
+    let sold = item("CODE#SEAL#0#0").await;
+    let bobs = item("CODE#SEAL#0#1").await;
+    assert!(sold.contains_key("o") && bobs.contains_key("o"), "both slots are bound to their orders");
+    assert!(sold["sc"].as_s().unwrap().starts_with("v2.0.0."), "new uploads are sealed for their slot");
+    ddb.update_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S("CODE#SEAL#0#1".into()))
+        .update_expression("SET fp = :fp, kid = :kid, sc = :sc")
+        .expression_attribute_values(":fp", sold["fp"].clone())
+        .expression_attribute_values(":kid", sold["kid"].clone())
+        .expression_attribute_values(":sc", sold["sc"].clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(s.pay(&bob, "p-bob", 1000, "SUCCEEDED").await.status, 200);
+    let b = reveal("bob", bob.clone()).await;
+    assert_eq!((b.status, b.body["code"].as_str()), (409, Some("invalid_transition")), "refused: {}", b.body);
+    assert!(b.body["detail"].as_str().unwrap().contains("integrity check"), "{}", b.body);
+    let text = b.body.to_string();
+    assert!(!text.contains(&anns), "ann's code is never shown to bob: {text}");
+    assert!(!codes.iter().any(|c| text.contains(c.as_str())), "no code in the refusal: {text}");
+    // … with an error log naming the order and the slot, and no code in it either
+    let lines = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let refusal = lines
+        .lines()
+        .find(|l| l.contains("a stored code was refused at reveal") && l.contains(&bob))
+        .unwrap_or_else(|| panic!("an error log for the refused code"));
+    assert!(refusal.contains("\"level\":\"ERROR\""), "{refusal}");
+    assert!(refusal.contains("still holds it"), "{refusal}");
+    assert!(!codes.iter().any(|c| lines.contains(c.as_str())), "no code in any log line");
+    // ann's own reveal is untouched
+    let again = codes_of(&s, "ann", &ann).await;
+    assert_eq!((again.status, again.body["codes"][0]["code"].as_str()), (200, Some(anns.as_str())));
+}

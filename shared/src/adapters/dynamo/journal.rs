@@ -169,7 +169,9 @@ impl Journal for DynamoJournal {
             .scan_index_forward(true)
             .limit(limit.clamp(1, 1000) as i32);
         q = match after {
-            Some(a) => q.key_condition_expression("pk = :pk AND sk > :after").expression_attribute_values(":after", s(a)),
+            Some(a) => {
+                q.key_condition_expression("pk = :pk AND sk > :after").expression_attribute_values(":after", s(a))
+            }
             None => q.key_condition_expression("pk = :pk"),
         };
         let _span = super::super::usage::call("dynamodb:Query");

@@ -965,6 +965,21 @@ impl StockStore for DynamoStock {
         Ok(pks.iter().map(|pk| by_pk.remove(pk)).collect())
     }
 
+    async fn code_left_slot(&self, sku: &Sku, shard: u16, pos: u64) -> anyhow::Result<bool> {
+        // BatchGetItem, as read_codes: the reveal's role needs no other action for it
+        let Some(slot) = self.batch_get(vec![code_pk(sku, shard, pos)], true).await?.pop() else { return Ok(false) };
+        if slot.contains_key("ret") {
+            return Ok(true);
+        }
+        let Some(holder) = opt_s(&slot, "o") else { return Ok(false) };
+        let id = ReservationId::from_stored(holder).map_err(|e| anyhow!("code slot {shard}#{pos} of {sku}: {e}"))?;
+        let lock = self.batch_get(vec![res_pk(&id)], true).await?.pop();
+        Ok(match lock {
+            Some(it) => decode_reservation(&it)?.status == LockStatus::Released,
+            None => false,
+        })
+    }
+
     async fn known_codes(&self, sku: &Sku, fingerprints: &[String]) -> anyhow::Result<HashMap<String, String>> {
         let mut pks: Vec<String> = fingerprints.iter().map(|f| fingerprint_pk(sku, f)).collect();
         pks.sort();

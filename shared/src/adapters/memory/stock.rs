@@ -237,7 +237,7 @@ impl State {
 
 fn move_holds(c: &ShardCounts, how: CounterMove, q: i64) -> bool {
     match how {
-        CounterMove::Freeze | CounterMove::Retake => c.available >= q,
+        CounterMove::Freeze | CounterMove::Retake => c.available >= q || crate::mutant!("freeze-skip-available"),
         CounterMove::Sell | CounterMove::Release => c.locked >= q,
         CounterMove::Restock => c.sold >= q,
     }
@@ -400,10 +400,10 @@ impl MemoryStock {
             plan::lock_move(r, from, to, &returns).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
         validate_items(actions.iter().map(|a| &a.target), 1)?;
         // a lock marked oversold is decided: never retaken (as the DynamoDB condition)
-        let status_ok = s
-            .reservations
-            .get(&r.id)
-            .is_some_and(|st| st.status == from && !(from == LockStatus::Released && st.oversold));
+        let status_ok = s.reservations.get(&r.id).is_some_and(|st| {
+            (st.status == from || crate::mutant!("lock-move-ignores-status"))
+                && !(from == LockStatus::Released && st.oversold && !crate::mutant!("retake-oversold"))
+        });
         match s.transact(status_ok, &actions, r.created_at_ms / 1000) {
             Ok(()) => {
                 s.stamp_moves(r, &actions);
@@ -740,6 +740,27 @@ impl StockStore for MemoryStock {
     async fn read_codes(&self, sku: &Sku, slots: &[(u16, u64)]) -> anyhow::Result<Vec<Option<StoredCode>>> {
         let s = lock(&self.state);
         Ok(slots.iter().map(|(shard, pos)| s.code_slots.get(&(sku.clone(), *shard, *pos)).cloned()).collect())
+    }
+
+    async fn code_left_slot(&self, sku: &Sku, shard: u16, pos: u64) -> anyhow::Result<bool> {
+        let s = lock(&self.state);
+        let k = (sku.clone(), shard, pos);
+        if s.given_back.contains(&k) {
+            return Ok(true);
+        }
+        if !s.taken.contains(&k) {
+            return Ok(false);
+        }
+        let holds = |r: &&Reservation| {
+            r.lines.iter().any(|l| {
+                &l.sku == sku
+                    && l.codes
+                        .iter()
+                        .flatten()
+                        .any(|g| g.shard == shard && (g.from..g.from + u64::from(g.count)).contains(&pos))
+            })
+        };
+        Ok(s.reservations.values().find(holds).is_some_and(|r| r.status == LockStatus::Released))
     }
 
     async fn known_codes(&self, sku: &Sku, fingerprints: &[String]) -> anyhow::Result<HashMap<String, String>> {

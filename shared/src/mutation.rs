@@ -1,0 +1,38 @@
+//! Planted protocol bugs for the deterministic simulator (`sim/`, docs/simulator.md). Compiled in
+//! only with the `sim-mutations` feature, which only `holdfast-sim --features mutations` enables:
+//! without it, [`mutant!`] expands to `false` and no mutation reaches any other build.
+//!
+//! `HOLDFAST_MUTATION=<name>` picks at most one, read once per process.
+
+/// Every planted bug; see docs/simulator.md for what each one breaks.
+pub const ALL: &[&str] = &[
+    "freeze-skip-available",
+    "lock-move-ignores-status",
+    "retake-oversold",
+    "release-keeps-allowance",
+    "paytime-sells-locked",
+    "check-skips-void",
+    "payment-ignores-deadline",
+    "paid-event-releases",
+];
+
+#[cfg(feature = "sim-mutations")]
+pub fn active(name: &str) -> bool {
+    static ON: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ON.get_or_init(|| std::env::var("HOLDFAST_MUTATION").ok().filter(|m| !m.is_empty())).as_deref() == Some(name)
+}
+
+/// `mutant!("name")`: true when that planted bug is active; always false without the feature.
+#[macro_export]
+macro_rules! mutant {
+    ($name:expr) => {{
+        #[cfg(feature = "sim-mutations")]
+        {
+            $crate::mutation::active($name)
+        }
+        #[cfg(not(feature = "sim-mutations"))]
+        {
+            false
+        }
+    }};
+}
