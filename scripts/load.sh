@@ -10,8 +10,8 @@
 # pays) [HOLDFAST_ADMIN_TOKEN=… to create the SKUs first] bash scripts/load.sh
 #
 # Knobs: HOLDFAST_LOAD_USERS (50) HOLDFAST_LOAD_SPAWN_RATE (10/s: the ramp) HOLDFAST_LOAD_TIME
-# (90s) HOLDFAST_MAX_CHECKOUTS (1500) HOLDFAST_LOAD_UNITS (hot SKU units, 600) HOLDFAST_LOAD_BUYERS
-# (distinct buyers, 300) HOLDFAST_LOAD_REPORT (bench/LOAD.md)
+# (120s) HOLDFAST_MAX_CHECKOUTS (1500) HOLDFAST_LOAD_UNITS (hot SKU units, 600) HOLDFAST_LOAD_BUYERS
+# (distinct buyers, 1000) HOLDFAST_LOAD_REPORT (bench/LOAD.md)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -27,15 +27,15 @@ fi
 
 export HOLDFAST_LOAD_USERS="${HOLDFAST_LOAD_USERS:-50}"
 export HOLDFAST_LOAD_SPAWN_RATE="${HOLDFAST_LOAD_SPAWN_RATE:-10}"
-export HOLDFAST_LOAD_TIME="${HOLDFAST_LOAD_TIME:-90s}"
+export HOLDFAST_LOAD_TIME="${HOLDFAST_LOAD_TIME:-120s}"
 export HOLDFAST_MAX_CHECKOUTS="${HOLDFAST_MAX_CHECKOUTS:-1500}"
 export HOLDFAST_LOAD_UNITS="${HOLDFAST_LOAD_UNITS:-600}"
-export HOLDFAST_LOAD_BUYERS="${HOLDFAST_LOAD_BUYERS:-300}"
+export HOLDFAST_LOAD_BUYERS="${HOLDFAST_LOAD_BUYERS:-1000}"
 export HOLDFAST_LOAD_REPORT="${HOLDFAST_LOAD_REPORT:-bench/LOAD.md}"
 export HOLDFAST_HOT_SKU="${HOLDFAST_HOT_SKU:-load-hot}"
 export HOLDFAST_SKUS="${HOLDFAST_SKUS:-load-a,load-b,load-c,load-d,load-e}"
 export HOLDFAST_LOAD_OUT="$ROOT/.local/load-counts.json"
-export VENV
+export LOAD_VENV="$VENV"
 
 # Creates the SKUs with an admin token ($1 = base URL, $2 = token); an existing SKU keeps its stock.
 seed() {
@@ -56,10 +56,10 @@ export -f seed
 swarm() {
   local prefix="$ROOT/.local/load"
   rm -f "$prefix"_*.csv "$HOLDFAST_LOAD_OUT"
-  "$VENV/bin/locust" -f "$ROOT/load/locustfile.py" --headless --only-summary \
+  "$LOAD_VENV/bin/locust" -f "$ROOT/load/locustfile.py" --headless --only-summary \
     -u "$HOLDFAST_LOAD_USERS" -r "$HOLDFAST_LOAD_SPAWN_RATE" -t "$HOLDFAST_LOAD_TIME" \
     --csv "$prefix" --exit-code-on-error 0 2>"$ROOT/.local/load-locust.log" || true
-  "$VENV/bin/python" "$ROOT/load/report.py" "$prefix" "$HOLDFAST_LOAD_OUT" "$ROOT/$HOLDFAST_LOAD_REPORT" "$1"
+  "$LOAD_VENV/bin/python" "$ROOT/load/report.py" "$prefix" "$HOLDFAST_LOAD_OUT" "$ROOT/$HOLDFAST_LOAD_REPORT" "$1"
 }
 export -f swarm
 export ROOT

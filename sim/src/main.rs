@@ -11,7 +11,7 @@ use holdfast::app::App;
 use holdfast::clock;
 use holdfast::config::Config;
 use holdfast::domain::events::{events_for_change, EventKind, OrderEvent, SOURCE};
-use holdfast::domain::invariants::{check_all, Snapshot, Violation};
+use holdfast::domain::invariants::{check_all, Violation};
 use holdfast::domain::model::{Deduct, InventoryModel, Management};
 use holdfast::domain::order::{OrderRecord, Provider};
 use holdfast::domain::quantity::Quantity;
@@ -22,7 +22,7 @@ use holdfast::service::after_sale::{self, Caller, Change};
 use holdfast::service::payments::{self, PaymentNotice};
 use holdfast::service::stock::LineRequest;
 use holdfast::service::{admin, checks, orders, reconcile};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::time::Instant;
 
 /// Virtual start: 2026-12-01T00:00:00Z.
@@ -116,9 +116,8 @@ struct Sim {
     notices: Vec<PaymentNotice>,
     trace: Vec<String>,
     stats: Stats,
-    /// `--strict`: finding F1 counts as a violation too.
+    /// `--strict`: also arms the fault point whose loss nothing repairs yet (F2).
     strict: bool,
-    known_f1: BTreeSet<String>,
 }
 
 #[derive(Default, Debug)]
@@ -126,7 +125,6 @@ struct Stats {
     steps: u64,
     statuses: HashMap<String, u64>,
     faults_hit: HashMap<&'static str, u64>,
-    known_f1: u64,
 }
 
 struct Failure {
@@ -199,7 +197,6 @@ impl Sim {
             trace: Vec::new(),
             stats: Stats::default(),
             strict: false,
-            known_f1: BTreeSet::new(),
         })
     }
 
@@ -520,10 +517,6 @@ impl Sim {
         let snap = self.world.snapshot(self.app.config.reservation_check_delay_s);
         let mut out = Vec::new();
         for v in check_all(&snap).into_iter().filter(|v| quiescent || safety(v)) {
-            if !self.strict && known_f1(&v, &snap) {
-                self.known_f1.insert(format!("{v:?}"));
-                continue;
-            }
             out.push(format!("{v:?}"));
         }
         if quiescent {
@@ -570,22 +563,6 @@ impl Sim {
 /// OrderRefunding / OrderRefunded / OrderReturned(restock) leaves the refunded order's lock SOLD
 /// for ever (reconcile sweeps FROZEN locks only), so that point is armed only with `--strict`.
 ///
-/// Finding F1 (docs/simulator.md): a paid order refunded by an admin (REFUNDING) before its
-/// pay-time confirm ran; the confirm finds the stock gone and marks the lock oversold; the
-/// oversell's own refund is not written because the payment already has one. Money goes back
-/// once and the counters agree, but `check_all` accepts a RELEASED lock under a paid order only
-/// with a refund of reason OVERSOLD. Reported, not hidden: `--strict` fails on it.
-fn known_f1(v: &Violation, snap: &Snapshot) -> bool {
-    let Violation::OrderLockMismatch { order, lock: Some(LockStatus::Released), .. } = v else { return false };
-    let oversold = snap.reservations.iter().any(|r| r.id.as_str() == order && r.oversold);
-    let refunded = snap.orders.iter().any(|(id, rec)| {
-        id.as_str() == order
-            && matches!(rec, OrderRecord::Order(o) if o.status.is_paid_or_later()
-                && o.applied_payment().is_some_and(|p| o.refunds.iter().any(|f| f.payment_id == p.payment_id)))
-    });
-    oversold && refunded
-}
-
 fn pick<T: Clone>(rng: &mut fastrand::Rng, v: &[T]) -> Option<T> {
     (!v.is_empty()).then(|| v[rng.usize(..v.len())].clone())
 }
@@ -615,7 +592,6 @@ async fn run_seed(seed: u64, steps: u64, strict: bool, stats: &mut Stats) -> any
     sim.quiesce().await;
     let v = sim.check(true);
     merge(stats, &sim.stats);
-    stats.known_f1 += sim.known_f1.len() as u64;
     if !v.is_empty() {
         return Ok(Err(sim.failure(steps, v)));
     }
@@ -722,9 +698,6 @@ fn main() -> anyhow::Result<()> {
             stats.steps as f64 / secs,
             seeds as f64 * 60.0 / secs
         );
-    }
-    if stats.known_f1 > 0 {
-        println!("known finding F1 (docs/simulator.md) seen on {} orders; --strict fails on it", stats.known_f1);
     }
     println!("sim: {seeds} seeds, {} steps, {failed} violations", stats.steps);
     if failed > 0 {

@@ -457,11 +457,13 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         };
         // a VOID whose freeze never happened has no lock at all, which is fine; a paid order
         // whose stock was gone at payment (an oversell, or a pay-time line short) has a released
-        // lock flagged oversold and its money on the way back
+        // lock flagged oversold and its money on the way back — by the oversell's refund, or by
+        // the buyer's refund asked before the confirm ran (one refund per payment either way;
+        // simulator finding F1)
         let oversold = matches!(rec, OrderRecord::Order(o) if o.status.is_paid_or_later()
             && lock == Some(LockStatus::Released)
             && locks.get(id.as_str()).is_some_and(|r| r.oversold)
-            && o.refunds.iter().any(|f| f.reason == RefundReason::Oversold));
+            && o.applied_payment().is_some_and(|p| o.refunds.iter().any(|f| f.payment_id == p.payment_id)));
         let fine = lock == want || oversold || (matches!(rec, OrderRecord::Void) && lock.is_none());
         if !fine {
             out.push(Violation::OrderLockMismatch { order: id.to_string(), status: status.into(), lock });
