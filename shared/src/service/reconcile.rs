@@ -125,8 +125,10 @@ pub const LOCKED_LOCK_PAGE: usize = 1000;
 /// the run's start by this much (the stream's lag; a SKU with no entry was never written since
 /// the journal exists).
 pub const LOCKED_QUIET_MS: i64 = 60_000;
-/// Groups looked at again per SKU after a disagreement (more wait for the next sweep).
-pub const LOCKED_FOCUS_MAX: usize = 16;
+/// Groups looked at again per SKU after a disagreement (more wait for the next sweep): the
+/// focused run carries one sum per SKU with FROZEN locks in them, ~4/1024 of such SKUs (about
+/// 100 KB of the 256 KB an SQS message holds at a million of them).
+pub const LOCKED_FOCUS_MAX: usize = 4;
 /// The sweep before this one may leave this many items queued (a poison item waiting for its
 /// next delivery, a slow check's chain) and the next sweep's repairs are still seeded; its
 /// checks are seeded only onto an empty queue, so no two chains of one check run at once.
@@ -1195,5 +1197,32 @@ mod tests {
                 .available,
             4
         );
+    }
+
+    #[test]
+    fn work_items_of_the_last_version_still_parse_and_the_new_state_round_trips() {
+        let old: WorkItem = serde_json::from_str(r#"{"kind":"LockedTotals"}"#).unwrap();
+        assert_eq!(old, WorkItem::LockedTotals(Default::default()));
+        let old: WorkItem = serde_json::from_str(r#"{"kind":"SkuJournals","cursor":null}"#).unwrap();
+        assert_eq!(old, WorkItem::SkuJournals { cursor: None, pending: Vec::new(), last_page: false });
+        let sums = LockSums {
+            phase: 2,
+            started_ms: 1,
+            frozen: vec![7; LOCK_GROUPS],
+            locked: vec![7; LOCK_GROUPS],
+            quiet: vec![1; LOCK_GROUPS],
+            ..Default::default()
+        };
+        let items = [
+            WorkItem::LockedTotals(sums),
+            WorkItem::SkuJournals { cursor: Some("c".into()), pending: vec!["A".into()], last_page: true },
+        ];
+        for item in items {
+            let json =
+                serde_json::to_string(&Message::ReconcileWork { schema: 1, sweep_ms: 1, item: item.clone() }).unwrap();
+            assert!(json.len() < 64 * 1024, "{} bytes", json.len());
+            let back: Message = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, Message::ReconcileWork { schema: 1, sweep_ms: 1, item });
+        }
     }
 }
