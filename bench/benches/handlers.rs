@@ -183,14 +183,14 @@ fn http_benches(c: &mut Criterion) {
 
     // stock-api: GET /skus/{sku} of an 8-shard SKU.
     {
-        let (app, w) = app("stock-api");
+        let (app, w) = app("stock-read");
         stock(&w, "HOT", 8, None);
         let req = http_request("GET /skus/{sku}", &[("sku", "HOT")], &[], Some(USER), None);
-        expect(&rt.block_on(handlers::http("stock-api", &app, req.clone())).unwrap(), 200, "\"available\"");
-        g.bench_function("stock-api", |b| {
+        expect(&rt.block_on(handlers::http("stock-read", &app, req.clone())).unwrap(), 200, "\"available\"");
+        g.bench_function("stock-read", |b| {
             b.iter_batched(
                 || req.clone(),
-                |req| rt.block_on(handlers::http("stock-api", &app, req)),
+                |req| rt.block_on(handlers::http("stock-read", &app, req)),
                 BatchSize::SmallInput,
             )
         });

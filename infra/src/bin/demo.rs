@@ -221,7 +221,8 @@ async fn main() -> anyhow::Result<()> {
                                         break;
                                     }
                                     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-                                    r = c.call("GET /orders/{order_id}/codes", "GET", &path, Some(&token), &[], None)
+                                    r = c
+                                        .call("GET /orders/{order_id}/codes", "GET", &path, Some(&token), &[], None)
                                         .await;
                                 }
                                 let got =
