@@ -46,8 +46,14 @@ pub async fn env_vars(
     for f in &t.functions {
         let mut vars = Map::new();
         for (k, v) in &f.env {
-            let value =
-                if k == holdfast::app::AWS_ENDPOINT_VAR { Some(container_endpoint.to_owned()) } else { res.resolve(v) };
+            let value = if k == holdfast::app::AWS_ENDPOINT_VAR {
+                Some(container_endpoint.to_owned())
+            } else if k == holdfast::edge::ORIGIN_VERIFY_VAR {
+                // no CloudFront in front of `sam local`: the edge is off, so is its origin check
+                Some(String::new())
+            } else {
+                res.resolve(v)
+            };
             let value = value.ok_or_else(|| anyhow!("{}: cannot give {k} a local value ({v:?})", f.logical_id))?;
             vars.insert(k.clone(), Value::String(value));
         }
