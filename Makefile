@@ -45,11 +45,14 @@ unit:
 # (HOLDFAST_SDK_TIMEOUT_SCALE=1) alone, on a quiet emulator — in parallel with 70 other tests the
 # shared emulator queues requests past an 800 ms attempt timeout, which AWS does not.
 BUDGET_TESTS := test(/edges::a_hung_dependency/) | test(/edges::a_throttled_hot_shard/)
-# make test runs a short soak; `make soak` the long one.
-export HOLDFAST_SOAK_ORDERS ?= 300
+# make test runs a short soak (150 checkouts: every crash point and outcome, invariants clean at
+# quiescence, in about a minute); `make soak` the long one.
+export HOLDFAST_SOAK_ORDERS ?= 150
+# tests/nextest.toml: three tests at a time, the long ones first (see there).
+E2E_NEXTEST := $(CARGO) nextest run --config-file tests/nextest.toml -p holdfast-tests --no-fail-fast
 e2e: venv
-	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E 'not ($(BUDGET_TESTS))'
-	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E '$(BUDGET_TESTS)'
+	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(E2E_NEXTEST) -E 'not ($(BUDGET_TESTS))'
+	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(E2E_NEXTEST) -E '$(BUDGET_TESTS)'
 
 
 # A flash sale against a fresh local stack; flags via DEMO_ARGS (see infra/src/bin/demo.rs).
@@ -123,9 +126,22 @@ bench: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
-# The long soak alone: 3,000 random checkouts with crash points and duplicate deliveries.
+# The big sizes, which `make test` runs small (each test's property holds at any size; these
+# are the sizes that load the emulator): 3,000 random checkouts with crash points and duplicate
+# deliveries (HOLDFAST_SOAK_ORDERS, make test: 150), 400 buyers racing for 100 codes
+# (HOLDFAST_SOAK_CODES = codes, four buyers each; make test: 20), 1,000 orders on an unlimited SKU
+# (HOLDFAST_SOAK_UNLIMITED_ORDERS; make test: 100), 20 payments racing for 10 pay-time units
+# (HOLDFAST_SOAK_PAYTIME_UNITS = units, two payers each; make test: 4). Override any on the
+# command line, e.g. `make soak SOAK_ORDERS=800`.
+SOAK_ORDERS ?= 3000
+SOAK_CODES ?= 100
+SOAK_UNLIMITED_ORDERS ?= 1000
+SOAK_PAYTIME_UNITS ?= 10
+SOAK_TESTS := test(/soak::/) | test(/codes::four_buyers_per_code/) | test(/models::an_unlimited_sku/) | test(/models::more_buyers_paying/)
 soak: venv
-	HOLDFAST_QUIET_METRICS=1 HOLDFAST_SOAK_ORDERS=3000 bash scripts/with-emulator.sh $(CARGO) nextest run -p holdfast-tests --no-fail-fast -E 'test(/soak::/)'
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_SOAK_ORDERS=$(SOAK_ORDERS) HOLDFAST_SOAK_CODES=$(SOAK_CODES) \
+		HOLDFAST_SOAK_UNLIMITED_ORDERS=$(SOAK_UNLIMITED_ORDERS) HOLDFAST_SOAK_PAYTIME_UNITS=$(SOAK_PAYTIME_UNITS) \
+		bash scripts/with-emulator.sh $(E2E_NEXTEST) -E '$(SOAK_TESTS)'
 
 # Only the campaign figures of make bench (debug local stack; no release build): bench/CAMPAIGNS.md.
 bench-campaigns: venv

@@ -1,123 +1,24 @@
-//! The application: configuration, ports and warm-Lambda caches, built once per process.
+//! The composition root: builds the [`App`] context from concrete adapters (AWS for a Lambda,
+//! memory for unit tests), once per process. The context itself lives in [`crate::context`].
 
 use crate::adapters::dynamo::{orders::DynamoOrders, stock::DynamoStock, sweep::DynamoSweep};
-use crate::adapters::secrets::{SecretsManagerKeys, StaticKeys, WebhookKeys};
+use crate::adapters::secrets::{SecretsManagerKeys, StaticKeys};
 use crate::adapters::sweep::PortSweep;
 use crate::adapters::{eventbridge::EventBridgeBus, sqs::SqsMessages};
 use crate::config::Config;
-use crate::domain::campaign::{Campaign, GateRefusal};
-use crate::domain::{CampaignId, Sku};
 use crate::faults::Faults;
-use crate::ports::{EventBus, Messages, OrderStore, PaymentProvider, SkuMeta, StockStore, SweepIndex};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use crate::ports::{EventBus, Messages, OrderStore, StockStore, WebhookKeys};
+use std::sync::Arc;
 use std::time::Duration;
+
+pub use crate::context::{App, Caches, Providers, SdkBudget};
+
+/// How the tables' items are laid out, for the stream functions that read their change images:
+/// the streams come from the DynamoDB tables, so their decoder is that adapter's.
+pub use crate::adapters::dynamo::images as table_images;
 
 /// Overrides the AWS endpoint of every SDK client when set and non-empty (`sam local` only).
 pub const AWS_ENDPOINT_VAR: &str = "HOLDFAST_AWS_ENDPOINT";
-
-pub struct App {
-    /// The function this process serves (metric dimension).
-    pub function: String,
-    pub config: Config,
-    pub stock: Arc<dyn StockStore>,
-    pub orders: Arc<dyn OrderStore>,
-    pub messages: Arc<dyn Messages>,
-    pub bus: Arc<dyn EventBus>,
-    /// Paged reads of the sparse indexes (the reconcile sweep).
-    pub sweep: Arc<dyn SweepIndex>,
-    /// The stock journal (docs/after-sale.md, "Stock journal").
-    pub journal: Arc<dyn crate::ports::Journal>,
-    /// The payment webhook's HMAC keys (every one returned is accepted).
-    pub webhook_keys: Arc<dyn WebhookKeys>,
-    /// Stripe's webhook endpoint secrets (docs/after-sale.md, "Stripe"; every one returned verifies).
-    pub stripe_webhook_keys: Arc<dyn WebhookKeys>,
-    /// The code pool keyring's secret(s), current first (docs/code-pools.md).
-    pub code_keys: Arc<dyn WebhookKeys>,
-    /// Where refunds are issued, by the provider the payment came through (docs/after-sale.md,
-    /// "Providers").
-    pub providers: Providers,
-    /// The outside supplier of SUPPLIER SKUs (docs/suppliers.md).
-    pub supplier: Arc<dyn crate::ports::SupplierPort>,
-    pub faults: Faults,
-    pub caches: Caches,
-    /// Time limits of this function's AWS calls and of one HTTP request (docs/runbook.md,
-    /// "Timeouts and retries").
-    pub budget: SdkBudget,
-}
-
-/// Connect/attempt/operation timeouts and retry attempts of every AWS client, chosen per path:
-/// an HTTP caller (checkout above all) is answered inside `request`, so each call gets a tight
-/// attempt timeout and one retry; consumers and the sweep are retried by their source anyway,
-/// so they can wait longer for a slow dependency, inside their Lambda timeout (10 s / 60 s).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SdkBudget {
-    pub connect: Duration,
-    /// One HTTP attempt of one AWS call.
-    pub attempt: Duration,
-    /// One AWS call, retries and backoff included.
-    pub operation: Duration,
-    /// Attempts per call (1 = no retry). Throttles are retried too, with the SDK's backoff.
-    pub max_attempts: u32,
-    pub max_backoff: Duration,
-    /// A whole HTTP request (create-order answers 503 "retry" past it).
-    pub request: Duration,
-}
-
-impl SdkBudget {
-    pub fn for_function(function: &str) -> SdkBudget {
-        let ms = Duration::from_millis;
-        match crate::handlers::trigger_of(function) {
-            // A checkout is at most ~4 sequential calls (freeze, re-split, order put, VOID on
-            // failure); 1.8 s each is far above DynamoDB's single-digit ms, and 5 s for the
-            // request leaves the 10 s Lambda timeout unreached.
-            Some(crate::handlers::Trigger::Http) => SdkBudget {
-                connect: ms(500),
-                attempt: ms(800),
-                operation: ms(1800),
-                max_attempts: 2,
-                max_backoff: ms(200),
-                request: ms(5000),
-            },
-            _ => SdkBudget {
-                connect: ms(2000),
-                attempt: ms(3000),
-                operation: ms(8000),
-                max_attempts: 4,
-                max_backoff: ms(2000),
-                request: ms(9000),
-            },
-        }
-    }
-
-    /// Every duration times `f` (the local emulator serialises DynamoDB requests and is far
-    /// slower than AWS under load: `HOLDFAST_SDK_TIMEOUT_SCALE`).
-    pub fn scaled(self, f: f64) -> SdkBudget {
-        let m = |d: Duration| d.mul_f64(f.max(0.01));
-        SdkBudget {
-            connect: m(self.connect),
-            attempt: m(self.attempt),
-            operation: m(self.operation),
-            max_backoff: m(self.max_backoff),
-            request: m(self.request),
-            ..self
-        }
-    }
-
-    /// `sdk` with these timeouts and the standard retry mode bounded to `max_attempts`.
-    pub fn apply(&self, sdk: &aws_config::SdkConfig) -> aws_config::SdkConfig {
-        let timeouts = aws_config::timeout::TimeoutConfig::builder()
-            .connect_timeout(self.connect)
-            .operation_attempt_timeout(self.attempt)
-            .operation_timeout(self.operation)
-            .build();
-        let retry = aws_config::retry::RetryConfig::standard()
-            .with_max_attempts(self.max_attempts)
-            .with_initial_backoff(Duration::from_millis(20))
-            .with_max_backoff(self.max_backoff);
-        sdk.to_builder().timeout_config(timeouts).retry_config(retry).build()
-    }
-}
 
 impl App {
     /// For a Lambda: AWS configuration and settings from the environment.
@@ -228,30 +129,6 @@ impl App {
             caches: Caches::default(),
         })
     }
-
-    /// The same app issuing refunds through `providers`.
-    pub fn with_providers(self, providers: Providers) -> App {
-        App { providers, ..self }
-    }
-
-    /// The same app booking SUPPLIER SKUs through `supplier`.
-    pub fn with_supplier(self, supplier: Arc<dyn crate::ports::SupplierPort>) -> App {
-        App { supplier, ..self }
-    }
-
-    /// The same app with its stock journal at `journal`.
-    pub fn with_journal(self, journal: Arc<dyn crate::ports::Journal>) -> App {
-        App { journal, ..self }
-    }
-
-    /// The same app reading the sweep's indexes through `sweep`.
-    pub fn with_sweep(self, sweep: Arc<dyn SweepIndex>) -> App {
-        App { sweep, ..self }
-    }
-
-    pub fn count(&self, metric: &str, n: u64) {
-        crate::telemetry::count(&self.function, metric, n);
-    }
 }
 
 /// Where the Stripe secrets come from: Secrets Manager when an ARN is set, else configuration;
@@ -275,13 +152,6 @@ fn stripe_secrets(sdk: &aws_config::SdkConfig, config: &Config) -> StripeSecrets
     StripeSecrets { webhook: from_arn(&config.stripe_webhook_secret_arn), api }
 }
 
-/// The refund side of each payment provider.
-#[derive(Clone)]
-pub struct Providers {
-    pub generic: Arc<dyn PaymentProvider>,
-    pub stripe: Arc<dyn PaymentProvider>,
-}
-
 impl Providers {
     /// In-memory providers that accept every refund (unit tests).
     pub fn memory() -> Providers {
@@ -289,158 +159,5 @@ impl Providers {
             generic: Arc::new(crate::adapters::memory::MemoryProvider::new()),
             stripe: Arc::new(crate::adapters::memory::MemoryProvider::new()),
         }
-    }
-
-    pub fn get(&self, p: crate::domain::order::Provider) -> &Arc<dyn PaymentProvider> {
-        match p {
-            crate::domain::order::Provider::Generic => &self.generic,
-            crate::domain::order::Provider::Stripe => &self.stripe,
-        }
-    }
-}
-
-/// Warm-Lambda caches. Both are bounded in time by configuration:
-/// SKU metadata by `sku_cache_ms` (a price or limit change takes at most that long to apply)
-/// and sold-out marks by `soldout_cache_ms` (a release or restock takes at most that long to be
-/// seen by this Lambda's fast path; every write stays conditional, so staleness can refuse a
-/// buyer early but never oversell).
-///
-/// Campaign metadata shares the SKU lifetime (prices and limits only: window and pause are
-/// judged by write conditions). Closed-sale and exhausted-quota marks share the sold-out
-/// lifetime. Public views (`public`) live `public_cache_ms`.
-#[derive(Default)]
-pub struct Caches {
-    skus: Mutex<HashMap<Sku, (i64, SkuMeta)>>,
-    sold_out: Mutex<HashMap<Sku, (i64, i64)>>,
-    campaigns: Mutex<HashMap<CampaignId, (i64, Campaign)>>,
-    closed: Mutex<HashMap<CampaignId, (i64, GateRefusal)>>,
-    quota_short: Mutex<HashMap<(CampaignId, Sku), (i64, i64)>>,
-    public: Mutex<HashMap<String, (i64, serde_json::Value)>>,
-    /// Supplier quotes by SKU and settings: (at, available).
-    quotes: Mutex<HashMap<String, (i64, Option<u64>)>>,
-    /// Held while a public view is reloaded (single flight).
-    pub public_refresh: tokio::sync::Mutex<()>,
-}
-
-impl Caches {
-    pub fn sku(&self, sku: &Sku, now_ms: i64, ttl_ms: i64) -> Option<SkuMeta> {
-        let m = self.skus.lock().ok()?;
-        m.get(sku).filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, meta)| meta.clone())
-    }
-
-    pub fn put_sku(&self, meta: &SkuMeta, now_ms: i64) {
-        if let Ok(mut m) = self.skus.lock() {
-            m.insert(meta.sku.clone(), (now_ms, meta.clone()));
-        }
-    }
-
-    pub fn forget_sku(&self, sku: &Sku) {
-        if let Ok(mut m) = self.skus.lock() {
-            m.remove(sku);
-        }
-        if let Ok(mut m) = self.sold_out.lock() {
-            m.remove(sku);
-        }
-    }
-
-    /// Records that a consistent read saw only `available` units of `sku`.
-    pub fn mark_short(&self, sku: &Sku, available: i64, now_ms: i64) {
-        if let Ok(mut m) = self.sold_out.lock() {
-            m.insert(sku.clone(), (now_ms, available));
-        }
-    }
-
-    pub fn campaign(&self, id: &CampaignId, now_ms: i64, ttl_ms: i64) -> Option<Campaign> {
-        let m = self.campaigns.lock().ok()?;
-        m.get(id).filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, c)| c.clone())
-    }
-
-    pub fn put_campaign(&self, c: &Campaign, now_ms: i64) {
-        if let Ok(mut m) = self.campaigns.lock() {
-            m.insert(c.id.clone(), (now_ms, c.clone()));
-        }
-    }
-
-    /// Forgets everything cached about a campaign (after an admin write in this Lambda).
-    pub fn forget_campaign(&self, id: &CampaignId) {
-        if let Ok(mut m) = self.campaigns.lock() {
-            m.remove(id);
-        }
-        if let Ok(mut m) = self.closed.lock() {
-            m.remove(id);
-        }
-        if let Ok(mut m) = self.quota_short.lock() {
-            m.retain(|(c, _), _| c != id);
-        }
-    }
-
-    /// Records that a consistent read saw the sale closed (not started, ended or paused).
-    pub fn mark_closed(&self, id: &CampaignId, why: GateRefusal, now_ms: i64) {
-        if let Ok(mut m) = self.closed.lock() {
-            m.insert(id.clone(), (now_ms, why));
-        }
-    }
-
-    pub fn known_closed(&self, id: &CampaignId, now_ms: i64, ttl_ms: i64) -> Option<GateRefusal> {
-        let m = self.closed.lock().ok()?;
-        m.get(id).filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, g)| *g)
-    }
-
-    /// Records that a consistent read saw only `available` units of a campaign item's quota.
-    pub fn mark_quota_short(&self, id: &CampaignId, sku: &Sku, available: i64, now_ms: i64) {
-        if let Ok(mut m) = self.quota_short.lock() {
-            m.insert((id.clone(), sku.clone()), (now_ms, available));
-        }
-    }
-
-    pub fn known_quota_short(&self, id: &CampaignId, sku: &Sku, quantity: u32, now_ms: i64, ttl_ms: i64) -> bool {
-        self.quota_short
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&(id.clone(), sku.clone())).copied())
-            .is_some_and(|(at, av)| now_ms - at < ttl_ms && av < i64::from(quantity))
-    }
-
-    /// A cached supplier quote, if younger than `ttl_ms`.
-    pub fn quote(&self, key: &str, now_ms: i64, ttl_ms: i64) -> Option<Option<u64>> {
-        let m = self.quotes.lock().ok()?;
-        m.get(key).filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, a)| *a)
-    }
-
-    pub fn put_quote(&self, key: &str, available: Option<u64>, now_ms: i64, ttl_ms: i64) {
-        if let Ok(mut m) = self.quotes.lock() {
-            if m.len() >= 10_000 {
-                m.retain(|_, (at, _)| now_ms - *at < ttl_ms);
-            }
-            m.insert(key.to_owned(), (now_ms, available));
-        }
-    }
-
-    /// A cached public view by key, if younger than `ttl_ms`.
-    pub fn public(&self, key: &str, now_ms: i64, ttl_ms: i64) -> Option<serde_json::Value> {
-        let m = self.public.lock().ok()?;
-        m.get(key).filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, v)| v.clone())
-    }
-
-    pub fn put_public(&self, key: &str, v: &serde_json::Value, now_ms: i64) {
-        if let Ok(mut m) = self.public.lock() {
-            // bounded: a public route must not let anyone grow a warm Lambda's memory
-            if m.len() >= 10_000 {
-                m.retain(|_, (at, _)| now_ms - *at < 1_000);
-                if m.len() >= 10_000 {
-                    m.clear();
-                }
-            }
-            m.insert(key.to_owned(), (now_ms, v.clone()));
-        }
-    }
-
-    /// Whether a fresh mark says `quantity` cannot be had.
-    pub fn known_short(&self, sku: &Sku, quantity: u32, now_ms: i64, ttl_ms: i64) -> bool {
-        self.sold_out
-            .lock()
-            .ok()
-            .and_then(|m| m.get(sku).copied())
-            .is_some_and(|(at, av)| now_ms - at < ttl_ms && av < i64::from(quantity))
     }
 }

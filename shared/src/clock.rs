@@ -24,7 +24,47 @@ pub fn now_ms() -> i64 {
     if VIRTUAL_SET.load(Ordering::Acquire) {
         return VIRTUAL_MS.load(Ordering::Relaxed);
     }
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    let wall = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+    wall + test_offset_ms()
+}
+
+/// How far the test clock runs ahead of the wall clock (see [`advance_test_clock_ms`]); always 0
+/// in a build without the `faults` feature.
+#[cfg(feature = "faults")]
+fn test_offset_ms() -> i64 {
+    TEST_OFFSET_MS.load(Ordering::Relaxed)
+}
+
+#[cfg(not(feature = "faults"))]
+#[inline(always)]
+fn test_offset_ms() -> i64 {
+    0
+}
+
+/// The offset [`now_ms`] adds to the wall clock in a test process (`faults` builds only).
+#[cfg(feature = "faults")]
+static TEST_OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+
+/// Moves this process's wall clock forward by `ms` (the end-to-end tests: a deadline, a stale-lock
+/// age or an auto-completion delay passes at once instead of being slept out). Every reader of
+/// [`now_ms`] in the process sees it — the in-process local stack and the test alike — while the
+/// emulator's own clock (SQS delays, DynamoDB TTL) keeps real time. Forward only; a virtual time
+/// set by [`set_virtual_ms`] still wins over it.
+///
+/// Only in builds with the `faults` feature (the local stack, the tests, the simulator), like the
+/// fault-injection points: the Lambda binaries are built without it (`make package` checks), so
+/// production has neither this function nor an offset, and nothing — no variable, no route — sets
+/// it from outside the process.
+#[cfg(feature = "faults")]
+pub fn advance_test_clock_ms(ms: i64) {
+    assert!(ms >= 0, "the test clock only moves forward");
+    TEST_OFFSET_MS.fetch_add(ms, Ordering::Relaxed);
+}
+
+/// The total offset set by [`advance_test_clock_ms`] so far (0 until then).
+#[cfg(feature = "faults")]
+pub fn test_clock_offset_ms() -> i64 {
+    test_offset_ms()
 }
 
 pub fn now_s() -> i64 {

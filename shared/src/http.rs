@@ -251,7 +251,13 @@ impl Problem {
     pub fn into_response(self) -> Response {
         let status = self.status();
         let retry_after = self.retry_after;
-        let mut r = respond(status, "application/problem+json", to_json(&self.body()));
+        let body = serde_json::to_string(&self.body()).unwrap_or_else(|e| {
+            // a problem is strings and numbers; should one ever fail, the status stands and
+            // the failure is logged, with the minimal problem body in place of the detail
+            tracing::error!(error = %e, "problem body does not serialise");
+            format!(r#"{{"type":"about:blank","status":{status}}}"#)
+        });
+        let mut r = respond(status, "application/problem+json", body);
         if let Some(s) = retry_after {
             r.headers.insert(http::header::RETRY_AFTER, HeaderValue::from(s));
         }
@@ -294,15 +300,17 @@ pub fn respond(status: u16, content_type: &'static str, body: String) -> Respons
     r
 }
 
-/// Serialises a response body. The bodies are plain structs of strings and numbers, which
-/// always serialise; the fallback only keeps this function total.
-fn to_json<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_string(v).unwrap_or_else(|_| String::from("{}"))
-}
-
 /// A JSON answer from one of the response types in [`crate::api`].
 pub fn json_response<T: serde::Serialize>(status: u16, v: &T) -> Response {
-    respond(status, "application/json", to_json(v))
+    // the bodies are plain structs of strings and numbers; one that does not serialise is a
+    // bug, logged and answered as a problem, never as a made-up body
+    match serde_json::to_string(v) {
+        Ok(body) => respond(status, "application/json", body),
+        Err(e) => {
+            tracing::error!(error = %e, "response body does not serialise");
+            Problem::internal(format!("the response does not serialise: {e}")).into_response()
+        }
+    }
 }
 
 /// Collapses a handler result into the response API Gateway returns.

@@ -1,14 +1,21 @@
 //! Holdfast: order and stock reservation on AWS serverless.
 //!
-//! Layers: [`domain`] (pure) → [`ports`] (traits) → [`adapters`] (DynamoDB, SQS, EventBridge,
-//! memory) → [`service`] (use cases) → [`handlers`] (one per Lambda). Each `functions/<name>`
-//! binary is a thin `main` over [`lambda`]. [`api`] is the HTTP contract as types.
+//! Floors, lowest first (a module imports only from its own floor or below; `layering_tests`
+//! checks it on every `make test`): [`domain`] (pure) → commons ([`clock`], [`config`],
+//! [`faults`], [`telemetry`], [`registry`]) → [`ports`] (traits) → [`context`] (the [`App`]
+//! the use cases run in) → [`service`] (use cases) → [`api`] / [`http`] (the HTTP contract) →
+//! [`adapters`] (DynamoDB, SQS, EventBridge, memory; no adapter imports another) → [`app`]
+//! (composition) → [`handlers`] (one per Lambda) → [`lambda`], [`sam_local`], [`edge`]. Each
+//! `functions/<name>` binary is a thin `main` over [`lambda`].
+//!
+//! [`App`]: context::App
 
 pub mod adapters;
 pub mod api;
 pub mod app;
 pub mod clock;
 pub mod config;
+pub mod context;
 pub mod domain;
 pub mod edge;
 pub mod faults;
@@ -18,6 +25,10 @@ pub mod lambda;
 pub mod mutation;
 pub mod permissions;
 pub mod ports;
+pub mod registry;
 pub mod sam_local;
 pub mod service;
 pub mod telemetry;
+
+#[cfg(test)]
+mod layering_tests;

@@ -14,6 +14,16 @@ pub const ALL: &[&str] = &[
     "check-skips-void",
     "payment-ignores-deadline",
     "paid-event-releases",
+    "order-put-over-void",
+    "give-back-twice",
+    // protocol-2 findings the lifecycle seam fixed, re-planted one by one (docs/simulator.md)
+    "p2-1-shown-code-resold",
+    "p2-3-ship-lost-stock",
+    "p2-4-refund-keeps-booking",
+    "p2-6-refund-after-reveal",
+    "p2-9-sweep-skips-restock",
+    "p2-11-mark-any-lock",
+    "l2-oversell-unchecked",
 ];
 
 #[cfg(feature = "sim-mutations")]

@@ -15,6 +15,12 @@ use crate::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
 use async_trait::async_trait;
 use std::collections::HashMap;
 
+pub use crate::domain::reservation::{FreezeLimits, FreezeRejection};
+pub use crate::domain::MAX_DELAY_SECONDS;
+
+mod sweep;
+pub use sweep::{bucket_of, LockSums, Page, SweepIndex, WorkItem, INDEX_BUCKETS, LOCK_GROUPS};
+
 /// SKU metadata (docs/architecture.md, "Data model").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkuMeta {
@@ -79,25 +85,6 @@ pub struct CodeUpload {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FreezeRejection {
-    /// A reservation with this id exists (a replay).
-    AlreadyExists,
-    /// These SKUs' chosen shards lacked the quantity or are paused: re-read and split.
-    ShardShort(Vec<Sku>),
-    /// These lines' campaign quota shards lacked the quantity, or the sale is outside its
-    /// window or paused: re-read and decide.
-    QuotaShort(Vec<Sku>),
-    /// The per-user counter of this SKU would pass its limit.
-    LimitExceeded(Sku),
-    /// The campaign per-user counter of this line would pass its limit.
-    CampaignLimitExceeded(Sku),
-    /// The user already has the most pending checkouts allowed.
-    TooManyPending,
-    /// DynamoDB reported a transaction conflict: retry with jitter.
-    Conflict,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MoveRejection {
     /// The lock's status is no longer the one the move started from.
     StatusChanged,
@@ -105,17 +92,6 @@ pub enum MoveRejection {
     ShardShort,
     /// DynamoDB reported a transaction conflict: retry.
     Conflict,
-}
-
-/// The limits a freeze charges, by line.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FreezeLimits {
-    /// Per-user limit of each limited SKU line.
-    pub per_sku: HashMap<Sku, u32>,
-    /// Per-user campaign limit of each limited campaign line.
-    pub per_campaign_item: HashMap<Sku, u32>,
-    /// Cap on the user's pending checkouts, when the reservation charges it.
-    pub max_pending: Option<u32>,
 }
 
 /// One audited change of a campaign item's quota, idempotent by `adjustment_id`.
@@ -375,125 +351,6 @@ pub enum Message {
     SupplierPoll { schema: u32, order_id: String, attempt: u32, started_at: i64 },
 }
 
-/// One unit of the reconcile sweep (docs/runbook.md, "Reconcile"). The schedule seeds one item
-/// per index bucket and kind, and one for the SKU list; a worker pages through its item inside
-/// its time budget and sends what is left back as the same kind with a cursor. A new kind
-/// (say, per-campaign quotas) is one more variant here and one more arm in
-/// `service::reconcile::work`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", deny_unknown_fields)]
-pub enum WorkItem {
-    /// FROZEN locks of one `frozen-by-age` bucket created before `before_ms`: resolve each by
-    /// its order (fence + release, confirm, or leave).
-    StaleLocks { bucket: u32, before_ms: i64, cursor: Option<String> },
-    /// PENDING orders of one `pending-by-deadline` bucket due before `before_s`: expire.
-    OverdueOrders { bucket: u32, before_s: i64, cursor: Option<String> },
-    /// Per-SKU invariant 1 (identity, no negative counter) over SKUs after `cursor`.
-    SkuInvariants { cursor: Option<String> },
-    /// `locked = Σ FROZEN` per SKU at any scale (docs/runbook.md, "Reconcile"): a chain that
-    /// pages through every FROZEN lock and then every SKU, carrying sums per hash group of SKUs
-    /// ([`LockSums`]), and judges the SKUs that were quiet the whole time.
-    LockedTotals(LockSums),
-    /// The campaign identity `quota = available + locked + sold` of every campaign item.
-    CampaignQuotas {},
-    /// SHIPPED orders of one `shipped-by-due` bucket due before `before_s`: complete.
-    ShippedDue { bucket: u32, before_s: i64, cursor: Option<String> },
-    /// Orders of one `refunds-requested` bucket with a refund REQUESTED before `before_ms`:
-    /// issue it (the event that should have was lost or failed).
-    UnissuedRefunds { bucket: u32, before_ms: i64, cursor: Option<String> },
-    /// Per SKU after `cursor`: its stock journal sums to its shard counters
-    /// (docs/after-sale.md, "Stock journal"; only SKUs whose journal is complete).
-    SkuJournals {
-        cursor: Option<String>,
-        /// SKUs of the last page not finished when the budget ran out (the first one part-read,
-        /// its checkpoint saved): done first.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        pending: Vec<String>,
-        /// `pending` are the last SKUs: nothing follows them.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        last_page: bool,
-    },
-}
-
-/// Sum groups of the `locked = Σ FROZEN` chain: a SKU's group is a hash of its id.
-pub const LOCK_GROUPS: usize = 1024;
-
-/// The state a `LockedTotals` chain carries from page to page: bounded by [`LOCK_GROUPS`]
-/// whatever the number of locks and SKUs (a focused run adds one sum per SKU of a few groups).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LockSums {
-    /// 0: not started; 1: paging FROZEN locks (`bucket`, `cursor`); 2: paging SKUs (`cursor`).
-    #[serde(default)]
-    pub phase: u8,
-    /// When the run started (epoch ms): a SKU is judged only if its last counter write is older.
-    #[serde(default)]
-    pub started_ms: i64,
-    #[serde(default)]
-    pub bucket: u32,
-    #[serde(default)]
-    pub cursor: Option<String>,
-    /// Per group: Σ quantities of FROZEN lock lines.
-    #[serde(default)]
-    pub frozen: Vec<i64>,
-    /// Per group: Σ `locked` of its quiet SKUs, and how many there were.
-    #[serde(default)]
-    pub locked: Vec<i64>,
-    #[serde(default)]
-    pub quiet: Vec<u32>,
-    /// Groups holding a SKU written during the run (not judged).
-    #[serde(default)]
-    pub moved: Vec<u32>,
-    /// A second, focused run: these groups (their sums disagreed in the first) are summed per SKU.
-    #[serde(default)]
-    pub focus: Vec<u32>,
-    #[serde(default)]
-    pub by_sku: std::collections::BTreeMap<String, i64>,
-}
-
-/// One page of a sparse index; `next` resumes after it (`None`: the index is done).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next: Option<String>,
-}
-
-/// Paged reads of the sparse indexes for the reconcile sweep: no call reads a whole index.
-/// Like a GSI, an answer may be slightly stale; the sweep re-reads every item it acts on.
-#[async_trait]
-pub trait SweepIndex: Send + Sync {
-    /// FROZEN reservations of `bucket` created before `before_ms`, at most `limit`.
-    async fn frozen_page(
-        &self,
-        bucket: u32,
-        before_ms: i64,
-        cursor: Option<&str>,
-        limit: usize,
-    ) -> anyhow::Result<Page<ReservationId>>;
-    /// PENDING_PAYMENT orders of `bucket` whose deadline is before `before_s`.
-    async fn pending_page(
-        &self,
-        bucket: u32,
-        before_s: i64,
-        cursor: Option<&str>,
-        limit: usize,
-    ) -> anyhow::Result<Page<OrderId>>;
-    /// Orders of `bucket` in a sparse order index whose range value is before `before`.
-    async fn orders_page(
-        &self,
-        index: OrderIndex,
-        bucket: u32,
-        before: i64,
-        cursor: Option<&str>,
-        limit: usize,
-    ) -> anyhow::Result<Page<OrderId>>;
-    /// SKUs in index order.
-    async fn skus_page(&self, cursor: Option<&str>, limit: usize) -> anyhow::Result<Page<Sku>>;
-}
-
-/// Longest delay SQS allows on one message; longer waits re-arm (docs/architecture.md, "Payment timeout").
-pub const MAX_DELAY_SECONDS: i64 = 900;
-
 #[async_trait]
 pub trait Messages: Send + Sync {
     async fn send(&self, msg: &Message, delay_s: u32) -> anyhow::Result<()>;
@@ -626,4 +483,10 @@ pub trait Journal: Send + Sync {
         cp: &crate::domain::journal::Checkpoint,
         expected: Option<u64>,
     ) -> anyhow::Result<bool>;
+}
+
+/// Where the webhook (and other secret) keys come from. Every key returned is accepted.
+#[async_trait]
+pub trait WebhookKeys: Send + Sync {
+    async fn keys(&self) -> anyhow::Result<Vec<crate::config::Secret>>;
 }

@@ -783,7 +783,7 @@ fn managed_policies_are_reported_as_uncheckable() {
 // ---------- the map against the adapters ----------
 
 /// The IAM actions the AWS adapters' source can issue: SDK calls and transaction item kinds.
-fn adapter_actions() -> BTreeMap<&'static str, Vec<&'static str>> {
+fn adapter_actions() -> BTreeMap<&'static str, Vec<String>> {
     const CALLS: &[(&str, &str)] = &[
         (".get_item()", "dynamodb:GetItem"),
         (".put_item()", "dynamodb:PutItem"),
@@ -805,22 +805,30 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<&'static str>> {
         (".put_events()", "events:PutEvents"),
         (".get_secret_value()", "secretsmanager:GetSecretValue"),
     ];
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/adapters/");
-    let mut out: BTreeMap<&'static str, Vec<&'static str>> = BTreeMap::new();
-    for file in [
-        "dynamo/mod.rs",
-        "dynamo/stock.rs",
-        "dynamo/orders.rs",
-        "dynamo/sweep.rs",
-        "dynamo/journal.rs",
-        "sqs.rs",
-        "eventbridge.rs",
-        "secrets.rs",
-    ] {
-        let text = std::fs::read_to_string(format!("{root}{file}")).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/adapters/"));
+    // every source file of the DynamoDB adapter (however it is split into modules) and the
+    // other AWS adapters
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("dynamo")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.extend(["sqs.rs", "eventbridge.rs", "secrets.rs"].map(|f| root.join(f)));
+    assert!(files.len() > 4, "the adapters' sources: {files:?}");
+    let mut out: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let file = path.strip_prefix(&root).unwrap_or(&path).display().to_string();
         for (call, action) in CALLS {
             if text.contains(call) {
-                out.entry(*action).or_default().push(file);
+                out.entry(*action).or_default().push(file.clone());
             }
         }
     }

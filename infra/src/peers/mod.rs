@@ -58,9 +58,16 @@ where
     })
 }
 
-/// A JSON answer.
+/// A JSON answer. A body that does not serialise is answered as a 500 naming the error, never
+/// as an empty body under the intended status.
 pub(crate) fn json(status: u16, v: &impl Serialize) -> Response {
-    let mut r = hyper::Response::new(Full::new(Bytes::from(serde_json::to_vec(v).unwrap_or_default())));
+    let (status, body) = match serde_json::to_vec(v) {
+        Ok(body) => (status, body),
+        Err(e) => {
+            (500, serde_json::json!({ "error": format!("the answer does not serialise: {e}") }).to_string().into())
+        }
+    };
+    let mut r = hyper::Response::new(Full::new(Bytes::from(body)));
     *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut().insert("content-type", hyper::header::HeaderValue::from_static("application/json"));
     r

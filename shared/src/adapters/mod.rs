@@ -9,6 +9,8 @@ pub mod memory;
 pub mod outbound;
 pub mod provider;
 pub mod secrets;
+#[cfg(test)]
+mod span_tests;
 pub mod sqs;
 pub mod stripe;
 pub mod supplier;

@@ -7,11 +7,7 @@ use async_trait::async_trait;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Where the webhook keys come from. Every key returned is accepted.
-#[async_trait]
-pub trait WebhookKeys: Send + Sync {
-    async fn keys(&self) -> anyhow::Result<Vec<Secret>>;
-}
+pub use crate::ports::WebhookKeys;
 
 /// Keys from configuration (the local stack, tests).
 pub struct StaticKeys(pub Vec<Secret>);

@@ -10,8 +10,7 @@
 //! - other 4xx (`{"error":{"type","code","message"}}`: no such payment, already refunded, bad
 //!   key…) → inner `Err(message)`: retrying will not help.
 
-use super::secrets::WebhookKeys;
-use crate::ports::{PaymentProvider, ProviderRefund, RefundRequest};
+use crate::ports::{PaymentProvider, ProviderRefund, RefundRequest, WebhookKeys};
 use async_trait::async_trait;
 use serde::Deserialize;
 use std::sync::Arc;

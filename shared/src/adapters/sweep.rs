@@ -4,9 +4,8 @@
 //! in-memory ports (unit tests, the scale run). A built index is reused for `max_age`: a
 //! GSI-like staleness the sweep tolerates because it re-reads every item it acts on.
 
-use super::dynamo::bucket_of;
 use crate::domain::{OrderId, ReservationId, Sku};
-use crate::ports::{OrderIndex, OrderStore, Page, StockStore, SweepIndex};
+use crate::ports::{bucket_of, OrderIndex, OrderStore, Page, StockStore, SweepIndex};
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -144,17 +144,27 @@ pub struct AdminOrderView {
     pub journal: Vec<super::stock::JournalEntryBody>,
 }
 
-fn snake<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+/// An enum's wire name (its `snake_case` serde form); one that does not serialise to a string is
+/// an error, never an empty field.
+fn snake<T: Serialize>(v: &T) -> serde_json::Result<String> {
+    match serde_json::to_value(v)? {
+        serde_json::Value::String(s) => Ok(s),
+        other => Err(serde::ser::Error::custom(format!("{other} is not a name"))),
+    }
 }
 
 impl AdminOrderView {
-    pub fn new(o: &Order, lock: Option<&Reservation>, journal: Vec<super::stock::JournalEntryBody>) -> Self {
-        AdminOrderView {
+    /// The view of an order; a part that does not serialise is an error (nothing is left out).
+    pub fn new(
+        o: &Order,
+        lock: Option<&Reservation>,
+        journal: Vec<super::stock::JournalEntryBody>,
+    ) -> serde_json::Result<Self> {
+        Ok(AdminOrderView {
             order: OrderView::from(o),
             cancel_reason: o.cancel_reason.clone(),
-            shipment: o.shipment.as_ref().and_then(|s| serde_json::to_value(s).ok()),
-            return_info: o.return_info.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+            shipment: o.shipment.as_ref().map(serde_json::to_value).transpose()?,
+            return_info: o.return_info.as_ref().map(serde_json::to_value).transpose()?,
             locks: lock
                 .map(|r| LockView {
                     reservation_id: r.id.to_string(),
@@ -176,34 +186,38 @@ impl AdminOrderView {
             payments: o
                 .payments
                 .iter()
-                .map(|p| PaymentView {
-                    payment_id: p.payment_id.clone(),
-                    provider: snake(&p.provider),
-                    succeeded: p.succeeded,
-                    amount: p.amount,
-                    currency: p.currency.clone(),
-                    outcome: snake(&p.outcome),
-                    at: clock::rfc3339(p.at_ms),
+                .map(|p| {
+                    Ok(PaymentView {
+                        payment_id: p.payment_id.clone(),
+                        provider: snake(&p.provider)?,
+                        succeeded: p.succeeded,
+                        amount: p.amount,
+                        currency: p.currency.clone(),
+                        outcome: snake(&p.outcome)?,
+                        at: clock::rfc3339(p.at_ms),
+                    })
                 })
-                .collect(),
+                .collect::<serde_json::Result<_>>()?,
             refunds: o
                 .refunds
                 .iter()
-                .map(|r| RefundView {
-                    refund_id: r.refund_id.clone(),
-                    payment_id: r.payment_id.clone(),
-                    provider: snake(&r.provider),
-                    amount: r.amount,
-                    currency: r.currency.clone(),
-                    reason: snake(&r.reason),
-                    status: snake(&r.status),
-                    provider_refund_id: r.provider_refund_id.clone(),
-                    requested_at: clock::rfc3339(r.requested_at_ms),
-                    failures: r.failures,
+                .map(|r| {
+                    Ok(RefundView {
+                        refund_id: r.refund_id.clone(),
+                        payment_id: r.payment_id.clone(),
+                        provider: snake(&r.provider)?,
+                        amount: r.amount,
+                        currency: r.currency.clone(),
+                        reason: snake(&r.reason)?,
+                        status: snake(&r.status)?,
+                        provider_refund_id: r.provider_refund_id.clone(),
+                        requested_at: clock::rfc3339(r.requested_at_ms),
+                        failures: r.failures,
+                    })
                 })
-                .collect(),
+                .collect::<serde_json::Result<_>>()?,
             journal,
-        }
+        })
     }
 }
 
@@ -211,6 +225,13 @@ impl AdminOrderView {
 mod tests {
     use super::*;
     use crate::api::body::parse;
+
+    #[test]
+    fn a_name_that_is_not_a_string_is_an_error_not_an_empty_field() {
+        assert_eq!(snake(&crate::domain::order::Provider::Stripe).ok().as_deref(), Some("stripe"));
+        assert!(snake(&5).is_err());
+        assert!(snake(&Some(())).is_err());
+    }
     use serde_json::json;
 
     #[test]

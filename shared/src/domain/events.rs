@@ -170,7 +170,11 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
     // A SUPPLIER order that just closed unpaid, or was just refunded (its lock restocks), holds
     // bookings to cancel: announced once, when it enters that state (REFUNDING → REFUNDED, or
     // the compensation's own writes, announce nothing more).
-    if !new.supplier.is_empty() && releases_bookings(new) && !old.is_some_and(releases_bookings) {
+    if !new.supplier.is_empty()
+        && releases_bookings(new)
+        && !old.is_some_and(releases_bookings)
+        && !crate::mutant!("p2-4-refund-keeps-booking")
+    {
         out.push(OrderEvent::of(EventKind::SupplierCancelRequested, new, None));
     }
     // Each refund record is announced once, when it first appears.

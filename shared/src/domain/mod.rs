@@ -22,3 +22,7 @@ pub mod supplier;
 pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 pub use money::{Currency, Money};
 pub use quantity::Quantity;
+
+/// Longest delay SQS allows on one message; longer waits re-arm (docs/architecture.md, "Payment
+/// timeout"). A limit of the queues every delayed step runs through, so the domain plans with it.
+pub const MAX_DELAY_SECONDS: i64 = 900;

@@ -10,9 +10,9 @@
 use super::codes::{CodeAppend, StoredCode};
 use super::kind::Kind;
 use super::model::Deduct;
+use super::reservation::{FreezeLimits, FreezeRejection};
 use super::reservation::{LockStatus, Reservation, ReservedLine};
 use super::{CampaignId, Sku, UserId};
-use crate::ports::{FreezeLimits, FreezeRejection};
 
 /// The item an action writes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -5,6 +5,7 @@ use super::allocation::Piece;
 use super::model::Day;
 use super::{CampaignId, Currency, ReservationId, Sku, UserId};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Most distinct SKUs in one order or reservation. A freeze is one DynamoDB transaction
 /// (at most 100 actions, never two on one item): each line needs its lock share, one action per
@@ -283,6 +284,36 @@ impl Reservation {
         };
         1 + usize::from(self.pending) + self.lines.iter().map(line).sum::<usize>()
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FreezeRejection {
+    /// A reservation with this id exists (a replay).
+    AlreadyExists,
+    /// These SKUs' chosen shards lacked the quantity or are paused: re-read and split.
+    ShardShort(Vec<Sku>),
+    /// These lines' campaign quota shards lacked the quantity, or the sale is outside its
+    /// window or paused: re-read and decide.
+    QuotaShort(Vec<Sku>),
+    /// The per-user counter of this SKU would pass its limit.
+    LimitExceeded(Sku),
+    /// The campaign per-user counter of this line would pass its limit.
+    CampaignLimitExceeded(Sku),
+    /// The user already has the most pending checkouts allowed.
+    TooManyPending,
+    /// DynamoDB reported a transaction conflict: retry with jitter.
+    Conflict,
+}
+
+/// The limits a freeze charges, by line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FreezeLimits {
+    /// Per-user limit of each limited SKU line.
+    pub per_sku: HashMap<Sku, u32>,
+    /// Per-user campaign limit of each limited campaign line.
+    pub per_campaign_item: HashMap<Sku, u32>,
+    /// Cap on the user's pending checkouts, when the reservation charges it.
+    pub max_pending: Option<u32>,
 }
 
 #[cfg(test)]

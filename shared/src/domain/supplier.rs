@@ -155,7 +155,7 @@ pub fn booking_key(order: &OrderId, sku: &Sku) -> String {
 pub fn next_poll_delay(started_at: i64, now: i64, deadline: i64) -> u32 {
     let elapsed = now - started_at;
     let step = if elapsed < FAST_WINDOW_S { FAST_POLL_S } else { SLOW_POLL_S };
-    step.min(deadline - now).clamp(1, crate::ports::MAX_DELAY_SECONDS) as u32
+    step.min(deadline - now).clamp(1, super::MAX_DELAY_SECONDS) as u32
 }
 
 /// Polls an order sees over its life when its supplier never answers (the schedule's cost).

@@ -41,8 +41,8 @@ pub fn campaign_problem(e: CampaignError) -> Problem {
     }
 }
 
-fn campaign_json(v: &campaigns::CampaignView, now_s: i64) -> serde_json::Value {
-    serde_json::to_value(CampaignViewBody::new(v, now_s)).unwrap_or_default()
+fn campaign_json(v: &campaigns::CampaignView, now_s: i64) -> anyhow::Result<serde_json::Value> {
+    Ok(serde_json::to_value(CampaignViewBody::new(v, now_s))?)
 }
 
 pub(crate) fn cacheable(app: &App, mut r: Response) -> Response {
@@ -85,14 +85,16 @@ where
 
 async fn campaign_view(app: &App, id: &CampaignId) -> Result<Option<CampaignViewBody>, Problem> {
     cached(app, &format!("campaign/{id}"), || async {
-        Ok(campaigns::view(app, id, false).await?.map(|v| campaign_json(&v, clock::now_s())))
+        campaigns::view(app, id, false).await?.map(|v| campaign_json(&v, clock::now_s())).transpose()
     })
     .await
 }
 
 async fn sku_view(app: &App, sku: &crate::domain::Sku) -> Result<Option<SkuView>, Problem> {
-    cached(app, &format!("sku/{sku}"), || async { Ok(admin::public_view(app, sku).await?.map(|v| view_json(&v))) })
-        .await
+    cached(app, &format!("sku/{sku}"), || async {
+        admin::public_view(app, sku).await?.map(|v| view_json(&v)).transpose()
+    })
+    .await
 }
 
 /// The `sub` of an admin request's token (API Gateway's authorizer put it there).

@@ -30,36 +30,7 @@ use crate::http::{Request, Response};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use stream::{StreamBatchResponse, StreamEvent};
 
-/// How a function is invoked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// `HttpApi` events (API Gateway HTTP API, payload v2).
-    Http,
-    /// An `SQS` event source with partial batch responses.
-    Sqs,
-    /// A `DynamoDB` stream event source with partial batch responses.
-    Stream,
-    /// A `Schedule` / `ScheduleV2` event.
-    Schedule,
-}
-
-/// Every function: (name = the binary and `functions/<name>` crate, trigger).
-pub const FUNCTIONS: &[(&str, Trigger)] = &[
-    ("create-order", Trigger::Http),
-    ("orders-api", Trigger::Http),
-    ("payment-callback", Trigger::Http),
-    ("reservations", Trigger::Http),
-    ("stock-api", Trigger::Http),
-    ("stock-read", Trigger::Http),
-    ("publish-events", Trigger::Stream),
-    ("stock-journal", Trigger::Stream),
-    ("stock-events", Trigger::Sqs),
-    ("payment-timeout", Trigger::Sqs),
-    ("reservation-check", Trigger::Sqs),
-    ("reconcile", Trigger::Schedule),
-    ("reconcile-worker", Trigger::Sqs),
-    ("refunds", Trigger::Sqs),
-];
+pub use crate::registry::{trigger_of, Trigger, FUNCTIONS};
 
 /// HTTP routes per function, from each handler module.
 pub const ROUTES: &[(&str, &[Route])] = &[
@@ -70,10 +41,6 @@ pub const ROUTES: &[(&str, &[Route])] = &[
     ("stock-api", stock_api::ROUTES),
     ("stock-read", stock_read::ROUTES),
 ];
-
-pub fn trigger_of(name: &str) -> Option<Trigger> {
-    FUNCTIONS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
-}
 
 /// Invokes an HTTP function by name; `None` if it is not an HTTP function.
 pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {

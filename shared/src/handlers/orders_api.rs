@@ -135,7 +135,9 @@ async fn admin_get(app: &App, req: &Request) -> Result<Response, Problem> {
     let lock = app.stock.get_reservation(&ReservationId::for_order(&id)).await?;
     let journal = app.journal.for_cause(id.as_str()).await?;
     let journal = journal.iter().map(crate::api::stock::JournalEntryBody::from).collect();
-    Ok(json_response(200, &AdminOrderView::new(&o, lock.as_ref(), journal)))
+    let view = AdminOrderView::new(&o, lock.as_ref(), journal)
+        .map_err(|e| Problem::internal(format!("order {} does not serialise: {e}", o.id)))?;
+    Ok(json_response(200, &view))
 }
 
 fn encode_cursor(c: &OrderCursor) -> String {

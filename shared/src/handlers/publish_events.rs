@@ -4,24 +4,16 @@
 //! which is harmless: consumers are idempotent).
 
 use super::stream::{self, StreamBatchResponse, StreamEvent, StreamItemFailure, StreamRecord};
-use crate::adapters::dynamo::orders::decode_record;
+use crate::app::table_images::order_image;
 use crate::app::App;
 use crate::domain::events::{events_for_change, OrderEvent};
-use crate::domain::order::{Order, OrderRecord};
+use crate::domain::order::Order;
 use crate::faults::{self, InjectedCrash};
-use aws_sdk_dynamodb::types::AttributeValue;
 
 const PUBLISH_ATTEMPTS: u32 = 3;
 
 fn image(item: &serde_dynamo::Item) -> anyhow::Result<Option<Order>> {
-    let Some(item) = stream::image(item) else { return Ok(None) };
-    if !matches!(item.get("pk"), Some(AttributeValue::S(pk)) if pk.starts_with("ORD#")) {
-        return Ok(None);
-    }
-    Ok(match decode_record(&item)? {
-        OrderRecord::Order(o) => Some(*o),
-        OrderRecord::Void => None,
-    })
+    stream::image(item).map_or(Ok(None), |item| order_image(&item))
 }
 
 /// The events one stream record announces.

@@ -81,8 +81,8 @@ pub fn admin_problem(e: AdminError) -> Problem {
 }
 
 /// The stock view as JSON, the form the warm-Lambda public cache keeps.
-pub fn view_json(v: &StockView) -> serde_json::Value {
-    serde_json::to_value(SkuView::from(v)).unwrap_or_default()
+pub fn view_json(v: &StockView) -> anyhow::Result<serde_json::Value> {
+    Ok(serde_json::to_value(SkuView::from(v))?)
 }
 
 async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {

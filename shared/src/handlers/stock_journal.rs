@@ -6,32 +6,17 @@
 //! record, so the stream source retries it (bounded, bisected, then the on-failure queue).
 
 use super::stream::{self, StreamBatchResponse, StreamEvent, StreamItemFailure, StreamRecord};
-use crate::adapters::dynamo::item::{get_n, opt_s, Item};
+use crate::app::table_images::{counted_item, counter_image};
 use crate::app::App;
-use crate::domain::invariants::ShardCounts;
-use crate::domain::journal::{self, Cause, Counted, Entry, Image};
-
-fn decode_image(it: &Item) -> anyhow::Result<Image> {
-    let counts = ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? };
-    let cause = match (opt_s(it, "ref"), opt_s(it, "why")) {
-        (Some(r), Some(w)) => Some(Cause {
-            reference: r.to_owned(),
-            actor: opt_s(it, "actor").unwrap_or(journal::SYSTEM).to_owned(),
-            why: w.to_owned(),
-        }),
-        _ => None,
-    };
-    Ok(Image { counts, cause })
-}
+use crate::domain::journal::{self, Entry};
 
 /// The journal entry of one stream record (`None`: not a counter item, or nothing moved).
 pub fn record_entry(r: &StreamRecord) -> anyhow::Result<Option<Entry>> {
     let old = stream::image(&r.change.old_image);
     let new = stream::image(&r.change.new_image);
-    let pk = new.as_ref().or(old.as_ref()).and_then(|i| opt_s(i, "pk").map(str::to_owned));
-    let Some(item) = pk.as_deref().and_then(Counted::parse) else { return Ok(None) };
-    let old = old.as_ref().map(decode_image).transpose()?;
-    let new = new.as_ref().map(decode_image).transpose()?;
+    let Some(item) = new.as_ref().or(old.as_ref()).and_then(counted_item) else { return Ok(None) };
+    let old = old.as_ref().map(counter_image).transpose()?;
+    let new = new.as_ref().map(counter_image).transpose()?;
     let at_ms = r.change.approximate_creation_date_time.timestamp_millis();
     // sequence numbers grow within a stream shard; padded, they also sort as strings
     let seq: String = stream::sequence_number(r).chars().filter(char::is_ascii_alphanumeric).collect();

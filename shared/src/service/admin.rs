@@ -1,8 +1,8 @@
 //! Stock administration and the stock view (docs/architecture.md, "HTTP contract"): SKU metadata, shard count changes,
 //! audited adjustments.
 
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::allocation::{adjustment_pieces, spread};
 use crate::domain::invariants::{ShardCounts, SkuSnapshot};
 use crate::domain::journal::Cause;
@@ -93,7 +93,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             continue;
         };
         if old.model != spec.model {
-            let was = serde_json::to_string(&old.model).unwrap_or_default();
+            let was = serde_json::to_string(&old.model).map_err(anyhow::Error::from)?;
             return Err(ModelError::ModelChanged(sku.clone(), was).into());
         }
         if !stocking.reshardable() && spec.shards != old.shards {

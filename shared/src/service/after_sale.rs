@@ -5,8 +5,8 @@
 //! refunds function issues refunds. Nothing here touches stock or a provider.
 
 use super::orders::{OrderError, StockRefusal};
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::kind::{BuyerRefund, Kind};
 use crate::domain::order::{Order, OrderAction, OrderRecord, ReturnInfo, Shipment};
 use crate::domain::refund::RefundReason;
@@ -61,7 +61,7 @@ pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i6
     if let Change::Ship { .. } = change {
         // the stock-lost mark is the oversold refund, written in the same compare-and-set that
         // asked for the money back (service/refunds.rs, `request_for_oversell`)
-        if o.refunds.iter().any(|r| r.reason == RefundReason::Oversold) {
+        if o.refunds.iter().any(|r| r.reason == RefundReason::Oversold) && !crate::mutant!("p2-3-ship-lost-stock") {
             return Err(StockRefusal::StockLost.into());
         }
     }
@@ -142,11 +142,13 @@ pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) 
 
 /// What the order's stock says about a change its status allows, asked of each line's kind
 /// (docs/inventory-models.md, "Kinds and their lifecycle"): a shipment needs the lock SOLD
-/// and not lost; a buyer's refund of a kind refunded only until it is shown (codes) records,
-/// once, that the codes are withdrawn — refused when the buyer has seen them.
+/// and not lost; a refund of a kind refunded only until it is shown (codes) records, once, that
+/// the codes are withdrawn — a buyer's is refused when the buyer has seen them, an operator's
+/// goes ahead (and the codes, already shown, stay shown).
 async fn stock_allows(app: &App, caller: Caller<'_>, o: &Order, change: &Change) -> Result<(), OrderError> {
-    let buyer_refund = matches!((caller, change), (Caller::Buyer(_), Change::Refund { .. }));
-    if !matches!(change, Change::Ship { .. }) && !buyer_refund {
+    let refund = matches!(change, Change::Refund { .. });
+    let buyer_refund = refund && matches!(caller, Caller::Buyer(_));
+    if !matches!(change, Change::Ship { .. }) && !refund {
         return Ok(());
     }
     let rid = ReservationId::for_order(&o.id);
@@ -154,6 +156,9 @@ async fn stock_allows(app: &App, caller: Caller<'_>, o: &Order, change: &Change)
         return Err(StockRefusal::NotConfirmed.into());
     };
     if let Change::Ship { .. } = change {
+        if crate::mutant!("p2-3-ship-lost-stock") {
+            return Ok(());
+        }
         return match (r.status, r.oversold) {
             (_, true) => Err(StockRefusal::StockLost.into()),
             (LockStatus::Sold, false) => Ok(()),
@@ -167,10 +172,14 @@ async fn stock_allows(app: &App, caller: Caller<'_>, o: &Order, change: &Change)
         return Ok(());
     }
     match app.stock.settle_codes(&rid, CodeFate::Withdrawn).await? {
-        Some(CodeFate::Revealed) => Err(StockRefusal::CodesRevealed.into()),
+        // an operator may refund codes already shown; a buyer may not (the simulator found an
+        // operator's refund that withdrew nothing, after which the buyer was shown the codes)
+        Some(CodeFate::Revealed) if buyer_refund && !crate::mutant!("p2-6-refund-after-reveal") => {
+            Err(StockRefusal::CodesRevealed.into())
+        }
         // withdrawn (now or by an earlier attempt), or a released lock whose codes went back
         // to the pool unseen: the refund may go ahead
-        Some(CodeFate::Withdrawn) | None => Ok(()),
+        Some(CodeFate::Withdrawn | CodeFate::Revealed) | None => Ok(()),
     }
 }
 

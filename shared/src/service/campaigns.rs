@@ -1,8 +1,8 @@
 //! Campaign administration, stop-sale, public views and the eligibility check
 //! (docs/campaigns.md).
 
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::allocation::adjustment_pieces;
 use crate::domain::campaign::{check_update, gate, Campaign, CampaignSpec, GateRefusal, SpecError, UpdateRefusal};
 use crate::domain::invariants::ShardCounts;

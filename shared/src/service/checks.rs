@@ -3,8 +3,8 @@
 //! External reservations are released at their deadline.
 
 use super::stock::{self, LockChange, LockError};
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::order::{Order, OrderRecord};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
 use crate::domain::ReservationId;
@@ -152,7 +152,9 @@ async fn resolve(app: &App, r: &Reservation, sweep: bool) -> anyhow::Result<Swep
                     }
                     // Refunded before the confirm ran: its restock failed on the FROZEN lock
                     // (and went to the DLQ); now that the lock is sold, it goes back on sale.
-                    let restocked = o.restocks() && restock_after_confirm(app, &o, &r.id, &confirmed).await?;
+                    let restocked = o.restocks()
+                        && !crate::mutant!("p2-9-sweep-skips-restock")
+                        && restock_after_confirm(app, &o, &r.id, &confirmed).await?;
                     Ok(Swept { outcome: CheckOutcome::Fine, restocked, order: Some(*o) })
                 }
                 // pending (its own timeout and the pending sweep handle it), or not a sweep

@@ -2,8 +2,8 @@
 //! (docs/code-pools.md). The freeze, release and invariants of code lines live with every other
 //! model's (`service::stock`, `domain::plan`); this is what only a code pool has.
 
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::codes::{
     batch_hash, check_code, mask, placement, BatchResult, CodeAppend, Keyring, StoredCode, MAX_BATCH,
 };
@@ -267,12 +267,14 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
     // SOLD and on no refund having withdrawn them: from then on they never return to the pool
     // (a SOLD lock is only ever restocked, and a restock leaves codes sold) and the buyer's
     // refund is refused.
+    let early = crate::mutant!("p2-1-shown-code-resold") && r.status == LockStatus::Frozen;
     match r.status {
         LockStatus::Sold => {}
+        LockStatus::Frozen if early => {}
         LockStatus::Frozen => return Err(CodeError::NotReady),
         LockStatus::Released | LockStatus::Restocked => return Err(CodeError::CodesReturned),
     }
-    match app.stock.settle_codes(&r.id, CodeFate::Revealed).await? {
+    match if early { Some(CodeFate::Revealed) } else { app.stock.settle_codes(&r.id, CodeFate::Revealed).await? } {
         Some(CodeFate::Revealed) => {}
         Some(CodeFate::Withdrawn) => return Err(CodeError::CodesWithdrawn),
         None => return Err(CodeError::CodesReturned),

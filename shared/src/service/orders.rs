@@ -1,8 +1,8 @@
 //! The order service: create-order (docs/architecture.md, "Checkout"), read, cancel, payment timeout ("Payment timeout").
 
 use super::stock::{self, FreezeError, FreezeRequest, Frozen, LineRequest};
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::money::{Money, MoneyError};
 use crate::domain::order::{Order, OrderAction, OrderLine, OrderRecord, OrderStatus};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};

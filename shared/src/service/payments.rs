@@ -2,8 +2,8 @@
 //! notice to the order with compare-and-set, recording every payment id on the order so each
 //! is applied at most once. It never touches stock.
 
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord, Provider};
 use crate::domain::refund::{refund_id_for, RefundReason, RefundRecord};
 use crate::domain::OrderId;

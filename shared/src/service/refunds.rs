@@ -3,8 +3,8 @@
 //! refund id), confirmed by the provider's signed webhook. Reconcile re-drives a record left
 //! REQUESTED, so a lost event cannot strand money.
 
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus};
 use crate::domain::refund::{refund_id_for, RefundReason, RefundRecord, RefundStatus};
 use crate::domain::{OrderId, ReservationId};
@@ -260,7 +260,8 @@ pub fn with_refund_requested(o: &Order, reason: RefundReason, now_ms: i64) -> Op
 /// which is also what refuses its shipment). Acted on only when the order's lock is marked
 /// oversold: the event is a claim, the mark is the fact (review security-2 L2).
 pub async fn request_for_oversell(app: &App, order_id: &OrderId) -> Result<bool, RefundError> {
-    let marked = app.stock.get_reservation(&ReservationId::for_order(order_id)).await?.is_some_and(|r| r.oversold);
+    let marked = app.stock.get_reservation(&ReservationId::for_order(order_id)).await?.is_some_and(|r| r.oversold)
+        || crate::mutant!("l2-oversell-unchecked");
     if !marked {
         app.count(names::REJECTED_MESSAGES, 1);
         tracing::error!(order_id = %order_id, "OversellDetected for a lock not marked oversold: ignored");

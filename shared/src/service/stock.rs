@@ -1,7 +1,7 @@
 //! The stock service: freeze, confirm, release (docs/architecture.md, "Stock operations", "Hot SKUs").
 
-use crate::app::App;
 use crate::clock;
+use crate::context::App;
 use crate::domain::allocation::{split, start_shard, Piece, Shortfall, MAX_SHARDS};
 use crate::domain::campaign::{gate, Campaign, GateRefusal};
 use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};

@@ -9,16 +9,10 @@ use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-async fn admin_view(s: &Stack, id: &str) -> Value {
-    let a = s.get(&format!("/admin/orders/{id}"), Some(&s.admin)).await;
-    assert_eq!(a.status, 200, "{}", a.body);
-    a.body
-}
-
 /// Waits until the order's refunds all show `status`, and returns the admin view.
 async fn refunds_reach(s: &Stack, id: &str, n: usize, status: &str) -> Value {
     eventually(&format!("{n} refund(s) of {id} to be {status}"), WAIT, || async {
-        let v = admin_view(s, id).await;
+        let v = s.admin_view(id).await;
         let r = v["refunds"].as_array().cloned().unwrap_or_default();
         (r.len() == n && r.iter().all(|r| r["status"] == status)).then_some(v)
     })
@@ -29,10 +23,7 @@ async fn paid_order(s: &Stack, user: &str, sku: &str, qty: u32, price: u64) -> S
     let id = s.order_id(user, &format!("k-{user}-{sku}"), json!([{"sku": sku, "quantity": qty}])).await;
     let pay = s.pay(&id, &format!("pay-{id}"), price * u64::from(qty), "SUCCEEDED").await;
     assert_eq!(pay.body["result"], "applied", "{}", pay.body);
-    eventually("the lock to be sold", WAIT, || async {
-        (s.lock_status(&id).await.as_deref() == Some("SOLD")).then_some(())
-    })
-    .await;
+    s.lock_reaches(&id, "SOLD").await;
     id
 }
 
@@ -51,7 +42,7 @@ async fn a_payment_after_expiry_is_refunded_once_and_confirmed_even_when_the_web
     s.local.provider.control(&Control { webhook_copies: Some(3), ..Default::default() });
     s.sku("LATE", 700, 3, 1, None).await;
     let id = s.order_id("u1", "k", json!([{"sku": "LATE", "quantity": 1}])).await;
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    s.order_reaches("u1", &id, "EXPIRED").await;
     let pay = s.pay(&id, "pay-late", 700, "SUCCEEDED").await;
     assert_eq!(pay.body["result"], "refund_requested", "{}", pay.body);
     // the same payment notice again asks for nothing more
@@ -91,7 +82,7 @@ async fn a_refund_before_shipping_puts_the_stock_back_once_and_ends_refunded() {
     assert_eq!(s.exact("RF").await, (5, 0, 0), "back on sale exactly once");
     // the customer-service view shows the order's journal: freeze, sale and the restock
     let journal = eventually("the restock in the order's journal", WAIT, || async {
-        let v = admin_view(&s, &id).await;
+        let v = s.admin_view(&id).await;
         let whys: Vec<String> =
             v["journal"].as_array()?.iter().filter_map(|e| e["why"].as_str().map(str::to_owned)).collect();
         whys.iter().any(|w| w.contains("restock")).then_some(whys)
@@ -124,11 +115,12 @@ async fn shipped_orders_complete_when_the_buyer_confirms_or_automatically_when_d
     assert_eq!(other.status, 404, "another buyer's order: {}", other.body);
     let done = s.post(&format!("/orders/{confirmed}/confirm-receipt"), &s.user("b1"), json!({})).await;
     assert_eq!((done.status, done.body["status"].as_str()), (200, Some("COMPLETED")), "{}", done.body);
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // the automatic one is due (on the test clock)
+    advance_clock(Duration::from_millis(2100));
     let rep = s.reconcile().await;
     assert_eq!(rep["orders_completed"], 1, "{rep}");
     assert_eq!(s.get_order("b2", &automatic).await.body["status"], "COMPLETED");
-    let v = admin_view(&s, &automatic).await;
+    let v = s.admin_view(&automatic).await;
     assert_eq!(v["shipment"]["carrier"], "DHL");
     assert_eq!(v["locks"][0]["status"], "SOLD");
     assert_eq!(s.exact("SHIP").await, (2, 0, 2));
@@ -156,10 +148,7 @@ async fn a_received_return_restocks_or_writes_off_and_is_refunded_either_way() {
         assert_eq!(v["refunds"][0]["reason"], "return");
         assert_eq!(v["order"]["status"], "RETURNED");
     }
-    eventually("the returned goods back on sale", WAIT, || async {
-        (s.lock_status(&back).await.as_deref() == Some("RESTOCKED")).then_some(())
-    })
-    .await;
+    s.lock_reaches(&back, "RESTOCKED").await;
     // restocked 2 back; the written-off unit stays sold
     assert_eq!(s.exact("RET").await, (5, 0, 1));
     assert_eq!(s.lock_status(&lost).await.as_deref(), Some("SOLD"));
@@ -176,9 +165,9 @@ async fn a_refund_whose_event_was_lost_is_issued_by_reconcile_and_a_refusal_wait
     .await;
     s.sku("BK", 100, 2, 1, None).await;
     let a = s.order_id("u1", "k1", json!([{"sku": "BK", "quantity": 1}])).await;
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    s.order_reaches("u1", &a, "EXPIRED").await;
     assert_eq!(s.pay(&a, "pa", 100, "SUCCEEDED").await.body["result"], "refund_requested");
-    assert_eq!(admin_view(&s, &a).await["refunds"][0]["status"], "REQUESTED");
+    assert_eq!(s.admin_view(&a).await["refunds"][0]["status"], "REQUESTED");
     let rep = s.reconcile().await;
     assert_eq!(rep["refunds_redriven"], 1, "{rep}");
     refunds_reach(&s, &a, 1, "CONFIRMED").await;
@@ -186,11 +175,11 @@ async fn a_refund_whose_event_was_lost_is_issued_by_reconcile_and_a_refusal_wait
     // refunds DLQ alarm in AWS); nothing is marked refunded that was not
     s.local.provider.control(&Control { refuse: Some(true), ..Default::default() });
     let b = s.order_id("u2", "k2", json!([{"sku": "BK", "quantity": 1}])).await;
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    s.order_reaches("u2", &b, "EXPIRED").await;
     assert_eq!(s.pay(&b, "pb", 100, "SUCCEEDED").await.body["result"], "refund_requested");
     let rep = s.reconcile().await;
     assert_eq!(rep["refunds_redriven"], 0, "{rep}");
-    let v = admin_view(&s, &b).await;
+    let v = s.admin_view(&b).await;
     assert_eq!(v["refunds"][0]["status"], "REQUESTED");
     assert!(v["refunds"][0]["failures"].as_u64().unwrap() >= 1, "{v}");
     assert_eq!(s.local.provider.refunds().len(), 1);
@@ -206,7 +195,7 @@ async fn after_sale_routes_refuse_bad_input_and_change_nothing() {
     s.sku("BAD", 100, 5, 1, None).await;
     let paid = paid_order(&s, "owner", "BAD", 1, 100).await;
     let pending = s.order_id("owner", "kp", json!([{"sku": "BAD", "quantity": 1}])).await;
-    let before = admin_view(&s, &paid).await;
+    let before = s.admin_view(&paid).await;
     let owner = s.user("owner");
     let stranger = s.user("stranger");
     let cases: Vec<Case> = vec![
@@ -282,14 +271,14 @@ async fn after_sale_routes_refuse_bad_input_and_change_nothing() {
     }
     let wrong_state = s.post(&format!("/orders/{paid}/return"), &owner, json!({"reason": "x"})).await;
     assert_eq!(wrong_state.body["code"], "invalid_transition");
-    assert_eq!(admin_view(&s, &paid).await, before, "nothing written");
+    assert_eq!(s.admin_view(&paid).await, before, "nothing written");
     // the refund webhook: signed only, known refunds only
     let unsigned = s.call("POST", "/payments/refunds", None, &[], Some(json!({}).to_string())).await;
     assert_eq!(unsigned.status, 401, "{}", unsigned.body);
     // an admin cancels a pending order with a reason; its stock goes back
     let c = s.post(&format!("/admin/orders/{pending}/cancel"), &s.admin, json!({"reason": "fraud check failed"})).await;
     assert_eq!((c.status, c.body["status"].as_str()), (200, Some("CANCELLED")), "{}", c.body);
-    assert_eq!(admin_view(&s, &pending).await["cancel_reason"], "cancelled by admin: fraud check failed");
+    assert_eq!(s.admin_view(&pending).await["cancel_reason"], "cancelled by admin: fraud check failed");
     eventually("the cancelled order's stock back", WAIT, || async {
         (s.lock_status(&pending).await.as_deref() == Some("RELEASED")).then_some(())
     })

@@ -1,7 +1,7 @@
 //! Campaigns and flash-sale controls over HTTP on the local stack: quotas taken with product
 //! stock in one transaction, windows and switches in the write condition, anti-hoarding.
 
-use crate::common::{eventually, spawn, spawn_with, Stack};
+use crate::common::{counters, eventually, spawn, spawn_with, Stack};
 use futures::future::join_all;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -30,24 +30,8 @@ fn item<'a>(v: &'a Value, sku: &str) -> &'a Value {
     v["items"].as_array().and_then(|i| i.iter().find(|i| i["sku"] == sku)).expect("campaign item")
 }
 
-fn counters(v: &Value) -> (i64, i64, i64) {
-    (v["available"].as_i64().unwrap(), v["locked"].as_i64().unwrap(), v["sold"].as_i64().unwrap())
-}
-
 /// (method, path, token, body, expected status)
 type Case<'a> = (&'a str, &'a str, Option<&'a str>, Option<String>, u16);
-
-/// Everything stored, campaigns included, in a stable textual form.
-async fn fingerprint(s: &Stack) -> String {
-    let snap = s.local.snapshot().await.unwrap();
-    let mut parts: Vec<String> = snap.skus.iter().map(|x| format!("{x:?}")).collect();
-    parts.extend(snap.reservations.iter().map(|x| format!("{x:?}")));
-    parts.extend(snap.orders.iter().map(|x| format!("{x:?}")));
-    parts.extend(snap.user_counters.iter().map(|x| format!("{x:?}")));
-    parts.push(format!("{:?}", snap.campaigns));
-    parts.sort();
-    parts.join("\n")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_buyers_for_a_quota_of_thirty_get_thirty_orders_at_the_campaign_price() {
@@ -101,7 +85,7 @@ async fn closed_windows_pauses_and_stop_sales_are_refused_by_name_and_write_noth
     campaign(&s, "gone", -7200, -3600, json!([{"sku": "GATE", "quota": 5}])).await;
     campaign(&s, "live", -5, 3600, json!([{"sku": "GATE", "quota": 5, "shards": 2}])).await;
     let line = |c: &str| json!([{"sku": "GATE", "quantity": 1, "campaign_id": c}]);
-    let before = fingerprint(&s).await;
+    let before = s.fingerprint().await;
     assert_eq!(s.order("a", "k1", line("soon")).await.body["code"], "sale_not_started");
     assert_eq!(s.order("a", "k2", line("gone")).await.body["code"], "sale_ended");
     let paused = s.post("/admin/campaigns/live/pause", &s.admin, json!({})).await;
@@ -115,7 +99,7 @@ async fn closed_windows_pauses_and_stop_sales_are_refused_by_name_and_write_noth
     // order changed
     assert_eq!(s.post("/admin/skus/GATE/resume", &s.admin, json!({})).await.body["paused"], false);
     assert_eq!(s.post("/admin/campaigns/live/resume", &s.admin, json!({})).await.body["paused"], false);
-    assert_eq!(fingerprint(&s).await, before, "a refused freeze wrote something");
+    assert_eq!(s.fingerprint().await, before, "a refused freeze wrote something");
     // resumed: both sell again. A warm create-order that saw the pause keeps a closed-sale mark
     // for at most HOLDFAST_SOLDOUT_CACHE_MS (1 s), like its sold-out marks.
     eventually("the resumed campaign sells", Duration::from_secs(10), || async {
@@ -246,7 +230,7 @@ async fn bad_input_on_every_campaign_route_gets_a_clear_4xx_and_writes_nothing()
     let s = spawn().await;
     s.sku("BAD", 100, 10, 1, None).await;
     campaign(&s, "ok", -5, 3600, json!([{"sku": "BAD", "quota": 5}])).await;
-    let before = fingerprint(&s).await;
+    let before = s.fingerprint().await;
     let user = s.user("mallory");
     let admin = s.admin.clone();
     let good = |items: Value| json!({"name": "n", "starts_at": at(0), "ends_at": at(60), "items": items}).to_string();
@@ -359,6 +343,6 @@ async fn bad_input_on_every_campaign_route_gets_a_clear_4xx_and_writes_nothing()
         let a = s.call("POST", "/orders", Some(&user), &k, Some(body.to_string())).await;
         assert_eq!((a.status, a.body["code"].as_str()), (want, Some(code)), "{body}: {}", a.body);
     }
-    assert_eq!(fingerprint(&s).await, before, "a refused request wrote something");
+    assert_eq!(s.fingerprint().await, before, "a refused request wrote something");
     s.assert_invariants().await;
 }

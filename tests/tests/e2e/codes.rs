@@ -2,7 +2,7 @@
 //! local stack — every code handed out once, released codes handed out again, a code shown to
 //! nobody but its paid owner and in no log line — and the upload's refusals.
 
-use crate::common::{eventually, spawn, spawn_with, Answer, Stack};
+use crate::common::{advance_clock, eventually, size, spawn, spawn_with, Answer, Stack};
 use futures::future::join_all;
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -25,24 +25,6 @@ async fn pool(s: &Stack, sku: &str) -> Value {
     let a = s.get(&format!("/admin/skus/{sku}/codes"), Some(&s.admin)).await;
     assert_eq!(a.status, 200, "{}", a.body);
     a.body
-}
-
-/// A checkout, retried with the same key on 503 as clients are told to.
-async fn checkout(s: &Stack, user: &str, key: &str, quantity: u32, sku: &str) -> Answer {
-    let items = json!([{"sku": sku, "quantity": quantity}]);
-    let mut a = s.order(user, key, items.clone()).await;
-    for attempt in 1..=8 {
-        if a.status != 503 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
-        a = s.order(user, key, items.clone()).await;
-    }
-    a
-}
-
-async fn codes_of(s: &Stack, user: &str, order: &str) -> Answer {
-    s.get(&format!("/orders/{order}/codes"), Some(&s.user(user))).await
 }
 
 /// Every log line of this test process (the local stack runs in it), at trace level for
@@ -71,29 +53,39 @@ fn capture_logs() -> Logs {
     logs
 }
 
+/// Four buyers per code race for a pool: each holder gets a distinct code, nobody a false sold-out,
+/// and the codes of orders never paid go back to the pool and sell again. `HOLDFAST_SOAK_CODES`
+/// sets the pool's size; `make test` races 80 buyers for 20 codes, `make soak` 400 for 100.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_released_codes_sell_again() {
+async fn four_buyers_per_code_each_holder_gets_a_distinct_code_and_released_codes_sell_again() {
+    let n = size("HOLDFAST_SOAK_CODES", 20);
     let logs = capture_logs();
-    let s =
-        spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "90"), ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "5")]).await;
+    // The deadline outlasts the race on a loaded machine (a payment after it is refunded, not
+    // applied); the test clock then moves past it instead of waiting it out.
+    let ttl = Duration::from_secs(90);
+    let s = spawn_with(&[
+        ("HOLDFAST_PAYMENT_TTL_SECONDS", &ttl.as_secs().to_string()),
+        ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "5"),
+    ])
+    .await;
     pool_sku(&s, "GIFT", 4).await;
-    let uploaded: Vec<String> = (0..100).map(|i| format!("GIFT-{:04}-{:08X}", i, fastrand::u32(..))).collect();
+    let uploaded: Vec<String> = (0..n).map(|i| format!("GIFT-{:04}-{:08X}", i, fastrand::u32(..))).collect();
     let a = upload(&s, "GIFT", "b-1", &uploaded).await;
-    assert_eq!((a.status, a.body["added"].as_u64(), a.body["duplicates"].as_u64()), (201, Some(100), Some(0)));
+    assert_eq!((a.status, a.body["added"].as_u64(), a.body["duplicates"].as_u64()), (201, Some(n as u64), Some(0)));
     let p = pool(&s, "GIFT").await;
-    assert_eq!((p["uploaded"].as_i64(), p["available"].as_i64()), (Some(100), Some(100)), "{p}");
+    assert_eq!((p["uploaded"].as_u64(), p["available"].as_u64()), (Some(n as u64), Some(n as u64)), "{p}");
 
-    // 400 buyers at once; four in five pay at once, the others never do.
+    // four buyers per code at once; four in five holders pay at once, the others never do
     let race = std::time::Instant::now();
-    let results = join_all((0..400).map(|i| {
+    let results = join_all((0..4 * n).map(|i| {
         let s = &s;
         async move {
             let user = format!("buyer-{i}");
-            let a = checkout(s, &user, "k", 1, "GIFT").await;
+            let a = s.checkout(&user, "k", json!([{"sku": "GIFT", "quantity": 1}])).await;
             if a.status == 201 {
                 let id = a.body["order_id"].as_str().unwrap().to_owned();
                 // not visible before payment, nor to anyone else
-                let early = codes_of(s, &user, &id).await;
+                let early = s.codes_of(&user, &id).await;
                 assert_eq!((early.status, early.body["code"].as_str()), (409, Some("not_paid")), "{}", early.body);
                 if i % 5 != 0 {
                     let paid = s.pay(&id, &format!("pay-{id}"), 1000, "SUCCEEDED").await;
@@ -108,14 +100,25 @@ async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_re
     let created: Vec<_> = results.iter().filter(|r| r.1 == 201).collect();
     let refused = results.iter().filter(|r| r.1 == 409).count();
     // (how long the race took is printed for the README's figure, never asserted)
-    eprintln!("400 buyers for 100 codes: race over in {:.1} s", race.elapsed().as_secs_f64());
-    assert_eq!((created.len(), refused), (100, 300), "exactly 100 holders, no false sold-out");
+    eprintln!("{} buyers for {n} codes: race over in {:.1} s", 4 * n, race.elapsed().as_secs_f64());
+    assert_eq!((created.len(), refused), (n, 3 * n), "exactly {n} holders, no false sold-out");
     let paid: Vec<(String, String)> =
         created.iter().filter(|r| r.3).map(|r| (r.0.clone(), r.2.clone().unwrap())).collect();
-    let unpaid = created.len() - paid.len();
+    let unpaid_ids: Vec<(String, String)> =
+        created.iter().filter(|r| !r.3).map(|r| (r.0.clone(), r.2.clone().unwrap())).collect();
+    let unpaid = unpaid_ids.len();
+    assert!(unpaid > 0 && !paid.is_empty(), "both kinds of holder: {unpaid} unpaid of {n}");
 
-    // the unpaid ones expire and their codes go back to the pool
-    eventually("the unpaid orders' codes back in the pool", Duration::from_secs(240), || async {
+    // the unpaid ones expire and their codes go back to the pool: the deadline and the sweep's
+    // grace pass on the test clock, and the sweep expires the overdue orders (their timeout
+    // messages are still on their way: SQS delays keep real time)
+    let stale = s.local.app("reconcile-worker").expect("reconcile-worker").config.stale_lock_s;
+    advance_clock(ttl + Duration::from_secs(stale as u64 + 1));
+    s.reconcile().await;
+    for (user, id) in &unpaid_ids {
+        assert_eq!(s.get_order(user, id).await.body["status"], "EXPIRED");
+    }
+    eventually("the unpaid orders' codes back in the pool", Duration::from_secs(60), || async {
         let (av, lk, sd) = s.exact("GIFT").await;
         ((av, lk, sd) == (unpaid as i64, 0, paid.len() as i64)).then_some(())
     })
@@ -125,7 +128,7 @@ async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_re
         let s = &s;
         async move {
             let user = format!("late-{i}");
-            let a = checkout(s, &user, "k", 1, "GIFT").await;
+            let a = s.checkout(&user, "k", json!([{"sku": "GIFT", "quantity": 1}])).await;
             assert_eq!(a.status, 201, "{}", a.body);
             let id = a.body["order_id"].as_str().unwrap().to_owned();
             let paid = s.pay(&id, &format!("pay-{id}"), 1000, "SUCCEEDED").await;
@@ -134,7 +137,7 @@ async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_re
         }
     }))
     .await;
-    let sold_out = checkout(&s, "one-too-many", "k", 1, "GIFT").await;
+    let sold_out = s.checkout("one-too-many", "k", json!([{"sku": "GIFT", "quantity": 1}])).await;
     assert_eq!((sold_out.status, sold_out.body["code"].as_str()), (409, Some("insufficient_stock")));
 
     // every paid order shows exactly one code to its owner: 100 distinct codes, the uploaded set
@@ -142,7 +145,7 @@ async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_re
     for (user, id) in paid.iter().chain(&second) {
         // shown once the payment's stock move ran (503 with Retry-After until then)
         let a = eventually("the codes of a paid order", Duration::from_secs(30), || async {
-            let a = codes_of(&s, user, id).await;
+            let a = s.codes_of(user, id).await;
             (a.status != 503).then_some(a)
         })
         .await;
@@ -153,12 +156,15 @@ async fn four_hundred_buyers_for_a_hundred_codes_each_get_a_distinct_code_and_re
         assert_eq!(codes[0]["sku"], "GIFT");
         let code = codes[0]["code"].as_str().unwrap().to_owned();
         assert!(seen.insert(code.clone()), "code handed out twice: order {id}");
-        let other = codes_of(&s, "someone-else", id).await;
+        let other = s.codes_of("someone-else", id).await;
         assert_eq!(other.status, 404, "another user must not see it: {}", other.body);
     }
     assert_eq!(seen, uploaded.iter().cloned().collect::<HashSet<_>>());
     let p = pool(&s, "GIFT").await;
-    assert_eq!((p["available"].as_i64(), p["sold"].as_i64(), p["low"].as_bool()), (Some(0), Some(100), Some(true)));
+    assert_eq!(
+        (p["available"].as_u64(), p["sold"].as_u64(), p["low"].as_bool()),
+        (Some(0), Some(n as u64), Some(true))
+    );
     assert!(uploaded.iter().all(|c| !p.to_string().contains(c.as_str())));
     s.assert_invariants().await;
 
@@ -253,7 +259,8 @@ async fn codes_claimed_by_a_checkout_that_died_go_back_through_reconcile_and_sel
     s.local.set_faults("").unwrap();
     // two positions are claimed and bound to nothing: the pool identity is broken until repaired
     assert!(s.violations().await.iter().any(|v| matches!(v, holdfast::domain::invariants::Violation::CodePool { .. })));
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // the claimed shard's quiet period passes (on the test clock)
+    advance_clock(Duration::from_millis(800));
     let report = s.reconcile().await;
     assert_eq!(report["codes_returned"], 2, "{report}");
     assert_eq!(s.reconcile().await["codes_returned"], 0, "a second run returns nothing twice");
@@ -262,7 +269,7 @@ async fn codes_claimed_by_a_checkout_that_died_go_back_through_reconcile_and_sel
     let id = s.order_id("ivy", "k2", json!([{"sku": "CARD", "quantity": 3}])).await;
     assert_eq!(s.pay(&id, "p-1", 3000, "SUCCEEDED").await.status, 200);
     let a = eventually("the codes of the paid order", Duration::from_secs(30), || async {
-        let a = codes_of(&s, "ivy", &id).await;
+        let a = s.codes_of("ivy", &id).await;
         (a.status == 200).then_some(a)
     })
     .await;
@@ -289,7 +296,7 @@ async fn a_sold_code_copied_into_another_orders_slot_by_a_table_write_is_refused
         let s = &s;
         async move {
             eventually("the paid order's lock to be SOLD", Duration::from_secs(30), || async {
-                let a = codes_of(s, user, &id).await;
+                let a = s.codes_of(user, &id).await;
                 (a.status != 503).then_some(a)
             })
             .await
@@ -351,6 +358,6 @@ async fn a_sold_code_copied_into_another_orders_slot_by_a_table_write_is_refused
     assert!(refusal.contains("still holds it"), "{refusal}");
     assert!(!codes.iter().any(|c| lines.contains(c.as_str())), "no code in any log line");
     // ann's own reveal is untouched
-    let again = codes_of(&s, "ann", &ann).await;
+    let again = s.codes_of("ann", &ann).await;
     assert_eq!((again.status, again.body["codes"][0]["code"].as_str()), (200, Some(anns.as_str())));
 }

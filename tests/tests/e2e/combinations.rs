@@ -3,35 +3,19 @@
 //! reviews that lived between two kinds, or between a kind and a lever (refund, pause, ship,
 //! `/reservations`), pinned by a scenario; invariants clean at the end of each.
 
-use crate::common::{eventually, spawn, Answer, Stack};
+use crate::common::{eventually, problem, spawn, Stack};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
 
-async fn put_sku(s: &Stack, sku: &str, spec: Value) -> Answer {
-    s.call("PUT", &format!("/admin/skus/{sku}"), Some(&s.admin), &[], Some(spec.to_string())).await
-}
-
-/// A SKU of `model` (no stock yet), with an optional per-user limit.
+/// A SKU of `model` (no stock yet) on one shard, with an optional per-user limit.
 async fn kind_sku(s: &Stack, sku: &str, price: u64, model: Value, limit: Option<u32>) {
-    let mut spec = json!({"name": sku, "price": price, "currency": "EUR", "shards": 1, "model": model});
-    if let Some(l) = limit {
-        spec["per_user_limit"] = json!(l);
-    }
-    let a = put_sku(s, sku, spec).await;
-    assert_eq!(a.status, 201, "create {sku}: {}", a.body);
+    s.model_sku(sku, price, 1, model, limit).await
 }
 
 async fn stock(s: &Stack, sku: &str, units: i64) {
-    let a = s
-        .post(
-            &format!("/admin/skus/{sku}/adjustments"),
-            &s.admin,
-            json!({"adjustment_id": format!("init-{sku}"), "delta": units, "reason": "initial stock"}),
-        )
-        .await;
-    assert_eq!(a.status, 201, "stock {sku}: {}", a.body);
+    s.stock(sku, &format!("init-{sku}"), units).await
 }
 
 async fn code_sku(s: &Stack, sku: &str, codes: &[&str], limit: Option<u32>) {
@@ -40,23 +24,13 @@ async fn code_sku(s: &Stack, sku: &str, codes: &[&str], limit: Option<u32>) {
     assert_eq!(a.status, 201, "{}", a.body);
 }
 
-fn problem(a: &Answer, status: u16, code: &str) {
-    assert_eq!((a.status, a.body["code"].as_str()), (status, Some(code)), "{}", a.body);
-}
-
 async fn codes_once_sold(s: &Stack, user: &str, id: &str) -> Vec<String> {
     let a = eventually("the codes of the paid order", WAIT, || async {
-        let a = s.get(&format!("/orders/{id}/codes"), Some(&s.user(user))).await;
+        let a = s.codes_of(user, id).await;
         (a.status == 200).then_some(a)
     })
     .await;
     a.body["codes"].as_array().unwrap().iter().map(|c| c["code"].as_str().unwrap().to_owned()).collect()
-}
-
-async fn admin_view(s: &Stack, id: &str) -> Value {
-    let a = s.get(&format!("/admin/orders/{id}"), Some(&s.admin)).await;
-    assert_eq!(a.status, 200, "{}", a.body);
-    a.body
 }
 
 #[tokio::test]
@@ -90,7 +64,7 @@ async fn a_buyer_who_has_seen_the_codes_cannot_refund_them_and_keeps_the_allowan
     assert_eq!(seen.len(), 1);
     let refund = s.post(&format!("/orders/{id}/refund"), &s.user("eve"), json!({"reason": "changed my mind"})).await;
     problem(&refund, 409, "codes_revealed");
-    let v = admin_view(&s, &id).await;
+    let v = s.admin_view(&id).await;
     assert_eq!(v["order"]["status"], "PAID", "nothing moved: {v}");
     assert!(v["refunds"].as_array().is_none_or(|r| r.is_empty()), "no refund asked: {v}");
     // the allowance stays used: a second code is refused by the limit, not sold
@@ -129,7 +103,7 @@ async fn stop_sale_stops_a_pay_time_sku_at_checkout_and_refunds_a_payment_made_a
     // at payment: the order placed before the stop is refunded, nothing is taken
     assert_eq!(s.pay(&before, "p-gus", 90_000, "SUCCEEDED").await.status, 200);
     eventually("the paid order of a stopped SKU to be refunded", WAIT, || async {
-        let v = admin_view(&s, &before).await;
+        let v = s.admin_view(&before).await;
         v["refunds"].as_array().is_some_and(|r| r.iter().any(|r| r["reason"] == "oversold")).then_some(())
     })
     .await;
@@ -151,13 +125,13 @@ async fn an_order_whose_stock_was_lost_at_payment_cannot_be_shipped() {
     .await;
     assert_eq!(s.pay(&second, "p-jon", 7_000, "SUCCEEDED").await.status, 200);
     eventually("the second payment to come up short", WAIT, || async {
-        let v = admin_view(&s, &second).await;
+        let v = s.admin_view(&second).await;
         v["refunds"].as_array().is_some_and(|r| r.iter().any(|r| r["reason"] == "oversold")).then_some(())
     })
     .await;
     let body = json!({"carrier": "DHL", "tracking_number": "T-1"});
     problem(&s.post(&format!("/admin/orders/{second}/ship"), &s.admin, body.clone()).await, 409, "oversold");
-    assert_eq!(admin_view(&s, &second).await["order"]["status"], "PAID");
+    assert_eq!(s.admin_view(&second).await["order"]["status"], "PAID");
     let shipped = s.post(&format!("/admin/orders/{first}/ship"), &s.admin, body).await;
     assert_eq!(shipped.status, 200, "the order that got the lamp ships: {}", shipped.body);
     s.assert_invariants().await;
@@ -171,7 +145,7 @@ async fn reservations_refuse_the_kinds_they_cannot_hold_and_write_nothing() {
     code_sku(&s, "VOUCHER", &["V-0001-AAAA"], None).await;
     let supplier = json!({"name": "room", "price": 9000, "currency": "EUR",
         "model": {"management": "SUPPLIER"}, "supplier": {"adapter": "simulated"}});
-    assert_eq!(put_sku(&s, "ROOM", supplier).await.status, 201);
+    assert_eq!(s.put_sku("ROOM", supplier).await.status, 201);
     s.sku("PLAIN", 100, 3, 1, None).await;
     for sku in ["TV", "VOUCHER", "ROOM"] {
         let a = s
@@ -198,7 +172,7 @@ async fn shards_added_during_a_stop_sale_are_stopped_too() {
     s.sku("HOT", 100, 16, 1, None).await;
     assert_eq!(s.post("/admin/skus/HOT/pause", &s.admin, json!({})).await.status, 200);
     let spec = json!({"name": "HOT name", "price": 100, "currency": "EUR", "shards": 8});
-    let a = put_sku(&s, "HOT", spec).await;
+    let a = s.put_sku("HOT", spec).await;
     assert!(a.status == 200 || a.status == 201, "re-shard: {}", a.body);
     let mut sold = 0;
     for i in 0..16 {
@@ -221,7 +195,7 @@ async fn a_bundle_may_not_hold_an_unlimited_child_it_could_never_sell() {
     s.sku("PHONE", 30_000, 5, 1, None).await;
     let kit = json!({"name": "kit", "price": 30_300, "currency": "EUR", "model": {"unit": "BUNDLE"},
         "bundle": [{"sku": "PHONE", "quantity": 1}, {"sku": "ESIM", "quantity": 1}]});
-    let a = put_sku(&s, "KIT", kit).await;
+    let a = s.put_sku("KIT", kit).await;
     problem(&a, 422, "validation_failed");
     // the add-on is ordered beside the phone instead
     let id = s.order_id("kim", "k", json!([{"sku": "PHONE", "quantity": 1}, {"sku": "ESIM", "quantity": 1}])).await;

@@ -157,26 +157,141 @@ impl Stack {
         snap.reservations.iter().find(|r| r.id.as_str() == order_id).map(|r| r.status.as_str().to_owned())
     }
 
+    /// `PUT /admin/skus/{sku}` with this spec, as the admin.
+    pub async fn put_sku(&self, sku: &str, spec: Value) -> Answer {
+        self.call("PUT", &format!("/admin/skus/{sku}"), Some(&self.admin), &[], Some(spec.to_string())).await
+    }
+
+    /// Creates a SKU of `model` (no stock yet) with an optional per-user limit.
+    pub async fn model_sku(&self, sku: &str, price: u64, shards: u16, model: Value, limit: Option<u32>) {
+        let mut spec = json!({"name": format!("{sku} name"), "price": price, "currency": "EUR", "shards": shards,
+                              "model": model});
+        if let Some(l) = limit {
+            spec["per_user_limit"] = json!(l);
+        }
+        let a = self.put_sku(sku, spec).await;
+        assert_eq!(a.status, 201, "create {sku}: {}", a.body);
+    }
+
+    /// An admin stock adjustment that must be applied (201).
+    pub async fn stock(&self, sku: &str, id: &str, delta: i64) {
+        let a = self
+            .post(
+                &format!("/admin/skus/{sku}/adjustments"),
+                &self.admin,
+                json!({"adjustment_id": id, "delta": delta, "reason": "stock"}),
+            )
+            .await;
+        assert_eq!(a.status, 201, "stock {sku}: {}", a.body);
+    }
+
+    /// The customer-service view of an order (`GET /admin/orders/{id}`).
+    pub async fn admin_view(&self, id: &str) -> Value {
+        let a = self.get(&format!("/admin/orders/{id}"), Some(&self.admin)).await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.body
+    }
+
+    /// A checkout retried with the same key on 503, as clients are told to (a burst of
+    /// checkouts at once can overrun the emulator, which serialises every DynamoDB request).
+    pub async fn checkout(&self, user: &str, key: &str, items: Value) -> Answer {
+        let mut a = self.order(user, key, items.clone()).await;
+        for attempt in 1..=8 {
+            if a.status != 503 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250 * attempt)).await;
+            a = self.order(user, key, items.clone()).await;
+        }
+        a
+    }
+
+    /// `GET /orders/{order}/codes` as `user`.
+    pub async fn codes_of(&self, user: &str, order: &str) -> Answer {
+        self.get(&format!("/orders/{order}/codes"), Some(&self.user(user))).await
+    }
+
+    /// Waits until the order's lock has `status` (the event flow moves it).
+    pub async fn lock_reaches(&self, order_id: &str, status: &str) {
+        eventually(&format!("the lock of {order_id} to be {status}"), MIN_WAIT, || async {
+            (self.lock_status(order_id).await.as_deref() == Some(status)).then_some(())
+        })
+        .await
+    }
+
+    /// Waits until the buyer's view of the order shows `status`; returns it.
+    pub async fn order_reaches(&self, user: &str, id: &str, status: &str) -> Value {
+        eventually(&format!("order {id} to be {status}"), MIN_WAIT, || async {
+            let a = self.get_order(user, id).await;
+            assert_eq!(a.status, 200, "{}", a.body);
+            (a.body["status"] == status).then_some(a.body)
+        })
+        .await
+    }
+
+    /// Everything stored, campaigns included, in a stable textual form (a refused request must
+    /// leave it unchanged).
+    pub async fn fingerprint(&self) -> String {
+        let snap = self.local.snapshot().await.expect("snapshot");
+        let mut parts: Vec<String> = snap.skus.iter().map(|x| format!("{x:?}")).collect();
+        parts.extend(snap.reservations.iter().map(|x| format!("{x:?}")));
+        parts.extend(snap.orders.iter().map(|x| format!("{x:?}")));
+        parts.extend(snap.user_counters.iter().map(|x| format!("{x:?}")));
+        parts.push(format!("{:?}", snap.campaigns));
+        parts.sort();
+        parts.join("\n")
+    }
+
     /// One whole reconcile sweep, now, in this process: every work item the schedule would
-    /// seed, run by the worker's code one after another (the fan-out through the work queue
-    /// has its own test).
+    /// seed (`reconcile::seed_items`), run by the worker's code (`reconcile::work`) with their
+    /// continuations, several at a time as the worker Lambdas take them off the work queue (the
+    /// fan-out through the queue itself has its own test). Returns the merged report.
     pub async fn reconcile(&self) -> Value {
+        use futures::stream::{FuturesUnordered, StreamExt};
+        use holdfast::service::reconcile;
         let app = self.local.app("reconcile-worker").expect("reconcile-worker");
-        let report = holdfast::service::reconcile::run(app).await.expect("reconcile runs");
+        let mut todo = reconcile::seed_items(app, holdfast::clock::now_ms());
+        let mut report = reconcile::ReconcileReport::default();
+        let mut running = FuturesUnordered::new();
+        loop {
+            while running.len() < 8 {
+                let Some(item) = todo.pop() else { break };
+                running.push(async move { reconcile::work(app, &item, reconcile::WORK_BUDGET).await });
+            }
+            let Some(done) = running.next().await else { break };
+            // as `reconcile::run` does: a failed item is counted, the sweep goes on
+            match done {
+                Ok(out) => {
+                    report.merge(out.report);
+                    todo.extend(out.next);
+                }
+                Err(e) => {
+                    report.errors += 1;
+                    eprintln!("reconcile: work item failed: {e:#}");
+                }
+            }
+        }
         serde_json::to_value(report).expect("report")
     }
 }
 
-/// Polls `f` until it returns `Some`, or panics after `timeout` with `what`.
+/// The least a wait is given however quick its step is on an idle machine. Every wait that
+/// succeeds returns as soon as its signal shows (polled every 200 ms): the bound only decides
+/// how long a broken build takes to fail, and a wait that gives up early fails a test whose
+/// behaviour is right. 30 s is several times the slowest single step measured with the whole
+/// suite running on this 2-core machine (a cross-stack flow — order, stream, bus, queue, stock —
+/// settles in under 5 s there); waits that cover more (a whole reconcile sweep, a DLQ redrive)
+/// name their own, longer, bound. Waits never assert speed (`make bench` measures).
+pub const MIN_WAIT: Duration = Duration::from_secs(30);
+
+/// Polls `f` until it returns `Some`, or panics after `timeout` (at least [`MIN_WAIT`]) with
+/// `what`.
 pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    // The timeouts the tests name are what the step takes on an idle machine; a shared CI
-    // runner under a parallel soak is several times slower, and a wait that gives up early
-    // fails a test whose behaviour is right. Waits never assert speed (`make bench` measures).
-    let timeout = timeout.max(Duration::from_secs(120));
+    let timeout = timeout.max(MIN_WAIT);
     let start = Instant::now();
     loop {
         if let Some(v) = f().await {
@@ -185,4 +300,35 @@ where
         assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Moves this test process's clock forward (`holdfast::clock::advance_test_clock_ms`): the local
+/// stack runs in the same process, so a deadline, a stale-lock age, an auto-completion delay or a
+/// quiet period passes at once instead of being slept out. The emulator keeps real time: SQS
+/// delays and visibility timeouts still take what they take.
+pub fn advance_clock(by: Duration) {
+    holdfast::clock::advance_test_clock_ms(by.as_millis() as i64);
+}
+
+/// A size read from the environment (`make soak` sets the large ones, see the Makefile), else
+/// `default` — the size that proves the property in `make test`.
+pub fn size(var: &str, default: usize) -> usize {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A problem answer: its status, its stable `code` and the problem content type.
+pub fn problem(a: &Answer, status: u16, code: &str) {
+    assert_eq!((a.status, a.body["code"].as_str()), (status, Some(code)), "{}", a.body);
+    assert_eq!(
+        a.headers.get("content-type").and_then(|v| v.to_str().ok()),
+        Some("application/problem+json"),
+        "{}",
+        a.body
+    );
+}
+
+/// `(available, locked, sold)` of a stock or campaign view.
+pub fn counters(v: &Value) -> (i64, i64, i64) {
+    let n = |k: &str| v[k].as_i64().unwrap_or_else(|| panic!("{k} in {v}"));
+    (n("available"), n("locked"), n("sold"))
 }

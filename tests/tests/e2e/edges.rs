@@ -3,7 +3,7 @@
 //! to the table, requests held or refused by the emulator's fault hook — and the test checks
 //! what a caller or an operator would see.
 
-use crate::common::{eventually, spawn_opts, spawn_with};
+use crate::common::{advance_clock, eventually, spawn_opts, spawn_with};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -104,13 +104,15 @@ async fn a_hung_dependency_makes_checkout_answer_503_within_its_budget_and_a_ret
         figures.push(format!("freeze +{delay_ms} ms → 201 in {} ms", took.as_millis()));
     }
 
-    // A hung one: every freeze attempt is held 10 s. The checkout gives up inside its budget.
+    // A hung one: every freeze attempt is held 6 s, past the whole 5 s request budget (each
+    // attempt gives up after 0.8 s). The checkout gives up inside its budget.
+    let hold = Duration::from_secs(6);
     s.local
-        .set_emulator_faults(
-            json!([{"match": sku, "target": "DynamoDB_20120810.TransactWriteItems", "delay_ms": 10_000}]),
-        )
+        .set_emulator_faults(json!([{"match": sku, "target": "DynamoDB_20120810.TransactWriteItems",
+                                     "delay_ms": hold.as_millis() as u64}]))
         .await
         .unwrap();
+    let hung_at = Instant::now();
     let (took, status, body) = timed_checkout(&s, "hal", "hung", &sku).await;
     figures.push(format!("freeze hung → {status} in {} ms", took.as_millis()));
     eprintln!("checkout under an injected slow dependency: {}", figures.join("; "));
@@ -120,7 +122,13 @@ async fn a_hung_dependency_makes_checkout_answer_503_within_its_budget_and_a_ret
     // The held requests still land in the emulator (as a late DynamoDB write may); the retry
     // with the same key answers as the one checkout it is.
     s.local.set_emulator_faults(json!([])).await.unwrap();
-    tokio::time::sleep(Duration::from_secs(11)).await;
+    // The first held attempt lands: its freeze shows …
+    eventually("the held freeze to land", Duration::from_secs(30), || async {
+        (s.exact(&sku).await.1 == 4).then_some(())
+    })
+    .await;
+    // … and the second, sent within the 1.8 s call budget, is held no longer than the first.
+    tokio::time::sleep((hung_at + hold + Duration::from_secs(2)).saturating_duration_since(Instant::now())).await;
     let retry = s.order("hal", "hung", json!([{"sku": sku, "quantity": 1}])).await;
     assert_eq!(retry.status, 201, "{}", retry.body);
     let v = s.view(&sku).await;
@@ -175,7 +183,13 @@ async fn a_reconcile_worker_that_crashes_mid_page_is_redelivered_and_the_sweep_c
         assert_eq!(a.status, 500, "{}", a.body);
     }
     assert_eq!(s.view("RCW").await["locked"], 12);
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // their checks arrive (after the 1 s delay) and are dropped; the locks grow stale (on the
+    // test clock)
+    eventually("the orphan checks to be consumed (and dropped)", Duration::from_secs(30), || async {
+        (s.local.queue_depth("ReservationCheckQueue").await.unwrap() == 0).then_some(())
+    })
+    .await;
+    advance_clock(Duration::from_millis(2500));
 
     // The schedule seeds the sweep; every worker dies half-way through its page for a while.
     s.local.set_faults("reconcile-worker.crash-mid-page").unwrap();

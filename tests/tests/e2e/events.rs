@@ -1,7 +1,7 @@
 //! The event flow and self-healing (docs/architecture.md, "Orphan check", "Events and self-healing"): every failure is survived automatically,
 //! and the invariants hold at the end of each scenario.
 
-use crate::common::{eventually, spawn_opts, spawn_with};
+use crate::common::{advance_clock, eventually, spawn_opts, spawn_with};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use serde_json::json;
 use std::time::Duration;
@@ -87,8 +87,14 @@ async fn orders_whose_timeout_never_comes_still_expire_through_reconcile() {
     assert_eq!(a.status, 201);
     let b = s.order_id("oli", "k", json!([{"sku": "TO", "quantity": 1}])).await; // its timeout is dropped
     let a = a.body["order_id"].as_str().unwrap().to_owned();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // both timeout messages were delivered (after their 1 s delay) and dropped …
+    eventually("the timeouts to be consumed (and dropped)", WAIT, || async {
+        (s.local.queue_depth("PaymentTimeoutQueue").await.unwrap() == 0).then_some(())
+    })
+    .await;
     assert_eq!(s.get_order("oli", &b).await.body["status"], "PENDING_PAYMENT", "no timeout arrived");
+    // … and the deadlines plus the sweep's 1 s grace pass (on the test clock)
+    advance_clock(Duration::from_secs(3));
     let report = s.reconcile().await;
     assert_eq!(report["orders_expired"], 2, "{report}");
     assert_eq!(s.reconcile().await["orders_expired"], 0, "a second run repairs nothing twice");
@@ -105,12 +111,16 @@ async fn dropped_stock_events_converge_through_reconcile() {
     let cancelled = s.order_id("quin", "k", json!([{"sku": "DR", "quantity": 1}])).await;
     s.pay(&paid, "p", 200, "SUCCEEDED").await;
     s.cancel("quin", &cancelled).await;
+    // both events reached stock-events (the local runner counts each message a rule delivers)
+    // and left its queue: consumed, and dropped
     eventually("the events to be consumed (and dropped)", WAIT, || async {
-        (s.local.queue_depth("StockEventsQueue").await.unwrap() == 0).then_some(())
+        let delivered = holdfast::adapters::usage::snapshot().calls.get("sqs:SendMessage(rule target)").copied();
+        (delivered >= Some(2) && s.local.queue_depth("StockEventsQueue").await.unwrap() == 0).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(s.lock_status(&paid).await.as_deref(), Some("FROZEN"), "nothing applied yet");
+    // the locks grow stale (on the test clock)
+    advance_clock(Duration::from_millis(1500));
     s.local.set_faults("").unwrap();
     let report = s.reconcile().await;
     assert_eq!(report["stale_locks"], 2, "{report}");
@@ -213,7 +223,8 @@ async fn a_retry_after_the_payment_deadline_is_refused_and_gives_the_stock_back(
     s.sku("LATE", 100, 2, 1, None).await;
     assert_eq!(s.order("uma", "k", json!([{"sku": "LATE", "quantity": 2}])).await.status, 500);
     s.local.set_faults("").unwrap();
-    tokio::time::sleep(Duration::from_millis(2200)).await;
+    // the freeze's deadline passes (on the test clock; its orphan check is 300 s away)
+    advance_clock(Duration::from_millis(2200));
     let retry = s.order("uma", "k", json!([{"sku": "LATE", "quantity": 2}])).await;
     assert_eq!((retry.status, retry.body["code"].as_str()), (409, Some("reservation_expired")), "{}", retry.body);
     let v = s.view("LATE").await;

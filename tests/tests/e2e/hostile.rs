@@ -1,7 +1,7 @@
 //! Hostile input on every route and consumer: each is refused with a clear 4xx (or, for
 //! messages, refused into the DLQ) and nothing is written.
 
-use crate::common::{eventually, spawn_opts, Stack, WEBHOOK_SECRET};
+use crate::common::{eventually, spawn_opts, WEBHOOK_SECRET};
 use holdfast::domain::signature;
 use serde_json::json;
 use std::time::Duration;
@@ -9,25 +9,12 @@ use std::time::Duration;
 /// (method, path, token, headers, body, expected status)
 type Case<'a> = (&'a str, String, Option<&'a str>, Vec<(&'a str, &'a str)>, Option<String>, u16);
 
-/// Everything stored, in a stable textual form.
-async fn fingerprint(s: &Stack) -> String {
-    let snap = s.local.snapshot().await.unwrap();
-    let mut skus: Vec<String> = snap.skus.iter().map(|x| format!("{x:?}")).collect();
-    let mut res: Vec<String> = snap.reservations.iter().map(|x| format!("{x:?}")).collect();
-    let mut orders: Vec<String> = snap.orders.iter().map(|x| format!("{x:?}")).collect();
-    let mut users: Vec<String> = snap.user_counters.iter().map(|x| format!("{x:?}")).collect();
-    for v in [&mut skus, &mut res, &mut orders, &mut users] {
-        v.sort();
-    }
-    format!("{skus:?}{res:?}{orders:?}{users:?}")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_requests_on_every_route_get_a_clear_4xx_and_write_nothing() {
     let s = spawn_opts(&[], |_| {}).await;
     s.sku("SAFE", 100, 10, 2, Some(5)).await;
     let order = s.order_id("owner", "k", json!([{"sku": "SAFE", "quantity": 1}])).await;
-    let before = fingerprint(&s).await;
+    let before = s.fingerprint().await;
     let user = s.user("mallory");
     let admin = s.admin.clone();
     let internal = s.internal.clone();
@@ -327,7 +314,7 @@ async fn hostile_requests_on_every_route_get_a_clear_4xx_and_write_nothing() {
         let a = s.call("POST", "/payments/callback", None, &[("x-signature", &sig)], Some(b)).await;
         assert_eq!(a.status, want, "{}", a.body);
     }
-    assert_eq!(fingerprint(&s).await, before, "a refused request wrote something");
+    assert_eq!(s.fingerprint().await, before, "a refused request wrote something");
 }
 
 #[tokio::test]
@@ -353,7 +340,7 @@ async fn forged_queue_messages_are_refused_into_the_dlq_and_never_applied() {
     let s = spawn_opts(&[], |o| o.visibility_timeout_cap = Some(1)).await;
     s.sku("FG", 100, 3, 1, None).await;
     let id = s.order_id("tia", "k", json!([{"sku": "FG", "quantity": 1}])).await;
-    let before = fingerprint(&s).await;
+    let before = s.fingerprint().await;
     let detail = json!({"schema": 1, "order_id": id, "user_id": "tia", "status": "PAID", "version": 2, "amount": 100, "currency": "EUR", "lines": [{"sku": "FG", "quantity": 1}]});
     let envelope = |dt: &str, d: &serde_json::Value, src: &str| {
         json!({"version": "0", "id": "x", "detail-type": dt, "source": src, "detail": d}).to_string()
@@ -406,6 +393,6 @@ async fn forged_queue_messages_are_refused_into_the_dlq_and_never_applied() {
         })
         .await;
     }
-    assert_eq!(fingerprint(&s).await, before, "a forged message was applied");
+    assert_eq!(s.fingerprint().await, before, "a forged message was applied");
     assert_eq!(s.get_order("tia", &id).await.body["status"], "PENDING_PAYMENT");
 }

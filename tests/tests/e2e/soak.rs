@@ -1,6 +1,7 @@
 //! A soak: thousands of checkouts with random pay / cancel / abandon, crash points in every
 //! step and duplicate deliveries; at quiescence every invariant holds.
-//! `HOLDFAST_SOAK_ORDERS` sets the number of checkouts (default 2000).
+//! `HOLDFAST_SOAK_ORDERS` sets the number of checkouts (default 2000; `make test` runs 150, `make soak`
+//! 3,000: see the Makefile).
 
 use crate::common::{spawn_with, Stack};
 use futures::stream::{self, StreamExt};

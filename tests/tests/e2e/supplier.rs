@@ -13,10 +13,6 @@ use holdfast_local::peers::supplier::{SimBooking, SimSupplier};
 use serde_json::{json, Value};
 use std::time::Duration;
 
-async fn put_sku(s: &Stack, sku: &str, spec: Value) -> holdfast_local::client::Answer {
-    s.call("PUT", &format!("/admin/skus/{sku}"), Some(&s.admin), &[], Some(spec.to_string())).await
-}
-
 /// Creates a SUPPLIER SKU with these simulated-supplier settings.
 async fn supplier_sku(s: &Stack, sku: &str, price: u64, settings: Value, per_user_limit: Option<u32>) {
     let mut supplier = json!({"adapter": "simulated"});
@@ -33,7 +29,7 @@ async fn supplier_sku(s: &Stack, sku: &str, price: u64, settings: Value, per_use
     if let Some(l) = per_user_limit {
         spec["per_user_limit"] = json!(l);
     }
-    let a = put_sku(s, sku, spec).await;
+    let a = s.put_sku(sku, spec).await;
     assert_eq!(a.status, 201, "create {sku}: {}", a.body);
     assert_eq!(a.body["model"]["management"], "SUPPLIER", "{}", a.body);
     assert_eq!(a.body["available"], Value::Null, "the supplier holds the stock: {}", a.body);
@@ -316,7 +312,7 @@ async fn supplier_bad_input_is_refused_and_writes_nothing() {
         ),
         ("BAD-8", json!({"name": "x", "price": 1, "currency": "EUR", "supplier": {"adapter": "simulated"}})),
     ] {
-        let a = put_sku(&s, sku, spec.clone()).await;
+        let a = s.put_sku(sku, spec.clone()).await;
         assert_eq!(a.status, 422, "{sku} {spec}: {}", a.body);
         assert_eq!(s.get(&format!("/skus/{sku}"), None).await.status, 404, "{sku} was not created");
     }
@@ -327,7 +323,7 @@ async fn supplier_bad_input_is_refused_and_writes_nothing() {
     assert_eq!(a.status, 422, "{}", a.body);
     let kit = json!({"name": "Kit", "price": 1, "currency": "EUR", "model": {"unit": "BUNDLE"},
                      "bundle": [{"sku": "SEAT", "quantity": 1}, {"sku": "MUG", "quantity": 1}]});
-    assert_eq!(put_sku(&s, "KIT", kit).await.status, 422);
+    assert_eq!(s.put_sku("KIT", kit).await.status, 422);
     s.assert_invariants().await;
     s.local.shutdown().await;
 }

@@ -1,9 +1,11 @@
 //! DynamoDB adapters for the stock and order tables.
 
 pub mod campaigns;
+pub mod images;
 pub mod item;
 pub mod journal;
 pub mod orders;
+mod retry;
 pub mod stock;
 pub mod sweep;
 
@@ -89,18 +91,6 @@ pub(crate) async fn get_consistent(
     Ok(r.item)
 }
 
-/// Number of buckets of the sparse indexes (docs/architecture.md, "Data model"): spreads index writes of a
-/// flash sale over this many partitions. Each bucket is one GSI partition key (≤ 1,000 write
-/// units/s), and every freeze writes its entry once and removes it once: 64 buckets carry
-/// 32,000 freezes/s, above the 20,000/s flash-sale peak the hot-SKU model targets.
-pub const INDEX_BUCKETS: u32 = 64;
-
-pub(crate) fn bucket_of(key: &str) -> u32 {
-    // FNV-1a: cheap and stable across builds.
-    let mut h: u32 = 0x811c_9dc5;
-    for b in key.bytes() {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h % INDEX_BUCKETS
-}
+pub(crate) use crate::ports::bucket_of;
+/// The sparse indexes' bucketing is part of the [`crate::ports::SweepIndex`] contract.
+pub use crate::ports::INDEX_BUCKETS;

@@ -3,6 +3,7 @@
 //! the sparse, bucketed `pending-by-deadline` (present only while PENDING_PAYMENT).
 
 use super::item::{get_n, get_s, key, n, opt_s, s, values, Item};
+use super::retry::{Retries, RetryPolicy};
 use super::{bucket_of, charge, item_bytes, rru, wru};
 use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus, PaymentRecord};
 use crate::domain::{Currency, OrderId, UserId};
@@ -12,9 +13,6 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::KeysAndAttributes;
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
-
-/// Rounds of unprocessed keys a batch read retries before giving up (≈ 0.7 s of pauses).
-const MAX_UNPROCESSED_RETRIES: u64 = 8;
 
 pub const USER_INDEX: &str = "by-user";
 pub const PENDING_INDEX: &str = "pending-by-deadline";
@@ -218,15 +216,8 @@ impl OrderStore for DynamoOrders {
         let mut pending = keys.clone();
         // unprocessed keys (DynamoDB throttling part of the batch) are asked again with a
         // growing pause, a bounded number of times, as the stock adapter's batch reads do
-        let mut tries: u64 = 0;
+        let mut retries = Retries::new(RetryPolicy::BATCH_READS);
         while !pending.is_empty() {
-            if tries > 0 {
-                if tries > MAX_UNPROCESSED_RETRIES {
-                    anyhow::bail!("BatchGetItem orders kept returning unprocessed keys");
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(20 * tries)).await;
-            }
-            tries += 1;
             let ka = KeysAndAttributes::builder().set_keys(Some(pending)).build()?;
             let _span = super::super::usage::call("dynamodb:BatchGetItem");
             let b = self
@@ -252,6 +243,9 @@ impl OrderStore for DynamoOrders {
             }
             pending =
                 b.unprocessed_keys().and_then(|m| m.get(&self.table)).map(|k| k.keys().to_vec()).unwrap_or_default();
+            if !pending.is_empty() {
+                retries.wait("BatchGetItem orders").await?;
+            }
         }
         let orders = keys.iter().filter_map(|k| opt_s(k, "pk").and_then(|pk| by_pk.remove(pk))).collect();
         Ok((orders, next))

@@ -24,6 +24,7 @@ impl MemoryJournal {
 #[async_trait]
 impl Journal for MemoryJournal {
     async fn put(&self, entries: &[Entry]) -> anyhow::Result<()> {
+        crate::adapters::memory::interleave().await;
         let mut m = lock(&self.entries);
         for e in entries {
             m.insert((e.sku.clone(), e.seq.clone()), e.clone());
@@ -37,6 +38,7 @@ impl Journal for MemoryJournal {
         cursor: Option<&str>,
         limit: usize,
     ) -> anyhow::Result<(Vec<Entry>, Option<String>)> {
+        crate::adapters::memory::interleave().await;
         use std::ops::Bound;
         let m = lock(&self.entries);
         let to = match cursor {
@@ -61,6 +63,7 @@ impl Journal for MemoryJournal {
     }
 
     async fn since(&self, sku: &Sku, after: Option<&str>, limit: usize) -> anyhow::Result<(Vec<Entry>, bool)> {
+        crate::adapters::memory::interleave().await;
         use std::ops::Bound;
         let m = lock(&self.entries);
         let from = match after {
@@ -79,10 +82,12 @@ impl Journal for MemoryJournal {
     }
 
     async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<Checkpoint>> {
+        crate::adapters::memory::interleave().await;
         Ok(lock(&self.checkpoints).get(sku).cloned())
     }
 
     async fn put_checkpoint(&self, sku: &Sku, cp: &Checkpoint, expected: Option<u64>) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let mut m = lock(&self.checkpoints);
         if m.get(sku).map(|c| c.version) != expected {
             return Ok(false);
@@ -92,6 +97,7 @@ impl Journal for MemoryJournal {
     }
 
     async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<Entry>> {
+        crate::adapters::memory::interleave().await;
         let mut v: Vec<Entry> = lock(&self.entries).values().filter(|e| e.cause == reference).cloned().collect();
         v.sort_by(|a, b| a.seq.cmp(&b.seq));
         Ok(v)

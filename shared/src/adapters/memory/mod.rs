@@ -20,13 +20,32 @@ pub use journal::MemoryJournal;
 pub use orders::MemoryOrders;
 pub use stock::MemoryStock;
 
-use crate::app::App;
 use crate::config::Config;
+use crate::context::App;
 use crate::domain::events::OrderEvent;
 use crate::domain::invariants::{SkuSnapshot, Snapshot};
 use crate::ports::{EventBus, Message, Messages, MAX_DELAY_SECONDS};
 use async_trait::async_trait;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+static INTERLEAVE: AtomicBool = AtomicBool::new(false);
+
+/// Turns the simulator's interleaving points on or off (docs/simulator.md, "Interleaving"). Off
+/// (the default, and always outside `holdfast-sim`), [`interleave`] is one relaxed load.
+pub fn set_interleaving(on: bool) {
+    INTERLEAVE.store(on, Ordering::Relaxed);
+}
+
+/// Called first by every in-memory port method: when the simulator has turned interleaving on,
+/// it yields to the other tasks half of the time (drawn from the seeded `fastrand`), so
+/// concurrent service calls interleave between their port calls — between a read and the
+/// conditional write that depends on it — as concurrent Lambdas do against DynamoDB.
+pub(crate) async fn interleave() {
+    if INTERLEAVE.load(Ordering::Relaxed) && fastrand::bool() {
+        tokio::task::yield_now().await;
+    }
+}
 
 /// Locks a port's state. Every write checks its conditions before changing anything, so the
 /// state behind a poisoned lock is still consistent.
@@ -57,6 +76,7 @@ impl crate::ports::PaymentProvider for MemoryProvider {
         &self,
         r: &crate::ports::RefundRequest,
     ) -> anyhow::Result<Result<crate::ports::ProviderRefund, String>> {
+        interleave().await;
         let mut all = lock(&self.refunds);
         if !all.iter().any(|x| x.refund_id == r.refund_id) {
             all.push(r.clone());
@@ -91,11 +111,13 @@ impl MemoryMessages {
 #[async_trait]
 impl Messages for MemoryMessages {
     async fn send(&self, msg: &Message, delay_s: u32) -> anyhow::Result<()> {
+        interleave().await;
         lock(&self.sent).push((msg.clone(), delay_s.min(MAX_DELAY_SECONDS as u32)));
         Ok(())
     }
 
     async fn reconcile_backlog(&self) -> anyhow::Result<u64> {
+        interleave().await;
         Ok(*lock(&self.backlog))
     }
 }
@@ -132,6 +154,7 @@ impl MemoryBus {
 #[async_trait]
 impl EventBus for MemoryBus {
     async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>> {
+        interleave().await;
         let mut s = lock(&self.state);
         Ok(events
             .iter()

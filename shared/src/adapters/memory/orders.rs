@@ -39,20 +39,28 @@ impl MemoryOrders {
 #[async_trait]
 impl OrderStore for MemoryOrders {
     async fn get(&self, id: &OrderId) -> anyhow::Result<Option<OrderRecord>> {
+        crate::adapters::memory::interleave().await;
         Ok(lock(&self.records).get(id).cloned())
     }
 
     async fn put_new(&self, o: &Order) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
+        if crate::mutant!("order-put-over-void") {
+            lock(&self.records).insert(o.id.clone(), OrderRecord::Order(Box::new(o.clone())));
+            return Ok(true);
+        }
         Ok(self.put_if_absent(&o.id, OrderRecord::Order(Box::new(o.clone()))))
     }
 
     async fn put_void(&self, id: &OrderId) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         Ok(self.put_if_absent(id, OrderRecord::Void))
     }
 
     /// Like the DynamoDB put under `v = :v`: the item written is `next`'s, the condition is
     /// on what is stored under `next.id` (a VOID or a missing item has no version and fails).
     async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let mut m = lock(&self.records);
         match m.get(&next.id) {
             Some(OrderRecord::Order(o)) if o.version == prev.version => {
@@ -71,6 +79,7 @@ impl OrderStore for MemoryOrders {
         after: Option<&OrderCursor>,
         limit: usize,
     ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)> {
+        crate::adapters::memory::interleave().await;
         if limit == 0 {
             anyhow::bail!("Query: Limit must be at least 1");
         }
@@ -92,6 +101,7 @@ impl OrderStore for MemoryOrders {
     }
 
     async fn due_in(&self, index: OrderIndex, before: i64) -> anyhow::Result<Vec<OrderId>> {
+        crate::adapters::memory::interleave().await;
         let m = lock(&self.records);
         let mut due: Vec<(i64, OrderId)> = m
             .values()

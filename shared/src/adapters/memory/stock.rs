@@ -422,6 +422,7 @@ impl MemoryStock {
 #[async_trait]
 impl StockStore for MemoryStock {
     async fn get_skus(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
+        crate::adapters::memory::interleave().await;
         if skus.iter().collect::<HashSet<_>>().len() != skus.len() {
             return Err(anyhow!("BatchGetItem: duplicate keys"));
         }
@@ -430,6 +431,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn put_sku(&self, meta: &SkuMeta, expected_version: Option<u64>) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let mut s = lock(&self.state);
         let meta_ok = match (expected_version, s.metas.get(&meta.sku)) {
             (None, None) => true,
@@ -450,6 +452,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         Ok((0..slots).map(|i| s.shard(sku, i).copied().unwrap_or_default()).collect())
     }
@@ -462,6 +465,7 @@ impl StockStore for MemoryStock {
         new_available: &[i64],
         cause: &Cause,
     ) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let mut s = lock(&self.state);
         if s.metas.get(&meta.sku).is_none_or(|m| m.version != expected_version) {
             return Ok(false);
@@ -491,6 +495,7 @@ impl StockStore for MemoryStock {
 
     /// Like the DynamoDB adapter, ignores `meta_version` and leaves the metadata version as it is.
     async fn adjust(&self, adj: &Adjustment, _meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
+        crate::adapters::memory::interleave().await;
         validate_items(adj.pieces.iter().map(|(i, _)| (&adj.sku, *i)), 2)?;
         let mut s = lock(&self.state);
         let key = (adj.sku.clone(), adj.adjustment_id.clone());
@@ -517,6 +522,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
+        crate::adapters::memory::interleave().await;
         let actions = plan::freeze(r, limits);
         validate_items(actions.iter().map(|a| &a.target), 1)?;
         let mut s = lock(&self.state);
@@ -533,10 +539,12 @@ impl StockStore for MemoryStock {
     }
 
     async fn get_reservation(&self, id: &ReservationId) -> anyhow::Result<Option<Reservation>> {
+        crate::adapters::memory::interleave().await;
         Ok(lock(&self.state).reservations.get(id).cloned())
     }
 
     async fn move_lock(&self, r: &Reservation, to: LockStatus) -> anyhow::Result<Result<(), MoveRejection>> {
+        crate::adapters::memory::interleave().await;
         Ok(self.move_from(r, LockStatus::Frozen, to)?.map_err(|shard| {
             if shard {
                 MoveRejection::ShardShort
@@ -547,6 +555,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn retake(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
+        crate::adapters::memory::interleave().await;
         Ok(self.move_from(r, LockStatus::Released, LockStatus::Sold)?.map_err(|shard| {
             if shard {
                 MoveRejection::ShardShort
@@ -557,6 +566,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn restock(&self, r: &Reservation) -> anyhow::Result<Result<(), MoveRejection>> {
+        crate::adapters::memory::interleave().await;
         Ok(self.move_from(r, LockStatus::Sold, LockStatus::Restocked)?.map_err(|shard| {
             if shard {
                 MoveRejection::ShardShort
@@ -567,8 +577,12 @@ impl StockStore for MemoryStock {
     }
 
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         Ok(match lock(&self.state).reservations.get_mut(&r.id) {
-            Some(stored) if !stored.oversold && stored.status == LockStatus::Released => {
+            Some(stored)
+                if !stored.oversold
+                    && (stored.status == LockStatus::Released || crate::mutant!("p2-11-mark-any-lock")) =>
+            {
                 stored.oversold = true;
                 true
             }
@@ -581,6 +595,7 @@ impl StockStore for MemoryStock {
         id: &ReservationId,
         fate: crate::domain::reservation::CodeFate,
     ) -> anyhow::Result<Option<crate::domain::reservation::CodeFate>> {
+        crate::adapters::memory::interleave().await;
         use crate::domain::reservation::CodeFate;
         let mut s = lock(&self.state);
         let Some(stored) = s.reservations.get_mut(id) else { return Ok(None) };
@@ -595,6 +610,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         let mut found: Vec<&Reservation> =
             s.reservations.values().filter(|r| r.status == LockStatus::Frozen && r.created_at_ms < before_ms).collect();
@@ -603,6 +619,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn get_reservations(&self, ids: &[ReservationId]) -> anyhow::Result<Vec<Reservation>> {
+        crate::adapters::memory::interleave().await;
         if ids.iter().collect::<HashSet<_>>().len() != ids.len() {
             return Err(anyhow!("BatchGetItem: duplicate keys"));
         }
@@ -611,12 +628,14 @@ impl StockStore for MemoryStock {
     }
 
     async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
+        crate::adapters::memory::interleave().await;
         Ok(lock(&self.state).metas.keys().cloned().collect())
     }
 
     /// As DynamoDB: the metadata conditional on the version, and the flag on every shard
     /// `0..meta.slots`, each conditional on existing (none beyond, no quota shard).
     async fn set_sku_paused(&self, meta: &SkuMeta, expected_version: u64) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let mut s = lock(&self.state);
         if s.metas.get(&meta.sku).is_none_or(|m| m.version != expected_version) {
             return Ok(false);
@@ -634,10 +653,12 @@ impl StockStore for MemoryStock {
     }
 
     async fn get_campaign(&self, id: &CampaignId, _consistent: bool) -> anyhow::Result<Option<Campaign>> {
+        crate::adapters::memory::interleave().await;
         Ok(lock(&self.state).campaigns.get(id).cloned())
     }
 
     async fn write_campaign(&self, c: &Campaign, expected_version: Option<u64>) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let mut s = lock(&self.state);
         let ok = match (expected_version, s.campaigns.get(&c.id)) {
             (None, None) => true,
@@ -670,6 +691,7 @@ impl StockStore for MemoryStock {
         shards: u16,
         _consistent: bool,
     ) -> anyhow::Result<Vec<ShardCounts>> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         Ok((0..shards)
             .map(|i| s.quota.get(&(id.clone(), sku.clone(), i)).map(|q| q.counts).unwrap_or_default())
@@ -682,6 +704,7 @@ impl StockStore for MemoryStock {
         next: &Campaign,
         expected_version: u64,
     ) -> anyhow::Result<Result<(), AdjustRejection>> {
+        crate::adapters::memory::interleave().await;
         validate_items(adj.pieces.iter().map(|(i, _)| *i), 2)?;
         let mut s = lock(&self.state);
         let key = (adj.campaign_id.clone(), adj.adjustment_id.clone());
@@ -712,10 +735,12 @@ impl StockStore for MemoryStock {
     }
 
     async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignId>> {
+        crate::adapters::memory::interleave().await;
         Ok(lock(&self.state).campaigns.keys().cloned().collect())
     }
 
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         Ok(counters
             .iter()
@@ -733,16 +758,19 @@ impl StockStore for MemoryStock {
     }
 
     async fn read_rings(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<Ring>> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         Ok((0..slots).map(|i| s.rings.get(&(sku.clone(), i)).copied().unwrap_or_default()).collect())
     }
 
     async fn read_codes(&self, sku: &Sku, slots: &[(u16, u64)]) -> anyhow::Result<Vec<Option<StoredCode>>> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         Ok(slots.iter().map(|(shard, pos)| s.code_slots.get(&(sku.clone(), *shard, *pos)).cloned()).collect())
     }
 
     async fn code_left_slot(&self, sku: &Sku, shard: u16, pos: u64) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         let k = (sku.clone(), shard, pos);
         if s.given_back.contains(&k) {
@@ -764,6 +792,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn known_codes(&self, sku: &Sku, fingerprints: &[String]) -> anyhow::Result<HashMap<String, String>> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         Ok(fingerprints
             .iter()
@@ -772,6 +801,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn add_codes(&self, up: &CodeUpload) -> anyhow::Result<Result<(), AdjustRejection>> {
+        crate::adapters::memory::interleave().await;
         let adj = &up.adjustment;
         let codes: usize = up.appends.iter().map(|a| a.codes.len()).sum();
         validate_items(adj.pieces.iter().map(|(i, _)| (&adj.sku, *i)), 2 + 2 * codes)?;
@@ -820,6 +850,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn claim_codes(&self, sku: &Sku, shard: u16, quantity: u32, max_head: u64) -> anyhow::Result<Option<u64>> {
+        crate::adapters::memory::interleave().await;
         let mut s = lock(&self.state);
         let Some(r) = s.rings.get_mut(&(sku.clone(), shard)) else { return Ok(None) };
         if r.head > max_head {
@@ -836,6 +867,7 @@ impl StockStore for MemoryStock {
         sku: &Sku,
         ranges: &[crate::domain::reservation::CodeRange],
     ) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let mut s = lock(&self.state);
         let keys: Vec<(Sku, u16, u64)> = ranges
             .iter()
@@ -845,7 +877,8 @@ impl StockStore for MemoryStock {
         if let Some(k) = keys.iter().find(|k| !s.code_slots.contains_key(*k)) {
             return Err(anyhow!("give back: a claimed position of {sku} holds no code ({}, {})", k.1, k.2));
         }
-        if keys.iter().any(|k| s.taken.contains(k) || s.given_back.contains(k)) {
+        if keys.iter().any(|k| s.taken.contains(k) || (s.given_back.contains(k) && !crate::mutant!("give-back-twice")))
+        {
             return Ok(false);
         }
         for k in keys {
@@ -860,6 +893,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn unbound_codes(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<Vec<u64>> {
+        crate::adapters::memory::interleave().await;
         let s = lock(&self.state);
         Ok((from..to)
             .filter(|p| {
@@ -870,6 +904,7 @@ impl StockStore for MemoryStock {
     }
 
     async fn mark_checked(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
         let mut s = lock(&self.state);
         let r = s.rings.entry((sku.clone(), shard)).or_default();
         if r.checked != from {
@@ -880,10 +915,12 @@ impl StockStore for MemoryStock {
     }
 
     async fn code_batch(&self, sku: &Sku, batch_id: &str) -> anyhow::Result<Option<BatchResult>> {
+        crate::adapters::memory::interleave().await;
         Ok(lock(&self.state).batches.get(&(sku.clone(), batch_id.to_owned())).cloned())
     }
 
     async fn put_code_batch(&self, sku: &Sku, batch_id: &str, result: &BatchResult) -> anyhow::Result<()> {
+        crate::adapters::memory::interleave().await;
         lock(&self.state).batches.entry((sku.clone(), batch_id.to_owned())).or_insert_with(|| result.clone());
         Ok(())
     }

@@ -1,0 +1,139 @@
+//! The OpenAPI 3.1 document of the HTTP API, generated from the types in [`crate::api`]. The
+//! committed copy is `docs/openapi.json` (a test keeps it equal to this; `make openapi` rewrites
+//! it), the local stack serves it at `GET /openapi.json`, and a test checks that its routes and
+//! their security equal the handlers' route tables and `template.yaml`.
+//!
+//! Each operation below documents every status the route can answer with, including the API
+//! Gateway authorizer's 401/403, whose body is `{"message"}` rather than a problem.
+
+#![allow(dead_code)] // the functions exist only to carry their `#[utoipa::path]` operation
+
+mod campaigns;
+mod orders;
+mod payments;
+mod reservations;
+mod stock;
+
+use super::after_sale::{
+    AdminOrderView, LockLineView, LockView, PaymentView, ReasonRequest, RefundView, RefundWebhook, RefundWebhookAnswer,
+    RefundWebhookStatus, ReturnReceivedRequest, ShipRequest,
+};
+use super::campaigns::{
+    Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
+};
+use super::orders::{
+    CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, SupplierBookingView,
+};
+use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
+use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
+use super::stock::{
+    AdjustmentRequest, CalendarDate, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, CountersBody,
+    JournalEntryBody, JournalPage, PutSkuRequest, SkuView,
+};
+use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
+use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
+use crate::domain::supplier::{BookingStatus, SimOutcome, SupplierAdapter, SupplierConfig};
+use crate::http::{Code, ProblemBody};
+use serde::Serialize;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+/// What API Gateway itself answers when its JWT authorizer refuses a request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GatewayError {
+    pub message: String,
+}
+
+/// Name of the JWT bearer scheme (API Gateway's JWT authorizer; scopes from the `scope` claim).
+pub const JWT: &str = "jwt";
+/// Name of the webhook-signature scheme (`X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>`).
+pub const SIGNATURE: &str = "webhook_signature";
+/// Name of Stripe's signature scheme (`Stripe-Signature: t=<unix>,v1=<hex>[,v1=…]`).
+pub const STRIPE_SIGNATURE: &str = "stripe_signature";
+
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
+        let c = doc.components.get_or_insert_with(Default::default);
+        c.add_security_scheme(
+            JWT,
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
+        );
+        c.add_security_scheme(
+            SIGNATURE,
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-Signature",
+                "t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<raw body>\")>; at most 300 s old",
+            ))),
+        );
+        c.add_security_scheme(
+            STRIPE_SIGNATURE,
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "Stripe-Signature",
+                "Stripe's webhook signature: t=<unix seconds>,v1=<hex HMAC-SHA256(endpoint secret, \"<t>.<raw body>\")>, \
+                 one or more v1 (any may match; other schemes ignored); within 300 s of now either way",
+            ))),
+        );
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Holdfast",
+        description = "Orders and stock reservations that never oversell. Errors are RFC 9457 \
+                       application/problem+json with a stable `code`.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    paths(stock::put_sku, stock::adjust_sku, stock::pause_sku, stock::resume_sku, stock::sku_journal, stock::upload_codes, stock::code_pool, stock::get_sku, stock::availability, stock::calendar, stock::my_availability, campaigns::put_campaign,
+          campaigns::adjust_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::get_campaign, orders::create_order, orders::list_orders, orders::get_order, orders::order_codes, orders::cancel_order, payments::payment_callback,
+          payments::stripe_webhook,
+          orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_ship_order, orders::admin_return_received,
+          orders::admin_cancel_order, payments::refund_webhook,
+          reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation),
+    components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
+                       OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
+                       ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult,
+                       StripeEvent, StripeEventData, StripeAnswer, StripeResult,
+                       CampaignItemRequest, CampaignRequest, CampaignAdjustmentRequest, CampaignItemView,
+                       CampaignViewBody, Availability, ReasonRequest, ShipRequest, ReturnReceivedRequest,
+                       RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
+                       LockLineView, PaymentView, RefundView,
+                       JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
+                       InventoryModel, Management, Unit, Deduct, BundleChild,
+                       CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes,
+                       SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus)),
+    modifiers(&Security),
+    tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
+)]
+pub struct ApiDoc;
+
+/// The document as pretty JSON with a final newline, exactly as committed.
+pub fn openapi_json() -> String {
+    let mut s = ApiDoc::openapi().to_pretty_json().unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_document_is_the_generated_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/openapi.json");
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(committed == openapi_json(), "docs/openapi.json is stale: run `make openapi` and commit it");
+    }
+
+    #[test]
+    fn the_document_is_openapi_3_1_and_names_every_code() {
+        let v: serde_json::Value = serde_json::from_str(&openapi_json()).unwrap();
+        assert_eq!(v["openapi"], "3.1.0");
+        let codes = &v["components"]["schemas"]["Code"]["enum"];
+        for c in Code::ALL {
+            assert!(codes.as_array().unwrap().iter().any(|x| x == c.as_str()), "{c:?} missing");
+        }
+    }
+}

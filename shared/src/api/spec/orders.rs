@@ -1,0 +1,205 @@
+//! The order routes: checkout, the buyer's orders and after-sale, and the admin order routes.
+
+use super::*;
+
+#[utoipa::path(post, path = "/orders", tag = "orders", operation_id = "createOrder",
+    params(("Idempotency-Key" = String, Header, description = "One per checkout; a retry sends the same key",
+            pattern = "^[!-~]{1,128}$")),
+    request_body = CreateOrderRequest,
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 201, description = "Order created (or, with header Idempotent-Replayed, the same order again)",
+         body = OrderView),
+        (status = 400, description = "Not JSON, or no Idempotency-Key", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 409, description = "insufficient_stock, purchase_limit_exceeded, stock_too_fragmented, \
+                                      reservation_expired, too_many_pending_orders, or a campaign's \
+                                      campaign_quota_exhausted, sale_not_started, sale_ended, sale_paused",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body, unknown SKU or campaign, SKU not in the campaign, or \
+                                      Idempotency-Key reused with another body",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 429, description = "busy: the store is throttling this SKU; retry after Retry-After seconds",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry with the same Idempotency-Key", body = ProblemBody,
+         content_type = "application/problem+json"),
+    ))]
+pub(super) fn create_order() {}
+
+#[utoipa::path(get, path = "/orders", tag = "orders", operation_id = "listOrders",
+    params(
+        ("limit" = Option<u32>, Query, description = "Page size, default 20", minimum = 1, maximum = 100),
+        ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
+    ),
+    security(("jwt" = ["orders:read"])),
+    responses(
+        (status = 200, description = "The caller's orders, newest first", body = OrderList),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
+        (status = 422, description = "Invalid limit or cursor", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn list_orders() {}
+
+#[utoipa::path(get, path = "/orders/{order_id}", tag = "orders", operation_id = "getOrder",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:read"])),
+    responses(
+        (status = 200, description = "The order", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn get_order() {}
+
+#[utoipa::path(get, path = "/orders/{order_id}/codes", tag = "orders", operation_id = "orderCodes",
+    description = "The codes of the caller's paid order (vouchers, gift cards). Never cached (`no-store`).",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:read"])),
+    responses(
+        (status = 200, description = "The order's codes (empty when it has no code pool line)", body = OrderCodes),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:read", body = GatewayError),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 409, description = "not_paid: codes are shown once the order is paid; invalid_transition: the \
+                                      codes went back to the pool (refunded)",
+         body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn order_codes() {}
+
+#[utoipa::path(post, path = "/orders/{order_id}/cancel", tag = "orders", operation_id = "cancelOrder",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 200, description = "Cancelled (or already cancelled); its stock is released", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not pending payment", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn cancel_order() {}
+
+#[utoipa::path(post, path = "/orders/{order_id}/refund", tag = "orders", operation_id = "refundOrder",
+    request_body = ReasonRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 202, description = "REFUNDING: the stock goes back on sale and the payment is refunded", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not PAID (shipped orders are returned instead)", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn refund_order() {}
+
+#[utoipa::path(post, path = "/orders/{order_id}/confirm-receipt", tag = "orders", operation_id = "confirmReceipt",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 200, description = "COMPLETED", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not SHIPPED", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn confirm_receipt() {}
+
+#[utoipa::path(post, path = "/orders/{order_id}/return", tag = "orders", operation_id = "returnOrder",
+    request_body = ReasonRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 202, description = "RETURN_REQUESTED", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not SHIPPED or COMPLETED", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn return_order() {}
+
+#[utoipa::path(post, path = "/admin/orders/{order_id}/ship", tag = "orders", operation_id = "adminShipOrder",
+    request_body = ShipRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "SHIPPED", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not PAID", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn admin_ship_order() {}
+
+#[utoipa::path(post, path = "/admin/orders/{order_id}/return-received", tag = "orders", operation_id = "adminReturnReceived",
+    request_body = ReturnReceivedRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "RETURNED; the refund follows", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: no return was asked for", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn admin_return_received() {}
+
+#[utoipa::path(post, path = "/admin/orders/{order_id}/cancel", tag = "orders", operation_id = "adminCancelOrder",
+    request_body = ReasonRequest,
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "CANCELLED; its stock is released", body = OrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
+        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not pending payment", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn admin_cancel_order() {}
+
+#[utoipa::path(get, path = "/admin/orders/{order_id}", tag = "orders", operation_id = "adminGetOrder",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "The order, its lock record, payments, refunds and journal entries", body = AdminOrderView),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn admin_get_order() {}

@@ -1,0 +1,147 @@
+//! `locked = Σ FROZEN` per SKU at any scale: one chain of items carrying the sums of groups.
+
+use super::*;
+
+/// The group of the `locked = Σ FROZEN` sums a SKU (or calendar cell) falls in (FNV-1a).
+pub fn lock_group(sku: &str) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in sku.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % LOCK_GROUPS as u64) as usize
+}
+
+/// `locked = Σ FROZEN` per SKU at any scale, as one chain of items carrying [`LockSums`]
+/// (bounded: a few sums per group). A run pages through every FROZEN lock (`frozen-by-age`,
+/// every bucket), adding each line's units to its SKU's group; then
+/// through every SKU, adding the `locked` of each SKU not written since a minute before the
+/// run started (its journal's newest entry; no entry: never written since the journal
+/// exists) to its group. Such a SKU's locks were all made before the run and none moved while
+/// it read them, so its sums are exact; a group holding a SKU written meanwhile is not judged.
+/// A group whose sums disagree is looked at again in a focused run that sums its SKUs one by
+/// one: a SKU still quiet whose `locked` differs is a violation (`LockedMismatch`).
+pub(super) async fn locked_totals(
+    app: &App,
+    mut s: LockSums,
+    started: Instant,
+    budget: Duration,
+    rep: &mut ReconcileReport,
+) -> anyhow::Result<Option<LockSums>> {
+    use futures::StreamExt;
+    if s.phase == 0 {
+        s = LockSums {
+            phase: 1,
+            started_ms: clock::now_ms(),
+            frozen: vec![0; LOCK_GROUPS],
+            locked: vec![0; LOCK_GROUPS],
+            quiet: vec![0; LOCK_GROUPS],
+            focus: s.focus,
+            ..Default::default()
+        };
+    }
+    let focused = |s: &LockSums, g: usize| s.focus.contains(&(g as u32));
+    let mut pages = 0;
+    loop {
+        // one page at least: each invocation moves on
+        if pages > 0 && started.elapsed() > budget {
+            return Ok(Some(s));
+        }
+        pages += 1;
+        if s.phase == 1 {
+            if s.bucket >= INDEX_BUCKETS {
+                (s.phase, s.cursor) = (2, None);
+                continue;
+            }
+            // every FROZEN lock, whatever its age (a SKU never written since the journal began
+            // is judged too, and its locks may be new)
+            let page = app.sweep.frozen_page(s.bucket, i64::MAX, s.cursor.as_deref(), LOCKED_LOCK_PAGE).await?;
+            let chunks: Vec<Vec<ReservationId>> = page.items.chunks(100).map(<[_]>::to_vec).collect();
+            let mut reads =
+                futures::stream::iter(chunks.into_iter().map(|c| async move { app.stock.get_reservations(&c).await }))
+                    .buffer_unordered(PAGE_CONCURRENCY);
+            while let Some(locks) = reads.next().await {
+                let locks = locks?;
+                rep.locked_locks_read += locks.len();
+                for r in locks.iter().filter(|r| r.status == LockStatus::Frozen) {
+                    // as `check_stock` counts them: pay-time lines hold nothing while FROZEN;
+                    // calendar cells are not SKUs of the index (not summed there either)
+                    for l in r.lines.iter().filter(|l| !l.at_payment) {
+                        for c in l.cells().into_iter().filter(|c| c.cell.calendar_parent().is_none()) {
+                            let g = lock_group(c.cell.as_str());
+                            if s.focus.is_empty() {
+                                s.frozen[g] += i64::from(c.quantity);
+                            } else if focused(&s, g) {
+                                *s.by_sku.entry(c.cell.to_string()).or_default() += i64::from(c.quantity);
+                            }
+                        }
+                    }
+                }
+            }
+            drop(reads);
+            match page.next {
+                None => (s.bucket, s.cursor) = (s.bucket + 1, None),
+                c => s.cursor = c,
+            }
+            continue;
+        }
+        let page = app.sweep.skus_page(s.cursor.as_deref(), SKU_PAGE).await?;
+        let skus: Vec<Sku> =
+            page.items.into_iter().filter(|k| s.focus.is_empty() || focused(&s, lock_group(k.as_str()))).collect();
+        let metas: Vec<crate::ports::SkuMeta> = app.stock.get_skus(&skus).await?.into_values().collect();
+        let reads = futures::stream::iter(metas.into_iter().map(|m| async move {
+            let shards = app.stock.read_shards(&m.sku, m.slots).await?;
+            let (newest, _) = app.journal.for_sku(&m.sku, None, 1).await?;
+            anyhow::Ok((m.sku.clone(), shards, newest.first().map(|e| e.at_ms)))
+        }))
+        .buffer_unordered(PAGE_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+        let mut violations = Vec::new();
+        for read in reads {
+            let (sku, shards, last_write) = read?;
+            let g = lock_group(sku.as_str());
+            if last_write.is_some_and(|t| t >= s.started_ms - LOCKED_QUIET_MS) {
+                rep.locked_skus_moved += 1;
+                if !s.moved.contains(&(g as u32)) {
+                    s.moved.push(g as u32);
+                }
+                continue;
+            }
+            let locked: i64 = shards.iter().map(|c| c.locked).sum();
+            if s.focus.is_empty() {
+                s.locked[g] += locked;
+                s.quiet[g] += 1;
+            } else {
+                rep.locked_skus_judged += 1;
+                let frozen = s.by_sku.get(sku.as_str()).copied().unwrap_or(0);
+                if frozen != locked {
+                    violations.push(Violation::LockedMismatch { sku, locked, frozen });
+                }
+            }
+        }
+        report_violations(app, &violations, rep);
+        if page.next.is_some() {
+            s.cursor = page.next;
+            continue;
+        }
+        // the run is done
+        rep.locked_runs += 1;
+        if !s.focus.is_empty() {
+            return Ok(None);
+        }
+        let clean = |g: usize| !s.moved.contains(&(g as u32));
+        rep.locked_skus_judged += (0..LOCK_GROUPS).filter(|&g| clean(g)).map(|g| s.quiet[g] as usize).sum::<usize>();
+        let suspects: Vec<u32> =
+            (0..LOCK_GROUPS).filter(|&g| clean(g) && s.frozen[g] != s.locked[g]).map(|g| g as u32).collect();
+        if suspects.is_empty() {
+            return Ok(None);
+        }
+        rep.locked_groups_suspect += suspects.len();
+        tracing::warn!(groups = suspects.len(), "locked = Σ FROZEN: sums disagree; looking again per SKU");
+        return Ok(Some(LockSums {
+            focus: suspects.into_iter().take(LOCKED_FOCUS_MAX).collect(),
+            ..Default::default()
+        }));
+    }
+}

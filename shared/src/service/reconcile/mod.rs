@@ -1,0 +1,410 @@
+//! The reconcile sweep (docs/architecture.md, "Events and self-healing"): the second safety net, fanned out so it keeps up at the
+//! sources' scale (docs/runbook.md, "Reconcile"). The schedule seeds [`WorkItem`]s — one per
+//! index bucket for stale locks and for overdue orders, one for the SKU list, one for the
+//! `locked = Σ FROZEN` check — onto the work queue; each worker pages through its item inside
+//! [`WORK_BUDGET`] and sends the rest back with a cursor. No step reads a whole index. Every
+//! repair is a conditional write, so overlapping workers (or a page redone after a crash) never
+//! repair one thing twice: the loser's condition fails and it counts nothing.
+
+use super::after_sale::{self, Caller, Change};
+use super::checks::{sweep_frozen, CheckOutcome};
+use super::orders::expire;
+use super::orders::OrderError;
+use super::refunds;
+use super::supplier::PollOutcome;
+use crate::clock;
+use crate::context::App;
+use crate::domain::events::releases_bookings;
+use crate::domain::invariants::{check_stock, SkuSnapshot, Violation};
+use crate::domain::journal;
+use crate::domain::order::{Order, OrderRecord, OrderStatus};
+use crate::domain::reservation::LockStatus;
+use crate::domain::supplier::BookingStatus;
+use crate::domain::{OrderId, ReservationId, Sku};
+use crate::faults::{self, InjectedCrash};
+use crate::ports::{LockSums, Message, OrderIndex, WorkItem, INDEX_BUCKETS, LOCK_GROUPS};
+use crate::telemetry::names;
+use std::time::{Duration, Instant};
+
+mod invariants;
+mod journals;
+mod locked;
+mod repairs;
+#[cfg(test)]
+mod tests;
+
+use invariants::*;
+use journals::*;
+use locked::*;
+use repairs::*;
+
+pub use journals::{JOURNAL_ENTRY_PAGE, JOURNAL_SKU_PAGE};
+pub use locked::lock_group;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReconcileReport {
+    pub stale_locks: usize,
+    pub locks_released: usize,
+    pub overdue_orders: usize,
+    pub orders_expired: usize,
+    /// Shipped orders completed automatically.
+    pub orders_completed: usize,
+    /// Refunds left REQUESTED that this sweep issued.
+    pub refunds_redriven: usize,
+    pub skus_checked: usize,
+    pub skus_inconclusive: usize,
+    pub violations: Vec<String>,
+    /// Items that could not be handled this run (retried next run).
+    pub errors: usize,
+    /// Work items run, and how many of them handed a continuation on.
+    pub items: usize,
+    pub continuations: usize,
+    /// Always `false` now: `locked = Σ FROZEN` runs at any scale (kept for log readers).
+    pub locked_check_skipped: bool,
+    /// `locked = Σ FROZEN`: SKUs judged (quiet during the run, in a group with no SKU written
+    /// meanwhile), SKUs written during the run (not judged), groups whose sums disagreed (looked
+    /// at again per SKU), and runs finished.
+    pub locked_skus_judged: usize,
+    pub locked_skus_moved: usize,
+    pub locked_groups_suspect: usize,
+    pub locked_runs: usize,
+    /// FROZEN locks read by `locked = Σ FROZEN`.
+    pub locked_locks_read: usize,
+    /// Journal entries the check read (only those after each SKU's checkpoint).
+    pub journal_entries_read: usize,
+    /// SKUs whose stock journal was checked against their counters and held, whose journal
+    /// is incomplete (the SKU predates the journal: not checked), and whose journal had not
+    /// caught up with the last write by the second look (not judged this run).
+    pub journals_held: usize,
+    pub journals_incomplete: usize,
+    pub journals_behind: usize,
+    /// Codes a dead checkout had claimed, returned to their pool (docs/code-pools.md).
+    pub codes_returned: usize,
+    /// Stale locks of refunded orders confirmed and then restocked (their restock had found the
+    /// lock still FROZEN and given up).
+    pub locks_restocked: usize,
+    /// SUPPLIER orders read by the sweep that should hold nothing at their supplier (closed
+    /// unpaid, or refunded) and still recorded a CONFIRMED or PENDING booking, quiet for
+    /// `StaleLockSeconds`: their compensation was run again (`Repairs`).
+    pub supplier_bookings_held: usize,
+    /// Supplier cancels those compensations made.
+    pub supplier_cancels: usize,
+}
+
+impl ReconcileReport {
+    /// Adds another item's report to this one.
+    pub fn merge(&mut self, o: ReconcileReport) {
+        self.stale_locks += o.stale_locks;
+        self.codes_returned += o.codes_returned;
+        self.locks_released += o.locks_released;
+        self.overdue_orders += o.overdue_orders;
+        self.orders_expired += o.orders_expired;
+        self.orders_completed += o.orders_completed;
+        self.refunds_redriven += o.refunds_redriven;
+        self.skus_checked += o.skus_checked;
+        self.skus_inconclusive += o.skus_inconclusive;
+        self.violations.extend(o.violations);
+        self.errors += o.errors;
+        self.items += o.items;
+        self.continuations += o.continuations;
+        self.locked_check_skipped |= o.locked_check_skipped;
+        self.journals_held += o.journals_held;
+        self.journals_incomplete += o.journals_incomplete;
+        self.journals_behind += o.journals_behind;
+        self.locked_skus_judged += o.locked_skus_judged;
+        self.locked_skus_moved += o.locked_skus_moved;
+        self.locked_groups_suspect += o.locked_groups_suspect;
+        self.locked_runs += o.locked_runs;
+        self.locked_locks_read += o.locked_locks_read;
+        self.journal_entries_read += o.journal_entries_read;
+        self.locks_restocked += o.locks_restocked;
+        self.supplier_bookings_held += o.supplier_bookings_held;
+        self.supplier_cancels += o.supplier_cancels;
+    }
+}
+
+/// Time one worker spends on its item before handing the rest on (the worker Lambda's timeout
+/// is 60 s; a page is ~100 items, so a page never straddles the limit).
+pub const WORK_BUDGET: Duration = Duration::from_secs(20);
+/// Locks resolved per page: one BatchGetItem.
+pub const LOCK_PAGE: usize = 100;
+pub const ORDER_PAGE: usize = 100;
+/// SKUs checked per page: two metadata BatchGetItems and two shard reads per SKU.
+pub const SKU_PAGE: usize = 100;
+/// Items of one page handled at once (independent conditional repairs, or reads).
+pub const PAGE_CONCURRENCY: usize = 10;
+/// FROZEN locks read per page by `locked = Σ FROZEN` (one index page, 10 BatchGets).
+pub const LOCKED_LOCK_PAGE: usize = 1000;
+/// A SKU is judged by `locked = Σ FROZEN` only if its journal's newest entry is older than
+/// the run's start by this much (the stream's lag; a SKU with no entry was never written since
+/// the journal exists).
+pub const LOCKED_QUIET_MS: i64 = 60_000;
+/// Groups looked at again per SKU after a disagreement (more wait for the next sweep): the
+/// focused run carries one sum per SKU with FROZEN locks in them, ~4/1024 of such SKUs (about
+/// 100 KB of the 256 KB an SQS message holds at a million of them).
+pub const LOCKED_FOCUS_MAX: usize = 4;
+/// The sweep before this one may leave this many items queued (a poison item waiting for its
+/// next delivery, a slow check's chain) and the next sweep's repairs are still seeded; its
+/// checks are seeded only onto an empty queue, so no two chains of one check run at once.
+pub const BACKLOG_ALLOWANCE: u64 = 8;
+
+/// What one work item did, and what is left of it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkOutcome {
+    pub report: ReconcileReport,
+    pub next: Option<WorkItem>,
+}
+
+/// The items of one sweep started at `now_ms`.
+pub fn seed_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
+    let mut items = repair_items(app, now_ms);
+    items.extend(check_items());
+    items
+}
+
+/// The repairs of one sweep: stale locks, overdue orders, shipped orders due, unissued refunds.
+pub fn repair_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
+    let stale_ms = app.config.stale_lock_s.saturating_mul(1000);
+    let mut items = Vec::new();
+    for bucket in 0..INDEX_BUCKETS {
+        items.push(WorkItem::StaleLocks { bucket, before_ms: now_ms - stale_ms, cursor: None });
+        items.push(WorkItem::OverdueOrders { bucket, before_s: now_ms / 1000 - app.config.stale_lock_s, cursor: None });
+    }
+    let redrive_ms = app.config.refund_redrive_after_s.saturating_mul(1000);
+    for bucket in 0..INDEX_BUCKETS {
+        items.push(WorkItem::ShippedDue { bucket, before_s: now_ms / 1000 + 1, cursor: None });
+        items.push(WorkItem::UnissuedRefunds { bucket, before_ms: now_ms - redrive_ms, cursor: None });
+    }
+    items
+}
+
+/// The checks of one sweep (they repair nothing but the code pools' orphans).
+pub fn check_items() -> Vec<WorkItem> {
+    vec![
+        WorkItem::SkuInvariants { cursor: None },
+        WorkItem::LockedTotals(Default::default()),
+        WorkItem::CampaignQuotas {},
+        WorkItem::SkuJournals { cursor: None, pending: Vec::new(), last_page: false },
+    ]
+}
+
+/// What one run of the schedule did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Seeded {
+    /// Work items put on the queue: a whole sweep, or 0 when skipped.
+    pub items_seeded: usize,
+    /// The last sweep's work items still queued: above [`BACKLOG_ALLOWANCE`] this run seeded
+    /// nothing; above 0, only the repairs.
+    pub backlog: u64,
+}
+
+/// The schedule's part: puts one sweep's items on the work queue — unless the last sweep's
+/// items are still there. Seeding over an unfinished sweep would add a sweep's worth of work
+/// each interval that the workers cannot absorb, so the backlog would grow without bound
+/// (and with it the queue's cost and every item's wait); a skipped run is counted
+/// (`ReconcileSweepSkipped`) and the sweep in progress does the work. A few items left over
+/// ([`BACKLOG_ALLOWANCE`]: a poison item between its deliveries, a long check's chain) do not
+/// hold the repairs back (review protocol-2 #7): the repairs are seeded, the checks wait for
+/// an empty queue. The queue so never holds more than the allowance and one sweep.
+pub async fn seed(app: &App) -> anyhow::Result<Seeded> {
+    let backlog = app.messages.reconcile_backlog().await?;
+    if backlog > BACKLOG_ALLOWANCE {
+        app.count(names::SWEEP_SKIPPED, 1);
+        tracing::warn!(backlog, "last reconcile sweep unfinished; no new sweep seeded");
+        return Ok(Seeded { items_seeded: 0, backlog });
+    }
+    let now_ms = clock::now_ms();
+    let items = if backlog == 0 {
+        seed_items(app, now_ms)
+    } else {
+        app.count(names::SWEEP_SKIPPED, 1);
+        tracing::warn!(backlog, "items of the last sweep still queued: repairs seeded, checks not");
+        repair_items(app, now_ms)
+    };
+    let n = items.len();
+    let msgs: Vec<Message> =
+        items.into_iter().map(|item| Message::ReconcileWork { schema: 1, sweep_ms: now_ms, item }).collect();
+    for chunk in msgs.chunks(16) {
+        for r in futures::future::join_all(chunk.iter().map(|m| app.messages.send(m, 0))).await {
+            r?;
+        }
+    }
+    tracing::info!(items = n, "reconcile sweep seeded");
+    Ok(Seeded { items_seeded: n, backlog })
+}
+
+/// A worker's part: one item, for at most `budget`.
+pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Result<WorkOutcome> {
+    let started = Instant::now();
+    let mut rep = ReconcileReport { items: 1, ..Default::default() };
+    let next = match item {
+        WorkItem::StaleLocks { bucket, before_ms, cursor } => {
+            let mut cursor = cursor.clone();
+            loop {
+                let page = app.sweep.frozen_page(*bucket, *before_ms, cursor.as_deref(), LOCK_PAGE).await?;
+                stale_locks(app, &page.items, &mut rep).await?;
+                match page.next {
+                    None => break None,
+                    Some(c) if started.elapsed() > budget => {
+                        break Some(WorkItem::StaleLocks { bucket: *bucket, before_ms: *before_ms, cursor: Some(c) })
+                    }
+                    Some(c) => cursor = Some(c),
+                }
+            }
+        }
+        WorkItem::OverdueOrders { bucket, before_s, cursor } => {
+            let mut cursor = cursor.clone();
+            loop {
+                let page = app.sweep.pending_page(*bucket, *before_s, cursor.as_deref(), ORDER_PAGE).await?;
+                overdue_orders(app, &page.items, &mut rep).await;
+                match page.next {
+                    None => break None,
+                    Some(c) if started.elapsed() > budget => {
+                        break Some(WorkItem::OverdueOrders { bucket: *bucket, before_s: *before_s, cursor: Some(c) })
+                    }
+                    Some(c) => cursor = Some(c),
+                }
+            }
+        }
+        WorkItem::ShippedDue { bucket, before_s, cursor } => {
+            let mut cursor = cursor.clone();
+            loop {
+                let page = app
+                    .sweep
+                    .orders_page(OrderIndex::Shipped, *bucket, *before_s, cursor.as_deref(), ORDER_PAGE)
+                    .await?;
+                for id in &page.items {
+                    match after_sale::apply(app, Caller::Admin, id, Change::AutoComplete).await {
+                        Ok(_) => rep.orders_completed += 1,
+                        // confirmed by the buyer, returned, or not due after all: nothing to do
+                        Err(OrderError::Invalid(_) | OrderError::NotFound | OrderError::Refused(_)) => {}
+                        Err(OrderError::Store(e)) => {
+                            rep.errors += 1;
+                            tracing::warn!(order_id = %id, error = format!("{e:#}"), "auto-complete failed");
+                        }
+                    }
+                }
+                match page.next {
+                    None => break None,
+                    Some(c) if started.elapsed() > budget => {
+                        break Some(WorkItem::ShippedDue { bucket: *bucket, before_s: *before_s, cursor: Some(c) })
+                    }
+                    Some(c) => cursor = Some(c),
+                }
+            }
+        }
+        WorkItem::UnissuedRefunds { bucket, before_ms, cursor } => {
+            let mut cursor = cursor.clone();
+            loop {
+                let page = app
+                    .sweep
+                    .orders_page(OrderIndex::RefundsRequested, *bucket, *before_ms, cursor.as_deref(), ORDER_PAGE)
+                    .await?;
+                for id in &page.items {
+                    let Some(OrderRecord::Order(o)) = app.orders.get(id).await? else { continue };
+                    match refunds::redrive(app, &o, *before_ms).await {
+                        Ok(n) => rep.refunds_redriven += n,
+                        Err(e) => {
+                            rep.errors += 1;
+                            tracing::warn!(order_id = %id, error = format!("{e:#}"), "refund re-drive failed");
+                        }
+                    }
+                    // a refunded SUPPLIER order is read here anyway: its bookings too
+                    held_bookings(app, &o, &mut rep).await;
+                }
+                match page.next {
+                    None => break None,
+                    Some(c) if started.elapsed() > budget => {
+                        break Some(WorkItem::UnissuedRefunds {
+                            bucket: *bucket,
+                            before_ms: *before_ms,
+                            cursor: Some(c),
+                        })
+                    }
+                    Some(c) => cursor = Some(c),
+                }
+            }
+        }
+        WorkItem::SkuInvariants { cursor } => {
+            let mut cursor = cursor.clone();
+            loop {
+                let page = app.sweep.skus_page(cursor.as_deref(), SKU_PAGE).await?;
+                let v = sku_invariants(app, &page.items, &mut rep).await?;
+                report_violations(app, &v, &mut rep);
+                match page.next {
+                    None => break None,
+                    Some(c) if started.elapsed() > budget => break Some(WorkItem::SkuInvariants { cursor: Some(c) }),
+                    Some(c) => cursor = Some(c),
+                }
+            }
+        }
+        WorkItem::LockedTotals(sums) => {
+            locked_totals(app, sums.clone(), started, budget, &mut rep).await?.map(WorkItem::LockedTotals)
+        }
+        WorkItem::CampaignQuotas {} => {
+            let v = super::campaigns::check_quotas(app).await?;
+            report_violations(app, &v, &mut rep);
+            None
+        }
+        WorkItem::SkuJournals { cursor, pending, last_page } => {
+            let mut cursor = cursor.clone();
+            // SKUs the last invocation left part-read come first, then the pages after `cursor`
+            let mut skus: Vec<Sku> = pending.iter().map(|s| Sku::from_stored(s)).collect::<Result<_, _>>()?;
+            let mut last = *last_page;
+            let mut fetch = skus.is_empty();
+            loop {
+                if fetch {
+                    let page = app.sweep.skus_page(cursor.as_deref(), JOURNAL_SKU_PAGE).await?;
+                    skus = page.items;
+                    last = page.next.is_none();
+                    cursor = page.next;
+                }
+                fetch = true;
+                let stopped = sku_journals(app, &skus, started, budget, &mut rep).await?;
+                if !stopped.is_empty() {
+                    let pending = stopped.iter().map(|s| s.to_string()).collect();
+                    break Some(WorkItem::SkuJournals { cursor, pending, last_page: last });
+                }
+                if last {
+                    break None;
+                }
+                if started.elapsed() > budget {
+                    break Some(WorkItem::SkuJournals { cursor, pending: Vec::new(), last_page: false });
+                }
+            }
+        }
+    };
+    if next.is_some() {
+        rep.continuations += 1;
+    }
+    Ok(WorkOutcome { report: rep, next })
+}
+
+/// The whole sweep in this process, item after item (the local stack's tests and tools; the
+/// deployed schedule uses [`seed`] and the workers).
+pub async fn run(app: &App) -> anyhow::Result<ReconcileReport> {
+    let mut rep = ReconcileReport::default();
+    let mut queue = seed_items(app, clock::now_ms());
+    while let Some(item) = queue.pop() {
+        match work(app, &item, WORK_BUDGET).await {
+            Ok(out) => {
+                rep.merge(out.report);
+                queue.extend(out.next);
+            }
+            Err(e) => {
+                rep.errors += 1;
+                tracing::warn!(?item, error = format!("{e:#}"), "reconcile: work item failed");
+            }
+        }
+    }
+    tracing::info!(report = ?rep, "reconcile done");
+    Ok(rep)
+}
+
+fn report_violations(app: &App, violations: &[Violation], rep: &mut ReconcileReport) {
+    app.count(names::INVARIANT_VIOLATIONS, violations.len() as u64);
+    for v in violations {
+        tracing::error!(violation = ?v, "invariant violated");
+    }
+    rep.violations.extend(violations.iter().map(|v| format!("{v:?}")));
+}

@@ -1,0 +1,147 @@
+//! What must hold after every step (safety) and once everything has settled (liveness and money).
+
+use crate::world::Sim;
+use holdfast::domain::invariants::{check_all, Violation};
+use holdfast::domain::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
+use holdfast::domain::refund::RefundStatus;
+use holdfast::domain::reservation::LockStatus;
+use holdfast::domain::ReservationId;
+use std::collections::HashSet;
+
+/// Everything `check_all` reports except what only holds at quiescence (a lock whose order moved
+/// and whose event is still on its way; a closed order's bookings not yet cancelled).
+fn safety(v: &Violation) -> bool {
+    // codes claimed by a checkout that has not frozen yet (or crashed between claim and freeze,
+    // until the orphan repair) are in no ring and no lock: the ring count and a released lock's
+    // codes are judged once quiet, as reconcile does
+    if let Violation::CodePool { detail, .. } = v {
+        return !(detail.contains("ring holds") || detail.contains("neither pooled nor held"));
+    }
+    !matches!(
+        v,
+        Violation::StrandedLock { .. }
+            | Violation::OrderLockMismatch { .. }
+            | Violation::SupplierBookingHeld { .. }
+            | Violation::RefundedSupplierBookingHeld { .. }
+    )
+}
+
+fn orders(sim: &Sim) -> Vec<Order> {
+    sim.world
+        .orders
+        .records()
+        .into_iter()
+        .filter_map(|(_, r)| match r {
+            OrderRecord::Order(o) => Some(*o),
+            OrderRecord::Void => None,
+        })
+        .collect()
+}
+
+/// The violations now; `quiescent` adds the liveness and money checks.
+pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
+    let snap = sim.world.snapshot(sim.app.config.reservation_check_delay_s);
+    let mut out: Vec<String> =
+        check_all(&snap).into_iter().filter(|v| quiescent || safety(v)).map(|v| format!("{v:?}")).collect();
+    out.extend(sim.extra.iter().cloned());
+    let all = orders(sim);
+    for o in &all {
+        // a payment is applied only before the order's deadline
+        for p in o.payments.iter().filter(|p| p.outcome == PaymentOutcome::Applied) {
+            if p.at_ms / 1000 >= o.pay_expire_at {
+                out.push(format!(
+                    "PaidAfterDeadline {{ order: {}, paid_s: {}, deadline_s: {} }}",
+                    o.id,
+                    p.at_ms / 1000,
+                    o.pay_expire_at
+                ));
+            }
+        }
+        // never more money back than came in, per payment
+        for p in &o.payments {
+            let back: u64 = o.refunds.iter().filter(|r| r.payment_id == p.payment_id).map(|r| r.amount).sum();
+            let came = if p.succeeded { p.amount } else { 0 };
+            if back > came {
+                out.push(format!(
+                    "RefundedMoreThanPaid {{ order: {}, payment: {}, in: {came}, back: {back} }}",
+                    o.id, p.payment_id
+                ));
+            }
+        }
+    }
+    // the stock-lost mark goes only on a released lock, which is then never sold
+    for r in snap.reservations.iter().filter(|r| r.oversold && r.status != LockStatus::Released) {
+        out.push(format!("MarkedOversoldButHeld {{ lock: {}, status: {:?} }}", r.id, r.status));
+    }
+    if quiescent {
+        for r in snap.reservations.iter().filter(|r| r.status == LockStatus::Frozen) {
+            out.push(format!("FrozenAtQuiescence {{ lock: {} }}", r.id));
+        }
+        let sold: HashSet<String> = snap
+            .reservations
+            .iter()
+            .filter(|r| r.status == LockStatus::Sold && !r.oversold)
+            .map(|r| r.id.to_string())
+            .collect();
+        out.extend(money(sim, &all, &sold));
+    }
+    out
+}
+
+/// Whether the buyer keeps what the order sold: paid or later, not taken back, and its lock
+/// sold (a released lock's stock went back; a restocked one came back).
+fn kept(o: &Order, sold: &HashSet<String>) -> bool {
+    matches!(o.status, OrderStatus::Paid | OrderStatus::Shipped | OrderStatus::Completed | OrderStatus::ReturnRequested)
+        && sold.contains(&ReservationId::for_order(&o.id).to_string())
+}
+
+/// Money at quiescence: for every order, captured − refunded = the price of what it delivered;
+/// every refund asked for reached the provider exactly once, and the provider refunded nothing
+/// else.
+fn money(sim: &Sim, all: &[Order], sold: &HashSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let at_provider = sim.provider.refunds();
+    let mut ids = HashSet::new();
+    for r in &at_provider {
+        if !ids.insert(r.refund_id.clone()) {
+            out.push(format!("RefundSentTwice {{ refund: {} }}", r.refund_id));
+        }
+    }
+    let mut ours = HashSet::new();
+    for o in all {
+        let captured: u64 = o
+            .payments
+            .iter()
+            .filter(|p| p.succeeded && p.outcome != PaymentOutcome::FailedRecorded)
+            .map(|p| p.amount)
+            .sum();
+        let refunded: u64 = o.refunds.iter().map(|r| r.amount).sum();
+        let delivered = if kept(o, sold) { o.amount } else { 0 };
+        if captured.checked_sub(refunded) != Some(delivered) {
+            out.push(format!(
+                "MoneyIdentity {{ order: {}, status: {}, captured: {captured}, refunded: {refunded}, delivered: {delivered} }}",
+                o.id,
+                o.status.as_str()
+            ));
+        }
+        for r in &o.refunds {
+            ours.insert(r.refund_id.clone());
+            let sent = ids.contains(&r.refund_id);
+            match (r.status, sent) {
+                (RefundStatus::Requested, _) => {
+                    out.push(format!("RefundNeverSent {{ order: {}, refund: {} }}", o.id, r.refund_id))
+                }
+                (RefundStatus::Issued | RefundStatus::Confirmed, false) => {
+                    out.push(format!("RefundMarkedButNotSent {{ order: {}, refund: {} }}", o.id, r.refund_id))
+                }
+                _ => {}
+            }
+        }
+    }
+    for r in &at_provider {
+        if !ours.contains(&r.refund_id) {
+            out.push(format!("RefundWithoutRecord {{ refund: {} }}", r.refund_id));
+        }
+    }
+    out
+}

@@ -1,0 +1,670 @@
+//! One simulated run: the seeded draws of actors and faults, their concurrent execution against
+//! the real services, and the event pipeline played by the scheduler.
+
+use crate::shop::{self, Item, T0_MS};
+use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
+use holdfast::adapters::memory::{memory_app, MemoryProvider, MemoryWorld};
+use holdfast::adapters::supplier::MemorySupplier;
+use holdfast::app::{App, Providers};
+use holdfast::clock;
+use holdfast::config::Config;
+use holdfast::domain::events::{events_for_change, EventKind, OrderEvent, SOURCE};
+use holdfast::domain::order::{OrderRecord, OrderStatus, Provider};
+use holdfast::domain::quantity::Quantity;
+use holdfast::domain::refund::RefundStatus;
+use holdfast::domain::supplier::BookingStatus;
+use holdfast::domain::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
+use holdfast::ports::Message;
+use holdfast::service::after_sale::{self, Caller, Change};
+use holdfast::service::payments::{self, PaymentNotice};
+use holdfast::service::refunds::{self, RefundConfirmation};
+use holdfast::service::stock::LineRequest;
+use holdfast::service::{admin, campaigns, checks, codes, orders, reconcile, supplier};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+pub const USERS: usize = 6;
+
+/// A queued delivery: an order event (stream → EventBridge → SQS, at least once, retried) or a
+/// delay-queue message (SQS, at least once; a lost one is what reconcile heals).
+#[derive(Clone, Debug)]
+pub enum Delivery {
+    Event(OrderEvent),
+    Queue(Message),
+}
+
+#[derive(Clone, Debug)]
+pub struct Queued {
+    pub due_ms: i64,
+    pub what: Delivery,
+}
+
+/// A checkout a buyer may retry with the same Idempotency-Key.
+#[derive(Clone, Debug)]
+pub struct Checkout {
+    pub user: UserId,
+    pub key: IdempotencyKey,
+    pub lines: Vec<LineRequest>,
+}
+
+/// What an actor does, drawn before it runs so that several can run at once.
+#[derive(Clone, Debug)]
+pub enum Action {
+    Checkout(Checkout),
+    Pay(PaymentNotice),
+    Cancel(UserId, OrderId),
+    Admin(OrderId, Change),
+    Buyer(UserId, OrderId, Change),
+    Reveal(UserId, OrderId),
+    RefundWebhook(RefundConfirmation),
+    Pause(Sku, bool),
+    PauseCampaign(bool),
+    Supplier(BookingStatus),
+    Reconcile,
+    Deliver(Queued),
+    /// A hostile or stray `OversellDetected` for an order whose lock was never oversold.
+    ForgedOversell(OrderEvent),
+}
+
+/// What running an action left behind.
+#[derive(Default)]
+pub struct Done {
+    pub log: String,
+    pub requeue: Vec<Queued>,
+    pub revealed: Vec<(OrderId, String)>,
+    /// A buyer's refund that was accepted.
+    pub buyer_refunded: Option<OrderId>,
+}
+
+#[derive(Default, Debug)]
+pub struct Stats {
+    pub steps: u64,
+    pub concurrent_steps: u64,
+    pub statuses: HashMap<String, u64>,
+    pub faults_hit: HashMap<&'static str, u64>,
+}
+
+pub struct Sim {
+    rng: fastrand::Rng,
+    pub app: App,
+    pub world: MemoryWorld,
+    pub provider: Arc<MemoryProvider>,
+    pub supplier: Arc<MemorySupplier>,
+    items: Vec<Item>,
+    queue: Vec<Queued>,
+    /// The order table as the stream last saw it.
+    seen: HashMap<OrderId, OrderRecord>,
+    sent_seen: usize,
+    published_seen: usize,
+    checkouts: Vec<Checkout>,
+    payments: u64,
+    notices: Vec<PaymentNotice>,
+    /// Every code shown, and the order it was shown for.
+    pub shown: BTreeMap<String, OrderId>,
+    /// Orders whose buyer's refund was accepted.
+    pub buyer_refunded: HashSet<OrderId>,
+    pub trace: Vec<String>,
+    pub stats: Stats,
+    /// `--strict`: also arms the fault point whose loss nothing repairs yet (F2).
+    pub strict: bool,
+    /// Steps drawn but not run (the shrinker's knob).
+    pub skip: HashSet<u64>,
+    pub extra: Vec<String>,
+}
+
+fn now() -> i64 {
+    clock::now_ms()
+}
+
+impl Sim {
+    pub async fn new(seed: u64, interleave: bool) -> anyhow::Result<Sim> {
+        fastrand::seed(seed);
+        clock::set_virtual_ms(Some(T0_MS));
+        holdfast::adapters::memory::set_interleaving(false);
+        let mut c = Config::from_lookup(&|_| None).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        c.sku_cache_ms = 0;
+        c.soldout_cache_ms = 0;
+        c.code_key = holdfast::config::Secret::new(holdfast::domain::codes::Keyring::generate_secret("sim1"));
+        let (app, world) = memory_app("sim", c)?;
+        let provider = Arc::new(MemoryProvider::new());
+        let supplier = Arc::new(MemorySupplier::new());
+        let app = app
+            .with_providers(Providers { generic: provider.clone(), stripe: Arc::new(MemoryProvider::new()) })
+            .with_supplier(supplier.clone());
+        let items = shop::open(&app).await?;
+        holdfast::adapters::memory::set_interleaving(interleave);
+        Ok(Sim {
+            rng: fastrand::Rng::with_seed(seed),
+            app,
+            world,
+            provider,
+            supplier,
+            items,
+            queue: Vec::new(),
+            seen: HashMap::new(),
+            sent_seen: 0,
+            published_seen: 0,
+            checkouts: Vec::new(),
+            payments: 0,
+            notices: Vec::new(),
+            shown: BTreeMap::new(),
+            buyer_refunded: HashSet::new(),
+            trace: Vec::new(),
+            stats: Stats::default(),
+            strict: false,
+            skip: HashSet::new(),
+            extra: Vec::new(),
+        })
+    }
+
+    pub fn log(&mut self, s: String) {
+        self.trace.push(format!("[{}s] {s}", (now() - T0_MS) / 1000));
+    }
+
+    fn user(&mut self) -> UserId {
+        UserId::parse(&format!("u{}", self.rng.usize(..USERS))).expect("user id")
+    }
+
+    fn orders(&self) -> Vec<holdfast::domain::order::Order> {
+        let mut v: Vec<_> = self
+            .world
+            .orders
+            .records()
+            .into_iter()
+            .filter_map(|(_, r)| match r {
+                OrderRecord::Order(o) => Some(*o),
+                OrderRecord::Void => None,
+            })
+            .collect();
+        v.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+        v
+    }
+
+    /// Turns what the ports recorded since the last step into queued deliveries: the order
+    /// table's changes (the stream) become events, new delay messages and directly published
+    /// events are queued.
+    pub fn collect(&mut self) {
+        for (id, rec) in self.world.orders.records() {
+            let old = self.seen.get(&id);
+            if old == Some(&rec) {
+                continue;
+            }
+            let as_order = |r: Option<&OrderRecord>| match r {
+                Some(OrderRecord::Order(o)) => Some((**o).clone()),
+                _ => None,
+            };
+            for e in events_for_change(as_order(old).as_ref(), as_order(Some(&rec)).as_ref()) {
+                let due = now() + self.rng.i64(0..30_000);
+                self.queue.push(Queued { due_ms: due, what: Delivery::Event(e) });
+            }
+            if let OrderRecord::Order(o) = &rec {
+                *self.stats.statuses.entry(o.status.as_str().to_owned()).or_default() += 1;
+            }
+            self.seen.insert(id, rec);
+        }
+        let sent = self.world.messages.sent();
+        for (m, delay) in sent.into_iter().skip(self.sent_seen) {
+            self.sent_seen += 1;
+            let due = now() + i64::from(delay) * 1000 + self.rng.i64(0..5_000);
+            self.queue.push(Queued { due_ms: due, what: Delivery::Queue(m) });
+        }
+        let published = self.world.bus.published();
+        for e in published.into_iter().skip(self.published_seen) {
+            self.published_seen += 1;
+            let due = now() + self.rng.i64(0..10_000);
+            self.queue.push(Queued { due_ms: due, what: Delivery::Event(e) });
+        }
+    }
+
+    /// Takes a random due delivery off the queue; a lost one (3 % with faults) is logged and
+    /// either comes back a minute later (an event: EventBridge and SQS retry) or is gone (a delay
+    /// message: reconcile is the design's answer).
+    fn take_due(&mut self, faults: bool) -> Option<Queued> {
+        let due: Vec<usize> = (0..self.queue.len()).filter(|&i| self.queue[i].due_ms <= now()).collect();
+        if due.is_empty() {
+            return None;
+        }
+        let q = self.queue.swap_remove(due[self.rng.usize(..due.len())]);
+        if faults && self.rng.u8(..100) < 3 {
+            match q.what {
+                Delivery::Event(_) => {
+                    self.log(format!("LOST (redelivered later) {}", label(&q.what)));
+                    self.queue.push(Queued { due_ms: now() + 60_000, ..q.clone() });
+                }
+                Delivery::Queue(_) => self.log(format!("LOST {}", label(&q.what))),
+            }
+            return self.take_due(faults);
+        }
+        if faults && self.rng.u8(..100) < 10 {
+            self.log(format!("duplicate queued: {}", label(&q.what)));
+            self.queue.push(Queued { due_ms: now() + self.rng.i64(0..60_000), ..q.clone() });
+        }
+        Some(q)
+    }
+
+    /// A line of `q` units of item `i`, on one or two of its dates, maybe through the campaign.
+    fn line(&mut self, i: usize, q: u64) -> LineRequest {
+        let it = &self.items[i];
+        let mut l = LineRequest::plain(it.sku.clone(), Quantity::new(q).expect("quantity"));
+        l.dates = it.dates.iter().take(self.rng.usize(1..=2)).cloned().collect();
+        if self.rng.u8(..3) == 0 && it.in_campaign {
+            l.campaign = Some(CampaignId::parse(shop::CAMPAIGN).expect("campaign id"));
+        }
+        l
+    }
+
+    fn pick_order(
+        &mut self,
+        want: impl Fn(&holdfast::domain::order::Order) -> bool,
+    ) -> Option<holdfast::domain::order::Order> {
+        let v: Vec<_> = self.orders().into_iter().filter(|o| want(o)).collect();
+        (!v.is_empty()).then(|| v[self.rng.usize(..v.len())].clone())
+    }
+
+    /// Draws one actor's action (`None`: nothing to do).
+    fn draw(&mut self) -> Option<Action> {
+        Some(match self.rng.u32(..100) {
+            0..=19 => {
+                let user = self.user();
+                let key = IdempotencyKey::parse(&format!("k{}", self.checkouts.len())).ok()?;
+                let n = if self.rng.u8(..3) == 0 { 2 } else { 1 };
+                let mut picked: Vec<usize> = Vec::new();
+                let mut lines = Vec::new();
+                for _ in 0..n {
+                    let i = self.rng.usize(..self.items.len());
+                    if !picked.contains(&i) {
+                        picked.push(i);
+                        let q = self.rng.u64(1..=2);
+                        lines.push(self.line(i, q));
+                    }
+                }
+                let c = Checkout { user, key, lines };
+                self.checkouts.push(c.clone());
+                Action::Checkout(c)
+            }
+            20..=25 => Action::Checkout(self.checkouts.get(self.rng.usize(..self.checkouts.len().max(1)))?.clone()),
+            26..=39 => Action::Pay(self.notice()?),
+            40..=42 => {
+                let o = self.pick_order(|_| true)?;
+                Action::Cancel(o.user, o.id)
+            }
+            43..=48 => {
+                let o = self.pick_order(|o| o.status != OrderStatus::PendingPayment)?;
+                let change = match self.rng.u8(..5) {
+                    0 | 1 => Change::Ship { carrier: "sim".into(), tracking_number: "t1".into() },
+                    2 => Change::Refund { reason: "sim".into() },
+                    3 => Change::ReceiveReturn { restock: self.rng.bool() },
+                    _ => Change::AdminCancel { reason: "sim".into() },
+                };
+                Action::Admin(o.id, change)
+            }
+            49..=53 => {
+                let o = self.pick_order(|o| o.status.is_paid_or_later())?;
+                let change = match self.rng.u8(..3) {
+                    0 => Change::Refund { reason: "changed my mind".into() },
+                    1 => Change::RequestReturn { reason: "broken".into() },
+                    _ => Change::ConfirmReceipt,
+                };
+                Action::Buyer(o.user, o.id, change)
+            }
+            54..=56 => {
+                let o = self.pick_order(|o| o.status.is_paid_or_later())?;
+                Action::Reveal(o.user, o.id)
+            }
+            57..=58 => {
+                let o = self.pick_order(|o| o.refunds.iter().any(|r| r.status == RefundStatus::Issued))?;
+                let r = o.refunds.iter().find(|r| r.status == RefundStatus::Issued)?;
+                Action::RefundWebhook(RefundConfirmation {
+                    order_id: o.id.clone(),
+                    refund_id: Some(r.refund_id.clone()),
+                    provider_refund_id: r.provider_refund_id.clone().unwrap_or_default(),
+                    amount: r.amount,
+                    succeeded: true,
+                })
+            }
+            59..=60 => {
+                let i = self.rng.usize(..self.items.len());
+                Action::Pause(self.items[i].sku.clone(), self.rng.bool())
+            }
+            61 => Action::PauseCampaign(self.rng.u8(..3) == 0),
+            62..=63 => Action::Supplier(match self.rng.u8(..4) {
+                0 => BookingStatus::Failed,
+                1 => BookingStatus::Pending,
+                _ => BookingStatus::Confirmed,
+            }),
+            64..=65 => Action::Reconcile,
+            66 => {
+                let o = self.pick_order(|o| o.status.is_paid_or_later())?;
+                Action::ForgedOversell(OrderEvent::of(EventKind::OversellDetected, &o, None))
+            }
+            _ => Action::Deliver(self.take_due(true)?),
+        })
+    }
+
+    fn notice(&mut self) -> Option<PaymentNotice> {
+        // the same webhook again (a provider retry), or a new payment attempt on some order
+        if !self.notices.is_empty() && self.rng.u8(..4) == 0 {
+            return Some(self.notices[self.rng.usize(..self.notices.len())].clone());
+        }
+        let o = self.pick_order(|_| true)?;
+        self.payments += 1;
+        let n = PaymentNotice {
+            payment_id: format!("pay{}", self.payments),
+            provider: Provider::Generic,
+            order_id: o.id,
+            amount: o.amount,
+            currency: o.currency.to_string(),
+            succeeded: self.rng.u8(..5) != 0,
+        };
+        self.notices.push(n.clone());
+        Some(n)
+    }
+
+    /// One step: usually one actor; one in four, two or three actors at once, interleaving at
+    /// every port call. Time and fault toggles are steps of their own.
+    pub async fn step(&mut self, n: u64) {
+        let skipped = self.skip.contains(&n);
+        let roll = self.rng.u32(..100);
+        if roll < 12 {
+            let ms = if self.rng.u8(..5) == 0 { self.rng.i64(300_000..1_200_000) } else { self.rng.i64(1_000..60_000) };
+            if skipped {
+                return;
+            }
+            clock::set_virtual_ms(Some(now() + ms));
+            self.log(format!("time +{}s", ms / 1000));
+            return;
+        }
+        if roll < 15 {
+            self.toggle_faults(skipped);
+            return;
+        }
+        let k = if roll < 75 { 1 } else { self.rng.usize(2..=3) };
+        let actions: Vec<Action> = (0..k).filter_map(|_| self.draw()).collect();
+        if skipped {
+            // drawn (so every later draw is the same) but not run; a taken delivery goes back
+            for a in actions {
+                if let Action::Deliver(q) = a {
+                    self.queue.push(q);
+                }
+            }
+            return;
+        }
+        if actions.len() > 1 {
+            self.stats.concurrent_steps += 1;
+        }
+        let app = &self.app;
+        let supplier = &self.supplier;
+        let done = futures_join_all(actions.iter().map(|a| exec(app, supplier, a))).await;
+        let tag = if done.len() > 1 { "|| " } else { "" };
+        for d in done {
+            self.log(format!("{tag}{}", d.log));
+            self.queue.extend(d.requeue);
+            if let Some(o) = d.buyer_refunded {
+                self.buyer_refunded.insert(o);
+            }
+            for (order, code) in d.revealed {
+                match self.shown.get(&code) {
+                    Some(o) if *o != order => {
+                        self.extra.push(format!("CodeShownTwice {{ code: {code}, first: {o}, then: {order} }}"))
+                    }
+                    _ => {
+                        self.shown.insert(code, order);
+                    }
+                }
+            }
+        }
+        // the codes' fate is one of shown or withdrawn: never both
+        for o in self.shown.values() {
+            if self.buyer_refunded.contains(o) {
+                let v = format!("CodesShownAndRefunded {{ order: {o} }}");
+                if !self.extra.contains(&v) {
+                    self.extra.push(v);
+                }
+            }
+        }
+    }
+
+    fn toggle_faults(&mut self, skipped: bool) {
+        let spec = if self.rng.bool() {
+            String::new()
+        } else {
+            let points: Vec<&'static str> = holdfast::faults::ALL
+                .iter()
+                .copied()
+                .filter(|p| self.strict || *p != holdfast::faults::STOCK_EVENTS_DROP)
+                .collect();
+            let p = points[self.rng.usize(..points.len())];
+            if skipped {
+                return;
+            }
+            *self.stats.faults_hit.entry(p).or_default() += 1;
+            format!("{p}@0.3")
+        };
+        if skipped {
+            return;
+        }
+        let _ = self.app.faults.set(&spec);
+        self.log(format!("faults = '{spec}'"));
+    }
+
+    /// Drain: no more faults, suppliers answer, every message delivered, time past every
+    /// deadline, reconcile — six rounds.
+    pub async fn quiesce(&mut self) {
+        let _ = self.app.faults.set("");
+        self.log("--- quiesce".into());
+        for round in 0..6 {
+            if round == 1 {
+                self.supplier.set_all(if self.rng.bool() { BookingStatus::Confirmed } else { BookingStatus::Failed });
+            }
+            self.drain().await;
+            clock::set_virtual_ms(Some(now() + 1_200_000));
+            self.drain().await;
+            let d = exec(&self.app, &self.supplier, &Action::Reconcile).await;
+            self.log(d.log);
+            self.collect();
+        }
+    }
+
+    async fn drain(&mut self) {
+        for _ in 0..10_000 {
+            self.collect();
+            let Some(q) = self.take_due(false) else { break };
+            let d = exec(&self.app, &self.supplier, &Action::Deliver(q)).await;
+            self.log(d.log);
+            self.queue.extend(d.requeue);
+        }
+    }
+}
+
+/// Polls every future to completion on this task, in order — deterministic, and each yields at
+/// the ports' interleaving points so the others run in between.
+async fn futures_join_all<F: std::future::Future<Output = Done>>(fs: impl Iterator<Item = F>) -> Vec<Done> {
+    use std::pin::Pin;
+    use std::task::Poll;
+    let mut fs: Vec<Pin<Box<F>>> = fs.map(Box::pin).collect();
+    let mut out: Vec<Option<Done>> = (0..fs.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in fs.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(d) => out[i] = Some(d),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+pub fn label(d: &Delivery) -> String {
+    match d {
+        Delivery::Event(e) => format!("event {} {}", e.kind.as_str(), e.detail.order_id),
+        Delivery::Queue(Message::PaymentTimeout { order_id, .. }) => format!("queue PaymentTimeout {order_id}"),
+        Delivery::Queue(Message::ReservationCheck { reservation_id, .. }) => {
+            format!("queue ReservationCheck {reservation_id}")
+        }
+        Delivery::Queue(Message::ReconcileWork { .. }) => "queue ReconcileWork".into(),
+        Delivery::Queue(Message::SupplierPoll { order_id, .. }) => format!("queue SupplierPoll {order_id}"),
+    }
+}
+
+fn envelope(e: &OrderEvent) -> String {
+    serde_json::json!({
+        "version": "0", "id": "sim", "detail-type": e.kind.as_str(), "source": SOURCE,
+        "account": "0", "time": clock::rfc3339(now()), "region": "sim", "resources": [],
+        "detail": e.detail,
+    })
+    .to_string()
+}
+
+fn sqs(body: String) -> SqsEvent {
+    SqsEvent { records: vec![SqsMessage { message_id: Some("m".into()), body: Some(body), ..Default::default() }] }
+}
+
+fn show<T, E: std::fmt::Display>(r: Result<T, E>, f: impl FnOnce(T) -> String) -> String {
+    match r {
+        Ok(t) => f(t),
+        Err(e) => format!("err {e}"),
+    }
+}
+
+/// Runs one action through the real services and consumers.
+pub async fn exec(app: &App, supplier: &MemorySupplier, a: &Action) -> Done {
+    let mut d = Done::default();
+    d.log = match a {
+        Action::Checkout(c) => {
+            let r = orders::create(app, &c.user, &c.key, c.lines.clone()).await;
+            let desc: Vec<String> = c
+                .lines
+                .iter()
+                .map(|l| {
+                    let camp = if l.campaign.is_some() { "@campaign" } else { "" };
+                    format!("{}x{}{camp}", l.sku, l.quantity.get())
+                })
+                .collect();
+            let out = show(r, |(o, replay)| format!("ok {} {} replay={replay}", o.id, o.status.as_str()));
+            format!("create {} key={} [{}] -> {out}", c.user, c.key.as_str(), desc.join(","))
+        }
+        Action::Pay(n) => {
+            let r = payments::apply(app, n).await;
+            format!("pay {} {} ok={} -> {}", n.order_id, n.payment_id, n.succeeded, show(r, |r| r.as_str().to_owned()))
+        }
+        Action::Cancel(u, id) => {
+            format!("cancel {id} -> {}", show(orders::cancel(app, u, id).await, |o| o.status.as_str().into()))
+        }
+        Action::Admin(id, change) => {
+            let label = format!("{:?}", change.action());
+            let r = after_sale::apply(app, Caller::Admin, id, change.clone()).await;
+            format!("admin {label} {id} -> {}", show(r, |o| o.status.as_str().into()))
+        }
+        Action::Buyer(u, id, change) => {
+            let label = format!("{:?}", change.action());
+            // an accepted refund of an order not refunding yet (a repeat is answered as done)
+            let fresh = matches!(app.orders.get(id).await, Ok(Some(OrderRecord::Order(o)))
+                if !matches!(o.status, OrderStatus::Refunding | OrderStatus::Refunded));
+            let r = after_sale::apply(app, Caller::Buyer(u), id, change.clone()).await;
+            if fresh && r.is_ok() && matches!(change, Change::Refund { .. }) {
+                d.buyer_refunded = Some(id.clone());
+            }
+            format!("buyer {label} {id} -> {}", show(r, |o| o.status.as_str().into()))
+        }
+        Action::Reveal(u, id) => {
+            let r = codes::reveal(app, u, id).await;
+            if let Ok(cs) = &r {
+                d.revealed = cs.iter().map(|(_, c)| (id.clone(), c.clone())).collect();
+            }
+            format!("reveal {id} -> {}", show(r, |cs| format!("{} codes", cs.len())))
+        }
+        Action::RefundWebhook(c) => {
+            let r = refunds::confirm(app, c).await;
+            format!("refund webhook {} {:?} -> {}", c.order_id, c.refund_id, show(r, |r| format!("{r:?}")))
+        }
+        Action::Pause(sku, p) => format!("admin paused={p} {sku} -> {}", admin::set_paused(app, sku, *p).await.is_ok()),
+        Action::PauseCampaign(p) => {
+            let id = CampaignId::parse(shop::CAMPAIGN).expect("campaign id");
+            format!("campaign paused={p} -> {}", campaigns::set_paused(app, &id, *p).await.is_ok())
+        }
+        Action::Supplier(st) => {
+            supplier.set_all(*st);
+            format!("supplier answers {}", st.as_str())
+        }
+        Action::Reconcile => {
+            format!("reconcile run -> {}", show(reconcile::run(app).await, |r| format!("{:?}", r.errors)))
+        }
+        Action::ForgedOversell(e) => {
+            let r = holdfast::handlers::refunds::handle(app, sqs(envelope(e))).await;
+            format!("forged OversellDetected {} -> {}", e.detail.order_id, r.is_ok())
+        }
+        Action::Deliver(q) => {
+            let (ok, next) = deliver(app, &q.what).await;
+            if !ok {
+                d.requeue.push(Queued { due_ms: now() + 30_000, ..q.clone() });
+            }
+            d.requeue.extend(next);
+            format!("deliver {} -> {}", label(&q.what), if ok { "ok" } else { "failed, retried" })
+        }
+    };
+    d
+}
+
+/// Delivers one item; `false` = it failed and goes back on its queue. Returns the reconcile
+/// work left over.
+async fn deliver(app: &App, d: &Delivery) -> (bool, Vec<Queued>) {
+    match d {
+        Delivery::Event(e) => {
+            let ev = sqs(envelope(e));
+            let r = match e.kind {
+                EventKind::OrderPaid
+                | EventKind::OrderCancelled
+                | EventKind::OrderExpired
+                | EventKind::OrderFailed
+                | EventKind::OrderRefunding
+                | EventKind::OrderRefunded => holdfast::handlers::stock_events::handle(app, ev).await,
+                EventKind::OrderReturned if e.detail.restock == Some(true) => {
+                    holdfast::handlers::stock_events::handle(app, ev).await
+                }
+                EventKind::RefundRequested | EventKind::OversellDetected | EventKind::SupplierCancelRequested => {
+                    holdfast::handlers::refunds::handle(app, ev).await
+                }
+                _ => return (true, Vec::new()),
+            };
+            (matches!(r, Ok(b) if b.batch_item_failures.is_empty()), Vec::new())
+        }
+        Delivery::Queue(m) => {
+            let mut next = Vec::new();
+            let r: anyhow::Result<()> = match m {
+                Message::PaymentTimeout { order_id, due_at, .. } => match OrderId::parse(order_id) {
+                    Ok(id) => orders::payment_timeout(app, &id, *due_at).await.map(|_| ()),
+                    Err(e) => Err(e.into()),
+                },
+                Message::ReservationCheck { reservation_id, kind, due_at, .. } => {
+                    match ReservationId::from_stored(reservation_id) {
+                        Ok(id) => checks::reservation_check(app, &id, *kind, *due_at).await.map(|_| ()),
+                        Err(e) => Err(e.into()),
+                    }
+                }
+                Message::ReconcileWork { item, .. } => {
+                    reconcile::work(app, item, std::time::Duration::from_secs(50)).await.map(|o| {
+                        // the rest of a page goes back on the reconcile queue
+                        if let Some(item) = o.next {
+                            let m = Message::ReconcileWork { schema: 1, sweep_ms: now(), item };
+                            next.push(Queued { due_ms: now(), what: Delivery::Queue(m) });
+                        }
+                    })
+                }
+                Message::SupplierPoll { order_id, attempt, started_at, .. } => match OrderId::parse(order_id) {
+                    Ok(id) => supplier::poll(app, &id, *attempt, *started_at).await.map(|_| ()),
+                    Err(e) => Err(e.into()),
+                },
+            };
+            (r.is_ok(), next)
+        }
+    }
+}
