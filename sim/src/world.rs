@@ -74,6 +74,8 @@ pub struct Done {
     pub revealed: Vec<(OrderId, String)>,
     /// A buyer's refund that was accepted.
     pub buyer_refunded: Option<OrderId>,
+    /// A checkout that died half-way (the client will retry it).
+    pub crashed: Option<Checkout>,
 }
 
 #[derive(Default, Debug)]
@@ -97,6 +99,7 @@ pub struct Sim {
     sent_seen: usize,
     published_seen: usize,
     checkouts: Vec<Checkout>,
+    crashed: Vec<Checkout>,
     payments: u64,
     notices: Vec<PaymentNotice>,
     /// Every code shown, and the order it was shown for.
@@ -145,6 +148,7 @@ impl Sim {
             sent_seen: 0,
             published_seen: 0,
             checkouts: Vec::new(),
+            crashed: Vec::new(),
             payments: 0,
             notices: Vec::new(),
             shown: BTreeMap::new(),
@@ -194,6 +198,12 @@ impl Sim {
                 _ => None,
             };
             for e in events_for_change(as_order(old).as_ref(), as_order(Some(&rec)).as_ref()) {
+                // the publisher dropping a stream record: lost for good. Reconcile heals a lost
+                // event only while the lock is FROZEN (F2), so without --strict only those drop.
+                if (self.strict || heals(e.kind)) && self.app.faults.hit(holdfast::faults::PUBLISH_EVENTS_DROP) {
+                    self.log(format!("DROPPED by publish-events {} {}", e.kind.as_str(), e.detail.order_id));
+                    continue;
+                }
                 let due = now() + self.rng.i64(0..30_000);
                 self.queue.push(Queued { due_ms: due, what: Delivery::Event(e) });
             }
@@ -261,8 +271,19 @@ impl Sim {
         (!v.is_empty()).then(|| v[self.rng.usize(..v.len())].clone())
     }
 
-    /// Draws one actor's action (`None`: nothing to do).
-    fn draw(&mut self) -> Option<Action> {
+    /// Draws one actor's action (`None`: nothing to do); a delivery is sometimes made to two
+    /// consumers at once (SQS at least once: a message whose visibility lapsed mid-work).
+    fn draw(&mut self) -> Vec<Action> {
+        match self.draw_one() {
+            Some(Action::Deliver(q)) if self.rng.u8(..100) < 8 => {
+                self.log(format!("two consumers get {}", label(&q.what)));
+                vec![Action::Deliver(q.clone()), Action::Deliver(q)]
+            }
+            a => a.into_iter().collect(),
+        }
+    }
+
+    fn draw_one(&mut self) -> Option<Action> {
         Some(match self.rng.u32(..100) {
             0..=19 => {
                 let user = self.user();
@@ -281,6 +302,10 @@ impl Sim {
                 let c = Checkout { user, key, lines };
                 self.checkouts.push(c.clone());
                 Action::Checkout(c)
+            }
+            // a retry with the same Idempotency-Key: half of them of a checkout that crashed
+            20..=25 if !self.crashed.is_empty() && self.rng.bool() => {
+                Action::Checkout(self.crashed[self.rng.usize(..self.crashed.len())].clone())
             }
             20..=25 => Action::Checkout(self.checkouts.get(self.rng.usize(..self.checkouts.len().max(1)))?.clone()),
             26..=39 => Action::Pay(self.notice()?),
@@ -379,7 +404,7 @@ impl Sim {
             return;
         }
         let k = if roll < 75 { 1 } else { self.rng.usize(2..=3) };
-        let actions: Vec<Action> = (0..k).filter_map(|_| self.draw()).collect();
+        let actions: Vec<Action> = (0..k).flat_map(|_| self.draw()).collect();
         if skipped {
             // drawn (so every later draw is the same) but not run; a taken delivery goes back
             for a in actions {
@@ -399,6 +424,7 @@ impl Sim {
         for d in done {
             self.log(format!("{tag}{}", d.log));
             self.queue.extend(d.requeue);
+            self.crashed.extend(d.crashed);
             if let Some(o) = d.buyer_refunded {
                 self.buyer_refunded.insert(o);
             }
@@ -503,6 +529,12 @@ async fn futures_join_all<F: std::future::Future<Output = Done>>(fs: impl Iterat
     out.into_iter().flatten().collect()
 }
 
+/// Events whose loss reconcile repairs: the lock is still FROZEN, and the stale-lock sweep
+/// decides it from the order.
+fn heals(k: EventKind) -> bool {
+    matches!(k, EventKind::OrderCreated | EventKind::OrderPaid | EventKind::OrderCancelled | EventKind::OrderExpired)
+}
+
 pub fn label(d: &Delivery) -> String {
     match d {
         Delivery::Event(e) => format!("event {} {}", e.kind.as_str(), e.detail.order_id),
@@ -541,6 +573,9 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, a: &Action) -> Done {
     d.log = match a {
         Action::Checkout(c) => {
             let r = orders::create(app, &c.user, &c.key, c.lines.clone()).await;
+            if matches!(&r, Err(e) if e.to_string().contains("injected crash")) {
+                d.crashed = Some(c.clone());
+            }
             let desc: Vec<String> = c
                 .lines
                 .iter()
