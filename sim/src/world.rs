@@ -58,6 +58,7 @@ pub enum Action {
     Reveal(UserId, OrderId),
     RefundWebhook(RefundConfirmation),
     Pause(Sku, bool),
+    Adjust(Sku, String, i64, Vec<holdfast::domain::model::Day>),
     PauseCampaign(bool),
     Supplier(BookingStatus),
     Reconcile,
@@ -101,6 +102,7 @@ pub struct Sim {
     checkouts: Vec<Checkout>,
     crashed: Vec<Checkout>,
     payments: u64,
+    adjustments: u64,
     notices: Vec<PaymentNotice>,
     /// Every code shown, and the order it was shown for.
     pub shown: BTreeMap<String, OrderId>,
@@ -150,6 +152,7 @@ impl Sim {
             checkouts: Vec::new(),
             crashed: Vec::new(),
             payments: 0,
+            adjustments: 0,
             notices: Vec::new(),
             shown: BTreeMap::new(),
             buyer_refunded: HashSet::new(),
@@ -347,9 +350,16 @@ impl Sim {
                     succeeded: true,
                 })
             }
-            59..=60 => {
+            59 => {
                 let i = self.rng.usize(..self.items.len());
                 Action::Pause(self.items[i].sku.clone(), self.rng.bool())
+            }
+            60 => {
+                // an operator's stock adjustment: found units, a write-off, a delivery
+                let it = self.items[self.rng.usize(..self.items.len())].clone();
+                self.adjustments += 1;
+                let dates = it.dates.into_iter().take(1).collect();
+                Action::Adjust(it.sku, format!("adj{}", self.adjustments), [-1, 1, 2][self.rng.usize(..3)], dates)
             }
             61 => Action::PauseCampaign(self.rng.u8(..3) == 0),
             62..=63 => Action::Supplier(match self.rng.u8(..4) {
@@ -622,6 +632,10 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, a: &Action) -> Done {
             format!("refund webhook {} {:?} -> {}", c.order_id, c.refund_id, show(r, |r| format!("{r:?}")))
         }
         Action::Pause(sku, p) => format!("admin paused={p} {sku} -> {}", admin::set_paused(app, sku, *p).await.is_ok()),
+        Action::Adjust(sku, id, delta, dates) => {
+            let r = admin::adjust(app, sku, id, *delta, "sim", Some("ops"), dates).await;
+            format!("admin adjust {sku} {delta:+} -> {}", show(r, |applied| format!("applied={applied}")))
+        }
         Action::PauseCampaign(p) => {
             let id = CampaignId::parse(shop::CAMPAIGN).expect("campaign id");
             format!("campaign paused={p} -> {}", campaigns::set_paused(app, &id, *p).await.is_ok())
