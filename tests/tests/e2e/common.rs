@@ -213,7 +213,7 @@ impl Stack {
 
     /// Waits until the order's lock has `status` (the event flow moves it).
     pub async fn lock_reaches(&self, order_id: &str, status: &str) {
-        eventually(&format!("the lock of {order_id} to be {status}"), MIN_WAIT, || async {
+        eventually(&format!("the lock of {order_id} to be {status}"), SIGNAL_WAIT, || async {
             (self.lock_status(order_id).await.as_deref() == Some(status)).then_some(())
         })
         .await
@@ -221,7 +221,7 @@ impl Stack {
 
     /// Waits until the buyer's view of the order shows `status`; returns it.
     pub async fn order_reaches(&self, user: &str, id: &str, status: &str) -> Value {
-        eventually(&format!("order {id} to be {status}"), MIN_WAIT, || async {
+        eventually(&format!("order {id} to be {status}"), SIGNAL_WAIT, || async {
             let a = self.get_order(user, id).await;
             assert_eq!(a.status, 200, "{}", a.body);
             (a.body["status"] == status).then_some(a.body)
@@ -283,6 +283,12 @@ impl Stack {
 /// settles in under 5 s there); waits that cover more (a whole reconcile sweep, a DLQ redrive)
 /// name their own, longer, bound. Waits never assert speed (`make bench` measures).
 pub const MIN_WAIT: Duration = Duration::from_secs(30);
+
+/// How long a wait for a state the stack's own pollers bring about (an expiry, a lock move)
+/// may take: it returns as soon as the state is seen, so a generous bound costs nothing when
+/// things work, and on this 2-core machine, with three tests and the emulator's serialised
+/// requests beside it, a poller round has been seen to take over 30 s.
+pub const SIGNAL_WAIT: Duration = Duration::from_secs(120);
 
 /// Polls `f` until it returns `Some`, or panics after `timeout` (at least [`MIN_WAIT`]) with
 /// `what`.
