@@ -275,11 +275,8 @@ async fn an_oversell_event_for_a_lock_not_marked_refunds_nothing() {
     assert!(stored.refunds.is_empty());
 }
 
-/// Found by the simulator (docs/simulator.md, "Findings", F3): an operator's refund of a code
-/// order recorded no fate, so the buyer could still be shown the codes of an order whose money
-/// went back. The refund now withdraws them, whoever asks for it.
-#[tokio::test]
-async fn an_operators_refund_withdraws_the_codes_so_the_buyer_is_never_shown_them() {
+/// A code order of buyer `u1`, paid and its lock SOLD.
+async fn sold_code_order() -> (App, UserId, crate::domain::order::Order) {
     let (app, _w) = memory_app("test", config()).unwrap();
     make(&app, "C", Kind::CodePool).await;
     let buyer = UserId::parse("u1").unwrap();
@@ -295,6 +292,15 @@ async fn an_operators_refund_withdraws_the_codes_so_the_buyer_is_never_shown_the
     };
     crate::service::payments::apply(&app, &n).await.unwrap();
     stock::confirm(&app, &ReservationId::for_order(&o.id), OnReleased::Retake).await.unwrap();
+    (app, buyer, o)
+}
+
+/// Found by the simulator (docs/simulator.md, "Findings", F3): an operator's refund of a code
+/// order recorded no fate, so the buyer could still be shown the codes of an order whose money
+/// went back. The refund now withdraws them, whoever asks for it.
+#[tokio::test]
+async fn an_operators_refund_withdraws_the_codes_so_the_buyer_is_never_shown_them() {
+    let (app, buyer, o) = sold_code_order().await;
     let refund = crate::service::after_sale::Change::Refund { reason: "ops".into() };
     crate::service::after_sale::apply(&app, crate::service::after_sale::Caller::Admin, &o.id, refund).await.unwrap();
     let shown = crate::service::codes::reveal(&app, &buyer, &o.id).await;
@@ -304,21 +310,7 @@ async fn an_operators_refund_withdraws_the_codes_so_the_buyer_is_never_shown_the
 /// An operator may still refund codes the buyer has seen (the buyer may not: 409).
 #[tokio::test]
 async fn an_operator_may_refund_codes_already_shown_and_they_stay_shown() {
-    let (app, _w) = memory_app("test", config()).unwrap();
-    make(&app, "C", Kind::CodePool).await;
-    let buyer = UserId::parse("u1").unwrap();
-    let key = crate::domain::IdempotencyKey::parse("k1").unwrap();
-    let (o, _) = orders::create(&app, &buyer, &key, vec![line("C", Kind::CodePool)]).await.unwrap();
-    let n = crate::service::payments::PaymentNotice {
-        payment_id: "p1".into(),
-        provider: crate::domain::order::Provider::Generic,
-        order_id: o.id.clone(),
-        amount: o.amount,
-        currency: o.currency.to_string(),
-        succeeded: true,
-    };
-    crate::service::payments::apply(&app, &n).await.unwrap();
-    stock::confirm(&app, &ReservationId::for_order(&o.id), OnReleased::Retake).await.unwrap();
+    let (app, buyer, o) = sold_code_order().await;
     assert_eq!(crate::service::codes::reveal(&app, &buyer, &o.id).await.unwrap().len(), 1);
     use crate::service::after_sale::{apply, Caller, Change};
     let buyer_says = apply(&app, Caller::Buyer(&buyer), &o.id, Change::Refund { reason: "b".into() }).await;
