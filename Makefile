@@ -73,7 +73,7 @@ openapi:
 	mv docs/openapi.json.tmp docs/openapi.json
 
 cfn-lint: venv
-	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV)/bin/cfn-lint template.yaml infra/edge-waf.yaml
 
 # checkov from its own pinned virtualenv; remaining checks are judged in docs/deploy.md.
 checkov:

@@ -16,4 +16,4 @@ if [[ ! -f "$STAMP" || "$REQ" -nt "$STAMP" ]]; then
 fi
 cd "$ROOT"
 # --skip-download: no call home for guideline links (the machine may have no route there)
-exec "$VENV/bin/checkov" --config-file .checkov.yaml -f template.yaml --quiet --skip-download
+exec "$VENV/bin/checkov" --config-file .checkov.yaml -f template.yaml -f infra/edge-waf.yaml --quiet --skip-download

@@ -36,6 +36,8 @@ fn order() -> Order {
         shipment: None,
         return_info: None,
         supplier: Vec::new(),
+        attempts: Vec::new(),
+        review: None,
     }
 }
 

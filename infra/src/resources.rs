@@ -18,6 +18,8 @@ pub struct Resources {
     /// logical id → (url, arn)
     pub queues: BTreeMap<String, (String, String)>,
     pub buses: BTreeMap<String, String>,
+    /// KMS keys: logical id → (key id, key ARN).
+    pub kms_keys: BTreeMap<String, (String, String)>,
     pub parameters: BTreeMap<String, Option<String>>,
 }
 
@@ -42,8 +44,11 @@ impl Resources {
                 .cloned()
                 .or_else(|| self.queues.get(r).map(|(u, _)| u.clone()))
                 .or_else(|| self.buses.get(r).cloned())
+                .or_else(|| self.kms_keys.get(r).map(|(id, _)| id.clone()))
                 .or_else(|| self.parameters.get(r).cloned().flatten()),
-            EnvValue::GetAtt(r, a) if a == "Arn" => self.queues.get(r).map(|(_, a)| a.clone()),
+            EnvValue::GetAtt(r, a) if a == "Arn" => {
+                self.queues.get(r).map(|(_, a)| a.clone()).or_else(|| self.kms_keys.get(r).map(|(_, a)| a.clone()))
+            }
             EnvValue::GetAtt(r, a) if a == "QueueUrl" => self.queues.get(r).map(|(u, _)| u.clone()),
             EnvValue::GetAtt(r, a) if a == "QueueName" => self.queues.get(r).map(|_| format!("{}-{r}", self.prefix)),
             _ => None,
@@ -194,6 +199,20 @@ pub async fn create(sdk: &aws_config::SdkConfig, t: &Template, prefix: &str) -> 
             let target = aws_sdk_eventbridge::types::Target::builder().id(id).arn(res.queue_arn(q)?).build()?;
             events.put_targets().rule(&name).event_bus_name(&bus).targets(target).send().await?;
         }
+    }
+    // The emulator's KMS does not evaluate key policies (docs/deploy.md, §7); it does bind the
+    // encryption context into every data key it makes and checks it on Decrypt.
+    let kms = aws_sdk_kms::Client::new(sdk);
+    for k in &t.kms_keys {
+        let out = kms
+            .create_key()
+            .description(format!("{prefix}-{k}"))
+            .tags(aws_sdk_kms::types::Tag::builder().tag_key("holdfast:stack").tag_value(prefix).build()?)
+            .send()
+            .await
+            .with_context(|| format!("CreateKey {k}"))?;
+        let meta = out.key_metadata().ok_or_else(|| anyhow!("CreateKey {k}: no key metadata"))?;
+        res.kms_keys.insert(k.clone(), (meta.key_id().to_owned(), meta.arn().unwrap_or_default().to_owned()));
     }
     Ok(res)
 }

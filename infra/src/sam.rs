@@ -42,6 +42,19 @@ pub async fn env_vars(
     let arn =
         secret(&sdk, &format!("{prefix}-code-key"), DEFAULT_CODE_KEY).await.context("creating the code keyring")?;
     res.parameters.insert(CODE_KEY_PARAMETER.to_owned(), Some(arn));
+    // The refund confirmation's own key, Stripe's API key and the peers' credentials: secrets
+    // in the emulator too, read at run time as in AWS (security review M3, L1, L8).
+    for (parameter, name, value) in [
+        ("RefundWebhookSecretArn", "refund-webhook-key", crate::stack::DEFAULT_REFUND_WEBHOOK_SECRET),
+        ("StripeApiKeySecretArn", "stripe-api-key", crate::peers::stripe::LOCAL_API_KEY),
+        ("ProviderCredentialSecretArn", "provider-credential", crate::stack::DEFAULT_PROVIDER_CREDENTIAL),
+        ("SupplierCredentialSecretArn", "supplier-credential", crate::stack::DEFAULT_SUPPLIER_CREDENTIAL),
+    ] {
+        let arn = secret(&sdk, &format!("{prefix}-{name}"), value).await.with_context(|| format!("creating {name}"))?;
+        res.parameters.insert(parameter.to_owned(), Some(arn));
+    }
+    // Test-mode Stripe events only (a `stripe listen` forward or hand-made ones), as locally.
+    res.parameters.insert("StripeLivemode".to_owned(), Some("false".to_owned()));
     let mut doc = Map::new();
     for f in &t.functions {
         let mut vars = Map::new();

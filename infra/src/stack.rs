@@ -21,6 +21,13 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub const DEFAULT_WEBHOOK_SECRET: &str = "holdfast-local-webhook-secret";
+/// The refund confirmation's own key in the local stack (`REFUND_WEBHOOK_SECRET`; in AWS
+/// `REFUND_WEBHOOK_SECRET_ARN`): the simulated provider signs its confirmations with it.
+pub const DEFAULT_REFUND_WEBHOOK_SECRET: &str = "holdfast-local-refund-webhook-secret";
+/// The credentials the functions send to the simulated provider and supplier, which refuse
+/// calls without them (`PROVIDER_CREDENTIAL`, `SUPPLIER_CREDENTIAL`; security review M3).
+pub const DEFAULT_PROVIDER_CREDENTIAL: &str = "holdfast-local-provider-credential";
+pub const DEFAULT_SUPPLIER_CREDENTIAL: &str = "holdfast-local-supplier-credential";
 /// The code pool keyring of the local stack (`HOLDFAST_CODE_KEY`; docs/code-pools.md). A
 /// well-known key for local runs only: in AWS the keyring comes from `CODE_KEY_SECRET_ARN`.
 pub const DEFAULT_CODE_KEY: &str = r#"{"kid":"local-1","key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","fingerprint_key":"ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM="}"#;
@@ -183,6 +190,8 @@ impl LocalStack {
         let delay_ms = opts.env.get("HOLDFAST_SIM_PROVIDER_DELAY_MS").and_then(|d| d.parse().ok()).unwrap_or(300);
         let (provider, provider_url) =
             SimProvider::start(format!("{base_url}/payments/refunds"), secret, delay_ms).await?;
+        // Its buyer's page calls back here, signed with the payment webhook key.
+        provider.set_callback_url(&format!("{base_url}/payments/callback"));
         // The endpoint secret the functions verify with and the fake Stripe signs with: a test's,
         // else (the local runner) the environment's — e.g. the one `stripe listen` prints — else
         // the well-known local one.
@@ -198,6 +207,13 @@ impl LocalStack {
             opts.env.get(k).cloned().or_else(|| opts.inherit_env.then(|| std::env::var(k).ok()).flatten())
         });
         let (supplier, supplier_url) = SimSupplier::start(control).await?;
+        // The keys the peers work with: a test's, else the well-known local ones.
+        let setting = |k: &str, default: &str| opts.env.get(k).cloned().unwrap_or_else(|| default.to_owned());
+        let refund_secret = setting("REFUND_WEBHOOK_SECRET", DEFAULT_REFUND_WEBHOOK_SECRET);
+        let provider_credential = setting("PROVIDER_CREDENTIAL", DEFAULT_PROVIDER_CREDENTIAL);
+        let supplier_credential = setting("SUPPLIER_CREDENTIAL", DEFAULT_SUPPLIER_CREDENTIAL);
+        provider.set_keys(&refund_secret, &provider_credential);
+        supplier.set_credential(&supplier_credential);
         let (stripe, stripe_task) =
             FakeStripe::start(crate::peers::stripe::LOCAL_API_KEY, &stripe_secret, rx.clone()).await?;
         tasks.push(stripe_task);
@@ -236,11 +252,20 @@ impl LocalStack {
                     // likewise the code keyring (CODE_KEY_SECRET_ARN in AWS)
                     return Some(DEFAULT_CODE_KEY.to_owned());
                 }
+                // likewise the refund confirmation key and the peers' credentials (*_SECRET_ARN)
+                match k {
+                    "REFUND_WEBHOOK_SECRET" => return Some(refund_secret.clone()),
+                    "PROVIDER_CREDENTIAL" => return Some(provider_credential.clone()),
+                    "SUPPLIER_CREDENTIAL" => return Some(supplier_credential.clone()),
+                    _ => {}
+                }
                 // Stripe: the local endpoint secret, and refunds at the fake Stripe.
                 match k {
                     "STRIPE_WEBHOOK_SECRET" => return Some(stripe_secret.clone()),
                     "STRIPE_API_BASE" => return Some(stripe.url.clone()),
                     "STRIPE_API_KEY" => return Some(crate::peers::stripe::LOCAL_API_KEY.to_owned()),
+                    // the fake Stripe sends test-mode events
+                    "STRIPE_LIVEMODE" => return Some("false".to_owned()),
                     _ => {}
                 }
                 match f.env.get(k)? {

@@ -15,6 +15,8 @@ pub struct Template {
     pub buses: Vec<String>,
     pub rules: Vec<Rule>,
     pub functions: Vec<Function>,
+    /// Logical ids of the KMS keys (`AWS::KMS::Key`; the code key).
+    pub kms_keys: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -237,6 +239,7 @@ impl Template {
             buses: vec![],
             rules: vec![],
             functions: vec![],
+            kms_keys: vec![],
         };
         if let Some(params) = get(&doc, "Parameters").and_then(Value::as_mapping) {
             for (k, v) in params {
@@ -276,6 +279,7 @@ impl Template {
                     });
                 }
                 "AWS::Events::EventBus" => t.buses.push(id),
+                "AWS::KMS::Key" => t.kms_keys.push(id),
                 "AWS::Events::Rule" => {
                     let targets = get(&props, "Targets")
                         .and_then(Value::as_sequence)

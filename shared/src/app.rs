@@ -49,12 +49,11 @@ impl App {
             config.reconcile_work_queue_url.clone(),
         ));
         let bus = Arc::new(EventBridgeBus::new(aws_sdk_eventbridge::Client::new(sdk), config.event_bus_name.clone()));
-        let keys: Option<Arc<dyn WebhookKeys>> = (!config.webhook_secret_arn.is_empty()).then(|| {
-            Arc::new(SecretsManagerKeys::new(
-                aws_sdk_secretsmanager::Client::new(sdk),
-                config.webhook_secret_arn.clone(),
-            )) as Arc<dyn WebhookKeys>
-        });
+        // Webhook keys: the previous version verifies only for a window after the rotation
+        // (security review M1).
+        let window = Some(Duration::from_secs(config.previous_key_window_s));
+        let keys = secret_keys(sdk, &config.webhook_secret_arn, window);
+        let refund_keys = secret_keys(sdk, &config.refund_webhook_secret_arn, window);
         let stripe_keys = stripe_secrets(sdk, &config);
         let code_keys: Option<Arc<dyn WebhookKeys>> = (!config.code_key_secret_arn.is_empty()).then(|| {
             Arc::new(SecretsManagerKeys::new(
@@ -62,8 +61,18 @@ impl App {
                 config.code_key_secret_arn.clone(),
             )) as Arc<dyn WebhookKeys>
         });
-        let generic = Arc::new(crate::adapters::provider::HttpProvider::new(&config.provider_url, budget.operation)?);
-        let supplier = Arc::new(crate::adapters::supplier::HttpSupplier::new(&config.supplier_url, budget.operation)?);
+        // The credential sent on every provider and supplier call (security review M3).
+        let credential = |arn: &str, value: &crate::config::Secret| {
+            secret_keys(sdk, arn, None).unwrap_or_else(|| Arc::new(StaticKeys(vec![value.clone()])))
+        };
+        let generic = Arc::new(
+            crate::adapters::provider::HttpProvider::new(&config.provider_url, budget.operation)?
+                .with_credential(credential(&config.provider_credential_secret_arn, &config.provider_credential)),
+        );
+        let supplier = Arc::new(
+            crate::adapters::supplier::HttpSupplier::new(&config.supplier_url, budget.operation)?
+                .with_credential(credential(&config.supplier_credential_secret_arn, &config.supplier_credential)),
+        );
         let journal =
             Arc::new(crate::adapters::dynamo::journal::DynamoJournal::new(ddb.clone(), config.journal_table.clone()));
         let app =
@@ -76,10 +85,21 @@ impl App {
             Some(k) => App { webhook_keys: k, ..app },
             None => app,
         };
+        let app = match refund_keys {
+            Some(k) => App { refund_webhook_keys: k, ..app },
+            None => app,
+        };
         let app = match code_keys {
             Some(k) => App { code_keys: k, ..app },
             None => app,
         };
+        // New codes are sealed under KMS data keys when a key is configured (docs/code-pools.md).
+        let code_key_service = (!app.config.code_kms_key_id.is_empty()).then(|| {
+            let kms =
+                crate::adapters::kms::KmsKeys::new(aws_sdk_kms::Client::new(sdk), app.config.code_kms_key_id.clone());
+            Arc::new(crate::adapters::kms::CachedKeys::new(Arc::new(kms))) as Arc<dyn crate::ports::CodeKeyService>
+        });
+        let app = App { code_key_service, ..app };
         let app = match stripe_keys.webhook {
             Some(k) => App { stripe_webhook_keys: k, ..app },
             None => app,
@@ -109,11 +129,14 @@ impl App {
         let webhook_keys =
             Arc::new(StaticKeys(vec![config.webhook_secret.clone(), config.webhook_secret_previous.clone()]));
         let stripe_webhook_keys = Arc::new(StaticKeys(vec![config.stripe_webhook_secret.clone()]));
+        let refund_webhook_keys = Arc::new(StaticKeys(vec![config.refund_webhook_secret.clone()]));
         let code_keys = Arc::new(StaticKeys(vec![config.code_key.clone()]));
         Ok(App {
             code_keys,
+            code_key_service: None,
             webhook_keys,
             stripe_webhook_keys,
+            refund_webhook_keys,
             providers: Providers::memory(),
             supplier: Arc::new(crate::adapters::supplier::MemorySupplier::new()),
             budget,
@@ -139,17 +162,30 @@ struct StripeSecrets {
 }
 
 fn stripe_secrets(sdk: &aws_config::SdkConfig, config: &Config) -> StripeSecrets {
-    let from_arn = |arn: &str| -> Option<Arc<dyn WebhookKeys>> {
-        (!arn.is_empty()).then(|| {
-            Arc::new(SecretsManagerKeys::new(aws_sdk_secretsmanager::Client::new(sdk), arn.to_owned()))
-                as Arc<dyn WebhookKeys>
-        })
-    };
-    let api = from_arn(&config.stripe_api_key_secret_arn).or_else(|| {
+    let api = secret_keys(sdk, &config.stripe_api_key_secret_arn, None).or_else(|| {
         (!config.stripe_api_key.is_empty())
             .then(|| Arc::new(StaticKeys(vec![config.stripe_api_key.clone()])) as Arc<dyn WebhookKeys>)
     });
-    StripeSecrets { webhook: from_arn(&config.stripe_webhook_secret_arn), api }
+    // Stripe signs with both secrets while an endpoint secret is rolled; the old one verifies
+    // here only for the same window as the generic webhook's previous key.
+    let window = Some(Duration::from_secs(config.previous_key_window_s));
+    StripeSecrets { webhook: secret_keys(sdk, &config.stripe_webhook_secret_arn, window), api }
+}
+
+/// The keys of the secret `arn` (`None` when no ARN is set), the previous version accepted for
+/// `previous_window` after the current one was created (`None`: no limit).
+fn secret_keys(
+    sdk: &aws_config::SdkConfig,
+    arn: &str,
+    previous_window: Option<Duration>,
+) -> Option<Arc<dyn WebhookKeys>> {
+    (!arn.is_empty()).then(|| {
+        let keys = SecretsManagerKeys::new(aws_sdk_secretsmanager::Client::new(sdk), arn.to_owned());
+        Arc::new(match previous_window {
+            Some(w) => keys.with_previous_window(w),
+            None => keys,
+        }) as Arc<dyn WebhookKeys>
+    })
 }
 
 impl Providers {

@@ -33,6 +33,26 @@ pub struct Config {
     pub webhook_secret_previous: Secret,
     /// Secrets Manager secret holding the HMAC key (`WEBHOOK_SECRET_ARN`; empty = use the above).
     pub webhook_secret_arn: String,
+    /// How long after a webhook secret's current version was created its previous version still
+    /// verifies (`HOLDFAST_PREVIOUS_KEY_WINDOW_SECONDS`, default a day; 0 = never): the payment
+    /// callback's, the refund confirmation's and Stripe's (security review M1).
+    pub previous_key_window_s: u64,
+    /// The refund confirmation's own HMAC key (`POST /payments/refunds`; security review L1) when
+    /// no secret ARN is set (local stack, tests; no default: unset answers 503, never accepts),
+    /// or the Secrets Manager secret holding it (`REFUND_WEBHOOK_SECRET_ARN`).
+    pub refund_webhook_secret: Secret,
+    pub refund_webhook_secret_arn: String,
+    /// The credential sent as `Authorization: Bearer …` on every call to the generic payment
+    /// provider (`PROVIDER_CREDENTIAL`, local stack and tests), or the secret holding it
+    /// (`PROVIDER_CREDENTIAL_SECRET_ARN`; security review M3).
+    pub provider_credential: Secret,
+    pub provider_credential_secret_arn: String,
+    /// The same for the supplier (`SUPPLIER_CREDENTIAL`, `SUPPLIER_CREDENTIAL_SECRET_ARN`).
+    pub supplier_credential: Secret,
+    pub supplier_credential_secret_arn: String,
+    /// Whether Stripe events must be live (`true`) or test mode (`false`) events
+    /// (`STRIPE_LIVEMODE`; empty = not checked). An event of the other mode is ignored and counted.
+    pub stripe_livemode: Option<bool>,
     /// Stripe's webhook endpoint secret (`whsec_…`) when no secret ARN is set (local stack, tests;
     /// no default: an unset secret answers 503, never accepts).
     pub stripe_webhook_secret: Secret,
@@ -51,6 +71,8 @@ pub struct Config {
     /// AWSCURRENT seals, AWSPREVIOUS still opens during a rotation).
     pub code_key: Secret,
     pub code_key_secret_arn: String,
+    /// The KMS key codes are sealed under (`CODE_KMS_KEY_ID`; empty = the keyring alone seals).
+    pub code_kms_key_id: String,
     /// A freeze that leaves a code pool with fewer codes counts `CodePoolLow` (the alarm's metric).
     pub code_pool_low_water: i64,
     /// Reconcile returns claimed, unbound codes of a shard whose head has not moved for this
@@ -79,6 +101,17 @@ pub struct Config {
     pub supplier_timeout_s: i64,
     /// Lifetime of a warm Lambda's supplier quote (at most 30 s).
     pub supplier_quote_cache_ms: i64,
+    /// How long past its deadline a PAYING order the provider still reports processing is
+    /// waited for before its payment is cancelled (docs/payments.md, "At the deadline").
+    pub payment_grace_s: i64,
+    /// How often the provider is asked about a processing payment during the grace.
+    pub payment_query_every_s: i64,
+    /// The provider `POST /orders/{id}/payments` uses when the body names none
+    /// (`HOLDFAST_PAYMENT_PROVIDER`: `generic`, the default, or `stripe`).
+    pub payment_provider: String,
+    /// Buyer refunds above this amount (minor units) wait for an admin's review
+    /// (`HOLDFAST_REFUND_REVIEW_ABOVE`; unset = no threshold).
+    pub refund_review_above: Option<u64>,
 }
 
 /// Longest a supplier quote may be cached.
@@ -178,6 +211,19 @@ impl Config {
             webhook_secret: Secret::new(get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default()),
             webhook_secret_previous: Secret::new(get("PAYMENT_WEBHOOK_SECRET_PREVIOUS").unwrap_or_default()),
             webhook_secret_arn: s("WEBHOOK_SECRET_ARN"),
+            previous_key_window_s: parse(get, "HOLDFAST_PREVIOUS_KEY_WINDOW_SECONDS", 24 * 3600)?,
+            refund_webhook_secret: Secret::new(get("REFUND_WEBHOOK_SECRET").unwrap_or_default()),
+            refund_webhook_secret_arn: s("REFUND_WEBHOOK_SECRET_ARN"),
+            provider_credential: Secret::new(get("PROVIDER_CREDENTIAL").unwrap_or_default()),
+            provider_credential_secret_arn: s("PROVIDER_CREDENTIAL_SECRET_ARN"),
+            supplier_credential: Secret::new(get("SUPPLIER_CREDENTIAL").unwrap_or_default()),
+            supplier_credential_secret_arn: s("SUPPLIER_CREDENTIAL_SECRET_ARN"),
+            stripe_livemode: match s("STRIPE_LIVEMODE").as_str() {
+                "" => None,
+                v => Some(
+                    v.parse::<bool>().map_err(|e| ConfigError { name: "STRIPE_LIVEMODE", reason: e.to_string() })?,
+                ),
+            },
             stripe_webhook_secret: Secret::new(get("STRIPE_WEBHOOK_SECRET").unwrap_or_default()),
             stripe_webhook_secret_arn: s("STRIPE_WEBHOOK_SECRET_ARN"),
             stripe_api_base: Some(s("STRIPE_API_BASE"))
@@ -187,6 +233,7 @@ impl Config {
             stripe_api_key_secret_arn: s("STRIPE_API_KEY_SECRET_ARN"),
             code_key: Secret::new(get("HOLDFAST_CODE_KEY").unwrap_or_default()),
             code_key_secret_arn: s("CODE_KEY_SECRET_ARN"),
+            code_kms_key_id: s("CODE_KMS_KEY_ID"),
             code_pool_low_water: parse(get, "HOLDFAST_CODE_POOL_LOW", 10)?,
             code_claim_quiet_ms: parse(get, "HOLDFAST_CODE_CLAIM_QUIET_MS", 60_000)?,
             faults: s("HOLDFAST_FAULTS"),
@@ -210,6 +257,22 @@ impl Config {
             supplier_url: s("HOLDFAST_SUPPLIER_URL"),
             supplier_timeout_s: parse(get, "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS", 1800)?,
             supplier_quote_cache_ms: parse(get, "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS", MAX_SUPPLIER_QUOTE_CACHE_MS)?,
+            payment_provider: match get("HOLDFAST_PAYMENT_PROVIDER").filter(|v| !v.is_empty()) {
+                None => "generic".into(),
+                Some(p) if p == "generic" || p == "stripe" => p,
+                Some(p) => {
+                    return Err(ConfigError {
+                        name: "HOLDFAST_PAYMENT_PROVIDER",
+                        reason: format!("{p:?} is not a provider (generic, stripe)"),
+                    })
+                }
+            },
+            payment_grace_s: parse(get, "HOLDFAST_PAYMENT_GRACE_SECONDS", 600)?,
+            payment_query_every_s: parse(get, "HOLDFAST_PAYMENT_QUERY_SECONDS", 30)?,
+            refund_review_above: match get("HOLDFAST_REFUND_REVIEW_ABOVE").filter(|v| !v.is_empty()) {
+                None => None,
+                Some(_) => Some(parse(get, "HOLDFAST_REFUND_REVIEW_ABOVE", 0u64)?),
+            },
         };
         if !(0..=MAX_SUPPLIER_QUOTE_CACHE_MS).contains(&c.supplier_quote_cache_ms) {
             return Err(ConfigError {
@@ -224,6 +287,8 @@ impl Config {
             ("HOLDFAST_STALE_LOCK_SECONDS", c.stale_lock_s),
             ("HOLDFAST_AUTO_COMPLETE_SECONDS", c.auto_complete_after_s),
             ("HOLDFAST_SUPPLIER_TIMEOUT_SECONDS", c.supplier_timeout_s),
+            ("HOLDFAST_PAYMENT_GRACE_SECONDS", c.payment_grace_s),
+            ("HOLDFAST_PAYMENT_QUERY_SECONDS", c.payment_query_every_s),
         ] {
             if v <= 0 {
                 return Err(ConfigError { name, reason: "must be positive".into() });
@@ -285,6 +350,25 @@ mod tests {
         })
         .unwrap();
         assert!(!format!("{c:?}").contains("sk_test_hidden"));
+    }
+
+    #[test]
+    fn webhook_keys_have_a_day_of_overlap_and_livemode_is_checked_only_when_set() {
+        let c = Config::from_lookup(&|_| None).unwrap();
+        assert_eq!(c.previous_key_window_s, 86_400);
+        assert_eq!(c.stripe_livemode, None);
+        assert!(c.refund_webhook_secret.is_empty() && c.provider_credential.is_empty());
+        let c = Config::from_lookup(&|k| match k {
+            "HOLDFAST_PREVIOUS_KEY_WINDOW_SECONDS" => Some("0".into()),
+            "STRIPE_LIVEMODE" => Some("true".into()),
+            "PROVIDER_CREDENTIAL" | "SUPPLIER_CREDENTIAL" | "REFUND_WEBHOOK_SECRET" => Some("hidden-value".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!((c.previous_key_window_s, c.stripe_livemode), (0, Some(true)));
+        assert!(!format!("{c:?}").contains("hidden-value"));
+        let e = Config::from_lookup(&|k| (k == "STRIPE_LIVEMODE").then(|| "live".into())).unwrap_err();
+        assert_eq!(e.name, "STRIPE_LIVEMODE");
     }
 
     #[test]

@@ -27,8 +27,14 @@ pub struct App {
     pub webhook_keys: Arc<dyn WebhookKeys>,
     /// Stripe's webhook endpoint secrets (docs/after-sale.md, "Stripe"; every one returned verifies).
     pub stripe_webhook_keys: Arc<dyn WebhookKeys>,
+    /// The refund confirmation's own HMAC keys (`POST /payments/refunds`, security review L1):
+    /// a payment callback's signature cannot confirm a refund.
+    pub refund_webhook_keys: Arc<dyn WebhookKeys>,
     /// The code pool keyring's secret(s), current first (docs/code-pools.md).
     pub code_keys: Arc<dyn WebhookKeys>,
+    /// The key service new codes are sealed under (KMS, envelope encryption; docs/code-pools.md,
+    /// "Sealed under KMS"). `None`: uploads seal v2 under the keyring, and v3 codes cannot open.
+    pub code_key_service: Option<Arc<dyn crate::ports::CodeKeyService>>,
     /// Where refunds are issued, by the provider the payment came through (docs/after-sale.md,
     /// "Providers").
     pub providers: Providers,

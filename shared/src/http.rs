@@ -44,12 +44,14 @@ pub enum Code {
     CheckoutAborted,
     Busy,
     NotPaid,
-    /// A code order's buyer refund after its codes were shown (docs/code-pools.md).
-    CodesRevealed,
+    /// The payment provider refused to create a payment (docs/payments.md).
+    ProviderRefused,
+    /// The order's codes were voided by an approved refund: they are never shown again.
+    CodesVoided,
 }
 
 impl Code {
-    pub const ALL: [Code; 30] = [
+    pub const ALL: [Code; 31] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -79,7 +81,8 @@ impl Code {
         Code::CheckoutAborted,
         Code::Busy,
         Code::NotPaid,
-        Code::CodesRevealed,
+        Code::ProviderRefused,
+        Code::CodesVoided,
     ];
 
     /// (status, code, title)
@@ -114,7 +117,8 @@ impl Code {
             Code::CheckoutAborted => (503, "checkout_aborted", "Checkout aborted"),
             Code::Busy => (429, "busy", "Busy, retry shortly"),
             Code::NotPaid => (409, "not_paid", "Order not paid"),
-            Code::CodesRevealed => (409, "codes_revealed", "Codes already shown"),
+            Code::ProviderRefused => (502, "provider_refused", "Payment provider refused"),
+            Code::CodesVoided => (409, "codes_voided", "Codes voided by a refund"),
         }
     }
 

@@ -31,6 +31,10 @@
 //!   is granted `dynamodb:Scan`.
 //! - Reading the order stream (`dynamodb:GetRecords` …) is granted by SAM's DynamoDB event
 //!   source, not by an inline statement, and is not part of this map.
+//! - The code key's use (`kms:GenerateDataKey` for stock-api, `kms:Decrypt` for orders-api) is
+//!   granted by the key's own policy naming the function's role, not by the role's policy (the
+//!   role would then depend on the key and the key on the role); the policy test counts those
+//!   statements as the function's grants.
 
 /// A resource of `template.yaml` a function may be granted access to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -64,10 +68,21 @@ pub enum Resource {
     StockJournalFailureQueue,
     /// `!Ref CodeKeySecretArn`: the secret holding the code pool keyring (docs/code-pools.md).
     CodeKeySecret,
+    /// `!Ref RefundWebhookSecretArn`: the refund confirmation's own HMAC key (review L1).
+    RefundWebhookSecret,
+    /// `!Ref StripeApiKeySecretArn`: Stripe's secret API key (review L8).
+    StripeApiKeySecret,
+    /// `!Ref ProviderCredentialSecretArn`: the bearer credential of generic provider calls (M3).
+    ProviderCredentialSecret,
+    /// `!Ref SupplierCredentialSecretArn`: the bearer credential of supplier calls (M3).
+    SupplierCredentialSecret,
+    /// `CodeKey`, the KMS key code data keys come from. Its use is granted by the key policy
+    /// naming the function's role (the role's own policy cannot name the key: a cycle).
+    CodeKey,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 15] = [
+    pub const ALL: [Resource; 20] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -83,6 +98,11 @@ impl Resource {
         Resource::JournalTableIndexes,
         Resource::StockJournalFailureQueue,
         Resource::CodeKeySecret,
+        Resource::RefundWebhookSecret,
+        Resource::StripeApiKeySecret,
+        Resource::ProviderCredentialSecret,
+        Resource::SupplierCredentialSecret,
+        Resource::CodeKey,
     ];
 
     /// The template's logical id of the resource (for indexes: of their table).
@@ -100,6 +120,11 @@ impl Resource {
             Resource::JournalTable | Resource::JournalTableIndexes => "JournalTable",
             Resource::StockJournalFailureQueue => "StockJournalFailureQueue",
             Resource::CodeKeySecret => "CodeKeySecretArn",
+            Resource::RefundWebhookSecret => "RefundWebhookSecretArn",
+            Resource::StripeApiKeySecret => "StripeApiKeySecretArn",
+            Resource::ProviderCredentialSecret => "ProviderCredentialSecretArn",
+            Resource::SupplierCredentialSecret => "SupplierCredentialSecretArn",
+            Resource::CodeKey => "CodeKey",
         }
     }
 
@@ -118,7 +143,14 @@ impl Resource {
             | Resource::PublishEventsFailureQueue
             | Resource::ReconcileWorkQueue => "AWS::SQS::Queue",
             Resource::EventBus => "AWS::Events::EventBus",
-            Resource::WebhookSecret | Resource::StripeWebhookSecret | Resource::CodeKeySecret => "Parameter",
+            Resource::WebhookSecret
+            | Resource::StripeWebhookSecret
+            | Resource::CodeKeySecret
+            | Resource::RefundWebhookSecret
+            | Resource::StripeApiKeySecret
+            | Resource::ProviderCredentialSecret
+            | Resource::SupplierCredentialSecret => "Parameter",
+            Resource::CodeKey => "AWS::KMS::Key",
         }
     }
 
@@ -143,6 +175,11 @@ impl Resource {
             Resource::JournalTable | Resource::JournalTableIndexes => Some("JOURNAL_TABLE"),
             Resource::StockJournalFailureQueue => None,
             Resource::CodeKeySecret => Some("CODE_KEY_SECRET_ARN"),
+            Resource::RefundWebhookSecret => Some("REFUND_WEBHOOK_SECRET_ARN"),
+            Resource::StripeApiKeySecret => Some("STRIPE_API_KEY_SECRET_ARN"),
+            Resource::ProviderCredentialSecret => Some("PROVIDER_CREDENTIAL_SECRET_ARN"),
+            Resource::SupplierCredentialSecret => Some("SUPPLIER_CREDENTIAL_SECRET_ARN"),
+            Resource::CodeKey => Some("CODE_KMS_KEY_ID"),
         }
     }
 }
@@ -187,6 +224,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("sqs:SendMessage", PaymentTimeoutQueue),
             // Message::ReservationCheck in parallel with the freeze
             ("sqs:SendMessage", ReservationCheckQueue),
+            // SUPPLIER SKUs: quote and book with the supplier's credential (review M3)
+            ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
         ],
     ),
     (
@@ -206,9 +245,16 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // GET /orders/{order_id}/codes → read_codes, and the keyring that opens them
             ("dynamodb:BatchGetItem", StockTable),
             ("secretsmanager:GetSecretValue", CodeKeySecret),
+            // … and a v3 code's data key, opened under the SKU's encryption context (granted by
+            // the key's policy, not the role's: see `CodeKey`)
+            ("kms:Decrypt", CodeKey),
             // a code lock's fate, once: revealed (GET …/codes) or withdrawn (the buyer's
             // refund) — settle_codes, one conditional UpdateItem on the lock record
             ("dynamodb:UpdateItem", StockTable),
+            // the payment providers (docs/after-sale.md, "Providers"): the generic provider's
+            // credential and Stripe's API key, read at run time (PROVIDER_CALLERS; review M3, L8)
+            ("secretsmanager:GetSecretValue", ProviderCredentialSecret),
+            ("secretsmanager:GetSecretValue", StripeApiKeySecret),
         ],
     ),
     (
@@ -222,6 +268,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("secretsmanager:GetSecretValue", WebhookSecret),
             // POST /payments/stripe: Stripe's endpoint secret, AWSCURRENT and AWSPREVIOUS, cached
             ("secretsmanager:GetSecretValue", StripeWebhookSecret),
+            // POST /payments/refunds: the refund confirmation's own key (review L1)
+            ("secretsmanager:GetSecretValue", RefundWebhookSecret),
         ],
     ),
     (
@@ -253,6 +301,9 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:GetItem", StockTable),
             // … and the keyring that seals the codes, AWSCURRENT and AWSPREVIOUS, cached
             ("secretsmanager:GetSecretValue", CodeKeySecret),
+            // … and the KMS data key new codes are sealed under (one per SKU per warm Lambda,
+            // cached; granted by the key's policy)
+            ("kms:GenerateDataKey", CodeKey),
         ],
     ),
     (
@@ -312,6 +363,12 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // request_for_oversell cross-checks OversellDetected against the lock's mark
             // (get_reservation)
             ("dynamodb:GetItem", StockTable),
+            // the payment providers (docs/after-sale.md, "Providers"): the generic provider's
+            // credential and Stripe's API key, read at run time (PROVIDER_CALLERS; review M3, L8)
+            ("secretsmanager:GetSecretValue", ProviderCredentialSecret),
+            ("secretsmanager:GetSecretValue", StripeApiKeySecret),
+            // the supplier's credential on every supplier call (review M3)
+            ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
         ],
     ),
     (
@@ -323,6 +380,12 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // re-arm for a deadline more than one hop away; the next SupplierPoll; the payment
             // timeout of a SUPPLIER order that just became payable
             ("sqs:SendMessage", PaymentTimeoutQueue),
+            // the payment providers (docs/after-sale.md, "Providers"): the generic provider's
+            // credential and Stripe's API key, read at run time (PROVIDER_CALLERS; review M3, L8)
+            ("secretsmanager:GetSecretValue", ProviderCredentialSecret),
+            ("secretsmanager:GetSecretValue", StripeApiKeySecret),
+            // the supplier's credential on every supplier call (review M3)
+            ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
         ],
     ),
     (
@@ -381,6 +444,12 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // SkuJournals → journal.checkpoint / put_checkpoint (review protocol-2 #7)
             ("dynamodb:GetItem", JournalTable),
             ("dynamodb:PutItem", JournalTable),
+            // the payment providers (docs/after-sale.md, "Providers"): the generic provider's
+            // credential and Stripe's API key, read at run time (PROVIDER_CALLERS; review M3, L8)
+            ("secretsmanager:GetSecretValue", ProviderCredentialSecret),
+            ("secretsmanager:GetSecretValue", StripeApiKeySecret),
+            // the supplier's credential on every supplier call (review M3)
+            ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
         ],
     ),
 ];
@@ -405,6 +474,7 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_MAX_PENDING_PER_USER",
             // SUPPLIER orders: quote and book (docs/suppliers.md), their deadline
             "HOLDFAST_SUPPLIER_URL",
+            "SUPPLIER_CREDENTIAL_SECRET_ARN",
             "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS",
         ],
     ),
@@ -417,15 +487,46 @@ pub const ENV: &[(&str, &[&str])] = &[
             "JOURNAL_TABLE",
             "HOLDFAST_AUTO_COMPLETE_SECONDS",
             "CODE_KEY_SECRET_ARN",
+            "CODE_KMS_KEY_ID",
             "HOLDFAST_ORIGIN_VERIFY",
+            "HOLDFAST_PROVIDER_URL",
+            "PROVIDER_CREDENTIAL_SECRET_ARN",
+            "STRIPE_API_KEY_SECRET_ARN",
+            "HOLDFAST_PAYMENT_GRACE_SECONDS",
+            "HOLDFAST_PAYMENT_PROVIDER",
+            "HOLDFAST_REFUND_REVIEW_ABOVE",
         ],
     ),
     // where refunds of generic payments are issued; where a closed SUPPLIER order's bookings
     // are cancelled (docs/suppliers.md, "Compensation")
-    ("refunds", &["ORDER_TABLE", "STOCK_TABLE", "HOLDFAST_PROVIDER_URL", "HOLDFAST_SUPPLIER_URL"]),
+    (
+        "refunds",
+        &[
+            "ORDER_TABLE",
+            "STOCK_TABLE",
+            "HOLDFAST_PROVIDER_URL",
+            "PROVIDER_CREDENTIAL_SECRET_ARN",
+            "STRIPE_API_KEY_SECRET_ARN",
+            "HOLDFAST_SUPPLIER_URL",
+            "SUPPLIER_CREDENTIAL_SECRET_ARN",
+        ],
+    ),
     // the webhook's HMAC keys are fetched at run time from the secret this names
     // (and Stripe's endpoint secret, the same way)
-    ("payment-callback", &["ORDER_TABLE", "WEBHOOK_SECRET_ARN", "STRIPE_WEBHOOK_SECRET_ARN", "HOLDFAST_ORIGIN_VERIFY"]),
+    // and the refund confirmation's own key; the previous keys' window; Stripe's expected mode
+    (
+        "payment-callback",
+        &[
+            "ORDER_TABLE",
+            "WEBHOOK_SECRET_ARN",
+            "STRIPE_WEBHOOK_SECRET_ARN",
+            "REFUND_WEBHOOK_SECRET_ARN",
+            "HOLDFAST_PREVIOUS_KEY_WINDOW_SECONDS",
+            "STRIPE_LIVEMODE",
+            "HOLDFAST_ORIGIN_VERIFY",
+            "HOLDFAST_PAYMENT_GRACE_SECONDS",
+        ],
+    ),
     // default ttl_seconds of a hold
     (
         "reservations",
@@ -441,6 +542,7 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_MAX_PENDING_PER_USER",
             "JOURNAL_TABLE",
             "CODE_KEY_SECRET_ARN",
+            "CODE_KMS_KEY_ID",
             "HOLDFAST_ORIGIN_VERIFY",
         ],
     ),
@@ -452,7 +554,18 @@ pub const ENV: &[(&str, &[&str])] = &[
     // SUPPLIER polls: the supplier, and the payment deadline that starts at confirmation
     (
         "payment-timeout",
-        &["ORDER_TABLE", "PAYMENT_TIMEOUT_QUEUE_URL", "HOLDFAST_SUPPLIER_URL", "HOLDFAST_PAYMENT_TTL_SECONDS"],
+        &[
+            "ORDER_TABLE",
+            "PAYMENT_TIMEOUT_QUEUE_URL",
+            "HOLDFAST_SUPPLIER_URL",
+            "HOLDFAST_PAYMENT_TTL_SECONDS",
+            "SUPPLIER_CREDENTIAL_SECRET_ARN",
+            "HOLDFAST_PROVIDER_URL",
+            "PROVIDER_CREDENTIAL_SECRET_ARN",
+            "STRIPE_API_KEY_SECRET_ARN",
+            "HOLDFAST_PAYMENT_GRACE_SECONDS",
+            "HOLDFAST_PAYMENT_QUERY_SECONDS",
+        ],
     ),
     ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
     // the sweep's age threshold
@@ -474,6 +587,11 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_SUPPLIER_URL",
             "PAYMENT_TIMEOUT_QUEUE_URL",
             "HOLDFAST_PAYMENT_TTL_SECONDS",
+            "SUPPLIER_CREDENTIAL_SECRET_ARN",
+            "PROVIDER_CREDENTIAL_SECRET_ARN",
+            "STRIPE_API_KEY_SECRET_ARN",
+            "HOLDFAST_PAYMENT_GRACE_SECONDS",
+            "HOLDFAST_PAYMENT_QUERY_SECONDS",
         ],
     ),
 ];
@@ -505,9 +623,14 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "STRIPE_WEBHOOK_SECRET",
     // the Stripe refunds adapter (docs/after-sale.md, "Stripe"): the API (default the real one)
     // and its secret key, or the secret holding it; the function that issues refunds sets them
+    // (`STRIPE_API_KEY_SECRET_ARN` is a resource of every provider caller: see `PROVIDER_CALLERS`)
     "STRIPE_API_BASE",
     "STRIPE_API_KEY",
-    "STRIPE_API_KEY_SECRET_ARN",
+    // local/test builds: the refund confirmation key and the provider and supplier credentials
+    // themselves when no secret ARN is set (in AWS: *_SECRET_ARN, never a plain value)
+    "REFUND_WEBHOOK_SECRET",
+    "PROVIDER_CREDENTIAL",
+    "SUPPLIER_CREDENTIAL",
     // local/test builds: the code keyring itself when no CODE_KEY_SECRET_ARN is set
     "HOLDFAST_CODE_KEY",
     // the code pool level under which a freeze counts CodePoolLow (default 10)
@@ -527,3 +650,54 @@ pub fn uses(function: &str) -> Option<&'static [(&'static str, Resource)]> {
 pub fn env(function: &str) -> Option<&'static [&'static str]> {
     ENV.iter().find(|(f, _)| *f == function).map(|(_, e)| *e)
 }
+
+/// Functions whose handlers may call a payment provider: refunds (issue), reconcile-worker (the
+/// refund backstop, status queries of late payments and stuck refunds, settlement),
+/// payment-timeout (asking the provider at the deadline, cancelling) and orders-api (starting a
+/// payment). Each must be able to call every provider the configuration can select:
+/// [`provider_needs`] says what that takes, and `tests/tests/policy.rs` walks every provider ×
+/// caller against template.yaml (security review L8).
+pub const PROVIDER_CALLERS: &[&str] = &["orders-api", "payment-timeout", "refunds", "reconcile-worker"];
+
+/// A function's needs for one provider: the variables the template must set, the grants it
+/// must give.
+pub type Needs = (&'static [&'static str], &'static [(&'static str, Resource)]);
+
+/// What calling `provider` takes in a function. Secrets are named by ARN and read at run time,
+/// never put in the environment (security review V5).
+pub fn provider_needs(provider: crate::domain::order::Provider) -> Needs {
+    use crate::domain::order::Provider;
+    match provider {
+        Provider::Generic => (
+            &["HOLDFAST_PROVIDER_URL", "PROVIDER_CREDENTIAL_SECRET_ARN"],
+            &[("secretsmanager:GetSecretValue", ProviderCredentialSecret)],
+        ),
+        Provider::Stripe => (&["STRIPE_API_KEY_SECRET_ARN"], &[("secretsmanager:GetSecretValue", StripeApiKeySecret)]),
+    }
+}
+
+/// What receiving `provider`'s webhooks takes in payment-callback (the same walk).
+pub fn webhook_needs(provider: crate::domain::order::Provider) -> Needs {
+    use crate::domain::order::Provider;
+    match provider {
+        // the payment callback and the refund confirmation, each with its own key
+        Provider::Generic => (
+            &["WEBHOOK_SECRET_ARN", "REFUND_WEBHOOK_SECRET_ARN"],
+            &[("secretsmanager:GetSecretValue", WebhookSecret), ("secretsmanager:GetSecretValue", RefundWebhookSecret)],
+        ),
+        Provider::Stripe => (&["STRIPE_WEBHOOK_SECRET_ARN"], &[("secretsmanager:GetSecretValue", StripeWebhookSecret)]),
+    }
+}
+
+/// Variables that would carry a secret's value itself: set only by the local stack and tests,
+/// never by template.yaml (security review V5, L8).
+pub const SECRET_VALUE_ENV: &[&str] = &[
+    "PAYMENT_WEBHOOK_SECRET",
+    "PAYMENT_WEBHOOK_SECRET_PREVIOUS",
+    "REFUND_WEBHOOK_SECRET",
+    "STRIPE_WEBHOOK_SECRET",
+    "STRIPE_API_KEY",
+    "PROVIDER_CREDENTIAL",
+    "SUPPLIER_CREDENTIAL",
+    "HOLDFAST_CODE_KEY",
+];

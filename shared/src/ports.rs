@@ -21,6 +21,11 @@ pub use crate::domain::MAX_DELAY_SECONDS;
 mod sweep;
 pub use sweep::{bucket_of, LockSums, Page, SweepIndex, WorkItem, INDEX_BUCKETS, LOCK_GROUPS};
 
+mod keys;
+pub use keys::CodeKeyService;
+mod admin;
+pub use admin::{AdminStamp, Stamped};
+
 /// SKU metadata (docs/architecture.md, "Data model").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkuMeta {
@@ -183,9 +188,50 @@ pub trait StockStore: Send + Sync {
     async fn read_shards_public(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
         self.read_shards(sku, slots).await
     }
+    /// The shard counters of many SKUs (or calendar cells) at once, for public reads: in order,
+    /// `slots` each. DynamoDB batches every key of them (100 a request) instead of a read per
+    /// SKU: the calendar view's dates.
+    async fn read_many_shards_public(&self, cells: &[(Sku, u16)]) -> anyhow::Result<Vec<Vec<ShardCounts>>> {
+        let mut out = Vec::with_capacity(cells.len());
+        for (sku, slots) in cells {
+            out.push(self.read_shards_public(sku, *slots).await?);
+        }
+        Ok(out)
+    }
     /// Stop-sale on or off: the metadata (conditional on `expected_version`) and the flag on
     /// every shard `0..meta.slots`, in one transaction. `false` = lost a race.
     async fn set_sku_paused(&self, meta: &SkuMeta, expected_version: u64) -> anyhow::Result<bool>;
+
+    // Admin writes that record who asked (security review L7): the same writes, the record
+    // stamped with `by` in the same request (DynamoDB: attributes `ub`, `ua`, `ut` of the item
+    // put). A store that keeps no stamps writes them unstamped. A later write that replaces the
+    // record without a stamp drops it; every admin path stamps.
+
+    /// [`StockStore::put_sku`], stamped.
+    async fn put_sku_as(&self, meta: &SkuMeta, expected_version: Option<u64>, by: &AdminStamp) -> anyhow::Result<bool> {
+        let _ = by;
+        self.put_sku(meta, expected_version).await
+    }
+    /// [`StockStore::set_sku_paused`], stamped.
+    async fn set_sku_paused_as(&self, meta: &SkuMeta, expected_version: u64, by: &AdminStamp) -> anyhow::Result<bool> {
+        let _ = by;
+        self.set_sku_paused(meta, expected_version).await
+    }
+    /// [`StockStore::write_campaign`], stamped.
+    async fn write_campaign_as(
+        &self,
+        c: &Campaign,
+        expected_version: Option<u64>,
+        by: &AdminStamp,
+    ) -> anyhow::Result<bool> {
+        let _ = by;
+        self.write_campaign(c, expected_version).await
+    }
+    /// The stamp the record carries (a consistent read), if any.
+    async fn admin_stamp(&self, of: Stamped<'_>) -> anyhow::Result<Option<AdminStamp>> {
+        let _ = of;
+        Ok(None)
+    }
 
     async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>>;
     /// Creates (`expected_version` = `None`: metadata and every quota shard, the quota spread
@@ -278,6 +324,12 @@ pub enum OrderIndex {
     Shipped,
     /// Orders with a refund still REQUESTED, by the oldest request (epoch ms).
     RefundsRequested,
+    /// Orders whose money was captured, by the first capture (epoch ms): settlement's view of a
+    /// day's captures (docs/payments.md, "Settlement").
+    Captured,
+    /// Orders with a refund issued at a provider, by the latest issue (epoch ms): settlement's
+    /// view of a day's refunds.
+    Refunded,
 }
 
 impl OrderIndex {
@@ -287,6 +339,8 @@ impl OrderIndex {
             OrderIndex::Pending => ("pending-by-deadline", "pb", "P#", "pd"),
             OrderIndex::Shipped => ("shipped-by-due", "sb", "S#", "sdue"),
             OrderIndex::RefundsRequested => ("refunds-requested", "rb", "R#", "rdue"),
+            OrderIndex::Captured => ("captured-by-time", "qb", "Q#", "qat"),
+            OrderIndex::Refunded => ("refunded-by-time", "fb", "F#", "fat"),
         }
     }
 
@@ -297,17 +351,28 @@ impl OrderIndex {
         match self {
             // an order awaiting its supplier is in it too, by its supplier deadline (kept in
             // `pay_expire_at` until the bookings confirm): the sweep resolves a lost poll
-            OrderIndex::Pending => o.status.is_open_unpaid().then_some(o.pay_expire_at),
+            // and any order with a payment attempt that could still take money: its deadline
+            // settles it (service/paying.rs, `settle_stray_attempts`)
+            OrderIndex::Pending => (o.status.is_open_unpaid() || o.attempts.iter().any(|a| a.state.unsettled()))
+                .then_some(o.pay_expire_at),
             OrderIndex::Shipped => {
                 o.shipment.as_ref().filter(|_| o.status == OrderStatus::Shipped).map(|s| s.auto_complete_at)
             }
             OrderIndex::RefundsRequested => {
                 o.refunds.iter().filter(|r| r.status == RefundStatus::Requested).map(|r| r.requested_at_ms).min()
             }
+            OrderIndex::Captured => o.payments.iter().filter(|p| p.succeeded).map(|p| p.at_ms).min(),
+            OrderIndex::Refunded => o.refunds.iter().filter_map(|r| r.issued_at_ms).max(),
         }
     }
 
-    pub const ALL: [OrderIndex; 3] = [OrderIndex::Pending, OrderIndex::Shipped, OrderIndex::RefundsRequested];
+    pub const ALL: [OrderIndex; 5] = [
+        OrderIndex::Pending,
+        OrderIndex::Shipped,
+        OrderIndex::RefundsRequested,
+        OrderIndex::Captured,
+        OrderIndex::Refunded,
+    ];
 }
 
 /// The order table (owned by the order service).
@@ -334,6 +399,9 @@ pub trait OrderStore: Send + Sync {
     }
     /// Orders in `index` whose range value is before `before`, every bucket.
     async fn due_in(&self, index: OrderIndex, before: i64) -> anyhow::Result<Vec<OrderId>>;
+
+    /// The orders in `index` whose value is in `from..to`, all buckets.
+    async fn between(&self, index: OrderIndex, from: i64, to: i64) -> anyhow::Result<Vec<OrderId>>;
 }
 
 /// Delayed work (SQS delay queues).
@@ -402,13 +470,103 @@ pub struct ProviderRefund {
     pub succeeded: bool,
 }
 
-/// A payment provider's refund API (docs/after-sale.md, "Providers").
+/// One payment asked of a provider for an order (docs/payments.md, "Starting a payment").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentRequest {
+    /// Idempotency key at the provider (`pay_<order id>_<attempt>`): asking again with the same
+    /// key answers the same payment and creates no second one.
+    pub attempt_key: String,
+    pub order_id: OrderId,
+    /// Minor units.
+    pub amount: u64,
+    /// ISO 4217, upper case as Holdfast stores it (an adapter converts).
+    pub currency: String,
+}
+
+/// A payment the provider created: what the buyer's page needs to pay it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedPayment {
+    pub payment_id: String,
+    /// The page where the buyer pays (the generic provider).
+    pub redirect_url: Option<String>,
+    /// What the buyer's page hands to Stripe.js (Stripe).
+    pub client_secret: Option<String>,
+}
+
+/// Where a payment stands at its provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PaymentState {
+    /// Created; the buyer has not paid (Stripe: `requires_payment_method`, `requires_action`,
+    /// `requires_confirmation`).
+    Open,
+    /// The provider is still deciding (Stripe: `processing`).
+    Processing,
+    /// Captured: the money is taken.
+    Succeeded,
+    /// The buyer's attempt failed; nothing taken.
+    Failed,
+    /// Cancelled; nothing taken, and it can no longer succeed.
+    Cancelled,
+}
+
+/// A payment as its provider reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderPayment {
+    pub payment_id: String,
+    /// The order it was made for, from the provider's metadata (absent if made outside Holdfast).
+    pub order_id: Option<String>,
+    pub amount: u64,
+    /// Upper case.
+    pub currency: String,
+    pub state: PaymentState,
+}
+
+/// A refund as its provider reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderRefundState {
+    pub provider_refund_id: String,
+    /// Holdfast's refund id, from the provider's metadata.
+    pub refund_id: Option<String>,
+    pub payment_id: String,
+    pub amount: u64,
+    /// Upper case.
+    pub currency: String,
+    /// `None` while pending; `Some(true)` done, `Some(false)` failed.
+    pub succeeded: Option<bool>,
+}
+
+/// What a provider lists for one UTC day: captures (payments that succeeded that day) and
+/// refunds (made that day), for settlement (docs/payments.md, "Settlement").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DayListing {
+    pub captures: Vec<ProviderPayment>,
+    pub refunds: Vec<ProviderRefundState>,
+}
+
+/// A payment provider (docs/payments.md; refunds: docs/after-sale.md, "Providers"). Every call is
+/// safe to repeat. The outer error is infrastructure (retry); an inner `Err(reason)` is the
+/// provider refusing (retrying will not help, a person must look).
 #[async_trait]
 pub trait PaymentProvider: Send + Sync {
-    /// Refunds `r.amount` of `r.payment_id`, idempotent by `r.refund_id`. The outer error is
-    /// infrastructure (retry); the inner one is the provider refusing (`Err(reason)`: retrying
-    /// will not help, a person must look).
+    /// Creates (or, for the same `attempt_key`, answers again) a payment for an order.
+    async fn create_payment(&self, r: &PaymentRequest) -> anyhow::Result<Result<CreatedPayment, String>>;
+
+    /// Where a payment stands; `None` if the provider does not know it.
+    async fn payment(&self, payment_id: &str) -> anyhow::Result<Option<ProviderPayment>>;
+
+    /// Cancels a payment that has not succeeded. Answers the payment as it stands after the
+    /// call: `Cancelled` (or `Failed`), or `Succeeded` when it was too late — the money is
+    /// taken and the caller must treat the order as paid. `None`: the provider does not know it.
+    async fn cancel_payment(&self, payment_id: &str) -> anyhow::Result<Option<ProviderPayment>>;
+
+    /// Refunds `r.amount` of `r.payment_id`, idempotent by `r.refund_id`.
     async fn refund(&self, r: &RefundRequest) -> anyhow::Result<Result<ProviderRefund, String>>;
+
+    /// Where a refund stands, by the provider's id; `None` if the provider does not know it.
+    async fn refund_state(&self, provider_refund_id: &str) -> anyhow::Result<Option<ProviderRefundState>>;
+
+    /// Every capture and refund of one UTC day (`YYYY-MM-DD`), all pages.
+    async fn day_listing(&self, day: &str) -> anyhow::Result<DayListing>;
 }
 
 /// A supplier's answer to a quote: units it can deliver now (`None`: no limit).

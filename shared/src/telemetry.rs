@@ -31,6 +31,11 @@ pub mod names {
     pub const REFUNDS_CONFIRMED: &str = "RefundsConfirmed";
     pub const REFUNDS_REFUSED: &str = "RefundsRefusedByProvider";
     pub const REFUNDS_REDRIVEN: &str = "RefundsRedriven";
+    /// Refund confirmations refused: for a refund not ISSUED, issued to another provider, or
+    /// under another provider refund id (security review L1). Nothing was changed.
+    pub const REFUND_CONFIRMATIONS_REFUSED: &str = "RefundConfirmationsRefused";
+    /// Stripe events of the other mode than `STRIPE_LIVEMODE` (answered `ignored`).
+    pub const STRIPE_EVENTS_WRONG_MODE: &str = "StripeEventsWrongMode";
     pub const RESTOCKS: &str = "Restocks";
     /// A pay-time (`AT_PAYMENT`) line took its stock when the order was paid.
     pub const PAY_TIME_TAKEN: &str = "PayTimeDeductions";
@@ -66,6 +71,16 @@ pub mod names {
     pub const SUPPLIER_CANCELS: &str = "SupplierCancels";
     /// One poll of a SUPPLIER order's bookings.
     pub const SUPPLIER_POLLS: &str = "SupplierPolls";
+    /// A payment started at a provider (`POST /orders/{id}/payments`; docs/payments.md).
+    pub const PAYMENTS_STARTED: &str = "PaymentsStarted";
+    /// A PAYING order decided at its deadline by asking its provider: paid, expired, or waited for.
+    pub const PAYMENTS_QUERIED: &str = "PaymentsQueried";
+    /// A PAYING order found paid at the provider with no webhook seen (a dropped webhook healed).
+    pub const PAYMENTS_RECOVERED: &str = "PaymentsRecovered";
+    /// A buyer's refund put to an admin's review.
+    pub const REFUNDS_HELD_FOR_REVIEW: &str = "RefundsHeldForReview";
+    /// Settlement mismatches found (any kind; docs/payments.md, "Settlement").
+    pub const SETTLEMENT_MISMATCHES: &str = "SettlementMismatches";
 }
 
 fn counters() -> &'static Mutex<BTreeMap<String, u64>> {

@@ -6,6 +6,7 @@ use holdfast::domain::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
 use holdfast::domain::refund::RefundStatus;
 use holdfast::domain::reservation::LockStatus;
 use holdfast::domain::ReservationId;
+use holdfast::ports::PaymentState;
 use std::collections::HashSet;
 
 /// Everything `check_all` reports except what only holds at quiescence (a lock whose order moved
@@ -46,9 +47,11 @@ pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
     out.extend(sim.extra.iter().cloned());
     let all = orders(sim);
     for o in &all {
-        // a payment is applied only before the order's deadline
+        // a payment is applied only before the order's deadline (a payment started in time:
+        // within the grace the provider is given, docs/payments.md)
+        let grace = if o.attempts.is_empty() { 0 } else { sim.app.config.payment_grace_s };
         for p in o.payments.iter().filter(|p| p.outcome == PaymentOutcome::Applied) {
-            if p.at_ms / 1000 >= o.pay_expire_at {
+            if p.at_ms / 1000 >= o.pay_expire_at + grace {
                 out.push(format!(
                     "PaidAfterDeadline {{ order: {}, paid_s: {}, deadline_s: {} }}",
                     o.id,
@@ -58,9 +61,11 @@ pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
             }
         }
         // never more money back than came in, per payment
+        // (a payment id may carry a FAILED notice and then a success: a retried card payment)
         for p in &o.payments {
             let back: u64 = o.refunds.iter().filter(|r| r.payment_id == p.payment_id).map(|r| r.amount).sum();
-            let came = if p.succeeded { p.amount } else { 0 };
+            let came: u64 =
+                o.payments.iter().filter(|x| x.payment_id == p.payment_id && x.succeeded).map(|x| x.amount).sum();
             if back > came {
                 out.push(format!(
                     "RefundedMoreThanPaid {{ order: {}, payment: {}, in: {came}, back: {back} }}",
@@ -91,8 +96,14 @@ pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
 /// Whether the buyer keeps what the order sold: paid or later, not taken back, and its lock
 /// sold (a released lock's stock went back; a restocked one came back).
 fn kept(o: &Order, sold: &HashSet<String>) -> bool {
-    matches!(o.status, OrderStatus::Paid | OrderStatus::Shipped | OrderStatus::Completed | OrderStatus::ReturnRequested)
-        && sold.contains(&ReservationId::for_order(&o.id).to_string())
+    matches!(
+        o.status,
+        OrderStatus::Paid
+            | OrderStatus::Shipped
+            | OrderStatus::Completed
+            | OrderStatus::ReturnRequested
+            | OrderStatus::RefundRequested
+    ) && sold.contains(&ReservationId::for_order(&o.id).to_string())
 }
 
 /// Money at quiescence: for every order, captured − refunded = the price of what it delivered;
@@ -142,6 +153,18 @@ fn money(sim: &Sim, all: &[Order], sold: &HashSet<String>) -> Vec<String> {
         if !ours.contains(&r.refund_id) {
             out.push(format!("RefundWithoutRecord {{ refund: {} }}", r.refund_id));
         }
+    }
+    // money the provider took is on its order (applied, or owed back): a lost webhook is found
+    // by the deadline query or reconcile, never left captured on an expired order
+    for p in sim.provider.payments().into_iter().filter(|p| p.state == PaymentState::Succeeded) {
+        let recorded = all.iter().any(|o| o.payments.iter().any(|x| x.payment_id == p.payment_id && x.succeeded));
+        if !recorded {
+            out.push(format!("CaptureNotRecorded {{ order: {:?}, payment: {} }}", p.order_id, p.payment_id));
+        }
+    }
+    // nothing is left waiting on its provider at quiescence
+    for o in all.iter().filter(|o| o.status == OrderStatus::Paying) {
+        out.push(format!("PayingAtQuiescence {{ order: {} }}", o.id));
     }
     out
 }

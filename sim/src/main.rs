@@ -281,7 +281,7 @@ fn main() -> anyhow::Result<()> {
         st.sort();
         let mut fp: Vec<_> = stats.faults_hit.iter().collect();
         fp.sort();
-        eprintln!("order statuses reached: {} of 12: {st:?}", st.len());
+        eprintln!("order statuses reached: {} of {}: {st:?}", st.len(), holdfast::domain::order::ALL_STATUSES.len());
         eprintln!("fault points armed: {} of {}: {fp:?}", fp.len(), holdfast::faults::ALL.len());
         eprintln!("concurrent steps: {} of {}", stats.concurrent_steps, stats.steps);
         eprintln!(

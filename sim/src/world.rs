@@ -9,17 +9,17 @@ use holdfast::app::{App, Providers};
 use holdfast::clock;
 use holdfast::config::Config;
 use holdfast::domain::events::{events_for_change, EventKind, OrderEvent, SOURCE};
-use holdfast::domain::order::{OrderRecord, OrderStatus, Provider};
+use holdfast::domain::order::{AttemptState, OrderRecord, OrderStatus, Provider};
 use holdfast::domain::quantity::Quantity;
 use holdfast::domain::refund::RefundStatus;
 use holdfast::domain::supplier::BookingStatus;
 use holdfast::domain::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
-use holdfast::ports::Message;
+use holdfast::ports::{Message, PaymentState};
 use holdfast::service::after_sale::{self, Caller, Change};
 use holdfast::service::payments::{self, PaymentNotice};
 use holdfast::service::refunds::{self, RefundConfirmation};
 use holdfast::service::stock::LineRequest;
-use holdfast::service::{admin, campaigns, checks, codes, orders, reconcile, supplier};
+use holdfast::service::{admin, campaigns, checks, codes, orders, paying, reconcile, supplier};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -65,6 +65,13 @@ pub enum Action {
     Deliver(Queued),
     /// A hostile or stray `OversellDetected` for an order whose lock was never oversold.
     ForgedOversell(OrderEvent),
+    /// The buyer starts a payment (`POST /orders/{id}/payments`).
+    StartPay(UserId, OrderId),
+    /// The buyer pays (or fails, or the provider keeps processing) at the provider; its webhook
+    /// is then delivered 0, 1 or 2 times (0: what the deadline queries must heal).
+    AtProvider(OrderId, String, PaymentState, u8),
+    /// An admin decides a refund held for review.
+    Decide(OrderId, bool),
 }
 
 /// What running an action left behind.
@@ -311,7 +318,24 @@ impl Sim {
                 Action::Checkout(self.crashed[self.rng.usize(..self.crashed.len())].clone())
             }
             20..=25 => Action::Checkout(self.checkouts.get(self.rng.usize(..self.checkouts.len().max(1)))?.clone()),
-            26..=39 => Action::Pay(self.notice()?),
+            26..=29 => {
+                let o = self.pick_order(|o| matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying))?;
+                Action::StartPay(o.user, o.id)
+            }
+            30..=33 => {
+                let o = self.pick_order(|o| {
+                    o.status == OrderStatus::Paying
+                        && o.current_attempt().is_some_and(|a| a.state == AttemptState::Open)
+                })?;
+                let a = o.current_attempt()?;
+                let state = match self.rng.u8(..10) {
+                    0..=5 => PaymentState::Succeeded,
+                    6..=7 => PaymentState::Failed,
+                    _ => PaymentState::Processing,
+                };
+                Action::AtProvider(o.id.clone(), a.payment_id.clone(), state, [0, 1, 1, 2][self.rng.usize(..4)])
+            }
+            34..=39 => Action::Pay(self.notice()?),
             40..=42 => {
                 let o = self.pick_order(|_| true)?;
                 Action::Cancel(o.user, o.id)
@@ -343,6 +367,7 @@ impl Sim {
                 let o = self.pick_order(|o| o.refunds.iter().any(|r| r.status == RefundStatus::Issued))?;
                 let r = o.refunds.iter().find(|r| r.status == RefundStatus::Issued)?;
                 Action::RefundWebhook(RefundConfirmation {
+                    provider: r.provider,
                     order_id: o.id.clone(),
                     refund_id: Some(r.refund_id.clone()),
                     provider_refund_id: r.provider_refund_id.clone().unwrap_or_default(),
@@ -371,6 +396,10 @@ impl Sim {
             66 => {
                 let o = self.pick_order(|o| o.status.is_paid_or_later())?;
                 Action::ForgedOversell(OrderEvent::of(EventKind::OversellDetected, &o, None))
+            }
+            67..=68 => {
+                let o = self.pick_order(|o| o.status == OrderStatus::RefundRequested)?;
+                Action::Decide(o.id, self.rng.bool())
             }
             _ => Action::Deliver(self.take_due(true)?),
         })
@@ -429,7 +458,8 @@ impl Sim {
         }
         let app = &self.app;
         let supplier = &self.supplier;
-        let done = futures_join_all(actions.iter().map(|a| exec(app, supplier, a))).await;
+        let provider = &self.provider;
+        let done = futures_join_all(actions.iter().map(|a| exec(app, supplier, provider, a))).await;
         let tag = if done.len() > 1 { "|| " } else { "" };
         for d in done {
             self.log(format!("{tag}{}", d.log));
@@ -495,7 +525,7 @@ impl Sim {
             self.drain().await;
             clock::set_virtual_ms(Some(now() + 1_200_000));
             self.drain().await;
-            let d = exec(&self.app, &self.supplier, &Action::Reconcile).await;
+            let d = exec(&self.app, &self.supplier, &self.provider, &Action::Reconcile).await;
             self.log(d.log);
             self.collect();
         }
@@ -505,7 +535,7 @@ impl Sim {
         for _ in 0..10_000 {
             self.collect();
             let Some(q) = self.take_due(false) else { break };
-            let d = exec(&self.app, &self.supplier, &Action::Deliver(q)).await;
+            let d = exec(&self.app, &self.supplier, &self.provider, &Action::Deliver(q)).await;
             self.log(d.log);
             self.queue.extend(d.requeue);
         }
@@ -578,7 +608,7 @@ fn show<T, E: std::fmt::Display>(r: Result<T, E>, f: impl FnOnce(T) -> String) -
 }
 
 /// Runs one action through the real services and consumers.
-pub async fn exec(app: &App, supplier: &MemorySupplier, a: &Action) -> Done {
+pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvider, a: &Action) -> Done {
     let mut d = Done::default();
     d.log = match a {
         Action::Checkout(c) => {
@@ -615,7 +645,9 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, a: &Action) -> Done {
             let fresh = matches!(app.orders.get(id).await, Ok(Some(OrderRecord::Order(o)))
                 if !matches!(o.status, OrderStatus::Refunding | OrderStatus::Refunded));
             let r = after_sale::apply(app, Caller::Buyer(u), id, change.clone()).await;
-            if fresh && r.is_ok() && matches!(change, Change::Refund { .. }) {
+            // held for review is not accepted (an admin's approval is an operator's refund)
+            let accepted = matches!(&r, Ok(o) if o.status != OrderStatus::RefundRequested);
+            if fresh && accepted && matches!(change, Change::Refund { .. }) {
                 d.buyer_refunded = Some(id.clone());
             }
             format!("buyer {label} {id} -> {}", show(r, |o| o.status.as_str().into()))
@@ -650,6 +682,38 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, a: &Action) -> Done {
         Action::ForgedOversell(e) => {
             let r = holdfast::handlers::refunds::handle(app, sqs(envelope(e))).await;
             format!("forged OversellDetected {} -> {}", e.detail.order_id, r.is_ok())
+        }
+        Action::StartPay(u, id) => {
+            let r = paying::start(app, u, id, None).await;
+            format!(
+                "start payment {id} -> {}",
+                show(r, |(o, created)| format!("{} created={created}", o.status.as_str()))
+            )
+        }
+        Action::AtProvider(id, pid, state, webhooks) => {
+            let after = provider.settle(pid, *state).map(|p| p.state);
+            let mut out = format!("at provider {id} {pid} {state:?} -> {after:?}");
+            if let Some(st @ (PaymentState::Succeeded | PaymentState::Failed)) = after {
+                if let Ok(Some(OrderRecord::Order(o))) = app.orders.get(id).await {
+                    let n = PaymentNotice {
+                        payment_id: pid.clone(),
+                        provider: Provider::Generic,
+                        order_id: id.clone(),
+                        amount: o.amount,
+                        currency: o.currency.to_string(),
+                        succeeded: st == PaymentState::Succeeded,
+                    };
+                    for _ in 0..*webhooks {
+                        let r = payments::apply(app, &n).await;
+                        out.push_str(&format!("; webhook -> {}", show(r, |r| r.as_str().to_owned())));
+                    }
+                }
+            }
+            out
+        }
+        Action::Decide(id, approve) => {
+            let r = after_sale::decide_refund(app, id, *approve, "sim", "ops").await;
+            format!("refund decision {id} approve={approve} -> {}", show(r, |o| o.status.as_str().into()))
         }
         Action::Deliver(q) => {
             let (ok, next) = deliver(app, &q.what).await;

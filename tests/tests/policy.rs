@@ -262,7 +262,79 @@ fn read_model(template_text: &str) -> Result<Model, String> {
             .collect();
         functions.push(FunctionModel { logical_id, binary, grants, env });
     }
+    key_policy_grants(&doc, &mut functions, &mut problems);
     Ok(Model { functions, globals_env, problems })
+}
+
+/// Grants a KMS key's policy gives a function's role by naming it (`!GetAtt <Function>Role.Arn`):
+/// the code key's use is granted there, not in the role's own policy (which cannot name the key
+/// while the key names the role). The account root's administration statement grants no function
+/// anything; a statement naming anyone else, or any use for the root, is reported.
+fn key_policy_grants(doc: &Value, functions: &mut [FunctionModel], problems: &mut Vec<String>) {
+    for (k, r) in get(doc, "Resources").and_then(Value::as_mapping).into_iter().flatten() {
+        if get(r, "Type").and_then(Value::as_str) != Some("AWS::KMS::Key") {
+            continue;
+        }
+        let key = k.as_str().unwrap_or("?");
+        let Some(resource) = Resource::ALL.into_iter().find(|r| r.logical_id() == key) else {
+            problems.push(format!("the KMS key {key} is not one of the resources the permission map knows"));
+            continue;
+        };
+        let statements = get(r, "Properties").and_then(|p| get(p, "KeyPolicy")).and_then(|p| get(p, "Statement"));
+        for st in statements.map(one_or_many).unwrap_or_default() {
+            let actions: Vec<String> = get(st, "Action")
+                .map(one_or_many)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect();
+            if get(st, "Effect").and_then(Value::as_str) != Some("Allow") {
+                continue;
+            }
+            let principals = get(st, "Principal").and_then(|p| get(p, "AWS")).map(one_or_many).unwrap_or_default();
+            for p in principals {
+                match expr(p) {
+                    Expr::GetAtt(role, attr) if attr == "Arn" && role.ends_with("Role") => {
+                        let id = role.trim_end_matches("Role");
+                        match functions.iter_mut().find(|f| f.logical_id == id) {
+                            Some(f) => {
+                                for a in &actions {
+                                    if a.contains('*') {
+                                        problems.push(format!("{} is granted the wildcard action {a:?} by {key}'s policy", f.binary));
+                                    }
+                                    f.grants.insert((a.clone(), resource));
+                                }
+                            }
+                            None => problems.push(format!("{key}'s policy names {role}, which is no function's role")),
+                        }
+                    }
+                    Expr::Sub(s) if s.ends_with(":root") => {
+                        for a in actions.iter().filter(|a| is_key_use(a)) {
+                            problems.push(format!("{key}'s policy lets the account root {a}: any IAM policy could then hand the key out"));
+                        }
+                    }
+                    other => problems.push(format!("{key}'s policy names the principal {other}, which is neither a function's role nor the account root")),
+                }
+            }
+        }
+    }
+}
+
+/// Whether a KMS action uses a key's material (rather than administering the key).
+fn is_key_use(action: &str) -> bool {
+    action == "*"
+        || action == "kms:*"
+        || [
+            "kms:Encrypt",
+            "kms:Decrypt",
+            "kms:ReEncrypt",
+            "kms:GenerateDataKey",
+            "kms:CreateGrant",
+            "kms:Generate",
+            "kms:Sign",
+        ]
+        .iter()
+        .any(|p| action.starts_with(p) || (action.ends_with('*') && p.starts_with(action.trim_end_matches('*'))))
 }
 
 // ---------- the checker ----------
@@ -546,6 +618,110 @@ fn the_public_read_function_cannot_write_read_the_keyring_or_reach_code_items() 
     }
 }
 
+/// The code key (issue 26, security review L5/L6): its policy lets stock-api make data keys and
+/// orders-api open them — each only that, and only with Holdfast's encryption context — and no
+/// other function anything; the account root administers it but cannot use it, so no IAM policy
+/// can hand it to stock-read (or anyone). Evaluated on the stack as deployed (the policy's
+/// `!GetAtt …Role.Arn` resolved).
+#[test]
+fn only_the_sealing_and_revealing_functions_can_use_the_code_key_and_stock_read_cannot() {
+    let s = stack_with_ops();
+    let key = s.properties("CodeKey").expect("a CodeKey");
+    assert_eq!(key["EnableKeyRotation"], serde_json::json!(true), "rotation on");
+    let statements = key["KeyPolicy"]["Statement"].as_array().expect("a key policy").clone();
+    // what the policy lets `principal` do with `action`, given the encryption context `context`
+    let allows = |principal: &str, action: &str, context: &[(&str, &str)]| {
+        statements.iter().any(|st| {
+            let listed = |v: &serde_json::Value| match v {
+                serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect(),
+                serde_json::Value::String(x) => vec![x.clone()],
+                _ => Vec::new(),
+            };
+            let acts = listed(&st["Action"]);
+            let action_ok = acts.iter().any(|a| a == action || a == "kms:*" || a == "*");
+            let principal_ok = listed(&st["Principal"]["AWS"]).iter().any(|p| p == principal || p == "*");
+            let cond = &st["Condition"];
+            let ctx =
+                |k: &str| context.iter().find(|(n, _)| format!("kms:EncryptionContext:{n}") == k).map(|(_, v)| *v);
+            let equals_ok =
+                cond["StringEquals"].as_object().is_none_or(|m| m.iter().all(|(k, v)| ctx(k) == v.as_str()));
+            let null_ok = cond["Null"]
+                .as_object()
+                .is_none_or(|m| m.iter().all(|(k, v)| (v.as_str() == Some("false")) == ctx(k).is_some()));
+            st["Effect"] == "Allow" && action_ok && principal_ok && equals_ok && null_ok
+        })
+    };
+    let ours = [("purpose", holdfast::domain::codes::KEY_PURPOSE), ("sku", "GIFT")];
+    let t = holdfast_local::template::Template::parse(&template_text()).unwrap();
+    const USE: [&str; 6] = [
+        "kms:Decrypt",
+        "kms:GenerateDataKey",
+        "kms:Encrypt",
+        "kms:ReEncryptFrom",
+        "kms:CreateGrant",
+        "kms:GenerateDataKeyWithoutPlaintext",
+    ];
+    for f in &t.functions {
+        let role = cfn::role_arn(&format!("{}Role", f.logical_id));
+        for a in USE {
+            let want =
+                matches!((f.binary.as_str(), a), ("stock-api", "kms:GenerateDataKey") | ("orders-api", "kms:Decrypt"));
+            assert_eq!(allows(&role, a, &ours), want, "{} {a}", f.binary);
+        }
+    }
+    let read = cfn::role_arn("StockReadFunctionRole");
+    assert!(USE.iter().all(|a| !allows(&read, a, &ours)), "stock-read can use the code key");
+    // the sealing and revealing roles only with Holdfast's context (naming a SKU)
+    let (api, orders) = (cfn::role_arn("StockApiFunctionRole"), cfn::role_arn("OrdersApiFunctionRole"));
+    assert!(allows(&api, "kms:GenerateDataKey", &ours) && allows(&orders, "kms:Decrypt", &ours));
+    for other in [
+        &[][..],
+        &[("purpose", "other"), ("sku", "GIFT")][..],
+        &[("purpose", holdfast::domain::codes::KEY_PURPOSE)][..],
+    ] {
+        assert!(!allows(&api, "kms:GenerateDataKey", other), "{other:?}");
+        assert!(!allows(&orders, "kms:Decrypt", other), "{other:?}");
+    }
+    // the account root: administration, never use (so IAM policies cannot delegate use)
+    let root = cfn::root_arn();
+    for a in ["kms:PutKeyPolicy", "kms:ScheduleKeyDeletion", "kms:EnableKeyRotation", "kms:DescribeKey"] {
+        assert!(allows(&root, a, &[]), "root {a}");
+    }
+    assert!(USE.iter().all(|a| !allows(&root, a, &ours)), "the root may use the key");
+    let stranger = "arn:aws:iam::123456789012:role/stranger";
+    assert!(USE.iter().all(|a| !allows(stranger, a, &ours)));
+    // the checker sees these grants as the functions' own (and nobody else's)
+    let g = grants(&template_text());
+    let kms = |b: &str| -> Vec<String> {
+        g[b].iter().filter(|(a, _)| a.starts_with("kms:")).map(|(a, _)| a.clone()).collect()
+    };
+    assert_eq!(kms("stock-api"), vec!["kms:GenerateDataKey"]);
+    assert_eq!(kms("orders-api"), vec!["kms:Decrypt"]);
+    assert!(g.keys().filter(|b| !["stock-api", "orders-api"].contains(&b.as_str())).all(|b| kms(b).is_empty()));
+}
+
+#[test]
+fn a_code_key_policy_that_names_stock_read_or_lets_the_root_use_the_key_is_reported() {
+    let t = template_text();
+    let m = mutate(
+        &t,
+        "  CodeKey:",
+        "!GetAtt OrdersApiFunctionRole.Arn",
+        "[!GetAtt OrdersApiFunctionRole.Arn, !GetAtt StockReadFunctionRole.Arn]",
+    );
+    assert_reports(&m, &["stock-read may kms:Decrypt on CodeKey but its code never does"]);
+    let m = mutate(
+        &t,
+        "  CodeKey:",
+        "              - kms:DescribeKey\n",
+        "              - kms:DescribeKey\n              - kms:Decrypt\n",
+    );
+    assert_reports(
+        &m,
+        &["CodeKey's policy lets the account root kms:Decrypt: any IAM policy could then hand the key out"],
+    );
+}
+
 #[test]
 fn every_function_gets_exactly_the_environment_its_code_reads() {
     let model = read_model(&template_text()).unwrap();
@@ -731,7 +907,10 @@ fn a_grant_on_a_name_instead_of_an_arn_is_reported() {
 #[test]
 fn a_grant_on_an_index_that_does_not_exist_is_reported() {
     let t = template_text();
-    let m = mutate(&t, "Binary: orders-api", "/index/by-user", "/index/by-usr");
+    // every index orders-api is granted, misspelt: none of its grants reaches a real index
+    let mut m = mutate(&t, "Binary: orders-api", "/index/by-user", "/index/by-usr");
+    m = mutate(&m, "Binary: orders-api", "/index/captured-by-time", "/index/captured-by-tme");
+    m = mutate(&m, "Binary: orders-api", "/index/refunded-by-time", "/index/refunded-by-tme");
     let added = new_problems(&m);
     assert!(added.iter().any(|p| p.contains("table OrderTable has no index \"by-usr\"")), "{added:#?}");
     assert!(
@@ -804,6 +983,8 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<String>> {
         (".get_queue_attributes()", "sqs:GetQueueAttributes"),
         (".put_events()", "events:PutEvents"),
         (".get_secret_value()", "secretsmanager:GetSecretValue"),
+        (".generate_data_key()", "kms:GenerateDataKey"),
+        (".decrypt()", "kms:Decrypt"),
     ];
     let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/adapters/"));
     // every source file of the DynamoDB adapter (however it is split into modules) and the
@@ -820,7 +1001,7 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<String>> {
             }
         }
     }
-    files.extend(["sqs.rs", "eventbridge.rs", "secrets.rs"].map(|f| root.join(f)));
+    files.extend(["sqs.rs", "eventbridge.rs", "secrets.rs", "kms.rs"].map(|f| root.join(f)));
     assert!(files.len() > 4, "the adapters' sources: {files:?}");
     let mut out: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
     for path in files {
@@ -998,4 +1179,125 @@ fn a_policy_without_the_operators_exemption_is_caught() {
         decide(&s, "StockEventsQueue", "sqs:SendMessage", &Caller::Role(OPS_ROLE.into())),
         Decision::ExplicitDeny
     );
+}
+
+// ---------- every selectable provider × every function that may call it (security review L8) ----------
+
+/// Every payment provider the configuration can select. The match makes a new variant fail to
+/// compile here until it is added to the walk.
+fn selectable_providers() -> Vec<holdfast::domain::order::Provider> {
+    use holdfast::domain::order::Provider;
+    let all = vec![Provider::Generic, Provider::Stripe];
+    for p in &all {
+        match p {
+            Provider::Generic | Provider::Stripe => {}
+        }
+    }
+    all
+}
+
+/// Every (provider, function) pair the template cannot serve: a variable not set or a grant not
+/// given, for each function that may call a provider and for the webhook receiver.
+fn provider_problems(template_text: &str) -> Vec<String> {
+    use holdfast::permissions::{provider_needs, webhook_needs, PROVIDER_CALLERS};
+    let model = match read_model(template_text) {
+        Ok(m) => m,
+        Err(e) => return vec![e],
+    };
+    let mut pairs: Vec<(&str, holdfast::domain::order::Provider, holdfast::permissions::Needs)> = Vec::new();
+    for p in selectable_providers() {
+        for f in PROVIDER_CALLERS {
+            pairs.push((f, p, provider_needs(p)));
+        }
+        pairs.push(("payment-callback", p, webhook_needs(p)));
+    }
+    let mut problems = Vec::new();
+    for (f, p, (vars, needed)) in pairs {
+        let Some(fm) = model.functions.iter().find(|m| m.binary == f) else {
+            problems.push(format!("{f} may call the {p:?} provider but is not in the template"));
+            continue;
+        };
+        for v in vars {
+            if !fm.env.contains_key(*v) {
+                problems.push(format!("{f} may call the {p:?} provider but the template does not set {v}"));
+            }
+            // and the map agrees, so the permission test keeps it set
+            if !declared_env(f).is_some_and(|e| e.contains(v)) {
+                problems.push(format!("{f} may call the {p:?} provider but holdfast::permissions::ENV lacks {v}"));
+            }
+        }
+        for (a, r) in needed {
+            if !fm.grants.contains(&((*a).to_owned(), *r)) {
+                problems.push(format!("{f} may call the {p:?} provider but the template does not grant {a} on {r:?}"));
+            }
+            if !declared_uses(f).is_some_and(|u| u.contains(&((*a).to_owned(), *r))) {
+                problems.push(format!(
+                    "{f} may call the {p:?} provider but holdfast::permissions::USES lacks {a} on {r:?}"
+                ));
+            }
+        }
+    }
+    // No secret's value in any function's environment: ARNs only (security review V5, L8).
+    for fm in &model.functions {
+        for v in fm.env.keys() {
+            if holdfast::permissions::SECRET_VALUE_ENV.contains(&v.as_str()) {
+                problems.push(format!("{} is given the secret value {v} in its environment", fm.binary));
+            }
+        }
+    }
+    for v in &model.globals_env {
+        if holdfast::permissions::SECRET_VALUE_ENV.contains(&v.as_str()) {
+            problems.push(format!("Globals give every function the secret value {v}"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_selectable_provider_is_wired_in_every_function_that_may_call_it() {
+    let problems = provider_problems(&template_text());
+    assert!(problems.is_empty(), "template.yaml cannot serve every provider:\n  {}", problems.join("\n  "));
+    // the walk covers both providers and the four callers plus the receiver
+    assert_eq!(selectable_providers().len(), 2);
+    assert_eq!(holdfast::permissions::PROVIDER_CALLERS.len(), 4);
+}
+
+#[test]
+fn a_provider_grant_or_variable_removed_from_one_function_turns_the_walk_red() {
+    let t = template_text();
+    let stripe_grant = "            - Effect: Allow\n              Action: secretsmanager:GetSecretValue\n              Resource: !Ref StripeApiKeySecretArn\n";
+    let red = provider_problems(&mutate(&t, "  RefundsFunction:", stripe_grant, ""));
+    assert!(
+        red.contains(&"refunds may call the Stripe provider but the template does not grant secretsmanager:GetSecretValue on StripeApiKeySecret".to_owned()),
+        "{red:#?}"
+    );
+    let generic_env = "          PROVIDER_CREDENTIAL_SECRET_ARN: !Ref ProviderCredentialSecretArn\n";
+    let red = provider_problems(&mutate(&t, "  OrdersApiFunction:", generic_env, ""));
+    assert!(
+        red.contains(
+            &"orders-api may call the Generic provider but the template does not set PROVIDER_CREDENTIAL_SECRET_ARN"
+                .to_owned()
+        ),
+        "{red:#?}"
+    );
+    let refund_key = "              Resource: !Ref RefundWebhookSecretArn\n";
+    let red = provider_problems(&mutate(
+        &t,
+        "  PaymentCallbackFunction:",
+        refund_key,
+        "              Resource: !Ref WebhookSecretArn\n",
+    ));
+    assert!(
+        red.contains(&"payment-callback may call the Generic provider but the template does not grant secretsmanager:GetSecretValue on RefundWebhookSecret".to_owned()),
+        "{red:#?}"
+    );
+    // a plain API key in a function's environment
+    let plain = mutate(
+        &t,
+        "  ReconcileWorkerFunction:",
+        "          STRIPE_API_KEY_SECRET_ARN: !Ref StripeApiKeySecretArn\n",
+        "          STRIPE_API_KEY_SECRET_ARN: !Ref StripeApiKeySecretArn\n          STRIPE_API_KEY: sk_live_leaked\n",
+    );
+    assert!(provider_problems(&plain)
+        .contains(&"reconcile-worker is given the secret value STRIPE_API_KEY in its environment".to_owned()));
 }

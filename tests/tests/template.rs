@@ -375,3 +375,97 @@ fn a_document_that_drops_the_legacy_admin_alternative_is_reported() {
         "{p:?}"
     );
 }
+
+// ---------- the web ACL outside us-east-1 (issue 26) ----------
+
+fn edge_waf_text() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../infra/edge-waf.yaml"))
+        .expect("infra/edge-waf.yaml")
+}
+
+const EXTERNAL_ACL: &str = "arn:aws:wafv2:us-east-1:123456789012:global/webacl/holdfast-edge/0123abcd";
+
+/// Whether the main template's `Rules` entry `name` applies (its `RuleCondition`), and what its
+/// assertion compares the region with. The rule conditions used are `Fn::And` of `Fn::Equals`.
+fn region_rule(s: &Stack, name: &str) -> (bool, Value) {
+    let rule = &s.doc["Rules"][name];
+    assert!(!rule.is_null(), "no rule {name}");
+    let applies = rule["RuleCondition"]["Fn::And"].as_array().expect("Fn::And").iter().all(|c| {
+        let a = c["Fn::Equals"].as_array().expect("Fn::Equals");
+        s.resolve(&a[0]) == s.resolve(&a[1])
+    });
+    let assert = &rule["Assertions"][0]["Assert"]["Fn::Equals"];
+    assert_eq!(assert[0], serde_json::json!({"Ref": "AWS::Region"}), "{name} compares the region");
+    (applies, assert[1].clone())
+}
+
+#[test]
+fn a_stack_that_creates_its_web_acl_must_be_in_us_east_1_and_one_elsewhere_uses_the_acl_of_edge_waf_yaml() {
+    // edge on, no external ACL: the stack creates it, and the rule demands us-east-1
+    let own = edge(true, false);
+    assert!(own.exists("EdgeWebAcl") && own.exists("EdgeWafLogging") && own.exists("EdgeWafLogGroup"));
+    assert_eq!(region_rule(&own, "EdgeWebAclInUsEast1"), (true, Value::from("us-east-1")));
+    // edge on with the external ACL: none created here, CloudFront uses the given one, the
+    // region rule does not apply, and everything else of the edge is as before
+    let b = |x: bool| if x { "true" } else { "false" };
+    let elsewhere = Stack::new(
+        &text(),
+        &[("EdgeProtection", "true"), ("EdgeBotControl", b(false)), ("EdgeExternalWebAclArn", EXTERNAL_ACL)],
+    );
+    for id in ["EdgeWebAcl", "EdgeWafLogging", "EdgeWafLogGroup"] {
+        assert!(!elsewhere.exists(id), "{id} is created although the ACL is external");
+    }
+    assert!(!region_rule(&elsewhere, "EdgeWebAclInUsEast1").0);
+    let cf = elsewhere.properties("EdgeDistribution").unwrap()["DistributionConfig"].clone();
+    assert_eq!(cf["WebACLId"], EXTERNAL_ACL);
+    assert_eq!(elsewhere.output("EdgeWebAclArn").unwrap(), EXTERNAL_ACL);
+    assert_eq!(elsewhere.properties("HttpApi").unwrap()["DisableExecuteApiEndpoint"], true);
+    assert!(elsewhere.exists("EdgeOriginSecret") && elsewhere.exists("EdgeOriginDomain"));
+    // the edge off: nothing of it, whatever the external ACL says; the rule does not apply
+    let off = Stack::new(&text(), &[("EdgeProtection", "false"), ("EdgeExternalWebAclArn", EXTERNAL_ACL)]);
+    assert!(off.of_type("AWS::CloudFront::Distribution").is_empty() && !off.exists("EdgeWebAcl"));
+    assert!(!region_rule(&off, "EdgeWebAclInUsEast1").0);
+    assert_eq!(off.properties("HttpApi").unwrap()["DisableExecuteApiEndpoint"], false);
+    // the parameter takes only a CLOUDFRONT-scope ACL's ARN (us-east-1, global)
+    let pattern = own.doc["Parameters"]["EdgeExternalWebAclArn"]["AllowedPattern"].as_str().unwrap().to_owned();
+    assert!(pattern.contains("wafv2:us-east-1:") && pattern.contains(":global/webacl/") && pattern.starts_with("^$|"));
+}
+
+#[test]
+fn the_web_acl_of_edge_waf_yaml_is_the_one_the_main_template_creates() {
+    let t = edge_waf_text();
+    let waf = holdfast_local::template::yaml(&t).expect("edge-waf.yaml parses");
+    assert!(holdfast_local::template::get(&waf, "Rules").is_some(), "edge-waf.yaml has a region rule");
+    let doc = cfn::json_of(&t);
+    let assert = &doc["Rules"]["WebAclInUsEast1"]["Assertions"][0]["Assert"]["Fn::Equals"];
+    assert_eq!(assert, &serde_json::json!([{"Ref": "AWS::Region"}, "us-east-1"]));
+    assert_eq!(doc["Outputs"]["WebAclArn"]["Value"], serde_json::json!({"Fn::GetAtt": "EdgeWebAcl.Arn"}));
+    for bots in [false, true] {
+        let b = if bots { "true" } else { "false" };
+        let main = edge(true, bots);
+        for limits in [("60", "600"), ("25", "300")] {
+            let main = Stack::new(
+                &text(),
+                &[
+                    ("EdgeProtection", "true"),
+                    ("EdgeBotControl", b),
+                    ("EdgeCheckoutRateLimit", limits.0),
+                    ("EdgePublicReadRateLimit", limits.1),
+                ],
+            );
+            let alone = Stack::new(
+                &t,
+                &[("EdgeBotControl", b), ("EdgeCheckoutRateLimit", limits.0), ("EdgePublicReadRateLimit", limits.1)],
+            );
+            for id in ["EdgeWebAcl", "EdgeWafLogGroup", "EdgeWafLogging"] {
+                assert_eq!(
+                    alone.properties(id),
+                    main.properties(id),
+                    "{id} differs (bot control {b}, limits {limits:?})"
+                );
+            }
+            assert_eq!(alone.of_type("AWS::WAFv2::WebACL"), vec!["EdgeWebAcl".to_owned()]);
+        }
+        assert_eq!(rules(&main).len(), if bots { 5 } else { 4 });
+    }
+}

@@ -14,8 +14,11 @@
 //! so the wall time is the sweep's, with its real concurrency (a model of AWS latency, not a
 //! measurement of it).
 //!
+//! The first `--campaign-items` SKUs (default 1,000) are items of campaigns (10 each) and
+//! their locks draw on the quota too, so the lock sum is checked per campaign item as well.
+//!
 //! `cargo run --release -p holdfast-bench --bin reconcile-scale -- [--skus N] [--locks N]
-//! [--live-locks N] [--concurrency N] [--no-latency]`
+//! [--live-locks N] [--campaign-items N] [--concurrency N] [--no-latency]`
 
 use async_trait::async_trait;
 use holdfast::adapters::memory::{memory_app, MemoryJournal};
@@ -315,6 +318,9 @@ impl OrderStore for Orders {
     async fn due_in(&self, index: holdfast::ports::OrderIndex, before: i64) -> anyhow::Result<Vec<OrderId>> {
         self.0.due_in(index, before).await
     }
+    async fn between(&self, index: holdfast::ports::OrderIndex, from: i64, to: i64) -> anyhow::Result<Vec<OrderId>> {
+        self.0.between(index, from, to).await
+    }
 }
 
 #[async_trait]
@@ -433,6 +439,8 @@ async fn main() -> anyhow::Result<()> {
     let n_locks = arg(&args, "--locks", 1_000_000);
     let n_live = arg(&args, "--live-locks", n_locks);
     let concurrency = arg(&args, "--concurrency", 64);
+    // campaign items (10 per campaign, on the first SKUs): the locks of those SKUs draw on them
+    let n_items = arg(&args, "--campaign-items", 1_000).min(n_skus);
 
     let mut config = Config::from_lookup(&|_| None)?;
     config.sku_cache_ms = 0;
@@ -477,6 +485,31 @@ async fn main() -> anyhow::Result<()> {
         anyhow::ensure!(seeder.put_sku(&meta, None).await?, "put_sku {i}");
         anyhow::ensure!(seeder.adjust(&adj, meta.version).await? == Ok(()), "adjust {i}");
     }
+    let campaign_of = |k: usize| CampaignId::parse(&format!("C{:05}", k / 10));
+    let now_s = holdfast::clock::now_s();
+    for first in (0..n_items).step_by(10) {
+        let items = (first..(first + 10).min(n_items))
+            .map(|k| {
+                Ok(holdfast::domain::campaign::CampaignItem {
+                    sku: Sku::parse(&format!("S{k:06}"))?,
+                    price: None,
+                    per_user_limit: None,
+                    shards: 1,
+                    quota: per_sku,
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let c = Campaign {
+            id: campaign_of(first)?,
+            name: "scale".into(),
+            starts_at: now_s - 7_200,
+            ends_at: now_s + 7_200,
+            paused: false,
+            items,
+            version: 1,
+        };
+        anyhow::ensure!(seeder.write_campaign(&c, None).await?, "write_campaign {first}");
+    }
     // Orphan freezes an hour old (no order was ever written for any of them), then young
     // FROZEN locks of checkouts in progress (not the sweep's business: their own checks are
     // not due).
@@ -499,7 +532,13 @@ async fn main() -> anyhow::Result<()> {
                 currency: eur.clone(),
                 limited: false,
                 pieces: vec![Piece { shard: 0, quantity: 1 }],
-                campaign: None,
+                campaign: (i % n_skus.max(1) < n_items).then(|| campaign_of(i % n_skus.max(1))).transpose()?.map(
+                    |campaign_id| holdfast::domain::reservation::CampaignLine {
+                        campaign_id,
+                        pieces: vec![Piece { shard: 0, quantity: 1 }],
+                        limited: false,
+                    },
+                ),
                 dates: Vec::new(),
                 draws: Vec::new(),
                 at_payment: false,
@@ -513,7 +552,10 @@ async fn main() -> anyhow::Result<()> {
             anyhow::bail!("seeding lock {i} failed");
         }
     }
-    eprintln!("seeded {n_skus} SKUs, {n_locks} orphan and {n_live} live FROZEN locks in {:.1?}", t.elapsed());
+    eprintln!(
+        "seeded {n_skus} SKUs, {n_items} campaign items, {n_locks} orphan and {n_live} live FROZEN locks in {:.1?}",
+        t.elapsed()
+    );
 
     let meter = Arc::new(Meter::new(!args.iter().any(|a| a == "--no-latency")));
     let queue: Arc<Mutex<Vec<Message>>> = Arc::default();
@@ -567,7 +609,7 @@ async fn main() -> anyhow::Result<()> {
     let calls_3 = diff(&meter.snapshot(), &meter_sum(&calls_1, &calls_2));
 
     let out = serde_json::json!({
-        "skus": n_skus, "orphan_frozen_locks": n_locks, "live_frozen_locks": n_live, "concurrency": concurrency,
+        "skus": n_skus, "campaign_items": n_items, "orphan_frozen_locks": n_locks, "live_frozen_locks": n_live, "concurrency": concurrency,
         "latency_injected": meter.latency,
         "sweep_1_repairs_and_checks": summary(&first, &calls_1, n_skus, left_frozen),
         "sweep_2_checks_catching_up": summary(&second, &calls_2, n_skus, left_frozen),
@@ -580,6 +622,11 @@ async fn main() -> anyhow::Result<()> {
     for r in [r2, r3] {
         anyhow::ensure!(r.locked_skus_judged == n_skus, "judged {} of {n_skus} SKUs", r.locked_skus_judged);
         anyhow::ensure!(r.journals_held == n_skus, "{} of {n_skus} journals held", r.journals_held);
+        anyhow::ensure!(
+            r.locked_items_judged == n_items,
+            "judged {} of {n_items} campaign items",
+            r.locked_items_judged
+        );
     }
     Ok(())
 }
@@ -640,7 +687,7 @@ fn summary(
         "skus_checked": r.skus_checked, "skus_inconclusive": r.skus_inconclusive,
         "violations": r.violations, "errors": r.errors,
         "journals": {"held": r.journals_held, "behind": r.journals_behind, "incomplete": r.journals_incomplete, "entries_read": r.journal_entries_read},
-        "locked_sum": {"skus_judged": r.locked_skus_judged, "skus_moved": r.locked_skus_moved, "locks_read": r.locked_locks_read, "groups_suspect": r.locked_groups_suspect, "runs": r.locked_runs},
+        "locked_sum": {"skus_judged": r.locked_skus_judged, "skus_moved": r.locked_skus_moved, "locks_read": r.locked_locks_read, "groups_suspect": r.locked_groups_suspect, "runs": r.locked_runs, "campaign_items_judged": r.locked_items_judged, "campaign_items_moved": r.locked_items_moved},
         "item_ms_p50": s.p(0.5), "item_ms_p99": s.p(0.99), "item_ms_max": s.p(1.0),
         "calls": calls.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>(),
         "read_units": rru, "write_units": wru, "usd_dynamodb": usd_ddb, "usd_total": usd,
@@ -767,6 +814,8 @@ fn cost(calls: &HashMap<&'static str, (u64, u64)>, invocations: u64, busy_s: f64
     let (jq, _) = g("Query(journal)");
     let (cp_get, _) = g("GetItem(checkpoint)");
     let (cp_put, _) = g("PutItem(checkpoint)");
+    let (get_campaign, _) = g("GetItem(campaign)");
+    let (bg_quota_calls, bg_quota_items) = g("BatchGet(quota shards)");
     // Sizes measured on the emulator: a reservation ~300 B, an order ~400 B, SKU meta and a
     // shard ~100 B: one read unit each (strongly consistent); a keys-only index page of 100
     // entries ~8 KB: 1 unit eventually consistent; a journal page of new entries ~0.5 unit
@@ -780,10 +829,21 @@ fn cost(calls: &HashMap<&'static str, (u64, u64)>, invocations: u64, busy_s: f64
         + get_order as f64
         + get_res as f64
         + 0.5 * jq as f64
-        + cp_get as f64;
+        + cp_get as f64
+        + get_campaign as f64
+        + bg_quota_items as f64;
     let wru = put_void as f64 + put_order as f64 + 2.0 * move_items as f64 + moves as f64 + cp_put as f64;
     let inv = invocations as f64;
-    let calls_ms = (q_calls + bg_res_calls + bg_meta_calls + bg_shard_calls + get_order + get_res + jq + cp_get) as f64
+    let calls_ms = (q_calls
+        + bg_res_calls
+        + bg_meta_calls
+        + bg_shard_calls
+        + get_order
+        + get_res
+        + jq
+        + cp_get
+        + get_campaign
+        + bg_quota_calls) as f64
         * MS_READ
         + (put_void + put_order + sends + cp_put) as f64 * MS_WRITE
         + moves as f64 * MS_TRANSACT;

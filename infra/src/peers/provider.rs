@@ -4,9 +4,16 @@
 //! confirms it by POSTing a signed `POST /payments/refunds` webhook to the stack, as many times
 //! as told (a provider that re-delivers). It can be told to fail (5xx) or refuse (4xx).
 //!
+//! Holdfast's calls must carry `Authorization: Bearer <credential>` (security review M3; 401
+//! otherwise); only the test controls in [`OPEN_ROUTES`] are open. Refund confirmations are
+//! signed with the refund confirmation key, never the payment webhook key (review L1).
+//!
 //! - `POST /refunds` — `{"refund_id","payment_id","order_id","amount","currency"}`
 //! - `GET /refunds` — every refund recorded, oldest first
 //! - `POST /control` — `{"delay_ms"?, "fail_next"?, "refuse"?, "webhook_copies"?}`
+//!
+//! Payments, the buyer's page (`POST /pay/{id}`), refund states, the settlement listing and
+//! their controls: [`payments`] (docs/payments.md, "Provider wire format").
 
 use super::{json, lock};
 use holdfast::adapters::provider::{RefundAnswer, RefundBody};
@@ -16,6 +23,11 @@ use hyper::body::{Bytes, Incoming};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub mod payments;
+pub use payments::{
+    CallbackAttempt, Decide, Forget, InjectCapture, Outcome, PayBody, PaymentControl, SimPayment, Webhook,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Recorded {
@@ -45,12 +57,27 @@ struct State {
     calls: u64,
 }
 
+/// Routes served without the credential: the test controls, not the provider API Holdfast calls.
+pub const OPEN_ROUTES: &[&str] = &["GET /refunds", "POST /control"];
+
+/// The keys the peer works with: the refund confirmation key it signs with and the credential
+/// it demands (the local stack's well-known ones unless [`SimProvider::set_keys`] says otherwise).
+struct Keys {
+    refund_secret: String,
+    credential: String,
+}
+
 pub struct SimProvider {
     state: Mutex<State>,
+    keys: Mutex<Keys>,
     /// Where confirmations go (`{stack}/payments/refunds`).
     webhook_url: String,
+    /// The payment webhook key (`POST /payments/callback`): never used for refund confirmations.
+    #[allow(dead_code)]
     secret: String,
     client: reqwest::Client,
+    /// Payments, the buyer's page and settlement (`payments.rs`).
+    pay: payments::Payments,
 }
 
 impl SimProvider {
@@ -66,13 +93,30 @@ impl SimProvider {
                 webhook_copies: 1,
                 calls: 0,
             }),
+            keys: Mutex::new(Keys {
+                refund_secret: crate::stack::DEFAULT_REFUND_WEBHOOK_SECRET.to_owned(),
+                credential: crate::stack::DEFAULT_PROVIDER_CREDENTIAL.to_owned(),
+            }),
             webhook_url,
             secret,
             client: reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?,
+            pay: payments::Payments::default(),
         });
+        me.pay.set_base(&url);
         let peer = me.clone();
         super::serve(listener, move |req| peer.clone().handle(req), None);
         Ok((me, url))
+    }
+
+    /// The refund confirmation key to sign with and the credential to demand.
+    pub fn set_keys(&self, refund_secret: &str, credential: &str) {
+        *lock(&self.keys) = Keys { refund_secret: refund_secret.to_owned(), credential: credential.to_owned() };
+    }
+
+    /// Whether a request carries `Authorization: Bearer <credential>`.
+    fn authorised(&self, headers: &hyper::HeaderMap) -> bool {
+        let want = format!("Bearer {}", lock(&self.keys).credential);
+        headers.get(hyper::header::AUTHORIZATION).is_some_and(|v| v.as_bytes() == want.as_bytes())
     }
 
     /// Every refund recorded, oldest first.
@@ -103,10 +147,18 @@ impl SimProvider {
 
     async fn handle(self: Arc<Self>, req: hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
         let route = format!("{} {}", req.method(), req.uri().path());
+        if !OPEN_ROUTES.contains(&route.as_str()) && !payments::open(&route) && !self.authorised(req.headers()) {
+            return json(401, &serde_json::json!({"error": "missing or wrong credential"}));
+        }
+        let (method, path) = (req.method().as_str().to_owned(), req.uri().path().to_owned());
+        let (query, headers) = (req.uri().query().unwrap_or("").to_owned(), req.headers().clone());
         let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
             Ok(b) => b.to_bytes(),
             Err(_) => return json(413, &serde_json::json!({"error": "body too large"})),
         };
+        if let Some(answer) = self.payment_route(&method, &path, &query, &headers, &body) {
+            return answer;
+        }
         match route.as_str() {
             "GET /refunds" => json(200, &self.refunds()),
             "POST /control" => match serde_json::from_slice::<Control>(&body) {
@@ -141,6 +193,7 @@ impl SimProvider {
             } else {
                 let rec = Recorded { provider_refund_id: format!("sim_re_{}", s.refunds.len() + 1), body: b };
                 s.refunds.push(rec.clone());
+                self.pay.refund_made(&rec);
                 (rec, true, s.delay_ms, s.webhook_copies)
             }
         };
@@ -149,6 +202,7 @@ impl SimProvider {
             let rec2 = rec.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(delay)).await;
+                me.pay.refund_settled(&rec2.provider_refund_id);
                 for _ in 0..copies {
                     me.confirm(&rec2).await;
                 }
@@ -170,8 +224,11 @@ impl SimProvider {
             "status": "SUCCEEDED",
         })
         .to_string();
-        for attempt in 0..5u64 {
-            let sig = signature::sign(self.secret.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
+        // A confirmation that beats Holdfast's own record of the refund as ISSUED is refused
+        // (409) and sent again, as a provider does: ten attempts over about eleven seconds.
+        for attempt in 0..10u64 {
+            let key = lock(&self.keys).refund_secret.clone();
+            let sig = signature::sign(key.as_bytes(), holdfast::clock::now_s(), body.as_bytes());
             let sent = self
                 .client
                 .post(&self.webhook_url)

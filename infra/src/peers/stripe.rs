@@ -12,10 +12,12 @@
 //!   the stack's `/payments/stripe`, retrying a non-2xx answer a few times like Stripe does.
 //!   The charge's `metadata.order_id` is the refund's (the fake knows no charges: real Stripe
 //!   copies the PaymentIntent's metadata to its charge, and Holdfast sets the same order id on both).
-//! - `GET /v1/refunds[?payment_intent=pi_…]`: what it recorded, newest last (Stripe lists newest
-//!   first; tests read order-independent).
+//! - `GET /v1/refunds[?payment_intent=pi_…]`, `GET /v1/refunds/{id}`: Stripe lists (newest first,
+//!   `limit`, `starting_after`, `created[…]`); PaymentIntents (create, retrieve, cancel, confirm as
+//!   the buyer), charges and balance transactions: [`intents`].
 //! - Control (not Stripe's): `POST /_fake/fail {"status": 500, "times": 2}` makes the next
-//!   refund requests fail; `POST /_fake/config {"webhook_delay_ms": 100}`; `GET /_fake/deliveries`.
+//!   refund requests fail; `POST /_fake/config {"webhook_delay_ms": 100, "payment_events":
+//!   "deliver"|"drop"|"twice", "max_page": 2}`; `GET /_fake/deliveries`.
 //!   The same knobs are methods on [`FakeStripe`] for in-process tests.
 
 use super::lock;
@@ -25,6 +27,9 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub mod intents;
+pub use intents::PaymentEvents;
 
 /// The key the local stack gives its functions as `STRIPE_API_KEY`.
 pub const LOCAL_API_KEY: &str = "sk_test_holdfast_local";
@@ -37,6 +42,11 @@ const DELIVERY_ATTEMPTS: u32 = 5;
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Delivery {
     pub event_id: String,
+    /// The event type (`charge.refunded`, `payment_intent.succeeded`, …).
+    pub kind: String,
+    /// The event's object: the charge, or the PaymentIntent.
+    pub object_id: String,
+    /// The refund a `charge.refunded` is about ("" for other events).
     pub refund_id: String,
     /// Which attempt this was (1 = first).
     pub attempts: u32,
@@ -55,6 +65,8 @@ struct Inner {
     requests: u64,
     deliveries: Vec<Delivery>,
     events: u64,
+    /// PaymentIntents, charges, balance transactions (`intents.rs`).
+    pay: intents::Intents,
 }
 
 struct State {
@@ -201,40 +213,34 @@ impl FakeStripe {
             Err(_) => String::new(),
         };
         let authorised = auth.strip_prefix("Bearer ") == Some(self.state.api_key.as_str());
-        let (status, value, replayed) = match (method.as_str(), path.as_str()) {
-            ("POST", "/v1/refunds") if !authorised => {
+        let routed = self.intent_route(&method, &path, &query, &body, idem.as_deref(), authorised);
+        let (status, value, replayed) = match routed.map(Ok).unwrap_or(Err((method.as_str(), path.as_str()))) {
+            Ok(answer) => answer,
+            Err(("POST", "/v1/refunds")) if !authorised => {
                 let (s, v) = stripe_error(401, "invalid_request_error", None, "Invalid API Key provided");
                 (s, v, false)
             }
-            ("POST", "/v1/refunds") => self.create_refund(&body, idem),
-            ("GET", "/v1/refunds") if authorised => {
-                let q = crate::server::parse_query(&query);
-                let pi = q.get("payment_intent").and_then(|v| v.first()).cloned();
-                let data: Vec<Value> = self
-                    .refunds()
-                    .into_iter()
-                    .filter(|r| pi.as_deref().is_none_or(|p| r["payment_intent"] == p))
-                    .collect();
-                (200, json!({"object": "list", "url": "/v1/refunds", "has_more": false, "data": data}), false)
-            }
-            ("GET", "/v1/refunds") => {
-                let (s, v) = stripe_error(401, "invalid_request_error", None, "Invalid API Key provided");
-                (s, v, false)
-            }
-            ("POST", "/_fake/fail") => {
+            Err(("POST", "/v1/refunds")) => self.create_refund(&body, idem),
+            Err(("POST", "/_fake/fail")) => {
                 let v: Value = serde_json::from_str(&body).unwrap_or_default();
                 self.fail_next(v["status"].as_u64().unwrap_or(500) as u16, v["times"].as_u64().unwrap_or(1) as u32);
                 (200, json!({"ok": true}), false)
             }
-            ("POST", "/_fake/config") => {
+            Err(("POST", "/_fake/config")) => {
                 let v: Value = serde_json::from_str(&body).unwrap_or_default();
                 if let Some(ms) = v["webhook_delay_ms"].as_u64() {
                     self.set_webhook_delay(Duration::from_millis(ms));
                 }
+                if let Ok(e) = serde_json::from_value::<PaymentEvents>(v["payment_events"].clone()) {
+                    self.set_payment_events(e);
+                }
+                if !v["max_page"].is_null() {
+                    self.set_max_page(v["max_page"].as_u64().map(|n| n as usize));
+                }
                 (200, json!({"ok": true}), false)
             }
-            ("GET", "/_fake/deliveries") => (200, json!(self.deliveries()), false),
-            _ => {
+            Err(("GET", "/_fake/deliveries")) => (200, json!(self.deliveries()), false),
+            Err(_) => {
                 let (s, v) = stripe_error(
                     404,
                     "invalid_request_error",
@@ -244,6 +250,12 @@ impl FakeStripe {
                 (s, v, false)
             }
         };
+        let mut value = value;
+        if path.starts_with("/v1/") {
+            if let Some(bytes) = lock(&self.state.inner).pay.take_oversize() {
+                value["padding"] = json!("x".repeat(bytes));
+            }
+        }
         let mut r = hyper::Response::new(Full::new(Bytes::from(value.to_string())));
         *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
         r.headers_mut()
@@ -268,6 +280,15 @@ impl FakeStripe {
             return (s, v, false);
         }
         if let Some(k) = &idem {
+            if inner.pay.by_key_used(k) {
+                let (s, v) = stripe_error(
+                    400,
+                    "idempotency_error",
+                    None,
+                    "Keys for idempotent requests can only be used with the same parameters they were first used with.",
+                );
+                return (s, v, false);
+            }
             if let Some((seen, i)) = inner.by_key.get(k) {
                 if *seen == params {
                     return (200, inner.refunds[*i].clone(), true);
@@ -310,19 +331,22 @@ impl FakeStripe {
             }
         }
         let n = inner.refunds.len() + 1;
+        // the intent's currency when the fake made it; else (a made-up pi_…) eur
+        let currency = inner.pay.intent(&pi).map_or(json!("eur"), |p| p["currency"].clone());
         let refund = json!({
             "id": format!("re_fake{n:06}"),
             "object": "refund",
             "amount": amount,
             "charge": format!("ch_{}", pi.trim_start_matches("pi_")),
             "created": holdfast::clock::now_s(),
-            "currency": "eur",
+            "currency": currency,
             "metadata": metadata,
             "payment_intent": pi,
             "reason": null,
             "status": "pending",
         });
         inner.refunds.push(refund.clone());
+        inner.pay.refund_made(&refund);
         if let Some(k) = idem {
             inner.by_key.insert(k, (params, n - 1));
         }
@@ -358,13 +382,25 @@ impl FakeStripe {
                         "url": format!("/v1/charges/{}/refunds", refund["charge"].as_str().unwrap_or(""))},
         });
         let body = event(&event_id, "charge.refunded", charge).to_string();
-        let mut delivery =
-            Delivery { event_id, refund_id: refund["id"].as_str().unwrap_or("").to_owned(), attempts: 0, status: 0 };
+        let delivery = Delivery {
+            event_id,
+            kind: "charge.refunded".to_owned(),
+            object_id: refund["charge"].as_str().unwrap_or("").to_owned(),
+            refund_id: refund["id"].as_str().unwrap_or("").to_owned(),
+            attempts: 0,
+            status: 0,
+        };
+        self.deliver(delivery, &body).await;
+    }
+
+    /// Delivers one event, signed, to the webhook target, retrying a non-2xx answer like Stripe
+    /// (5 attempts: 0.5 s, 1 s, 2 s …); every attempt is recorded.
+    async fn deliver(&self, mut delivery: Delivery, body: &str) {
         for attempt in 0..DELIVERY_ATTEMPTS {
             let target = lock(&self.state.webhook_target).clone();
             if let Some(url) = target {
                 delivery.attempts += 1;
-                let sig = signature(&[&self.state.webhook_secret], holdfast::clock::now_s(), &body);
+                let sig = signature(&[&self.state.webhook_secret], holdfast::clock::now_s(), body);
                 let answer = self
                     .state
                     .http
@@ -372,11 +408,11 @@ impl FakeStripe {
                     .header("content-type", "application/json; charset=utf-8")
                     .header("stripe-signature", sig)
                     .header("user-agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-                    .body(body.clone())
+                    .body(body.to_owned())
                     .send()
                     .await;
                 delivery.status = answer.as_ref().map(|r| r.status().as_u16()).unwrap_or(0);
-                tracing::info!(?delivery, "fake Stripe delivered charge.refunded");
+                tracing::info!(?delivery, "fake Stripe delivered an event");
                 // one record per attempt, so a test sees the first answer without waiting out the retries
                 lock(&self.state.inner).deliveries.push(delivery.clone());
                 if (200..300).contains(&delivery.status) {

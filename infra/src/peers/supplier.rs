@@ -11,6 +11,9 @@
 //! - `POST /control` — `{"latency_ms"?, "fail_rate"?, "hang_ms"?}`: latency of every call, the
 //!   share of calls answered 503, and a stall before answering (to exercise timeouts); also from
 //!   `HOLDFAST_SIM_SUPPLIER_LATENCY_MS` / `_FAIL_RATE` / `_HANG_MS`
+//!
+//! The wire-format routes demand `Authorization: Bearer <credential>` (security review M3) and
+//! answer 401 without it; the two test controls (`POST /control`, `GET /bookings`) are open.
 
 use super::{json, lock};
 use holdfast::adapters::supplier::{BookingAnswer, QuoteAnswer, SupplierBody};
@@ -73,6 +76,9 @@ struct State {
 
 pub struct SimSupplier {
     state: Mutex<State>,
+    /// What `Authorization: Bearer …` must carry (the local stack's well-known credential unless
+    /// [`SimSupplier::set_credential`] says otherwise).
+    credential: Mutex<String>,
 }
 
 fn error(status: u16, msg: &str) -> hyper::Response<Full<Bytes>> {
@@ -83,7 +89,10 @@ impl SimSupplier {
     /// Binds `127.0.0.1:0` and serves until the runtime stops; returns the peer and its URL.
     pub async fn start(control: SupplierControl) -> anyhow::Result<(Arc<Self>, String)> {
         let (listener, url) = super::bind().await?;
-        let me = Arc::new(SimSupplier { state: Mutex::new(State::default()) });
+        let me = Arc::new(SimSupplier {
+            state: Mutex::new(State::default()),
+            credential: Mutex::new(crate::stack::DEFAULT_SUPPLIER_CREDENTIAL.to_owned()),
+        });
         me.control(&control);
         let peer = me.clone();
         super::serve(listener, move |req| peer.clone().handle(req), None);
@@ -112,6 +121,16 @@ impl SimSupplier {
         }
     }
 
+    /// The credential calls must carry from now on.
+    pub fn set_credential(&self, credential: &str) {
+        *lock(&self.credential) = credential.to_owned();
+    }
+
+    /// `Authorization: Bearer <credential>`, as the wire format demands.
+    pub fn authorization(&self) -> String {
+        format!("Bearer {}", lock(&self.credential))
+    }
+
     /// Every booking (settled to now), oldest first.
     pub fn bookings(&self) -> Vec<SimBooking> {
         let now = holdfast::clock::now_ms();
@@ -133,12 +152,19 @@ impl SimSupplier {
     async fn handle(self: Arc<Self>, req: hyper::Request<Incoming>) -> hyper::Response<Full<Bytes>> {
         let method = req.method().clone();
         let path = req.uri().path().to_owned();
+        let authorised = req
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .is_some_and(|v| v.as_bytes() == self.authorization().as_bytes());
         let body = match Limited::new(req.into_body(), 64 * 1024).collect().await {
             Ok(b) => b.to_bytes(),
             Err(_) => return error(413, "body too large"),
         };
         let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
         let is_control = segments == ["control"] || (method == hyper::Method::GET && segments == ["bookings"]);
+        if !is_control && !authorised {
+            return error(401, "missing or wrong credential");
+        }
         if !is_control {
             let (latency, hang, fail) = {
                 let s = lock(&self.state);

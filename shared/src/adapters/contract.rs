@@ -23,7 +23,8 @@ mod codes;
 mod seed;
 
 pub use checks::{
-    campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, stop_sale, stop_sale_on_new_shards,
+    batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, stop_sale,
+    stop_sale_on_new_shards,
 };
 pub use codes::{adjustments, code_pools};
 use seed::*;
@@ -46,6 +47,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("stop_sale_on_new_shards", |s, p| Box::pin(stop_sale_on_new_shards(s, p))),
     ("code_pools", |s, p| Box::pin(code_pools(s, p))),
     ("adjustments", |s, p| Box::pin(adjustments(s, p))),
+    ("batched_reads", |s, p| Box::pin(batched_reads(s, p))),
 ];
 
 /// Runs every check (each under `prefix` + its name) and returns the failed ones with their

@@ -5,6 +5,7 @@
 pub mod contract;
 pub mod dynamo;
 pub mod eventbridge;
+pub mod kms;
 pub mod memory;
 pub mod outbound;
 pub mod provider;

@@ -46,6 +46,25 @@ pub fn client(timeout: Duration, connect: Duration) -> reqwest::Result<reqwest::
         .build()
 }
 
+/// `rb` with `Authorization: Bearer <credential>` (security review M3): the peer's current
+/// credential, from Secrets Manager in AWS. `None` (a unit test's adapter) sends none; a
+/// credential source that answers no key is an error — the call is not made unauthenticated.
+pub async fn authorize(
+    rb: reqwest::RequestBuilder,
+    credential: Option<&dyn crate::ports::WebhookKeys>,
+    peer: &str,
+) -> anyhow::Result<reqwest::RequestBuilder> {
+    let Some(source) = credential else { return Ok(rb) };
+    let keys = source.keys().await?;
+    let Some(current) = keys.first() else {
+        anyhow::bail!("no credential configured for the {peer} (its *_CREDENTIAL_SECRET_ARN)")
+    };
+    let mut value = reqwest::header::HeaderValue::from_bytes(&[b"Bearer ", current.expose()].concat())
+        .map_err(|_| anyhow::anyhow!("the {peer} credential is not a valid header value"))?;
+    value.set_sensitive(true);
+    Ok(rb.header(reqwest::header::AUTHORIZATION, value))
+}
+
 /// The body of an answer, at most [`MAX_ANSWER_BYTES`]; a longer one is an error.
 pub async fn body(mut resp: reqwest::Response) -> anyhow::Result<Vec<u8>> {
     if resp.content_length().is_some_and(|n| n > MAX_ANSWER_BYTES as u64) {

@@ -1,32 +1,85 @@
-//! Refunds at Stripe (docs/after-sale.md, "Stripe"): [`PaymentProvider`] over
-//! `POST /v1/refunds`, form-encoded as Stripe's API takes it, idempotent by our refund id
-//! through Stripe's `Idempotency-Key` (Stripe keeps keys 24 hours: the same key and parameters
-//! answer the first refund object and move no more money).
+//! Stripe as a [`PaymentProvider`] (docs/after-sale.md, "Stripe"; docs/payments.md, "Provider
+//! wire format"): PaymentIntents for payments, Refunds for refunds, balance transactions for the
+//! day's captures. Form-encoded requests as Stripe's API takes them, `Authorization: Bearer
+//! <secret key>`, `Stripe-Version: 2024-06-20` (the shapes read below are that version's; pinned
+//! so an account upgrade changes nothing here). Answers are translated by the pure functions of
+//! this module and nowhere else.
 //!
-//! Answers are translated here and nowhere else:
-//! - 2xx: the refund object (`id`, `status`); `failed`/`canceled` is Stripe refusing → inner `Err`.
-//! - 429, 409 (Stripe's "another request with this key is in flight"), 5xx, timeouts and network
-//!   errors → outer error: retry later with the same key.
-//! - other 4xx (`{"error":{"type","code","message"}}`: no such payment, already refunded, bad
-//!   key…) → inner `Err(message)`: retrying will not help.
+//! - `create_payment`: `POST /v1/payment_intents` [`payment_form`] (`amount`, `currency` lower
+//!   case, `automatic_payment_methods[enabled]=true`, `metadata[order_id]`,
+//!   `metadata[attempt_key]`), `Idempotency-Key: <attempt_key>` (Stripe keeps keys 24 hours and
+//!   replays the first answer: the same attempt key never makes a second intent within a day) →
+//!   `id` (the payment id), `client_secret` (for Stripe.js), [`interpret_created`].
+//! - `payment`: `GET /v1/payment_intents/{id}`, [`interpret_intent`], status by [`intent_state`]:
+//!   `requires_payment_method`/`requires_confirmation`/`requires_action` → Open, `processing` →
+//!   Processing, `requires_capture` → Processing (Holdfast creates automatic-capture intents, so
+//!   an authorised-not-captured intent is one a person or another integration set up: money is
+//!   held but not taken, so neither paid nor failed), `succeeded` → Succeeded, `canceled` →
+//!   Cancelled; any other status is an error. Amount: `amount_received` once succeeded, else
+//!   `amount`; currency upper-cased.
+//! - `cancel_payment`: `POST /v1/payment_intents/{id}/cancel` (`cancellation_reason=abandoned`).
+//!   Stripe answers 400 `payment_intent_unexpected_state` for an intent it can no longer cancel
+//!   (succeeded, already canceled, processing): then the intent is read and answered as it
+//!   stands — `Succeeded` means the money was taken ([`interpret_cancel`]).
+//! - `refund`: `POST /v1/refunds` ([`form`], [`interpret`]); `refund_state`:
+//!   `GET /v1/refunds/{id}` ([`interpret_refund_state`]: `succeeded` → `Some(true)`,
+//!   `failed`/`canceled` → `Some(false)`, `pending`/`requires_action` → `None`).
+//! - `day_listing`: captures from `GET /v1/balance_transactions?created[gte]=<day 00:00 UTC>&
+//!   created[lt]=<next day>&limit=100&expand[]=data.source`, keeping `type` `charge`/`payment`
+//!   and reading the expanded charge ([`balance_page`]); refunds from
+//!   `GET /v1/refunds?created[gte]=…&created[lt]=…&limit=100`, failed/canceled ones left out
+//!   ([`refunds_page`]); every page followed with `starting_after=<last id>` while `has_more`.
+//!   Why balance transactions: Stripe lists PaymentIntents and charges by *creation* time, but a
+//!   payment is captured when it succeeds — a buyer who opens the page at 23:59 and pays at
+//!   00:01, or a bank debit that settles days later, would be listed on the wrong day (or, listed
+//!   while still pending, never). A charge's balance transaction is created when the money is
+//!   captured and is what Stripe's own balance reports use. Its `amount`/`currency` are in the
+//!   settlement currency, so amount, currency, PaymentIntent and `metadata.order_id` (Stripe
+//!   copies the intent's metadata to its charge at confirmation) come from the expanded charge.
+//!
+//! Errors, for every call: 2xx is read; 429, 409 (a request with this key is in flight), 5xx,
+//! an unreadable 2xx, an oversized answer, a timeout or a network error → outer error (retry
+//! later with the same key). A 404 `resource_missing` on a read or a cancel → `None`. Other 4xx:
+//! on `create_payment` and `refund` → inner `Err(message)` (Stripe refusing: retrying will not
+//! help); on the reads → outer error naming Stripe's error (a wrong key is not "no such
+//! payment"). Single objects are read up to [`super::outbound::MAX_ANSWER_BYTES`] (64 KiB; an
+//! object with Stripe's maximum metadata is under 30 KiB); list pages up to
+//! [`LIST_ANSWER_BYTES`], since 100 expanded charges run to several hundred KiB.
 
-use crate::ports::{PaymentProvider, ProviderRefund, RefundRequest, WebhookKeys};
+use crate::ports::{
+    CreatedPayment, DayListing, PaymentProvider, PaymentRequest, PaymentState, ProviderPayment, ProviderRefund,
+    ProviderRefundState, RefundRequest, WebhookKeys,
+};
 use async_trait::async_trait;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Connecting to Stripe; and one whole refund request (Stripe answers refunds in well under a
-/// second; the refunds consumer's own timeout is above this, and a timeout is retried).
+/// Connecting to Stripe; and one whole request (Stripe answers in well under a second; the
+/// callers' own timeouts are above this, and a timeout is retried).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub struct StripeRefunds {
+/// The API version the shapes read here are from.
+pub const STRIPE_VERSION: &str = "2024-06-20";
+/// Objects asked per list page (Stripe's maximum).
+pub const LIST_LIMIT: u32 = 100;
+/// Most bytes read from one list page: 100 expanded charges with Stripe's maximum metadata
+/// (50 keys × 540 bytes) stay under it.
+pub const LIST_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+/// Most pages followed for one list (a peer that never ends its list is an error).
+pub const MAX_LIST_PAGES: usize = 10_000;
+
+pub struct Stripe {
     http: reqwest::Client,
     base: String,
     /// The secret API key: from configuration or Secrets Manager (first key returned).
     key: Arc<dyn WebhookKeys>,
 }
+
+/// The adapter's name while it only refunded.
+pub type StripeRefunds = Stripe;
 
 #[derive(Debug, Deserialize)]
 struct ErrorBody {
@@ -52,6 +105,70 @@ struct RefundObject {
     failure_reason: Option<String>,
 }
 
+/// The fields of a Refund read for its state.
+#[derive(Debug, Deserialize)]
+struct RefundDetail {
+    id: String,
+    amount: u64,
+    currency: String,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    payment_intent: Option<String>,
+    #[serde(default)]
+    charge: Option<String>,
+    #[serde(default)]
+    metadata: HashMap<String, String>,
+}
+
+/// The fields of a PaymentIntent read.
+#[derive(Debug, Deserialize)]
+struct IntentObject {
+    id: String,
+    amount: u64,
+    #[serde(default)]
+    amount_received: u64,
+    currency: String,
+    status: String,
+    #[serde(default)]
+    client_secret: Option<String>,
+    #[serde(default)]
+    metadata: HashMap<String, String>,
+}
+
+/// A Stripe list object, one page.
+#[derive(Debug, Deserialize)]
+struct ListPage<T> {
+    data: Vec<T>,
+    has_more: bool,
+}
+
+/// The fields of a balance transaction read.
+#[derive(Debug, Deserialize)]
+struct BalanceTransaction {
+    id: String,
+    #[serde(rename = "type")]
+    kind: String,
+    /// The expanded source (a charge for `charge`/`payment`), or its id if not expanded.
+    #[serde(default)]
+    source: Option<serde_json::Value>,
+}
+
+/// The fields of a Charge read (the source of a capture's balance transaction).
+#[derive(Debug, Deserialize)]
+struct ChargeObject {
+    id: String,
+    amount: u64,
+    #[serde(default)]
+    amount_captured: Option<u64>,
+    currency: String,
+    /// The PaymentIntent's id (or the intent, if expanded).
+    #[serde(default)]
+    payment_intent: Option<serde_json::Value>,
+    #[serde(default)]
+    metadata: HashMap<String, String>,
+}
+
 /// The form Stripe's `POST /v1/refunds` takes for `r`.
 pub fn form(r: &RefundRequest) -> Vec<(&'static str, String)> {
     vec![
@@ -62,21 +179,41 @@ pub fn form(r: &RefundRequest) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// What an HTTP answer of Stripe means (pure; see the module documentation).
-pub fn interpret(status: u16, body: &str) -> anyhow::Result<Result<ProviderRefund, String>> {
-    if (200..300).contains(&status) {
-        let o: RefundObject = serde_json::from_str(body)
-            .map_err(|e| anyhow::anyhow!("Stripe answered {status} with an unreadable refund object: {e}"))?;
-        return Ok(match o.status.as_deref() {
-            Some("failed") | Some("canceled") => Err(format!(
-                "Stripe refund {} {}: {}",
-                o.id,
-                o.status.as_deref().unwrap_or(""),
-                o.failure_reason.as_deref().unwrap_or("no reason given")
-            )),
-            s => Ok(ProviderRefund { provider_refund_id: o.id, succeeded: s == Some("succeeded") }),
-        });
+/// The form Stripe's `POST /v1/payment_intents` takes for `r`.
+pub fn payment_form(r: &PaymentRequest) -> Vec<(&'static str, String)> {
+    vec![
+        ("amount", r.amount.to_string()),
+        ("currency", r.currency.to_ascii_lowercase()),
+        ("automatic_payment_methods[enabled]", "true".to_owned()),
+        ("metadata[order_id]", r.order_id.as_str().to_owned()),
+        ("metadata[attempt_key]", r.attempt_key.clone()),
+    ]
+}
+
+/// What a PaymentIntent's `status` means here (`None`: a status this code does not know).
+pub fn intent_state(status: &str) -> Option<PaymentState> {
+    Some(match status {
+        "requires_payment_method" | "requires_confirmation" | "requires_action" => PaymentState::Open,
+        // requires_capture: authorised, not captured (Holdfast's intents capture automatically).
+        "processing" | "requires_capture" => PaymentState::Processing,
+        "succeeded" => PaymentState::Succeeded,
+        "canceled" => PaymentState::Cancelled,
+        _ => return None,
+    })
+}
+
+/// What a refund's `status` means here: `Some(true)` done, `Some(false)` failed, `None` pending.
+pub fn refund_outcome(status: Option<&str>) -> Option<bool> {
+    match status {
+        Some("succeeded") => Some(true),
+        Some("failed") | Some("canceled") => Some(false),
+        // pending, requires_action, or a status added later: not decided
+        _ => None,
     }
+}
+
+/// Stripe's error answer as one line, and its `code`.
+fn error_of(status: u16, body: &str) -> (String, Option<String>) {
     let detail = serde_json::from_str::<ErrorBody>(body).ok().map(|b| b.error);
     let message = match &detail {
         Some(d) => format!(
@@ -87,39 +224,337 @@ pub fn interpret(status: u16, body: &str) -> anyhow::Result<Result<ProviderRefun
         ),
         None => format!("Stripe {status}: {}", body.chars().take(200).collect::<String>()),
     };
-    if status == 429 || status == 409 || status >= 500 {
+    (message, detail.and_then(|d| d.code))
+}
+
+fn retryable(status: u16) -> bool {
+    status == 429 || status == 409 || status >= 500
+}
+
+/// A non-2xx answer to a call whose refusal is an inner error (create, refund).
+fn refusal<T>(status: u16, body: &str) -> anyhow::Result<Result<T, String>> {
+    let (message, _) = error_of(status, body);
+    if retryable(status) {
         return Err(anyhow::anyhow!("{message} (retryable)"));
     }
     Ok(Err(message))
 }
 
-impl StripeRefunds {
+/// A non-2xx answer to a read: `None` for 404 `resource_missing`, else an error.
+fn missing<T>(status: u16, body: &str) -> anyhow::Result<Option<T>> {
+    let (message, code) = error_of(status, body);
+    if status == 404 && code.as_deref() == Some("resource_missing") {
+        return Ok(None);
+    }
+    Err(anyhow::anyhow!("{message}{}", if retryable(status) { " (retryable)" } else { "" }))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(status: u16, body: &str, what: &str) -> anyhow::Result<T> {
+    serde_json::from_str(body).map_err(|e| anyhow::anyhow!("Stripe answered {status} with an unreadable {what}: {e}"))
+}
+
+/// What an HTTP answer of Stripe to a refund means (pure; see the module documentation).
+pub fn interpret(status: u16, body: &str) -> anyhow::Result<Result<ProviderRefund, String>> {
+    if (200..300).contains(&status) {
+        let o: RefundObject = parse(status, body, "refund object")?;
+        return Ok(match o.status.as_deref() {
+            Some("failed") | Some("canceled") => Err(format!(
+                "Stripe refund {} {}: {}",
+                o.id,
+                o.status.as_deref().unwrap_or(""),
+                o.failure_reason.as_deref().unwrap_or("no reason given")
+            )),
+            s => Ok(ProviderRefund { provider_refund_id: o.id, succeeded: s == Some("succeeded") }),
+        });
+    }
+    refusal(status, body)
+}
+
+fn payment_of(o: IntentObject) -> anyhow::Result<ProviderPayment> {
+    let state = intent_state(&o.status).ok_or_else(|| {
+        anyhow::anyhow!("Stripe PaymentIntent {} has a status Holdfast does not know: {:?}", o.id, o.status)
+    })?;
+    Ok(ProviderPayment {
+        amount: if state == PaymentState::Succeeded && o.amount_received > 0 { o.amount_received } else { o.amount },
+        order_id: o.metadata.get("order_id").cloned(),
+        currency: o.currency.to_ascii_uppercase(),
+        payment_id: o.id,
+        state,
+    })
+}
+
+/// What Stripe's answer to `POST /v1/payment_intents` means (pure).
+pub fn interpret_created(status: u16, body: &str) -> anyhow::Result<Result<CreatedPayment, String>> {
+    if (200..300).contains(&status) {
+        let o: IntentObject = parse(status, body, "PaymentIntent")?;
+        return Ok(Ok(CreatedPayment { payment_id: o.id, redirect_url: None, client_secret: o.client_secret }));
+    }
+    refusal(status, body)
+}
+
+/// What Stripe's answer to `GET /v1/payment_intents/{id}` means (pure).
+pub fn interpret_intent(status: u16, body: &str) -> anyhow::Result<Option<ProviderPayment>> {
+    if (200..300).contains(&status) {
+        return payment_of(parse(status, body, "PaymentIntent")?).map(Some);
+    }
+    missing(status, body)
+}
+
+/// What Stripe's answer to a cancel means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CancelAnswer {
+    /// The intent after the call (`None`: Stripe does not know it).
+    Stands(Option<ProviderPayment>),
+    /// 400 `payment_intent_unexpected_state`: it can no longer be cancelled; read it.
+    ReadIt,
+}
+
+/// What Stripe's answer to `POST /v1/payment_intents/{id}/cancel` means (pure).
+pub fn interpret_cancel(status: u16, body: &str) -> anyhow::Result<CancelAnswer> {
+    if status == 400 && error_of(status, body).1.as_deref() == Some("payment_intent_unexpected_state") {
+        return Ok(CancelAnswer::ReadIt);
+    }
+    interpret_intent(status, body).map(CancelAnswer::Stands)
+}
+
+fn refund_state_of(r: RefundDetail) -> ProviderRefundState {
+    ProviderRefundState {
+        succeeded: refund_outcome(r.status.as_deref()),
+        refund_id: r.metadata.get("refund_id").cloned(),
+        payment_id: r.payment_intent.or(r.charge).unwrap_or_default(),
+        amount: r.amount,
+        currency: r.currency.to_ascii_uppercase(),
+        provider_refund_id: r.id,
+    }
+}
+
+/// What Stripe's answer to `GET /v1/refunds/{id}` means (pure).
+pub fn interpret_refund_state(status: u16, body: &str) -> anyhow::Result<Option<ProviderRefundState>> {
+    if (200..300).contains(&status) {
+        return Ok(Some(refund_state_of(parse(status, body, "refund")?)));
+    }
+    missing(status, body)
+}
+
+/// `created[gte]` and `created[lt]` (epoch seconds) of a UTC day `YYYY-MM-DD`.
+pub fn day_bounds(day: &str) -> anyhow::Result<(i64, i64)> {
+    crate::domain::model::Day::parse(day).map_err(|e| anyhow::anyhow!("settlement day: {e}"))?;
+    let date = chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")?;
+    let start = date.and_hms_opt(0, 0, 0).ok_or_else(|| anyhow::anyhow!("no midnight on {day}"))?.and_utc().timestamp();
+    Ok((start, start + 86_400))
+}
+
+/// One page of a list: the items kept and, while `has_more`, the id to start after.
+pub type Page<T> = (Vec<T>, Option<String>);
+
+fn page<T: serde::de::DeserializeOwned>(status: u16, body: &str, what: &str) -> anyhow::Result<ListPage<T>> {
+    if !(200..300).contains(&status) {
+        let (message, _) = error_of(status, body);
+        anyhow::bail!("listing {what}: {message}");
+    }
+    parse(status, body, what)
+}
+
+/// The captures on one page of `GET /v1/balance_transactions?expand[]=data.source` (pure):
+/// `charge`/`payment` transactions, read from their expanded charge; other types skipped.
+pub fn balance_page(status: u16, body: &str) -> anyhow::Result<Page<ProviderPayment>> {
+    let p: ListPage<BalanceTransaction> = page(status, body, "balance transactions")?;
+    let next = p.has_more.then(|| p.data.last().map(|t| t.id.clone())).flatten();
+    let mut out = Vec::new();
+    for t in p.data {
+        if t.kind != "charge" && t.kind != "payment" {
+            continue;
+        }
+        let Some(source @ serde_json::Value::Object(_)) = t.source else {
+            anyhow::bail!("balance transaction {} has no expanded source (expand[]=data.source)", t.id)
+        };
+        let c: ChargeObject = serde_json::from_value(source)
+            .map_err(|e| anyhow::anyhow!("balance transaction {}: unreadable charge: {e}", t.id))?;
+        let intent = match &c.payment_intent {
+            Some(serde_json::Value::String(id)) => Some(id.clone()),
+            Some(serde_json::Value::Object(o)) => o.get("id").and_then(|v| v.as_str()).map(str::to_owned),
+            _ => None,
+        };
+        out.push(ProviderPayment {
+            payment_id: intent.unwrap_or_else(|| c.id.clone()),
+            order_id: c.metadata.get("order_id").cloned(),
+            amount: c.amount_captured.unwrap_or(c.amount),
+            currency: c.currency.to_ascii_uppercase(),
+            state: PaymentState::Succeeded,
+        });
+    }
+    Ok((out, next))
+}
+
+/// The refunds on one page of `GET /v1/refunds` (pure): failed and canceled ones left out (no
+/// money moved).
+pub fn refunds_page(status: u16, body: &str) -> anyhow::Result<Page<ProviderRefundState>> {
+    let p: ListPage<RefundDetail> = page(status, body, "refunds")?;
+    let next = p.has_more.then(|| p.data.last().map(|r| r.id.clone())).flatten();
+    let out = p.data.into_iter().map(refund_state_of).filter(|r| r.succeeded != Some(false)).collect();
+    Ok((out, next))
+}
+
+/// A capped read of an answer (`cap` bytes; longer is an error).
+async fn read_up_to(mut resp: reqwest::Response, cap: usize) -> anyhow::Result<Vec<u8>> {
+    if cap <= super::outbound::MAX_ANSWER_BYTES {
+        return super::outbound::body(resp).await;
+    }
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        anyhow::bail!("Stripe answer larger than {cap} bytes");
+    }
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        if out.len() + chunk.len() > cap {
+            anyhow::bail!("Stripe answer larger than {cap} bytes");
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+/// One call: what to send.
+struct Call<'a> {
+    method: reqwest::Method,
+    path: &'a [&'a str],
+    query: Vec<(&'static str, String)>,
+    form: Option<Vec<(&'static str, String)>>,
+    idempotency_key: Option<&'a str>,
+    cap: usize,
+}
+
+impl<'a> Call<'a> {
+    fn get(path: &'a [&'a str]) -> Self {
+        Call {
+            method: reqwest::Method::GET,
+            path,
+            query: Vec::new(),
+            form: None,
+            idempotency_key: None,
+            cap: super::outbound::MAX_ANSWER_BYTES,
+        }
+    }
+
+    fn post(path: &'a [&'a str], form: Vec<(&'static str, String)>) -> Self {
+        Call { method: reqwest::Method::POST, form: Some(form), ..Call::get(path) }
+    }
+}
+
+impl Stripe {
     pub fn new(base: impl Into<String>, key: Arc<dyn WebhookKeys>) -> anyhow::Result<Self> {
         let http = super::outbound::client(REQUEST_TIMEOUT, CONNECT_TIMEOUT)?;
-        Ok(StripeRefunds { http, base: super::outbound::base_url(&base.into())?, key })
+        Ok(Stripe { http, base: super::outbound::base_url(&base.into())?, key })
+    }
+
+    /// Sends one call (every request to Stripe is built here: key, version, idempotency key) and
+    /// answers its status and body (capped).
+    async fn call(&self, c: Call<'_>) -> anyhow::Result<(u16, String)> {
+        if let Some(bad) = c.path.iter().find(|s| s.is_empty() || **s == "." || **s == ".." || s.len() > 255) {
+            anyhow::bail!("{bad:?} cannot be a Stripe id");
+        }
+        let key = self.key.keys().await?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no Stripe API key"))?;
+        let key = std::str::from_utf8(key.expose()).map_err(|_| anyhow::anyhow!("the Stripe API key is not UTF-8"))?;
+        let mut url = reqwest::Url::parse(&self.base)?;
+        url.path_segments_mut()
+            .map_err(|_| anyhow::anyhow!("Stripe URL {:?} cannot take a path", self.base))?
+            .pop_if_empty()
+            .extend(c.path);
+        let shown = format!("{} {}", c.method, url.path());
+        let mut rb = self.http.request(c.method, url).bearer_auth(key).header("Stripe-Version", STRIPE_VERSION);
+        if !c.query.is_empty() {
+            rb = rb.query(&c.query);
+        }
+        if let Some(k) = c.idempotency_key {
+            rb = rb.header("Idempotency-Key", k);
+        }
+        if let Some(f) = &c.form {
+            rb = rb.form(f);
+        }
+        let _span = super::usage::call("stripe:request");
+        // reqwest's error names the URL, never the headers: the key is not in it.
+        let answer = rb.send().await.map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        let status = answer.status().as_u16();
+        let body = read_up_to(answer, c.cap)
+            .await
+            .map_err(|e| anyhow::anyhow!("reading Stripe's answer to {shown}: {e:#}"))?;
+        Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    }
+
+    /// Every page of a list at `path` with `query`, read by `read_page`.
+    async fn list_all<T>(
+        &self,
+        path: &[&str],
+        query: Vec<(&'static str, String)>,
+        read_page: fn(u16, &str) -> anyhow::Result<Page<T>>,
+    ) -> anyhow::Result<Vec<T>> {
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let mut q = query.clone();
+            q.push(("limit", LIST_LIMIT.to_string()));
+            if let Some(a) = &after {
+                q.push(("starting_after", a.clone()));
+            }
+            let (status, body) = self.call(Call { query: q, cap: LIST_ANSWER_BYTES, ..Call::get(path) }).await?;
+            let (items, next) = read_page(status, &body)?;
+            out.extend(items);
+            match next {
+                None => return Ok(out),
+                Some(n) if after.as_deref() == Some(n.as_str()) => {
+                    anyhow::bail!("Stripe's list {} repeats starting_after={n}", path.join("/"))
+                }
+                n => after = n,
+            }
+        }
+        anyhow::bail!("Stripe's list {} runs past {MAX_LIST_PAGES} pages", path.join("/"))
     }
 }
 
 #[async_trait]
-impl PaymentProvider for StripeRefunds {
+impl PaymentProvider for Stripe {
+    async fn create_payment(&self, r: &PaymentRequest) -> anyhow::Result<Result<CreatedPayment, String>> {
+        let (status, body) = self
+            .call(Call {
+                idempotency_key: Some(&r.attempt_key),
+                ..Call::post(&["v1", "payment_intents"], payment_form(r))
+            })
+            .await?;
+        let out = interpret_created(status, &body);
+        match &out {
+            Ok(Ok(p)) => {
+                tracing::info!(order_id = %r.order_id, attempt_key = r.attempt_key, payment_id = p.payment_id, "Stripe PaymentIntent created")
+            }
+            Ok(Err(m)) => {
+                tracing::warn!(order_id = %r.order_id, attempt_key = r.attempt_key, reason = m, "Stripe refused the PaymentIntent")
+            }
+            Err(e) => {
+                tracing::warn!(order_id = %r.order_id, attempt_key = r.attempt_key, error = %e, "Stripe PaymentIntent not created; retryable")
+            }
+        }
+        out
+    }
+
+    async fn payment(&self, payment_id: &str) -> anyhow::Result<Option<ProviderPayment>> {
+        let (status, body) = self.call(Call::get(&["v1", "payment_intents", payment_id])).await?;
+        interpret_intent(status, &body)
+    }
+
+    async fn cancel_payment(&self, payment_id: &str) -> anyhow::Result<Option<ProviderPayment>> {
+        let form = vec![("cancellation_reason", "abandoned".to_owned())];
+        let (status, body) = self.call(Call::post(&["v1", "payment_intents", payment_id, "cancel"], form)).await?;
+        match interpret_cancel(status, &body)? {
+            CancelAnswer::Stands(p) => Ok(p),
+            CancelAnswer::ReadIt => {
+                let p = self.payment(payment_id).await?;
+                tracing::info!(payment_id, state = ?p.as_ref().map(|p| p.state), "Stripe PaymentIntent could not be cancelled: answered as it stands");
+                Ok(p)
+            }
+        }
+    }
+
     async fn refund(&self, r: &RefundRequest) -> anyhow::Result<Result<ProviderRefund, String>> {
-        let key = self.key.keys().await?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no Stripe API key"))?;
-        let key = std::str::from_utf8(key.expose()).map_err(|_| anyhow::anyhow!("the Stripe API key is not UTF-8"))?;
-        let url = format!("{}/v1/refunds", self.base);
-        let answer = self
-            .http
-            .post(&url)
-            .bearer_auth(key)
-            .header("Idempotency-Key", &r.refund_id)
-            .form(&form(r))
-            .send()
-            .await
-            // reqwest's error names the URL, never the headers: the key is not in it.
-            .map_err(|e| anyhow::anyhow!("POST {url}: {e}"))?;
-        let status = answer.status().as_u16();
-        let body =
-            super::outbound::body(answer).await.map_err(|e| anyhow::anyhow!("reading Stripe's answer: {e:#}"))?;
-        let body = String::from_utf8_lossy(&body).into_owned();
+        let (status, body) =
+            self.call(Call { idempotency_key: Some(&r.refund_id), ..Call::post(&["v1", "refunds"], form(r)) }).await?;
         let out = interpret(status, &body);
         match &out {
             Ok(Ok(p)) => {
@@ -129,6 +564,21 @@ impl PaymentProvider for StripeRefunds {
             Err(e) => tracing::warn!(refund_id = r.refund_id, error = %e, "Stripe refund failed; will be retried"),
         }
         out
+    }
+
+    async fn refund_state(&self, provider_refund_id: &str) -> anyhow::Result<Option<ProviderRefundState>> {
+        let (status, body) = self.call(Call::get(&["v1", "refunds", provider_refund_id])).await?;
+        interpret_refund_state(status, &body)
+    }
+
+    async fn day_listing(&self, day: &str) -> anyhow::Result<DayListing> {
+        let (gte, lt) = day_bounds(day)?;
+        let created = vec![("created[gte]", gte.to_string()), ("created[lt]", lt.to_string())];
+        let mut captures_query = created.clone();
+        captures_query.push(("expand[]", "data.source".to_owned()));
+        let captures = self.list_all(&["v1", "balance_transactions"], captures_query, balance_page).await?;
+        let refunds = self.list_all(&["v1", "refunds"], created, refunds_page).await?;
+        Ok(DayListing { captures, refunds })
     }
 }
 
@@ -180,5 +630,188 @@ mod tests {
             assert!(interpret(s, r#"{"error":{"message":"later"}}"#).is_err(), "{s} is retryable");
         }
         assert!(interpret(200, "<html>").is_err(), "an unreadable 200 is retried, not taken as a refund");
+    }
+
+    #[test]
+    fn the_payment_intent_form_is_what_stripe_takes() {
+        let r = PaymentRequest {
+            attempt_key: "pay_o1_1".into(),
+            order_id: OrderId::parse("o1").unwrap(),
+            amount: 1234,
+            currency: "EUR".into(),
+        };
+        assert_eq!(
+            payment_form(&r),
+            vec![
+                ("amount", "1234".to_owned()),
+                ("currency", "eur".to_owned()),
+                ("automatic_payment_methods[enabled]", "true".to_owned()),
+                ("metadata[order_id]", "o1".to_owned()),
+                ("metadata[attempt_key]", "pay_o1_1".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_payment_intent_status_maps_and_an_unknown_one_is_an_error() {
+        use PaymentState::*;
+        for (s, want) in [
+            ("requires_payment_method", Open),
+            ("requires_confirmation", Open),
+            ("requires_action", Open),
+            ("processing", Processing),
+            ("requires_capture", Processing),
+            ("succeeded", Succeeded),
+            ("canceled", Cancelled),
+        ] {
+            assert_eq!(intent_state(s), Some(want), "{s}");
+        }
+        assert_eq!(intent_state("cancelled"), None);
+        let pi = |status: &str| {
+            format!(
+                r#"{{"id":"pi_1","object":"payment_intent","amount":1000,"amount_received":{},"currency":"eur",
+                   "status":"{status}","client_secret":"pi_1_secret_x","metadata":{{"order_id":"o1"}},"extra":{{"x":1}}}}"#,
+                if status == "succeeded" { 1000 } else { 0 }
+            )
+        };
+        let p = interpret_intent(200, &pi("succeeded")).unwrap().unwrap();
+        assert_eq!(
+            p,
+            ProviderPayment {
+                payment_id: "pi_1".into(),
+                order_id: Some("o1".into()),
+                amount: 1000,
+                currency: "EUR".into(),
+                state: Succeeded
+            }
+        );
+        assert_eq!(interpret_intent(200, &pi("requires_action")).unwrap().unwrap().state, Open);
+        assert!(interpret_intent(200, &pi("on_hold")).is_err(), "an unknown status is not guessed");
+        let created = interpret_created(200, &pi("requires_payment_method")).unwrap().unwrap();
+        assert_eq!(created.payment_id, "pi_1");
+        assert_eq!(created.client_secret.as_deref(), Some("pi_1_secret_x"));
+        assert_eq!(created.redirect_url, None);
+    }
+
+    #[test]
+    fn missing_objects_are_none_and_other_errors_are_not() {
+        let missing = r#"{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such payment_intent: 'pi_x'"}}"#;
+        assert_eq!(interpret_intent(404, missing).unwrap(), None);
+        assert_eq!(interpret_refund_state(404, missing).unwrap(), None);
+        let unrouted =
+            r#"{"error":{"type":"invalid_request_error","message":"Unrecognized request URL (GET: /v2/x)"}}"#;
+        assert!(interpret_intent(404, unrouted).is_err(), "a wrong URL is not an unknown payment");
+        assert!(interpret_intent(401, r#"{"error":{"message":"Invalid API Key provided"}}"#).is_err());
+        assert!(interpret_intent(503, "").is_err());
+        // create: 400 is Stripe refusing; 429/5xx retryable
+        let small = r#"{"error":{"type":"invalid_request_error","code":"amount_too_small","message":"too small"}}"#;
+        assert!(interpret_created(400, small).unwrap().unwrap_err().contains("amount_too_small"));
+        assert!(interpret_created(429, "{}").is_err());
+        assert!(interpret_created(409, "{}").is_err(), "a request with this key in flight: retry");
+    }
+
+    #[test]
+    fn a_cancel_refused_for_its_state_reads_the_intent() {
+        let unexpected = r#"{"error":{"type":"invalid_request_error","code":"payment_intent_unexpected_state",
+            "message":"You cannot cancel this PaymentIntent because it has a status of succeeded."}}"#;
+        assert_eq!(interpret_cancel(400, unexpected).unwrap(), CancelAnswer::ReadIt);
+        let canceled = r#"{"id":"pi_2","amount":5,"currency":"usd","status":"canceled","metadata":{}}"#;
+        let CancelAnswer::Stands(Some(p)) = interpret_cancel(200, canceled).unwrap() else { panic!() };
+        assert_eq!((p.state, p.order_id, p.currency.as_str()), (PaymentState::Cancelled, None, "USD"));
+        let missing = r#"{"error":{"type":"invalid_request_error","code":"resource_missing","message":"No such"}}"#;
+        assert_eq!(interpret_cancel(404, missing).unwrap(), CancelAnswer::Stands(None));
+        assert!(interpret_cancel(400, r#"{"error":{"code":"parameter_invalid_empty"}}"#).is_err());
+    }
+
+    #[test]
+    fn refund_states_map() {
+        let r = |status: &str| {
+            format!(
+                r#"{{"id":"re_1","object":"refund","amount":300,"currency":"eur","status":"{status}","payment_intent":"pi_1",
+                   "charge":"ch_1","metadata":{{"refund_id":"rf_1","order_id":"o1"}}}}"#
+            )
+        };
+        let s = interpret_refund_state(200, &r("succeeded")).unwrap().unwrap();
+        assert_eq!(
+            s,
+            ProviderRefundState {
+                provider_refund_id: "re_1".into(),
+                refund_id: Some("rf_1".into()),
+                payment_id: "pi_1".into(),
+                amount: 300,
+                currency: "EUR".into(),
+                succeeded: Some(true),
+            }
+        );
+        for (status, want) in
+            [("pending", None), ("requires_action", None), ("failed", Some(false)), ("canceled", Some(false))]
+        {
+            assert_eq!(interpret_refund_state(200, &r(status)).unwrap().unwrap().succeeded, want, "{status}");
+        }
+    }
+
+    #[test]
+    fn a_day_is_its_utc_seconds() {
+        assert_eq!(day_bounds("1970-01-02").unwrap(), (86_400, 172_800));
+        assert_eq!(day_bounds("2026-12-03").unwrap().0, 1_796_256_000);
+        for bad in ["2026-13-01", "2026-1-1", "", "2026-12-03T00:00:00Z"] {
+            assert!(day_bounds(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn captures_come_from_charge_balance_transactions_with_their_expanded_charge() {
+        let page = r#"{"object":"list","url":"/v1/balance_transactions","has_more":true,"data":[
+          {"id":"txn_1","object":"balance_transaction","type":"charge","amount":950,"currency":"usd","created":1,
+           "source":{"id":"ch_1","object":"charge","amount":1000,"amount_captured":1000,"currency":"eur",
+                     "payment_intent":"pi_1","metadata":{"order_id":"o1"},"status":"succeeded"}},
+          {"id":"txn_2","object":"balance_transaction","type":"refund","amount":-100,"currency":"usd",
+           "source":{"id":"re_1","object":"refund"}},
+          {"id":"txn_3","object":"balance_transaction","type":"payment","amount":70,"currency":"eur",
+           "source":{"id":"py_3","object":"charge","amount":70,"currency":"eur","payment_intent":null,"metadata":{}}},
+          {"id":"txn_4","object":"balance_transaction","type":"payout","amount":-5000,"currency":"eur","source":"po_1"}
+        ]}"#;
+        let (caps, next) = balance_page(200, page).unwrap();
+        assert_eq!(next.as_deref(), Some("txn_4"), "the cursor is the last object of the page, kept or not");
+        assert_eq!(
+            caps,
+            vec![
+                ProviderPayment {
+                    payment_id: "pi_1".into(),
+                    order_id: Some("o1".into()),
+                    amount: 1000,
+                    currency: "EUR".into(),
+                    state: PaymentState::Succeeded,
+                },
+                ProviderPayment {
+                    payment_id: "py_3".into(),
+                    order_id: None,
+                    amount: 70,
+                    currency: "EUR".into(),
+                    state: PaymentState::Succeeded,
+                },
+            ],
+            "presentment amount and currency from the charge, not the settlement ones"
+        );
+        let unexpanded =
+            r#"{"object":"list","has_more":false,"data":[{"id":"txn_1","type":"charge","source":"ch_1"}]}"#;
+        assert!(balance_page(200, unexpanded).is_err());
+        let (none, next) = balance_page(200, r#"{"object":"list","has_more":false,"data":[]}"#).unwrap();
+        assert!(none.is_empty() && next.is_none());
+        assert!(balance_page(500, "{}").is_err());
+    }
+
+    #[test]
+    fn listed_refunds_leave_out_failed_ones() {
+        let page = r#"{"object":"list","url":"/v1/refunds","has_more":false,"data":[
+          {"id":"re_1","amount":1,"currency":"eur","status":"succeeded","payment_intent":"pi_1","metadata":{}},
+          {"id":"re_2","amount":2,"currency":"eur","status":"failed","payment_intent":"pi_2","metadata":{}},
+          {"id":"re_3","amount":3,"currency":"eur","status":"pending","payment_intent":null,"charge":"ch_3","metadata":{"refund_id":"rf_3"}}
+        ]}"#;
+        let (rs, next) = refunds_page(200, page).unwrap();
+        assert_eq!(next, None);
+        assert_eq!(rs.iter().map(|r| r.provider_refund_id.as_str()).collect::<Vec<_>>(), ["re_1", "re_3"]);
+        assert_eq!(rs[1].payment_id, "ch_3");
+        assert_eq!(rs[1].refund_id.as_deref(), Some("rf_3"));
     }
 }

@@ -7,6 +7,10 @@
 //! - `POST {base}/bookings/{id}/cancel` → 200 `{"booking_id","status":"CANCELLED"}` (again: the
 //!   same answer); 404 unknown
 //!
+//! Every call carries `Authorization: Bearer <credential>`, the secret at
+//! `SUPPLIER_CREDENTIAL_SECRET_ARN` (security review M3); the simulated supplier answers 401
+//! without it.
+//!
 //! `status` is `PENDING`, `CONFIRMED`, `FAILED` or `CANCELLED`. Anything else, a 5xx or no
 //! answer is an infrastructure error (the caller retries through its queue). Locally the
 //! simulated supplier the stack starts speaks it (infra/src/peers/supplier.rs).
@@ -46,13 +50,20 @@ pub struct BookingAnswer {
 pub struct HttpSupplier {
     client: reqwest::Client,
     base: String,
+    /// Sent as `Authorization: Bearer …` on every call (security review M3).
+    credential: Option<std::sync::Arc<dyn crate::ports::WebhookKeys>>,
 }
 
 impl HttpSupplier {
     /// `timeout` bounds one call.
     pub fn new(base: &str, timeout: Duration) -> anyhow::Result<Self> {
         let client = super::outbound::client(timeout, timeout / 2)?;
-        Ok(HttpSupplier { client, base: super::outbound::base_url(base)? })
+        Ok(HttpSupplier { client, base: super::outbound::base_url(base)?, credential: None })
+    }
+
+    /// The same supplier, called with this credential (the composition root always sets one).
+    pub fn with_credential(self, credential: std::sync::Arc<dyn crate::ports::WebhookKeys>) -> Self {
+        HttpSupplier { credential: Some(credential), ..self }
     }
 
     fn url(&self, path: &str) -> anyhow::Result<String> {
@@ -60,6 +71,12 @@ impl HttpSupplier {
             anyhow::bail!("no supplier configured (HOLDFAST_SUPPLIER_URL)");
         }
         Ok(format!("{}{path}", self.base))
+    }
+
+    /// A request to `path` with the supplier credential.
+    async fn request(&self, method: reqwest::Method, path: &str) -> anyhow::Result<reqwest::RequestBuilder> {
+        let rb = self.client.request(method, self.url(path)?);
+        super::outbound::authorize(rb, self.credential.as_deref(), "supplier").await
     }
 
     fn body(req: &BookingRequest<'_>) -> SupplierBody {
@@ -108,7 +125,7 @@ fn check_id(id: &str) -> anyhow::Result<()> {
 impl SupplierPort for HttpSupplier {
     async fn quote(&self, req: &BookingRequest<'_>) -> anyhow::Result<Quote> {
         let _span = super::usage::call("supplier:quote");
-        let resp = self.client.post(self.url("/quotes")?).json(&Self::body(req)).send().await?;
+        let resp = self.request(reqwest::Method::POST, "/quotes").await?.json(&Self::body(req)).send().await?;
         let a: QuoteAnswer = Self::answer(resp, "quote", "").await?;
         Ok(Quote { available: a.available })
     }
@@ -116,8 +133,8 @@ impl SupplierPort for HttpSupplier {
     async fn book(&self, req: &BookingRequest<'_>) -> anyhow::Result<String> {
         let _span = super::usage::call("supplier:book");
         let resp = self
-            .client
-            .post(self.url("/bookings")?)
+            .request(reqwest::Method::POST, "/bookings")
+            .await?
             .header("Idempotency-Key", req.key)
             .json(&Self::body(req))
             .send()
@@ -130,7 +147,7 @@ impl SupplierPort for HttpSupplier {
     async fn status(&self, booking_id: &str) -> anyhow::Result<BookingStatus> {
         check_id(booking_id)?;
         let _span = super::usage::call("supplier:status");
-        let resp = self.client.get(self.url(&format!("/bookings/{booking_id}"))?).send().await?;
+        let resp = self.request(reqwest::Method::GET, &format!("/bookings/{booking_id}")).await?.send().await?;
         let a: BookingAnswer = Self::answer(resp, "status", booking_id).await?;
         Ok(a.status)
     }
@@ -138,7 +155,7 @@ impl SupplierPort for HttpSupplier {
     async fn cancel(&self, booking_id: &str) -> anyhow::Result<()> {
         check_id(booking_id)?;
         let _span = super::usage::call("supplier:cancel");
-        let resp = self.client.post(self.url(&format!("/bookings/{booking_id}/cancel"))?).send().await?;
+        let resp = self.request(reqwest::Method::POST, &format!("/bookings/{booking_id}/cancel")).await?.send().await?;
         let _: BookingAnswer = Self::answer(resp, "cancel", booking_id).await?;
         Ok(())
     }
@@ -225,5 +242,57 @@ impl SupplierPort for MemorySupplier {
         b.2 = BookingStatus::Cancelled;
         b.3 += 1;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::secrets::StaticKeys;
+    use crate::config::Secret;
+    use std::sync::Arc;
+
+    #[test]
+    fn dot_segments_and_other_path_tricks_are_not_booking_ids() {
+        for bad in [".", "..", "", "a/b", "a?b", "a b", "%2e%2e", &"x".repeat(129)] {
+            assert!(check_id(bad).is_err(), "{bad:?}");
+        }
+        for ok in ["sim-bk-1", "a.b", "...", "A_1-2"] {
+            assert!(check_id(ok).is_ok(), "{ok:?}");
+        }
+    }
+
+    /// A one-shot loopback peer that answers 404 and hands back the request head it read.
+    async fn peer() -> (String, tokio::sync::oneshot::Receiver<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let (mut c, _) = l.accept().await.unwrap();
+            let mut buf = vec![0u8; 8192];
+            let n = c.read(&mut buf).await.unwrap_or(0);
+            let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+            let _ = c.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+        });
+        (format!("http://{addr}"), rx)
+    }
+
+    #[tokio::test]
+    async fn every_call_carries_the_bearer_credential_and_none_is_made_without_one() {
+        let (url, head) = peer().await;
+        let s = HttpSupplier::new(&url, Duration::from_secs(5))
+            .unwrap()
+            .with_credential(Arc::new(StaticKeys(vec![Secret::new("sup-token-1")])));
+        let e = s.status("bk-1").await.unwrap_err();
+        assert!(e.downcast_ref::<UnknownBooking>().is_some(), "{e:#}");
+        let head = head.await.unwrap().to_ascii_lowercase();
+        assert!(head.contains("authorization: bearer sup-token-1\r\n"), "{head}");
+        // a credential source with no key: refused before any call
+        let s = HttpSupplier::new("http://127.0.0.1:9", Duration::from_secs(1))
+            .unwrap()
+            .with_credential(Arc::new(StaticKeys(vec![])));
+        let e = s.cancel("bk-1").await.unwrap_err();
+        assert!(format!("{e:#}").contains("no credential"), "{e:#}");
     }
 }

@@ -13,6 +13,16 @@ pub struct Usage {
     pub write_units: f64,
     /// Entries put on the bus (EventBridge bills per entry).
     pub events: u64,
+    /// Write units by what was written (`operation item-kinds`, e.g.
+    /// `TransactWriteItems RES+SKU+PEND`): where a lifecycle's write units go.
+    pub writes: BTreeMap<String, Writes>,
+}
+
+/// Requests and write units of one kind of write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Writes {
+    pub requests: u64,
+    pub write_units: f64,
 }
 
 type Trace = Vec<(std::time::Instant, Option<std::time::Instant>, String)>;
@@ -104,6 +114,20 @@ pub fn capacity(read: f64, write: f64) {
         t.read_units += read;
         t.write_units += write;
     }
+}
+
+/// Attributes `units` write units (already counted by [`capacity`]) to the write `label`.
+pub fn write_detail(label: &str, units: f64) {
+    if let Ok(mut t) = tally().lock() {
+        let w = t.writes.entry(label.to_owned()).or_default();
+        w.requests += 1;
+        w.write_units += units;
+    }
+}
+
+/// The kind of an item by its key: the `pk` prefix before the first `#` (`RES`, `SKU`, `ORD`).
+pub fn kind_of(pk: &str) -> &str {
+    pk.split('#').next().unwrap_or(pk)
 }
 
 pub fn events(n: u64) {

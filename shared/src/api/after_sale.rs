@@ -20,6 +20,18 @@ pub struct ReasonRequest {
     pub reason: String,
 }
 
+/// `POST /admin/orders/{order_id}/refund-decision`: approve or reject a buyer's refund held for
+/// review (docs/payments.md, "Refund review").
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefundDecisionRequest {
+    pub approve: bool,
+    /// 1-500 characters, no control characters.
+    #[serde(deserialize_with = "fields::reason")]
+    #[schema(min_length = 1, max_length = 500)]
+    pub reason: String,
+}
+
 /// `POST /admin/orders/{order_id}/ship`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

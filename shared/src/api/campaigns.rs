@@ -160,6 +160,9 @@ pub struct CampaignViewBody {
     #[schema(schema_with = campaign_status_schema)]
     pub status: String,
     pub items: Vec<CampaignItemView>,
+    /// The admin write that last replaced this record (in admin answers only; security review L7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<super::stock::UpdatedBy>,
 }
 
 impl CampaignViewBody {
@@ -187,6 +190,7 @@ impl CampaignViewBody {
                     shards: i.shards,
                 })
                 .collect(),
+            updated_by: None,
         }
     }
 }

@@ -87,6 +87,28 @@ pub struct OrderView {
     /// A SUPPLIER order's bookings, one per line (docs/suppliers.md); absent otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub supplier: Vec<SupplierBookingView>,
+    /// Payments started for the order, oldest first (docs/payments.md); absent if none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub payments: Vec<super::payments::PaymentAttemptView>,
+    /// A refund held for an admin's review, and its decision (docs/payments.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refund_review: Option<RefundReviewView>,
+}
+
+/// A buyer's refund held for review.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RefundReviewView {
+    pub reason: String,
+    /// `codes_revealed`, `supplier_confirmed` or `amount_above_threshold`.
+    pub because: String,
+    #[schema(format = DateTime)]
+    pub requested_at: String,
+    /// Absent until decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    /// The deciding admin's `sub`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 /// One supplier booking of an order.
@@ -130,6 +152,14 @@ impl From<&Order> for OrderView {
                     status: b.status,
                 })
                 .collect(),
+            payments: o.attempts.iter().map(super::payments::PaymentAttemptView::from).collect(),
+            refund_review: o.review.as_ref().map(|r| RefundReviewView {
+                reason: r.reason.clone(),
+                because: r.because.clone(),
+                requested_at: clock::rfc3339(r.requested_at_ms),
+                approved: r.approved,
+                decided_by: r.decided_by.clone(),
+            }),
         }
     }
 }

@@ -100,3 +100,126 @@ mod tests {
         }
     }
 }
+
+/// `POST /orders/{order_id}/payments`: start paying an order (docs/payments.md).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartPaymentRequest {
+    /// `generic` or `stripe`; absent = the configured provider (`HOLDFAST_PAYMENT_PROVIDER`).
+    #[schema(pattern = "^(generic|stripe)$")]
+    pub provider: Option<String>,
+}
+
+/// A payment started (or the open one again) for an order.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct PaymentStarted {
+    pub order_id: String,
+    /// `PAYING`.
+    pub status: &'static str,
+    pub payment_id: String,
+    /// `generic` or `stripe`.
+    pub provider: &'static str,
+    pub amount: u64,
+    pub currency: String,
+    /// The generic provider's page where the buyer pays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_url: Option<String>,
+    /// Stripe: what the buyer's page hands to Stripe.js to confirm the PaymentIntent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+}
+
+/// One payment attempt of an order.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct PaymentAttemptView {
+    pub attempt: u32,
+    pub payment_id: String,
+    pub provider: &'static str,
+    /// `OPEN`, `SUCCEEDED`, `FAILED` or `CANCELLED`.
+    pub state: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+impl PaymentStarted {
+    /// The answer for `o`'s newest attempt (`None` if it has none).
+    pub fn of(o: &crate::domain::order::Order) -> Option<PaymentStarted> {
+        let a = o.current_attempt()?;
+        Some(PaymentStarted {
+            order_id: o.id.to_string(),
+            status: o.status.as_str(),
+            payment_id: a.payment_id.clone(),
+            provider: a.provider.as_str(),
+            amount: o.amount,
+            currency: o.currency.to_string(),
+            redirect_url: a.redirect_url.clone(),
+            client_secret: a.client_secret.clone(),
+        })
+    }
+}
+
+impl From<&crate::domain::order::PaymentAttempt> for PaymentAttemptView {
+    fn from(a: &crate::domain::order::PaymentAttempt) -> Self {
+        PaymentAttemptView {
+            attempt: a.attempt,
+            payment_id: a.payment_id.clone(),
+            provider: a.provider.as_str(),
+            state: serde_json::to_value(a.state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            created_at: crate::clock::rfc3339(a.created_at_ms),
+        }
+    }
+}
+
+/// One difference settlement found (docs/payments.md, "Settlement").
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct SettlementMismatch {
+    /// `capture_without_order`, `capture_not_recorded`, `paid_without_capture`,
+    /// `amount_mismatch`, `refund_not_recorded` or `refund_not_at_provider`.
+    pub kind: String,
+    /// `generic` or `stripe`.
+    pub provider: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refund_id: Option<String>,
+    /// Minor units.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amount: Option<u64>,
+}
+
+/// `GET /admin/settlement/{date}`, `POST /admin/settlement/{date}/run`.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct SettlementReport {
+    /// `YYYY-MM-DD` (UTC).
+    pub date: String,
+    pub payments_matched: usize,
+    pub refunds_matched: usize,
+    pub mismatches: Vec<SettlementMismatch>,
+}
+
+impl From<crate::service::settlement::Report> for SettlementReport {
+    fn from(r: crate::service::settlement::Report) -> Self {
+        SettlementReport {
+            date: r.date,
+            payments_matched: r.payments_matched,
+            refunds_matched: r.refunds_matched,
+            mismatches: r
+                .mismatches
+                .into_iter()
+                .map(|m| SettlementMismatch {
+                    kind: serde_json::to_value(m.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    provider: m.provider,
+                    order_id: m.order_id,
+                    payment_id: m.payment_id,
+                    refund_id: m.refund_id,
+                    amount: m.amount,
+                })
+                .collect(),
+        }
+    }
+}

@@ -119,6 +119,25 @@ pub struct SkuView {
     /// A `SUPPLIER` SKU's adapter and settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supplier: Option<SupplierConfig>,
+    /// The admin write that last replaced this record (in admin answers only; security review L7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<UpdatedBy>,
+}
+
+/// Who made an admin write, as the record keeps it: the admin's token `sub`, what the write was
+/// (`put`, `pause`, `resume`, `adjust`) and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UpdatedBy {
+    pub sub: String,
+    pub action: String,
+    #[schema(format = DateTime)]
+    pub at: String,
+}
+
+impl From<&crate::ports::AdminStamp> for UpdatedBy {
+    fn from(s: &crate::ports::AdminStamp) -> Self {
+        UpdatedBy { sub: s.by.clone(), action: s.action.clone(), at: crate::clock::rfc3339(s.at_ms) }
+    }
 }
 
 impl From<&StockView> for SkuView {
@@ -139,6 +158,7 @@ impl From<&StockView> for SkuView {
             model: v.meta.model,
             bundle: v.meta.bundle.clone(),
             supplier: v.meta.supplier.clone(),
+            updated_by: None,
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct StripeEvent {
     /// type is answered `ignored`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// `true` for live-mode events; checked against `STRIPE_LIVEMODE` when that is set.
+    #[serde(default)]
+    pub livemode: Option<bool>,
     pub data: StripeEventData,
 }
 

@@ -8,8 +8,12 @@
 //! the line's codes at the tail again (new positions, same sealed codes); a position is never
 //! reused. Codes are sealed with AES-256-GCM under a key named by its id, so keys can rotate; the
 //! associated data is the SKU, the slot the code was uploaded to and its fingerprint (v2; a v1
-//! code, sealed before, is bound to its SKU only and still opens — [`Keyring::open_at`]); duplicates are found by an HMAC fingerprint under a separate,
-//! stable key. Nothing here logs or displays a code in clear: [`mask`] is the only display.
+//! code, sealed before, is bound to its SKU only and still opens — [`Keyring::open_at`]). Codes
+//! uploaded where a KMS key is configured are sealed *v3*: the same AEAD and associated data, under
+//! a data key KMS made for the SKU (envelope encryption; the encrypted data key travels with the
+//! sealed code — [`Keyring::seal_kms`], [`Keyring::open_at_with`]). Duplicates are found by an HMAC
+//! fingerprint under a separate, stable key. Nothing here logs or displays a code in clear:
+//! [`mask`] is the only display.
 
 use super::Sku;
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
@@ -107,6 +111,39 @@ pub struct CodeAppend {
     pub codes: Vec<StoredCode>,
 }
 
+/// The key id stored beside a v3 code (sealed under a KMS data key, not a keyring key).
+pub const KMS_KID: &str = "kms";
+
+/// A data key from the key service (KMS `GenerateDataKey`): the AES-256 key in clear, used in
+/// memory only, and the key service's encryption of it, stored with every code it seals.
+#[derive(Clone)]
+pub struct DataKey {
+    pub plaintext: [u8; 32],
+    pub encrypted: Vec<u8>,
+}
+
+impl std::fmt::Debug for DataKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataKey")
+            .field("plaintext", &"<redacted>")
+            .field("encrypted_len", &self.encrypted.len())
+            .finish()
+    }
+}
+
+/// The encryption context a code data key is made and opened with: the key service binds it into
+/// the encrypted data key, so a data key made for one SKU is refused for another (and the key
+/// policy can require `purpose`). CloudTrail logs it with every `Decrypt`.
+pub type KeyContext = std::collections::BTreeMap<String, String>;
+
+/// The encryption context of `sku`'s code data keys.
+pub fn key_context(sku: &Sku) -> KeyContext {
+    [("purpose".to_owned(), KEY_PURPOSE.to_owned()), ("sku".to_owned(), sku.as_str().to_owned())].into()
+}
+
+/// `purpose` in every code data key's encryption context (the template's key policy requires it).
+pub const KEY_PURPOSE: &str = "holdfast-code";
+
 /// One key of the keyring, as the secret holds it: `{"kid","key","fingerprint_key"}` with both
 /// keys 32 bytes in base64.
 #[derive(Clone, Deserialize, Serialize)]
@@ -199,6 +236,24 @@ impl Keyring {
         Ok(StoredCode { fingerprint, kid, sealed: format!("{V2}{shard}.{pos}.{sealed}") })
     }
 
+    /// Seals `code` of `sku` for its upload slot under a KMS data key (v3): the associated data
+    /// binds the SKU, the slot and the fingerprint as in v2, the data key was made for the SKU's
+    /// encryption context ([`key_context`]), and the encrypted data key is written with the slot
+    /// in front of the sealed bytes: `v3.<shard>.<pos>.<base64 data key>.<base64 nonce ‖ ct>`.
+    /// The fingerprint is still the keyring's HMAC (duplicates are found across key rotations).
+    pub fn seal_kms(&self, dk: &DataKey, sku: &Sku, shard: u16, pos: u64, code: &str) -> anyhow::Result<StoredCode> {
+        let fingerprint = self.fingerprint(sku, code);
+        let cipher = Aes256Gcm::new(&dk.plaintext.into());
+        let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
+        let ct = cipher
+            .encrypt(&nonce, Payload { msg: code.as_bytes(), aad: &aad_v3(sku, shard, pos, &fingerprint) })
+            .map_err(|_| anyhow::anyhow!("sealing a code failed"))?;
+        let mut body = nonce.to_vec();
+        body.extend(ct);
+        let sealed = format!("{V3}{shard}.{pos}.{}.{}", B64.encode(&dk.encrypted), B64.encode(body));
+        Ok(StoredCode { fingerprint, kid: KMS_KID.to_owned(), sealed })
+    }
+
     fn encrypt(&self, code: &str, aad: &[u8]) -> anyhow::Result<(String, String)> {
         let k = &self.keys[0];
         let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
@@ -216,11 +271,30 @@ impl Keyring {
     /// sealed for another slot opens only as [`Opened::relocated`]: the caller must then show
     /// the code legitimately left its sealed slot (a release or a give-back) before using it.
     pub fn open_at(&self, sku: &Sku, at: (u16, u64), c: &StoredCode) -> Result<Opened, SealError> {
-        let (sealed_for, body, aad) = match parse_sealed(&c.sealed)? {
-            Sealed::V1(body) => (None, body, sku.as_str().as_bytes().to_vec()),
-            Sealed::V2 { shard, pos, body } => (Some((shard, pos)), body, aad_v2(sku, shard, pos, &c.fingerprint)),
+        self.open_at_with(sku, at, c, None)
+    }
+
+    /// [`Keyring::open_at`] for any version: a v3 code needs its data key in clear (`data_key`,
+    /// from the key service's `Decrypt` of [`wrapped_key`] under [`key_context`]); v1 and v2
+    /// codes open with the keyring and ignore it.
+    pub fn open_at_with(
+        &self,
+        sku: &Sku,
+        at: (u16, u64),
+        c: &StoredCode,
+        data_key: Option<&[u8; 32]>,
+    ) -> Result<Opened, SealError> {
+        let (sealed_for, code) = match parse_sealed(&c.sealed)? {
+            Sealed::V1(body) => (None, self.decrypt(&c.kid, body, sku.as_str().as_bytes())?),
+            Sealed::V2 { shard, pos, body } => {
+                (Some((shard, pos)), self.decrypt(&c.kid, body, &aad_v2(sku, shard, pos, &c.fingerprint))?)
+            }
+            Sealed::V3 { shard, pos, body, .. } => {
+                let dk = data_key.ok_or(SealError::NeedsDataKey)?;
+                let cipher = Aes256Gcm::new(&(*dk).into());
+                (Some((shard, pos)), open_body(&cipher, KMS_KID, body, &aad_v3(sku, shard, pos, &c.fingerprint))?)
+            }
         };
-        let code = self.decrypt(&c.kid, body, &aad)?;
         if self.fingerprint(sku, &code) != c.fingerprint {
             return Err(SealError::FingerprintMismatch);
         }
@@ -232,7 +306,7 @@ impl Keyring {
     /// is still checked.
     pub fn open(&self, sku: &Sku, c: &StoredCode) -> anyhow::Result<String> {
         let at = match parse_sealed(&c.sealed)? {
-            Sealed::V2 { shard, pos, .. } => (shard, pos),
+            Sealed::V2 { shard, pos, .. } | Sealed::V3 { shard, pos, .. } => (shard, pos),
             Sealed::V1(_) => (0, 0),
         };
         Ok(self.open_at(sku, at, c)?.code)
@@ -240,21 +314,27 @@ impl Keyring {
 
     fn decrypt(&self, kid: &str, body: &str, aad: &[u8]) -> Result<String, SealError> {
         let k = self.keys.iter().find(|k| k.kid == kid).ok_or_else(|| SealError::UnknownKey(kid.to_owned()))?;
-        let bytes = B64.decode(body).map_err(|_| SealError::Malformed("not base64"))?;
-        if bytes.len() < 12 + 16 {
-            return Err(SealError::Malformed("too short"));
-        }
-        let (nonce, ct) = bytes.split_at(12);
-        let plain = k
-            .cipher
-            .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
-            .map_err(|_| SealError::DoesNotOpen(kid.to_owned()))?;
-        String::from_utf8(plain).map_err(|_| SealError::Malformed("not text"))
+        open_body(&k.cipher, kid, body, aad)
     }
+}
+
+/// Opens base64 `nonce ‖ ciphertext ‖ tag` under `cipher` (named `kid` in errors).
+fn open_body(cipher: &Aes256Gcm, kid: &str, body: &str, aad: &[u8]) -> Result<String, SealError> {
+    let bytes = B64.decode(body).map_err(|_| SealError::Malformed("not base64"))?;
+    if bytes.len() < 12 + 16 {
+        return Err(SealError::Malformed("too short"));
+    }
+    let (nonce, ct) = bytes.split_at(12);
+    let plain = cipher
+        .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
+        .map_err(|_| SealError::DoesNotOpen(kid.to_owned()))?;
+    String::from_utf8(plain).map_err(|_| SealError::Malformed("not text"))
 }
 
 /// The marker of a v2 (slot-bound) sealed code. v1 codes are bare base64, which has no `.`.
 const V2: &str = "v2.";
+/// The marker of a v3 code: slot-bound, sealed under a KMS data key stored beside it.
+const V3: &str = "v3.";
 
 /// v2 associated data: a domain tag, the SKU, the slot the code was sealed for and its
 /// fingerprint (so neither the slot in front of the bytes nor the stored fingerprint can be
@@ -269,12 +349,30 @@ fn aad_v2(sku: &Sku, shard: u16, pos: u64, fingerprint: &str) -> Vec<u8> {
     a
 }
 
+/// v3 associated data: as v2's, under its own domain tag (a v2 body relabelled v3, or the
+/// reverse, fails the tag).
+fn aad_v3(sku: &Sku, shard: u16, pos: u64, fingerprint: &str) -> Vec<u8> {
+    let mut a = aad_v2(sku, shard, pos, fingerprint);
+    a[..16].copy_from_slice(b"holdfast-code-v3");
+    a
+}
+
 enum Sealed<'a> {
     V1(&'a str),
     V2 { shard: u16, pos: u64, body: &'a str },
+    V3 { shard: u16, pos: u64, data_key: &'a str, body: &'a str },
 }
 
 fn parse_sealed(s: &str) -> Result<Sealed<'_>, SealError> {
+    if let Some(rest) = s.strip_prefix(V3) {
+        let mut parts = rest.splitn(4, '.');
+        let bad = || SealError::Malformed("bad v3 slot or data key");
+        let shard = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let pos = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let data_key = parts.next().filter(|k| !k.is_empty()).ok_or_else(bad)?;
+        let body = parts.next().ok_or_else(bad)?;
+        return Ok(Sealed::V3 { shard, pos, data_key, body });
+    }
     let Some(rest) = s.strip_prefix(V2) else { return Ok(Sealed::V1(s)) };
     let mut parts = rest.splitn(3, '.');
     let bad = || SealError::Malformed("bad v2 slot");
@@ -284,11 +382,22 @@ fn parse_sealed(s: &str) -> Result<Sealed<'_>, SealError> {
     Ok(Sealed::V2 { shard, pos, body })
 }
 
+/// The encrypted data key a v3 code was sealed under (to be opened by the key service under the
+/// SKU's [`key_context`]); `None` for v1 and v2 codes, which the keyring opens.
+pub fn wrapped_key(c: &StoredCode) -> Result<Option<Vec<u8>>, SealError> {
+    match parse_sealed(&c.sealed)? {
+        Sealed::V3 { data_key, .. } => {
+            B64.decode(data_key).map(Some).map_err(|_| SealError::Malformed("data key not base64"))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// The slot (shard, position) a stored code was sealed for: `None` for a v1 code (SKU-only
 /// associated data) or one that cannot be read.
 pub fn sealed_slot(c: &StoredCode) -> Option<(u16, u64)> {
     match parse_sealed(&c.sealed) {
-        Ok(Sealed::V2 { shard, pos, .. }) => Some((shard, pos)),
+        Ok(Sealed::V2 { shard, pos, .. } | Sealed::V3 { shard, pos, .. }) => Some((shard, pos)),
         _ => None,
     }
 }
@@ -320,6 +429,9 @@ pub enum SealError {
     DoesNotOpen(String),
     #[error("a stored code's fingerprint does not match the code it opens to")]
     FingerprintMismatch,
+    /// A v3 code was opened without its data key (the caller must ask the key service first).
+    #[error("a stored code is sealed under a KMS data key that was not provided")]
+    NeedsDataKey,
 }
 
 /// What one batch upload did (kept under the batch id, so a replay answers the same).
@@ -446,6 +558,58 @@ mod tests {
         // garbage after the marker is malformed, not a panic
         let bad = StoredCode { sealed: "v2.x.1.AAAA".into(), ..c.clone() };
         assert!(matches!(ring.open_at(&s, (0, 1), &bad), Err(SealError::Malformed(_))));
+    }
+
+    #[test]
+    fn a_v3_code_opens_only_with_its_data_key_for_its_sku_slot_and_fingerprint() {
+        let ring = Keyring::parse(&[&Keyring::generate_secret("k1")]).unwrap();
+        let s = sku("VOUCHER");
+        let dk = DataKey { plaintext: [7; 32], encrypted: b"wrapped-by-kms".to_vec() };
+        assert!(!format!("{dk:?}").contains('7'), "Debug never shows the data key");
+        let c = ring.seal_kms(&dk, &s, 2, 9, "GIFT-1234-ABCD").unwrap();
+        assert_eq!(c.kid, KMS_KID);
+        assert!(c.sealed.starts_with("v3.2.9."), "{}", c.sealed);
+        assert!(!c.sealed.contains("GIFT"));
+        assert_eq!(c.fingerprint, ring.fingerprint(&s, "GIFT-1234-ABCD"), "the keyring's fingerprint");
+        assert_eq!(wrapped_key(&c).unwrap(), Some(b"wrapped-by-kms".to_vec()));
+        assert_eq!(sealed_slot(&c), Some((2, 9)));
+        // without the data key it does not open; with it, at its slot
+        assert_eq!(ring.open_at(&s, (2, 9), &c).unwrap_err(), SealError::NeedsDataKey);
+        let o = ring.open_at_with(&s, (2, 9), &c, Some(&dk.plaintext)).unwrap();
+        assert_eq!((o.code.as_str(), o.sealed_for, o.relocated), ("GIFT-1234-ABCD", Some((2, 9)), None));
+        assert_eq!(ring.open_at_with(&s, (2, 10), &c, Some(&dk.plaintext)).unwrap().relocated, Some((2, 9)));
+        // another data key, another SKU, a rewritten slot or fingerprint: the tag fails
+        assert!(matches!(ring.open_at_with(&s, (2, 9), &c, Some(&[8; 32])), Err(SealError::DoesNotOpen(_))));
+        assert!(matches!(
+            ring.open_at_with(&sku("OTHER"), (2, 9), &c, Some(&dk.plaintext)),
+            Err(SealError::DoesNotOpen(_))
+        ));
+        let moved = StoredCode { sealed: c.sealed.replacen("v3.2.9.", "v3.2.10.", 1), ..c.clone() };
+        assert!(matches!(ring.open_at_with(&s, (2, 10), &moved, Some(&dk.plaintext)), Err(SealError::DoesNotOpen(_))));
+        let other = ring.seal_kms(&dk, &s, 2, 10, "GIFT-9999-ZZZZ").unwrap();
+        let swapped = StoredCode { fingerprint: other.fingerprint.clone(), ..c.clone() };
+        assert!(matches!(ring.open_at_with(&s, (2, 9), &swapped, Some(&dk.plaintext)), Err(SealError::DoesNotOpen(_))));
+        // a v3 body relabelled v2 (and given a keyring kid) does not open either
+        let body = c.sealed.rsplit('.').next().unwrap();
+        let relabelled = StoredCode { sealed: format!("v2.2.9.{body}"), kid: "k1".into(), ..c.clone() };
+        assert!(ring.open_at_with(&s, (2, 9), &relabelled, Some(&dk.plaintext)).is_err());
+        // v1 and v2 codes still open through the same call (the rotation path)
+        let v2 = ring.seal_at(&s, 2, 11, "GIFT-2222").unwrap();
+        assert_eq!(ring.open_at_with(&s, (2, 11), &v2, None).unwrap().code, "GIFT-2222");
+        assert_eq!(wrapped_key(&v2).unwrap(), None);
+        let v1 = ring.seal(&s, "GIFT-1111").unwrap();
+        assert_eq!(ring.open_at_with(&s, (0, 0), &v1, Some(&dk.plaintext)).unwrap().code, "GIFT-1111");
+        // malformed v3: no data key part, or a data key that is not base64
+        for bad in ["v3.2.9.", "v3.2.9..AAAA", "v3.2.9.!!.AAAA"] {
+            let b = StoredCode { sealed: bad.into(), ..c.clone() };
+            assert!(
+                matches!(
+                    wrapped_key(&b).and_then(|_| ring.open_at_with(&s, (2, 9), &b, Some(&dk.plaintext))),
+                    Err(SealError::Malformed(_))
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -160,8 +160,12 @@ pub fn events_for_change(old: Option<&Order>, new: Option<&Order>) -> Vec<OrderE
             OrderStatus::Refunded => Some(EventKind::OrderRefunded),
             OrderStatus::ReturnRequested => Some(EventKind::OrderReturnRequested),
             OrderStatus::Returned => Some(EventKind::OrderReturned),
-            // a supplier order becoming payable, or still waiting: nothing moves
-            OrderStatus::PendingPayment | OrderStatus::AwaitingSupplier => None,
+            // a supplier order becoming payable, or still waiting; a payment started or failed;
+            // a refund waiting for review (its stock stays sold): nothing moves
+            OrderStatus::PendingPayment
+            | OrderStatus::AwaitingSupplier
+            | OrderStatus::Paying
+            | OrderStatus::RefundRequested => None,
         };
         if let Some(kind) = kind {
             out.push(OrderEvent::of(kind, new, new.payment_id.clone()));
@@ -214,6 +218,8 @@ mod tests {
             shipment: None,
             return_info: None,
             supplier: Vec::new(),
+            attempts: Vec::new(),
+            review: None,
         }
     }
 

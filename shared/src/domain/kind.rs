@@ -56,7 +56,7 @@ pub enum BuyerRefund {
     /// Refund before shipping, the units go back on sale.
     BeforeShipping,
     /// Refund only while no code was shown: a code once seen cannot be taken back, so its
-    /// refund is never automatic (409 `codes_revealed`).
+    /// refund is never automatic (it waits for an admin: docs/payments.md, "Refund review").
     UntilRevealed,
 }
 

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OrderStatus {
     PendingPayment,
+    /// A payment was started at the provider and has not ended (docs/payments.md); like
+    /// PENDING_PAYMENT its lock stays FROZEN, and at its deadline the provider is asked.
+    Paying,
     Paid,
     Shipped,
     Completed,
@@ -22,10 +25,14 @@ pub enum OrderStatus {
     AwaitingSupplier,
     /// A supplier refused or never confirmed: terminal, nothing held.
     Failed,
+    /// The buyer asked for a refund an admin must decide (docs/payments.md, "Refund review");
+    /// paid, its stock stays sold.
+    RefundRequested,
 }
 
-pub const ALL_STATUSES: [OrderStatus; 12] = [
+pub const ALL_STATUSES: [OrderStatus; 14] = [
     OrderStatus::PendingPayment,
+    OrderStatus::Paying,
     OrderStatus::Paid,
     OrderStatus::Shipped,
     OrderStatus::Completed,
@@ -37,12 +44,14 @@ pub const ALL_STATUSES: [OrderStatus; 12] = [
     OrderStatus::Returned,
     OrderStatus::AwaitingSupplier,
     OrderStatus::Failed,
+    OrderStatus::RefundRequested,
 ];
 
 impl OrderStatus {
     pub fn as_str(self) -> &'static str {
         match self {
             OrderStatus::PendingPayment => "PENDING_PAYMENT",
+            OrderStatus::Paying => "PAYING",
             OrderStatus::Paid => "PAID",
             OrderStatus::Shipped => "SHIPPED",
             OrderStatus::Completed => "COMPLETED",
@@ -54,6 +63,7 @@ impl OrderStatus {
             OrderStatus::Returned => "RETURNED",
             OrderStatus::AwaitingSupplier => "AWAITING_SUPPLIER",
             OrderStatus::Failed => "FAILED",
+            OrderStatus::RefundRequested => "REFUND_REQUESTED",
         }
     }
 
@@ -68,7 +78,7 @@ impl OrderStatus {
 
     /// Open and unpaid: its lock stays FROZEN (waiting for payment or for its supplier).
     pub fn is_open_unpaid(self) -> bool {
-        matches!(self, OrderStatus::PendingPayment | OrderStatus::AwaitingSupplier)
+        matches!(self, OrderStatus::PendingPayment | OrderStatus::Paying | OrderStatus::AwaitingSupplier)
     }
 
     /// Paid or later: its stock must be sold.
@@ -82,6 +92,7 @@ impl OrderStatus {
                 | OrderStatus::Refunded
                 | OrderStatus::ReturnRequested
                 | OrderStatus::Returned
+                | OrderStatus::RefundRequested
         )
     }
 
@@ -111,9 +122,17 @@ pub enum OrderAction {
     SupplierConfirm,
     /// A supplier booking failed, or the supplier timeout passed.
     SupplierFail,
+    /// A payment started at the provider (again: a new attempt replaces the open one).
+    StartPayment,
+    /// The provider reports the attempt failed or cancelled: payable again.
+    PaymentFailed,
+    /// The buyer asks for a refund that waits for an admin's review.
+    RequestRefund,
+    /// The admin refuses the requested refund.
+    RejectRefund,
 }
 
-pub const ALL_ACTIONS: [OrderAction; 11] = [
+pub const ALL_ACTIONS: [OrderAction; 15] = [
     OrderAction::Pay,
     OrderAction::Cancel,
     OrderAction::Expire,
@@ -125,6 +144,10 @@ pub const ALL_ACTIONS: [OrderAction; 11] = [
     OrderAction::ReceiveReturn,
     OrderAction::SupplierConfirm,
     OrderAction::SupplierFail,
+    OrderAction::StartPayment,
+    OrderAction::PaymentFailed,
+    OrderAction::RequestRefund,
+    OrderAction::RejectRefund,
 ];
 
 /// Every allowed transition: (from, action, to).
@@ -145,6 +168,15 @@ pub const TRANSITIONS: &[(OrderStatus, OrderAction, OrderStatus)] = {
         (AwaitingSupplier, SupplierConfirm, PendingPayment),
         (AwaitingSupplier, SupplierFail, Failed),
         (AwaitingSupplier, Cancel, Cancelled),
+        (PendingPayment, StartPayment, Paying),
+        (Paying, StartPayment, Paying),
+        (Paying, PaymentFailed, PendingPayment),
+        (Paying, Pay, Paid),
+        (Paying, Cancel, Cancelled),
+        (Paying, Expire, Expired),
+        (Paid, RequestRefund, RefundRequested),
+        (RefundRequested, StartRefund, Refunding),
+        (RefundRequested, RejectRefund, Paid),
     ]
 };
 
@@ -195,6 +227,21 @@ pub enum Provider {
     Stripe,
 }
 
+impl Provider {
+    /// Its name on the wire (`generic`, `stripe`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Generic => "generic",
+            Provider::Stripe => "stripe",
+        }
+    }
+
+    /// The provider `name` names, if any.
+    pub fn parse(name: &str) -> Option<Provider> {
+        [Provider::Generic, Provider::Stripe].into_iter().find(|p| p.as_str() == name)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentRecord {
     pub payment_id: String,
@@ -205,6 +252,60 @@ pub struct PaymentRecord {
     pub currency: String,
     pub outcome: PaymentOutcome,
     pub at_ms: i64,
+}
+
+/// Where one payment attempt stands, as Holdfast last learned it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AttemptState {
+    /// Created at the provider; the buyer is paying (or has not started).
+    Open,
+    Succeeded,
+    Failed,
+    /// Cancelled at the provider (a newer attempt, the buyer's cancel, the deadline).
+    Cancelled,
+}
+
+impl AttemptState {
+    /// Whether the attempt can still take money: open, or failed — a failed card payment can be
+    /// retried on the same payment at the provider (Stripe's `requires_payment_method`), so
+    /// only a cancelled or succeeded one is final.
+    pub fn unsettled(self) -> bool {
+        matches!(self, AttemptState::Open | AttemptState::Failed)
+    }
+}
+
+/// One payment started for an order (`POST /orders/{id}/payments`, docs/payments.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentAttempt {
+    /// 1, 2, …: with the order id, the provider's idempotency key (`pay_<order>_<n>`).
+    pub attempt: u32,
+    pub payment_id: String,
+    pub provider: Provider,
+    pub state: AttemptState,
+    pub created_at_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+}
+
+/// A buyer's refund that waits for an admin (docs/payments.md, "Refund review").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefundReview {
+    pub reason: String,
+    /// Why it waits: `codes_revealed`, `supplier_confirmed`, `amount_above_threshold`.
+    pub because: String,
+    pub requested_at_ms: i64,
+    /// Set by the decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,6 +334,10 @@ pub struct Order {
     pub return_info: Option<ReturnInfo>,
     /// The supplier bookings of a SUPPLIER order, one per line (docs/suppliers.md).
     pub supplier: Vec<super::supplier::SupplierBooking>,
+    /// Payments started through Holdfast, oldest first (docs/payments.md).
+    pub attempts: Vec<PaymentAttempt>,
+    /// The buyer's refund request waiting for (or decided by) an admin.
+    pub review: Option<RefundReview>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -284,6 +389,11 @@ impl Order {
         self.payments.iter().find(|p| p.outcome == PaymentOutcome::Applied)
     }
 
+    /// The newest payment attempt, if one was started.
+    pub fn current_attempt(&self) -> Option<&PaymentAttempt> {
+        self.attempts.last()
+    }
+
     pub fn refund(&self, refund_id: &str) -> Option<&super::refund::RefundRecord> {
         self.refunds.iter().find(|r| r.refund_id == refund_id)
     }
@@ -324,6 +434,15 @@ mod tests {
             (AwaitingSupplier, SupplierConfirm, PendingPayment),
             (AwaitingSupplier, SupplierFail, Failed),
             (AwaitingSupplier, Cancel, Cancelled),
+            (PendingPayment, StartPayment, Paying),
+            (Paying, StartPayment, Paying),
+            (Paying, PaymentFailed, PendingPayment),
+            (Paying, Pay, Paid),
+            (Paying, Cancel, Cancelled),
+            (Paying, Expire, Expired),
+            (Paid, RequestRefund, RefundRequested),
+            (RefundRequested, StartRefund, Refunding),
+            (RefundRequested, RejectRefund, Paid),
         ];
         for (f, a, t) in expected {
             assert_eq!(transition(f, a), Ok(t), "{f:?} {a:?}");
@@ -362,7 +481,7 @@ mod tests {
     #[test]
     fn only_a_paid_unshipped_order_can_be_refunded_and_only_delivered_goods_returned() {
         for from in ALL_STATUSES {
-            assert_eq!(transition(from, StartRefund).is_ok(), from == Paid, "{from:?}");
+            assert_eq!(transition(from, StartRefund).is_ok(), matches!(from, Paid | RefundRequested), "{from:?}");
             assert_eq!(transition(from, RequestReturn).is_ok(), matches!(from, Shipped | Completed), "{from:?}");
         }
         assert!(Refunding.restocks(false) && Refunded.restocks(false));

@@ -56,6 +56,10 @@ pub struct RefundRecord {
     /// Provider attempts that failed (the refunds queue retries, then its DLQ).
     #[serde(default)]
     pub failures: u32,
+    /// When the provider's webhook first reported this refund FAILED: a replayed FAILED notice
+    /// is a duplicate, not another failure (security review L1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_reported_at_ms: Option<i64>,
 }
 
 impl RefundRecord {
@@ -74,6 +78,7 @@ impl RefundRecord {
             issued_at_ms: None,
             confirmed_at_ms: None,
             failures: 0,
+            failure_reported_at_ms: None,
         }
     }
 }

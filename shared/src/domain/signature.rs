@@ -35,8 +35,8 @@ pub fn sign(secret: &[u8], t: i64, body: &[u8]) -> String {
     format!("t={t},v1={}", hex::encode(mac(secret, t, body).finalize().into_bytes()))
 }
 
-/// Checks `header` against `body` at time `now` (epoch seconds), in constant time.
-pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
+/// The signed time and signatures of `header`, if it is well formed and fresh at `now`.
+fn parse(header: &str, now: i64) -> Result<(i64, Vec<Vec<u8>>), SignatureError> {
     let mut t = None;
     let mut sigs = Vec::new();
     for part in header.split(',') {
@@ -54,6 +54,18 @@ pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), 
     if now.abs_diff(t) > TOLERANCE_SECONDS as u64 {
         return Err(SignatureError::Stale);
     }
+    Ok((t, sigs))
+}
+
+/// Whether `header` is well formed and fresh at `now`, before any key is read: a request
+/// that cannot verify under any key costs no key fetch (security review L4).
+pub fn precheck(header: &str, now: i64) -> Result<(), SignatureError> {
+    parse(header, now).map(|_| ())
+}
+
+/// Checks `header` against `body` at time `now` (epoch seconds), in constant time.
+pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), SignatureError> {
+    let (t, sigs) = parse(header, now)?;
     let expected = mac(secret, t, body).finalize().into_bytes();
     let ok = sigs.iter().fold(0u8, |acc, s| acc | u8::from(bool::from(expected.as_slice().ct_eq(s))));
     if ok == 1 {
@@ -91,6 +103,15 @@ mod tests {
         for h in ["", "t=1", "v1=00", "t=x,v1=00", "t=1,v1=zz", "t=1;v1=00", "garbage"] {
             assert_eq!(verify(K, h, b"", 1), Err(SignatureError::Malformed), "{h}");
         }
+    }
+
+    #[test]
+    fn the_precheck_refuses_what_verify_would_refuse_before_any_key() {
+        assert_eq!(precheck(&sign(K, 1000, b"{}"), 1000), Ok(()));
+        assert_eq!(precheck("t=1000,v1=00", 1000), Ok(()), "a well-formed header: the keys decide");
+        assert_eq!(precheck("", 1000), Err(SignatureError::Malformed));
+        assert_eq!(precheck("t=1,v1=zz", 1), Err(SignatureError::Malformed));
+        assert_eq!(precheck("t=1000,v1=00", 1301), Err(SignatureError::Stale));
     }
 
     #[test]

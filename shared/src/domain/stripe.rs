@@ -50,9 +50,8 @@ pub fn sign(secret: &[u8], t: i64, body: &[u8]) -> String {
     format!("t={t},v1={}", v1(secret, t, body))
 }
 
-/// Checks `header` against the raw `body` at `now` (epoch seconds). Every `v1` is compared, in
-/// constant time, whatever the earlier ones gave.
-pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), StripeSignatureError> {
+/// The signed time and `v1` signatures of `header`, if well formed and within the tolerance.
+fn parse(header: &str, now: i64) -> Result<(i64, Vec<&str>), StripeSignatureError> {
     let mut t: Option<i64> = None;
     let mut sigs: Vec<&str> = Vec::new();
     for part in header.split(',') {
@@ -80,6 +79,19 @@ pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), 
     if t > now && now.abs_diff(t) > TOLERANCE_SECONDS as u64 {
         return Err(StripeSignatureError::Future);
     }
+    Ok((t, sigs))
+}
+
+/// Whether `header` is well formed and within the tolerance at `now`, before any endpoint
+/// secret is read (security review L4).
+pub fn precheck(header: &str, now: i64) -> Result<(), StripeSignatureError> {
+    parse(header, now).map(|_| ())
+}
+
+/// Checks `header` against the raw `body` at `now` (epoch seconds). Every `v1` is compared, in
+/// constant time, whatever the earlier ones gave.
+pub fn verify(secret: &[u8], header: &str, body: &[u8], now: i64) -> Result<(), StripeSignatureError> {
+    let (t, sigs) = parse(header, now)?;
     let expected = mac(secret, t, body);
     let mut ok = 0u8;
     for s in sigs {

@@ -106,7 +106,9 @@ pub async fn put_campaign(app: &App, req: &Request) -> Result<Response, Problem>
     let id = CampaignId::parse(path_param(req, "campaign_id")?)
         .map_err(|e| Problem::validation(e.to_string()).field("campaign_id"))?;
     let spec = typed_body::<CampaignRequest>(req, app.config.max_body_bytes)?.into();
-    let (c, created) = campaigns::put(app, &id, &spec).await.map_err(campaign_problem)?;
+    let actor = subject(req).ok();
+    let (c, created) =
+        campaigns::put_by(app, &id, &spec, actor.as_ref().map(|a| a.as_str())).await.map_err(campaign_problem)?;
     // the admin write's actor (security review L7): the caller's sub
     tracing::info!(campaign_id = %id, actor = admin_actor(req), created, "admin campaign put");
     admin_view(app, &c, if created { 201 } else { 200 }).await
@@ -114,7 +116,9 @@ pub async fn put_campaign(app: &App, req: &Request) -> Result<Response, Problem>
 
 async fn admin_view(app: &App, c: &Campaign, status: u16) -> Result<Response, Problem> {
     let v = campaigns::view(app, &c.id, true).await?.ok_or_else(|| Problem::internal("campaign vanished"))?;
-    Ok(json_response(status, &CampaignViewBody::new(&v, clock::now_s())))
+    // who last replaced the record (security review L7): admin answers only
+    let updated_by = campaigns::updated_by(app, &c.id).await?.as_ref().map(crate::api::stock::UpdatedBy::from);
+    Ok(json_response(status, &CampaignViewBody { updated_by, ..CampaignViewBody::new(&v, clock::now_s()) }))
 }
 
 pub async fn adjust_campaign(app: &App, req: &Request) -> Result<Response, Problem> {
@@ -131,7 +135,10 @@ pub async fn adjust_campaign(app: &App, req: &Request) -> Result<Response, Probl
 pub async fn pause_campaign(app: &App, req: &Request, paused: bool) -> Result<Response, Problem> {
     let id = campaign_param(req)?;
     http::body_bytes(req, app.config.max_body_bytes)?;
-    let c = campaigns::set_paused(app, &id, paused).await.map_err(campaign_problem)?;
+    let actor = subject(req).ok();
+    let c = campaigns::set_paused_by(app, &id, paused, actor.as_ref().map(|a| a.as_str()))
+        .await
+        .map_err(campaign_problem)?;
     tracing::info!(campaign_id = %id, actor = admin_actor(req), paused, "admin campaign pause");
     admin_view(app, &c, 200).await
 }
@@ -139,10 +146,11 @@ pub async fn pause_campaign(app: &App, req: &Request, paused: bool) -> Result<Re
 pub async fn pause_sku(app: &App, req: &Request, paused: bool) -> Result<Response, Problem> {
     let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
     http::body_bytes(req, app.config.max_body_bytes)?;
-    admin::set_paused(app, &sku, paused).await.map_err(admin_problem)?;
+    let actor = subject(req).ok();
+    admin::set_paused_by(app, &sku, paused, actor.as_ref().map(|a| a.as_str())).await.map_err(admin_problem)?;
     tracing::info!(sku = %sku, actor = admin_actor(req), paused, "admin SKU pause");
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
-    Ok(json_response(200, &SkuView::from(&v)))
+    Ok(json_response(200, &super::stock_api::admin_sku_view(app, &v).await?))
 }
 
 pub async fn get_campaign(app: &App, req: &Request) -> Result<Response, Problem> {

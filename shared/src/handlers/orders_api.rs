@@ -2,8 +2,11 @@
 //! confirm-receipt, return) and the admin's order routes (view, ship, return-received, cancel;
 //! docs/after-sale.md).
 
-use crate::api::after_sale::{AdminOrderView, ReasonRequest, ReturnReceivedRequest, ShipRequest};
+use crate::api::after_sale::{
+    AdminOrderView, ReasonRequest, RefundDecisionRequest, ReturnReceivedRequest, ShipRequest,
+};
 use crate::api::orders::{OrderCode, OrderCodes, OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
+use crate::api::payments::{PaymentStarted, SettlementReport, StartPaymentRequest};
 use crate::api::{Auth, Route, ADMIN_ORDERS, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::order::OrderRecord;
@@ -22,6 +25,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET /orders/{order_id}", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("GET /orders/{order_id}/codes", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("POST /orders/{order_id}/cancel", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("POST /orders/{order_id}/payments", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("POST /orders/{order_id}/refund", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("POST /orders/{order_id}/confirm-receipt", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("POST /orders/{order_id}/return", Auth::Scope(SCOPE_ORDERS_WRITE)),
@@ -29,6 +33,9 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/orders/{order_id}/ship", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/return-received", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/cancel", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("POST /admin/orders/{order_id}/refund-decision", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("GET /admin/settlement/{date}", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("POST /admin/settlement/{date}/run", Auth::AnyScope(ADMIN_ORDERS)),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
@@ -41,6 +48,7 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
         "GET /orders/{order_id}" => get(app, &req).await,
         "GET /orders/{order_id}/codes" => codes(app, &req).await,
         "POST /orders/{order_id}/cancel" => cancel(app, &req).await,
+        "POST /orders/{order_id}/payments" => start_payment(app, &req).await,
         "POST /orders/{order_id}/refund" => {
             let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
             buyer(app, &req, 202, Change::Refund { reason: b.reason }).await
@@ -66,8 +74,34 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
             let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
             admin(app, &req, Change::AdminCancel { reason: b.reason }).await
         }
+        "POST /admin/orders/{order_id}/refund-decision" => {
+            let b: RefundDecisionRequest = typed_body(&req, app.config.max_body_bytes)?;
+            let actor = subject(&req)?.to_string();
+            let o = after_sale::decide_refund(app, &order_id(&req)?, b.approve, &b.reason, &actor)
+                .await
+                .map_err(order_problem)?;
+            Ok(json_response(200, &OrderView::from(&o)))
+        }
+        "GET /admin/settlement/{date}" => settlement(app, &req, false).await,
+        "POST /admin/settlement/{date}/run" => {
+            http::body_bytes(&req, app.config.max_body_bytes)?;
+            settlement(app, &req, true).await
+        }
         other => Err(Problem::not_found(format!("no route {other}"))),
     }
+}
+
+/// A day's settlement (docs/payments.md, "Settlement"): `run` also counts and logs every
+/// mismatch, as the daily schedule does; both compare afresh (nothing is stored).
+async fn settlement(app: &App, req: &Request, run: bool) -> Result<Response, Problem> {
+    use crate::service::settlement;
+    let raw = path_param(req, "date")?;
+    let day = crate::domain::model::Day::parse(raw).map_err(|e| Problem::validation(e).field("date"))?;
+    if day > crate::domain::model::Day::of_epoch_s(crate::clock::now_s()) {
+        return Err(Problem::validation(format!("{day} is in the future")).field("date"));
+    }
+    let report = if run { settlement::run_and_report(app, day).await? } else { settlement::run(app, day).await? };
+    Ok(json_response(200, &SettlementReport::from(report)))
 }
 
 fn order_problem(e: OrderError) -> Problem {
@@ -77,7 +111,6 @@ fn order_problem(e: OrderError) -> Problem {
         OrderError::Refused(r) => match r {
             StockRefusal::StockLost => Problem::new(Code::Oversold, r.to_string()),
             StockRefusal::NotConfirmed => Problem::invalid_transition(r.to_string()),
-            StockRefusal::CodesRevealed => Problem::new(Code::CodesRevealed, r.to_string()),
         },
         OrderError::Store(e) => e.into(),
     }
@@ -110,6 +143,33 @@ async fn cancel(app: &App, req: &Request) -> Result<Response, Problem> {
     http::body_bytes(req, app.config.max_body_bytes)?;
     let o = orders::cancel(app, &user, &order_id(req)?).await.map_err(order_problem)?;
     Ok(json_response(200, &OrderView::from(&o)))
+}
+
+/// Starts a payment at the provider (docs/payments.md): 201 created, 200 the open one again.
+async fn start_payment(app: &App, req: &Request) -> Result<Response, Problem> {
+    use crate::service::paying::{self, StartError};
+    let user = subject(req)?;
+    let raw = http::body_bytes(req, app.config.max_body_bytes)?;
+    let body: StartPaymentRequest = if raw.iter().all(u8::is_ascii_whitespace) {
+        StartPaymentRequest::default()
+    } else {
+        crate::api::body::parse(&raw)?
+    };
+    let provider = match body.provider.as_deref() {
+        None => None,
+        Some(name) => Some(paying::provider_named(name).ok_or_else(|| {
+            Problem::validation(format!("unknown provider {name:?} (generic, stripe)")).field("provider")
+        })?),
+    };
+    let (o, created) = paying::start(app, &user, &order_id(req)?, provider).await.map_err(|e| match e {
+        StartError::Order(e) => order_problem(e),
+        StartError::WindowClosed => Problem::invalid_transition("the order's payment deadline has passed"),
+        StartError::TooManyAttempts => Problem::new(Code::TooManyPayments, e.to_string()),
+        StartError::Refused(_) => Problem::new(Code::ProviderRefused, e.to_string()),
+        StartError::Unavailable(_) => Problem::new(Code::TemporarilyUnavailable, e.to_string()).retry_after(2),
+    })?;
+    let answer = PaymentStarted::of(&o).ok_or_else(|| Problem::internal("a PAYING order without an attempt"))?;
+    Ok(json_response(if created { 201 } else { 200 }, &answer))
 }
 
 async fn buyer(app: &App, req: &Request, status: u16, change: Change) -> Result<Response, Problem> {

@@ -6,7 +6,7 @@
 use super::campaigns_api;
 use crate::api::stock::{
     AdjustmentRequest, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, JournalEntryBody, JournalPage,
-    PutSkuRequest, SkuView,
+    PutSkuRequest, SkuView, UpdatedBy,
 };
 use crate::api::{Auth, Route, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ};
 use crate::app::App;
@@ -92,7 +92,13 @@ async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
     let (_, created) =
         admin::put_sku(app, &sku, &spec, actor.as_ref().map(|a| a.as_str())).await.map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
-    Ok(json_response(if created { 201 } else { 200 }, &SkuView::from(&v)))
+    Ok(json_response(if created { 201 } else { 200 }, &admin_sku_view(app, &v).await?))
+}
+
+/// The SKU view of an admin answer: with who last wrote its metadata (security review L7).
+pub async fn admin_sku_view(app: &App, v: &StockView) -> anyhow::Result<SkuView> {
+    let stamp = admin::updated_by(app, &v.meta.sku).await?;
+    Ok(SkuView { updated_by: stamp.as_ref().map(UpdatedBy::from), ..SkuView::from(v) })
 }
 
 async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {

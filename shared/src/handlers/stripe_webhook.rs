@@ -27,12 +27,15 @@ pub const MAX_EVENT_BYTES: usize = 256 * 1024;
 pub async fn webhook(app: &App, req: &Request) -> Result<Response, Problem> {
     let raw = http::body_bytes(req, app.config.max_body_bytes.max(MAX_EVENT_BYTES))?;
     let header = http::header(req, "stripe-signature").unwrap_or("");
-    // While an endpoint secret is rolled Stripe signs with both; either configured one verifies.
+    let now = clock::now_s();
+    // A missing, malformed or stale header is refused before any secret is fetched (review L4).
+    stripe::precheck(header, now).map_err(|e| Problem::unauthorized(e.to_string()))?;
+    // While an endpoint secret is rolled Stripe signs with both; either configured one verifies
+    // (the old one only within the window after the roll: review M1).
     let keys = app.stripe_webhook_keys.keys().await.map_err(Problem::from)?;
     if keys.is_empty() {
         return Err(Problem::internal("Stripe webhook secret not configured"));
     }
-    let now = clock::now_s();
     let mut verdict = Err(stripe::StripeSignatureError::Mismatch);
     for k in &keys {
         verdict = stripe::verify(k.expose(), header, &raw, now);
@@ -42,6 +45,19 @@ pub async fn webhook(app: &App, req: &Request) -> Result<Response, Problem> {
     }
     verdict.map_err(|e| Problem::unauthorized(e.to_string()))?;
     let event = body::parse::<StripeEvent>(&raw)?;
+    // A test-mode event at a live endpoint (or the reverse) is not about real money here:
+    // ignored with a 200 (Stripe would retry a 4xx for days) and counted (the Info finding).
+    if let (Some(want), Some(got)) = (app.config.stripe_livemode, event.livemode) {
+        if want != got {
+            app.count(names::STRIPE_EVENTS_WRONG_MODE, 1);
+            tracing::warn!(
+                event_id = event.id,
+                livemode = got,
+                "Stripe event of the other mode than STRIPE_LIVEMODE: ignored"
+            );
+            return Ok(ignored());
+        }
+    }
     match event.kind.as_str() {
         SUCCEEDED | FAILED => payment(app, &raw, event.kind == SUCCEEDED).await,
         REFUNDED => refunded(app, &raw).await,
@@ -124,6 +140,7 @@ pub fn confirmations(order_id: &OrderId, c: &Charge) -> Vec<RefundConfirmation> 
         .flat_map(|l| l.data.iter())
         .filter(|r| r.status.as_deref() == Some("succeeded"))
         .map(|r| RefundConfirmation {
+            provider: Provider::Stripe,
             order_id: order_id.clone(),
             refund_id: r.metadata.get("refund_id").cloned(),
             provider_refund_id: r.id.clone(),
@@ -153,6 +170,10 @@ async fn refunded(app: &App, raw: &[u8]) -> Result<Response, Problem> {
             Err(RefundError::UnknownRefund) => return Err(Problem::not_found("no such refund on this order")),
             Err(RefundError::AmountMismatch) => {
                 return Err(Problem::new(Code::AmountMismatch, "amount does not match the refund"))
+            }
+            // not ISSUED yet (Stripe retries), or not this Stripe refund: 409, nothing changed
+            Err(e @ RefundError::ConfirmationRefused(_)) => {
+                return Err(Problem::new(Code::InvalidTransition, e.to_string()))
             }
             Err(RefundError::Store(e)) => return Err(e.into()),
             // anything else the refunds service may answer: 503, Stripe delivers again

@@ -20,8 +20,9 @@ pub enum WorkItem {
     SkuInvariants { cursor: Option<String> },
     /// `locked = Σ FROZEN` per SKU at any scale (docs/runbook.md, "Reconcile"): a chain that
     /// pages through every FROZEN lock and then every SKU, carrying sums per hash group of SKUs
-    /// ([`LockSums`]), and judges the SKUs that were quiet the whole time.
-    LockedTotals(LockSums),
+    /// ([`LockSums`]), and judges the SKUs that were quiet the whole time; then the same per
+    /// campaign item (quota shards' `locked` = Σ the campaign pieces of FROZEN locks).
+    LockedTotals(Box<LockSums>),
     /// The campaign identity `quota = available + locked + sold` of every campaign item.
     CampaignQuotas {},
     /// SHIPPED orders of one `shipped-by-due` bucket due before `before_s`: complete.
@@ -29,6 +30,9 @@ pub enum WorkItem {
     /// Orders of one `refunds-requested` bucket with a refund REQUESTED before `before_ms`:
     /// issue it (the event that should have was lost or failed).
     UnissuedRefunds { bucket: u32, before_ms: i64, cursor: Option<String> },
+    /// Settle one UTC day with every provider (docs/payments.md, "Settlement"); seeded by the
+    /// daily schedule, not by the sweep.
+    Settlement { date: crate::domain::model::Day },
     /// Per SKU after `cursor`: its stock journal sums to its shard counters
     /// (docs/after-sale.md, "Stock journal"; only SKUs whose journal is complete).
     SkuJournals {
@@ -51,7 +55,8 @@ pub const LOCK_GROUPS: usize = 1024;
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockSums {
-    /// 0: not started; 1: paging FROZEN locks (`bucket`, `cursor`); 2: paging SKUs (`cursor`).
+    /// 0: not started; 1: paging FROZEN locks (`bucket`, `cursor`); 2: paging SKUs (`cursor`);
+    /// 3: campaign items (`cursor`).
     #[serde(default)]
     pub phase: u8,
     /// When the run started (epoch ms): a SKU is judged only if its last counter write is older.
@@ -77,6 +82,23 @@ pub struct LockSums {
     pub focus: Vec<u32>,
     #[serde(default)]
     pub by_sku: std::collections::BTreeMap<String, i64>,
+    /// The same sums per campaign item (`<campaign>/<sku>`, grouped by [`LOCK_GROUPS`]): Σ the
+    /// campaign pieces of FROZEN locks, Σ quota-shard `locked` of the quiet items and how many
+    /// (phase 3 pages the campaigns, `cursor` = how many are done).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub q_frozen: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub q_locked: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub q_quiet: Vec<u32>,
+    /// Campaign-item groups holding an item whose SKU was written during the run (not judged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub q_moved: Vec<u32>,
+    /// A focused run's campaign-item groups, summed per item.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub q_focus: Vec<u32>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub q_by_item: std::collections::BTreeMap<String, i64>,
 }
 
 /// One page of a sparse index; `next` resumes after it (`None`: the index is done).

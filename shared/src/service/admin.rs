@@ -9,7 +9,7 @@ use crate::domain::journal::Cause;
 use crate::domain::kind::Stocking;
 use crate::domain::model::{self, Availability, BundleChild, CellDraw, Day, InventoryModel, LineSpec, ModelError};
 use crate::domain::{Currency, Sku};
-use crate::ports::{AdjustRejection, Adjustment, SkuMeta};
+use crate::ports::{AdjustRejection, Adjustment, AdminStamp, SkuMeta};
 use std::collections::HashMap;
 
 const ATTEMPTS: u32 = 10;
@@ -85,7 +85,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
                 bundle: spec.bundle.clone(),
                 supplier: spec.supplier.clone(),
             };
-            if app.stock.put_sku(&meta, None).await? {
+            if put_meta(app, &meta, None, actor).await? {
                 app.caches.forget_sku(sku);
                 return Ok((meta, true));
             }
@@ -112,7 +112,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             ..old.clone()
         };
         let done = if meta.shards == old.shards || !stocking.has_shards() {
-            app.stock.put_sku(&meta, Some(old.version)).await?
+            put_meta(app, &meta, Some(old.version), actor).await?
         } else {
             let counts = app.stock.read_shards(sku, old.slots).await?;
             let total: i64 = counts.iter().map(|c| c.available).sum();
@@ -249,9 +249,27 @@ async fn adjust_cell(
     Err(AdminError::Contention)
 }
 
+/// Who last replaced the SKU's metadata through an admin write (security review L7).
+pub async fn updated_by(app: &App, sku: &Sku) -> anyhow::Result<Option<AdminStamp>> {
+    app.stock.admin_stamp(crate::ports::Stamped::Sku(sku)).await
+}
+
+/// A metadata put, stamped with the admin who asked when there is one (security review L7).
+async fn put_meta(app: &App, meta: &SkuMeta, expected: Option<u64>, actor: Option<&str>) -> anyhow::Result<bool> {
+    match actor {
+        Some(a) => app.stock.put_sku_as(meta, expected, &AdminStamp::now(a, "put")).await,
+        None => app.stock.put_sku(meta, expected).await,
+    }
+}
+
 /// Stop-sale on or off: the metadata and the flag on every shard in one transaction, so the next
 /// freeze's condition sees it.
 pub async fn set_paused(app: &App, sku: &Sku, paused: bool) -> Result<SkuMeta, AdminError> {
+    set_paused_by(app, sku, paused, None).await
+}
+
+/// [`set_paused`] by an admin: the metadata records the caller's `sub` (security review L7).
+pub async fn set_paused_by(app: &App, sku: &Sku, paused: bool, actor: Option<&str>) -> Result<SkuMeta, AdminError> {
     for attempt in 1..=ATTEMPTS {
         let old = known(app, sku).await?;
         if old.paused == paused {
@@ -265,7 +283,14 @@ pub async fn set_paused(app: &App, sku: &Sku, paused: bool) -> Result<SkuMeta, A
             )));
         }
         let next = SkuMeta { paused, version: old.version + 1, ..old.clone() };
-        if app.stock.set_sku_paused(&next, old.version).await? {
+        let written = match actor {
+            Some(a) => {
+                let by = AdminStamp::now(a, if paused { "pause" } else { "resume" });
+                app.stock.set_sku_paused_as(&next, old.version, &by).await?
+            }
+            None => app.stock.set_sku_paused(&next, old.version).await?,
+        };
+        if written {
             app.caches.forget_sku(sku);
             tracing::info!(sku = %sku, paused, "stop-sale switch");
             return Ok(next);
@@ -381,17 +406,19 @@ pub async fn calendar(app: &App, sku: &Sku, from: Day, to: Day) -> anyhow::Resul
     } else {
         HashMap::new()
     };
-    let reads = days.iter().zip(&cells).map(|(day, cell)| {
-        let slots = metas.get(cell).map(|m| m.slots);
-        async move {
-            let shards = match slots {
-                Some(n) => app.stock.read_shards_public(cell, n).await?,
-                None => Vec::new(),
-            };
+    // every date's shards in one batched read (BatchGetItem, 100 keys a request)
+    let stocked: Vec<(Sku, u16)> =
+        cells.iter().filter_map(|cell| metas.get(cell).map(|m| (cell.clone(), m.slots))).collect();
+    let mut counts: HashMap<Sku, Vec<ShardCounts>> =
+        stocked.iter().map(|(c, _)| c.clone()).zip(app.stock.read_many_shards_public(&stocked).await?).collect();
+    let out = days
+        .iter()
+        .zip(&cells)
+        .map(|(day, cell)| {
+            let shards = counts.remove(cell).unwrap_or_default();
             let snap = SkuSnapshot { sku: cell.clone(), stocked: 0, shards, per_user_limit: None };
-            anyhow::Ok(DateCounts { date: *day, counts: snap.totals() })
-        }
-    });
-    let out = futures::future::try_join_all(reads).await?;
+            DateCounts { date: *day, counts: snap.totals() }
+        })
+        .collect();
     Ok(Some((meta, out)))
 }

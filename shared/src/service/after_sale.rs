@@ -8,7 +8,7 @@ use super::orders::{OrderError, StockRefusal};
 use crate::clock;
 use crate::context::App;
 use crate::domain::kind::{BuyerRefund, Kind};
-use crate::domain::order::{Order, OrderAction, OrderRecord, ReturnInfo, Shipment};
+use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, RefundReview, ReturnInfo, Shipment};
 use crate::domain::refund::RefundReason;
 use crate::domain::reservation::{CodeFate, LockStatus};
 use crate::domain::{OrderId, ReservationId, UserId};
@@ -115,6 +115,12 @@ pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) 
             (Some(OrderRecord::Order(o)), Caller::Admin) => *o,
             _ => return Err(OrderError::NotFound),
         };
+        // a held refund is decided by an admin, never by asking again
+        if matches!((&change, caller), (Change::Refund { .. }, Caller::Buyer(_)))
+            && o.status == OrderStatus::RefundRequested
+        {
+            return Ok(o);
+        }
         let now = clock::now_ms();
         let next = match decide(&o, &change, now, app.config.auto_complete_after_s) {
             Ok(n) => n,
@@ -124,8 +130,22 @@ pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) 
             }
             Err(e) => return Err(e),
         };
-        stock_allows(app, caller, &o, &change).await?;
+        // a buyer's refund the policy holds for an admin (docs/payments.md, "Refund review")
+        let mut held = match (&change, caller) {
+            (Change::Refund { .. }, Caller::Buyer(_)) => review_needed(app, &o),
+            _ => None,
+        };
+        if held.is_none() {
+            held = stock_allows(app, caller, &o, &change).await?;
+        }
+        let next = match (held, &change) {
+            (Some(because), Change::Refund { reason }) => hold_for_review(&o, reason, because, now)?,
+            _ => next,
+        };
         if app.orders.replace(&o, &next).await? {
+            if next.status == OrderStatus::RefundRequested {
+                app.count(names::REFUNDS_HELD_FOR_REVIEW, 1);
+            }
             if let Change::AutoComplete = change {
                 app.count(names::ORDERS_AUTO_COMPLETED, 1);
             }
@@ -140,16 +160,102 @@ pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) 
     Err(OrderError::Store(anyhow::anyhow!("order {id} kept changing; retry")))
 }
 
+/// Why a buyer's refund of `o` waits for an admin, judged from the order alone: a confirmed
+/// supplier booking (the supplier may charge for it), or an amount above
+/// `HOLDFAST_REFUND_REVIEW_ABOVE`. Revealed codes are judged on the lock ([`stock_allows`]).
+fn review_needed(app: &App, o: &Order) -> Option<&'static str> {
+    if o.status != OrderStatus::Paid {
+        return None;
+    }
+    if o.supplier.iter().any(|b| b.status == crate::domain::supplier::BookingStatus::Confirmed) {
+        return Some("supplier_confirmed");
+    }
+    if app.config.refund_review_above.is_some_and(|limit| o.amount > limit) {
+        return Some("amount_above_threshold");
+    }
+    None
+}
+
+/// PAID → REFUND_REQUESTED with the review record.
+fn hold_for_review(o: &Order, reason: &str, because: &'static str, now_ms: i64) -> Result<Order, OrderError> {
+    let mut next = o.apply(OrderAction::RequestRefund, now_ms)?;
+    next.review = Some(RefundReview {
+        reason: reason.to_owned(),
+        because: because.to_owned(),
+        requested_at_ms: now_ms,
+        approved: None,
+        decided_by: None,
+        decision_reason: None,
+        decided_at_ms: None,
+    });
+    Ok(next)
+}
+
+/// An admin's decision on a held refund (`POST /admin/orders/{id}/refund-decision`): approved
+/// → REFUNDING (the refund is requested, a code order's codes are voided: never shown again),
+/// rejected → PAID. `actor` (the admin's `sub`) is recorded on the order. A repeat of the same
+/// decision answers the order as it is.
+pub async fn decide_refund(
+    app: &App,
+    id: &OrderId,
+    approve: bool,
+    reason: &str,
+    actor: &str,
+) -> Result<Order, OrderError> {
+    for attempt in 1..=super::CAS_ATTEMPTS {
+        let o = match app.orders.get(id).await? {
+            Some(OrderRecord::Order(o)) => *o,
+            _ => return Err(OrderError::NotFound),
+        };
+        let now = clock::now_ms();
+        if o.status != OrderStatus::RefundRequested {
+            if o.review.as_ref().and_then(|r| r.approved) == Some(approve) {
+                return Ok(o);
+            }
+            let action = if approve { OrderAction::StartRefund } else { OrderAction::RejectRefund };
+            return Err(crate::domain::order::InvalidTransition { from: o.status, action }.into());
+        }
+        let mut next = if approve {
+            let change = Change::Refund { reason: o.review.as_ref().map(|r| r.reason.clone()).unwrap_or_default() };
+            // an operator's refund: codes already shown are voided (withdrawn from the buyer)
+            stock_allows(app, Caller::Admin, &o, &change).await?;
+            decide(&o, &change, now, app.config.auto_complete_after_s)?
+        } else {
+            o.apply(OrderAction::RejectRefund, now)?
+        };
+        if let Some(r) = next.review.as_mut() {
+            r.approved = Some(approve);
+            r.decided_by = Some(actor.to_owned());
+            r.decision_reason = Some(reason.to_owned());
+            r.decided_at_ms = Some(now);
+        }
+        if app.orders.replace(&o, &next).await? {
+            if approve {
+                app.count(names::REFUNDS_REQUESTED, 1);
+            }
+            tracing::info!(order_id = %id, actor, approve, to = next.status.as_str(), "refund review decided");
+            return Ok(next);
+        }
+        super::backoff(attempt).await;
+    }
+    Err(OrderError::Store(anyhow::anyhow!("order {id} kept changing; retry")))
+}
+
 /// What the order's stock says about a change its status allows, asked of each line's kind
 /// (docs/inventory-models.md, "Kinds and their lifecycle"): a shipment needs the lock SOLD
 /// and not lost; a refund of a kind refunded only until it is shown (codes) records, once, that
-/// the codes are withdrawn — a buyer's is refused when the buyer has seen them, an operator's
-/// goes ahead (and the codes, already shown, stay shown).
-async fn stock_allows(app: &App, caller: Caller<'_>, o: &Order, change: &Change) -> Result<(), OrderError> {
+/// the codes are withdrawn — a buyer's refund of codes already shown waits for an admin
+/// (`Some("codes_revealed")`), an operator's goes ahead (the codes, already shown, are voided).
+async fn stock_allows(
+    app: &App,
+    caller: Caller<'_>,
+    o: &Order,
+    change: &Change,
+) -> Result<Option<&'static str>, OrderError> {
     let refund = matches!(change, Change::Refund { .. });
     let buyer_refund = refund && matches!(caller, Caller::Buyer(_));
     if !matches!(change, Change::Ship { .. }) && !refund {
-        return Ok(());
+        return Ok(None);
     }
     let rid = ReservationId::for_order(&o.id);
     let Some(r) = app.stock.get_reservation(&rid).await? else {
@@ -157,11 +263,11 @@ async fn stock_allows(app: &App, caller: Caller<'_>, o: &Order, change: &Change)
     };
     if let Change::Ship { .. } = change {
         if crate::mutant!("p2-3-ship-lost-stock") {
-            return Ok(());
+            return Ok(None);
         }
         return match (r.status, r.oversold) {
             (_, true) => Err(StockRefusal::StockLost.into()),
-            (LockStatus::Sold, false) => Ok(()),
+            (LockStatus::Sold, false) => Ok(None),
             (LockStatus::Frozen, false) => Err(StockRefusal::NotConfirmed.into()),
             // released (and not marked: the confirm is about to) or restocked: nothing to ship
             (LockStatus::Released | LockStatus::Restocked, false) => Err(StockRefusal::StockLost.into()),
@@ -169,17 +275,18 @@ async fn stock_allows(app: &App, caller: Caller<'_>, o: &Order, change: &Change)
     }
     let until_shown = r.lines.iter().any(|l| Kind::of_line(l).rules().buyer_refund == BuyerRefund::UntilRevealed);
     if !until_shown {
-        return Ok(());
+        return Ok(None);
     }
     match app.stock.settle_codes(&rid, CodeFate::Withdrawn).await? {
-        // an operator may refund codes already shown; a buyer may not (the simulator found an
-        // operator's refund that withdrew nothing, after which the buyer was shown the codes)
+        // an operator may refund codes already shown; a buyer's refund waits for one (the
+        // simulator found an operator's refund that withdrew nothing, after which the buyer
+        // was shown the codes)
         Some(CodeFate::Revealed) if buyer_refund && !crate::mutant!("p2-6-refund-after-reveal") => {
-            Err(StockRefusal::CodesRevealed.into())
+            Ok(Some("codes_revealed"))
         }
         // withdrawn (now or by an earlier attempt), or a released lock whose codes went back
         // to the pool unseen: the refund may go ahead
-        Some(CodeFate::Withdrawn | CodeFate::Revealed) | None => Ok(()),
+        Some(CodeFate::Withdrawn | CodeFate::Revealed) | None => Ok(None),
     }
 }
 
@@ -191,7 +298,7 @@ fn replayed(o: &Order, change: &Change) -> bool {
             o.shipment.as_ref().is_some_and(|s| &s.tracking_number == tracking_number) && o.status == Shipped
         }
         Change::ConfirmReceipt => o.status == Completed,
-        Change::Refund { .. } => matches!(o.status, Refunding | Refunded),
+        Change::Refund { .. } => matches!(o.status, Refunding | Refunded | RefundRequested),
         Change::RequestReturn { .. } => o.status == ReturnRequested,
         Change::ReceiveReturn { restock } => {
             o.status == Returned && o.return_info.as_ref().and_then(|r| r.restock) == Some(*restock)
@@ -235,6 +342,8 @@ mod tests {
             shipment: None,
             return_info: None,
             supplier: Vec::new(),
+            attempts: Vec::new(),
+            review: None,
         }
     }
 

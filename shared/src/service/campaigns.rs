@@ -7,7 +7,7 @@ use crate::domain::allocation::adjustment_pieces;
 use crate::domain::campaign::{check_update, gate, Campaign, CampaignSpec, GateRefusal, SpecError, UpdateRefusal};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::{CampaignId, Sku, UserId};
-use crate::ports::{AdjustRejection, CampaignAdjustment, Counter};
+use crate::ports::{AdjustRejection, AdminStamp, CampaignAdjustment, Counter};
 
 const ATTEMPTS: u32 = 10;
 
@@ -43,6 +43,29 @@ fn sum(counts: &[ShardCounts]) -> ShardCounts {
 
 /// Creates a campaign (201) or updates its name, window, prices and limits (200).
 pub async fn put(app: &App, id: &CampaignId, spec: &CampaignSpec) -> Result<(Campaign, bool), CampaignError> {
+    put_by(app, id, spec, None).await
+}
+
+/// Who last replaced the campaign's record through an admin write (security review L7).
+pub async fn updated_by(app: &App, id: &CampaignId) -> anyhow::Result<Option<AdminStamp>> {
+    app.stock.admin_stamp(crate::ports::Stamped::Campaign(id)).await
+}
+
+/// The campaign record, written, stamped with the admin who asked (security review L7).
+async fn write(app: &App, c: &Campaign, expected: Option<u64>, by: Option<AdminStamp>) -> anyhow::Result<bool> {
+    match by {
+        Some(b) => app.stock.write_campaign_as(c, expected, &b).await,
+        None => app.stock.write_campaign(c, expected).await,
+    }
+}
+
+/// [`put`] by an admin: the campaign record keeps the caller's `sub`.
+pub async fn put_by(
+    app: &App,
+    id: &CampaignId,
+    spec: &CampaignSpec,
+    actor: Option<&str>,
+) -> Result<(Campaign, bool), CampaignError> {
     spec.validate()?;
     let skus: Vec<Sku> = spec.items.iter().map(|i| i.sku.clone()).collect();
     let metas = app.stock.get_skus(&skus).await?;
@@ -89,7 +112,7 @@ pub async fn put(app: &App, id: &CampaignId, spec: &CampaignSpec) -> Result<(Cam
                 (next, Some(old.version))
             }
         };
-        if app.stock.write_campaign(&next, expected).await? {
+        if write(app, &next, expected, actor.map(|a| AdminStamp::now(a, "put"))).await? {
             app.caches.forget_campaign(id);
             tracing::info!(campaign = %id, version = next.version, "campaign written");
             return Ok((next, expected.is_none()));
@@ -102,13 +125,24 @@ pub async fn put(app: &App, id: &CampaignId, spec: &CampaignSpec) -> Result<(Cam
 /// Pauses or resumes a campaign: one transaction over its metadata and every quota shard, so
 /// the next freeze sees it (no cache stands between the flag and the write condition).
 pub async fn set_paused(app: &App, id: &CampaignId, paused: bool) -> Result<Campaign, CampaignError> {
+    set_paused_by(app, id, paused, None).await
+}
+
+/// [`set_paused`] by an admin: the campaign record keeps the caller's `sub`.
+pub async fn set_paused_by(
+    app: &App,
+    id: &CampaignId,
+    paused: bool,
+    actor: Option<&str>,
+) -> Result<Campaign, CampaignError> {
     for attempt in 1..=ATTEMPTS {
         let old = app.stock.get_campaign(id, true).await?.ok_or_else(|| CampaignError::UnknownCampaign(id.clone()))?;
         if old.paused == paused {
             return Ok(old);
         }
         let next = Campaign { paused, version: old.version + 1, ..old.clone() };
-        if app.stock.write_campaign(&next, Some(old.version)).await? {
+        let by = actor.map(|a| AdminStamp::now(a, if paused { "pause" } else { "resume" }));
+        if write(app, &next, Some(old.version), by).await? {
             app.caches.forget_campaign(id);
             tracing::info!(campaign = %id, paused, "campaign switch");
             return Ok(next);

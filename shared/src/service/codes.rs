@@ -5,7 +5,8 @@
 use crate::clock;
 use crate::context::App;
 use crate::domain::codes::{
-    batch_hash, check_code, mask, placement, BatchResult, CodeAppend, Keyring, StoredCode, MAX_BATCH,
+    batch_hash, check_code, key_context, mask, placement, wrapped_key, BatchResult, CodeAppend, DataKey, Keyring,
+    StoredCode, MAX_BATCH,
 };
 use crate::domain::kind::Stocking;
 use crate::domain::reservation::{CodeFate, LockStatus};
@@ -38,6 +39,10 @@ pub enum CodeError {
     CodesReturned,
     #[error("the order's codes were withdrawn with its refund; they are never shown")]
     CodesWithdrawn,
+    /// An admin approved the buyer's refund of codes already shown (docs/payments.md,
+    /// "Refund review"): the codes are void and never shown again.
+    #[error("the order's codes were voided by its approved refund; they are never shown again")]
+    CodesVoided,
     /// Paid, but its stock is not confirmed yet (the event flow takes well under a second).
     #[error("the order's payment is being applied; its codes are shown in a moment")]
     NotReady,
@@ -124,10 +129,17 @@ pub async fn upload(
         }
     }
     let mut todo = sort_known(app, sku, batch_id, &fps, fresh, &mut added, &mut dups).await?;
+    // Sealed under a KMS data key made for this SKU (v3; one GenerateDataKey per SKU per warm
+    // Lambda and cache period), or under the keyring (v2) where no KMS key is configured.
+    let data_key = match (&app.code_key_service, todo.is_empty()) {
+        (Some(k), false) => Some(k.generate_data_key(&key_context(sku)).await.map_err(CodeError::Keys)?),
+        _ => None,
+    };
+    let seal = Seal { keys: &keys, data_key: data_key.as_ref() };
     let per_tx = usize::from(98u16.saturating_sub(meta.shards)).max(2) / 2;
     while !todo.is_empty() {
         let chunk: Vec<usize> = todo.drain(..todo.len().min(per_tx)).collect();
-        let left = add_chunk(app, &meta, &keys, batch_id, codes, &fps, chunk, actor, &mut added, &mut dups).await?;
+        let left = add_chunk(app, &meta, &seal, batch_id, codes, &fps, chunk, actor, &mut added, &mut dups).await?;
         todo.splice(0..0, left);
     }
     dups.sort_unstable();
@@ -144,6 +156,21 @@ pub async fn upload(
     }
     tracing::info!(sku = %sku, batch_id, added, duplicates = result.duplicates, "codes uploaded");
     Ok((result, true))
+}
+
+/// How an upload seals: under a KMS data key (v3) when it has one, else under the keyring (v2).
+struct Seal<'a> {
+    keys: &'a Keyring,
+    data_key: Option<&'a DataKey>,
+}
+
+impl Seal<'_> {
+    fn at(&self, sku: &Sku, shard: u16, pos: u64, code: &str) -> anyhow::Result<StoredCode> {
+        match self.data_key {
+            Some(dk) => self.keys.seal_kms(dk, sku, shard, pos, code),
+            None => self.keys.seal_at(sku, shard, pos, code),
+        }
+    }
 }
 
 /// Splits `idx` into the codes still to store; those the pool holds already are counted as
@@ -176,7 +203,7 @@ async fn sort_known(
 async fn add_chunk(
     app: &App,
     meta: &SkuMeta,
-    keys: &Keyring,
+    seal: &Seal<'_>,
     batch_id: &str,
     codes: &[String],
     fps: &[String],
@@ -203,12 +230,12 @@ async fn add_chunk(
         shard_ids.sort_unstable();
         for shard in shard_ids {
             let idx = &by_shard[&shard];
-            // each code sealed for the slot it is appended to (v2, security review L6)
+            // each code sealed for the slot it is appended to (v2/v3, security review L6)
             let tail = rings[usize::from(shard)].tail;
             let sealed = idx
                 .iter()
                 .enumerate()
-                .map(|(k, i)| keys.seal_at(sku, shard, tail + k as u64, &codes[*i]))
+                .map(|(k, i)| seal.at(sku, shard, tail + k as u64, &codes[*i]))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             pieces.push((shard, idx.len() as i64));
             appends.push(CodeAppend { cell: sku.clone(), shard, tail, codes: sealed });
@@ -253,6 +280,9 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
     };
     if !o.status.is_paid_or_later() {
         return Err(CodeError::NotPaid(o.status.as_str()));
+    }
+    if o.review.as_ref().and_then(|r| r.approved) == Some(true) {
+        return Err(CodeError::CodesVoided);
     }
     let Some(r) = app.stock.get_reservation(&ReservationId::for_order(id)).await? else {
         return Ok(Vec::new());
@@ -315,7 +345,21 @@ async fn open_checked(
             "a stored code was refused at reveal (tampered or misplaced); nothing shown");
         CodeError::Tampered
     };
-    let opened = keys.open_at(sku, at, c).map_err(|e| refuse(e.to_string()))?;
+    // a v3 code's data key, from the key service under this SKU's encryption context: one made
+    // for another SKU (or under another key) is refused by the key service itself
+    let data_key = match wrapped_key(c).map_err(|e| refuse(e.to_string()))? {
+        None => None,
+        Some(wrapped) => {
+            let service = app.code_key_service.as_ref().ok_or_else(|| {
+                CodeError::Keys(anyhow::anyhow!("a code sealed under KMS, and no KMS key is configured"))
+            })?;
+            match service.decrypt_data_key(&wrapped, &key_context(sku)).await.map_err(CodeError::Keys)? {
+                Some(k) => Some(k),
+                None => return Err(refuse("the key service refused its data key for this SKU".into())),
+            }
+        }
+    };
+    let opened = keys.open_at_with(sku, at, c, data_key.as_ref()).map_err(|e| refuse(e.to_string()))?;
     if let Some((shard, pos)) = opened.relocated {
         if !app.stock.code_left_slot(sku, shard, pos).await? {
             return Err(refuse(format!(
@@ -411,4 +455,119 @@ pub async fn summary(app: &App, sku: &Sku) -> Result<PoolSummary, CodeError> {
         sold: counts.iter().map(|c| c.sold).sum(),
         low_water: app.config.code_pool_low_water,
     })
+}
+
+#[cfg(test)]
+mod kms_tests {
+    use super::*;
+    use crate::adapters::kms::{CachedKeys, MemoryKeyService};
+    use crate::adapters::memory::memory_app;
+    use crate::config::{Config, Secret};
+    use crate::domain::model::{Deduct, InventoryModel, Management, Unit};
+    use crate::domain::{Currency, Quantity};
+    use crate::service::stock::{LineRequest, OnReleased};
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    /// An app whose key service is the in-memory one (behind the warm-Lambda cache), with a pool
+    /// `C` of `n` codes uploaded in one batch.
+    async fn pool(n: usize) -> (App, Arc<MemoryKeyService>, Vec<String>) {
+        let mut c = Config::from_lookup(&|_| None).unwrap();
+        c.soldout_cache_ms = 0;
+        c.sku_cache_ms = 0;
+        c.code_key = Secret::new(Keyring::generate_secret("t1"));
+        let (app, _w) = memory_app("test", c).unwrap();
+        let mem = Arc::new(MemoryKeyService::default());
+        let app = App { code_key_service: Some(Arc::new(CachedKeys::new(mem.clone()))), ..app };
+        let sku = Sku::parse("C").unwrap();
+        let spec = crate::service::admin::SkuSpec {
+            name: "gift".into(),
+            price: 100,
+            currency: Currency::parse("EUR").unwrap(),
+            shards: 1,
+            per_user_limit: None,
+            model: InventoryModel { management: Management::CodePool, unit: Unit::Single, deduct: Deduct::AtOrder },
+            bundle: Vec::new(),
+            supplier: None,
+        };
+        crate::service::admin::put_sku(&app, &sku, &spec, Some("ops")).await.unwrap();
+        let codes: Vec<String> = (0..n).map(|i| format!("GIFT-CODE-{i:04}")).collect();
+        upload(&app, &sku, "b1", &codes, Some("ops")).await.unwrap();
+        (app, mem, codes)
+    }
+
+    /// A paid order of `user` for `q` codes of `C`, its lock SOLD.
+    async fn sold(app: &App, user: &str, q: u64) -> OrderId {
+        let buyer = UserId::parse(user).unwrap();
+        let key = crate::domain::IdempotencyKey::parse("k1").unwrap();
+        let line = LineRequest::plain(Sku::parse("C").unwrap(), Quantity::new(q).unwrap());
+        let (o, _) = crate::service::orders::create(app, &buyer, &key, vec![line]).await.unwrap();
+        let n = crate::service::payments::PaymentNotice {
+            payment_id: format!("p-{user}"),
+            provider: crate::domain::order::Provider::Generic,
+            order_id: o.id.clone(),
+            amount: o.amount,
+            currency: o.currency.to_string(),
+            succeeded: true,
+        };
+        crate::service::payments::apply(app, &n).await.unwrap();
+        crate::service::stock::confirm(app, &ReservationId::for_order(&o.id), OnReleased::Retake).await.unwrap();
+        o.id
+    }
+
+    #[tokio::test]
+    async fn codes_sealed_under_a_kms_data_key_open_for_their_owner_with_one_key_service_call_per_data_key() {
+        let (app, mem, codes) = pool(6).await;
+        assert_eq!(mem.generated.load(Ordering::Relaxed), 1, "one GenerateDataKey for the batch of 6");
+        let sku = Sku::parse("C").unwrap();
+        let stored = app.stock.read_codes(&sku, &[(0, 0)]).await.unwrap().remove(0).unwrap();
+        assert!(stored.sealed.starts_with("v3.0.0."), "{}", stored.sealed);
+        assert_eq!(stored.kid, crate::domain::codes::KMS_KID);
+        // a second batch within the cache period reuses the SKU's data key
+        let more: Vec<String> = (0..2).map(|i| format!("MORE-CODE-{i:04}")).collect();
+        upload(&app, &sku, "b2", &more, Some("ops")).await.unwrap();
+        assert_eq!(mem.generated.load(Ordering::Relaxed), 1);
+        // two buyers: the first reveal opens the data key once, the rest come from the cache
+        let (ann, bob) = (sold(&app, "ann", 2).await, sold(&app, "bob", 1).await);
+        let shown = reveal(&app, &UserId::parse("ann").unwrap(), &ann).await.unwrap();
+        assert_eq!(shown.len(), 2);
+        assert!(shown.iter().all(|(s, c)| *s == sku && codes.contains(c)));
+        assert_eq!(mem.decrypted.load(Ordering::Relaxed), 1, "one Decrypt for two codes of one data key");
+        let again = reveal(&app, &UserId::parse("ann").unwrap(), &ann).await.unwrap();
+        assert_eq!(again, shown);
+        assert_eq!(reveal(&app, &UserId::parse("bob").unwrap(), &bob).await.unwrap().len(), 1);
+        assert_eq!(mem.decrypted.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_code_whose_data_key_the_key_service_refuses_is_never_shown() {
+        let (app, _mem, _codes) = pool(2).await;
+        let ann = sold(&app, "ann", 1).await;
+        // the same table under another key service (another KMS key): its data keys do not open
+        let other = App { code_key_service: Some(Arc::new(MemoryKeyService::default())), ..app };
+        let r = reveal(&other, &UserId::parse("ann").unwrap(), &ann).await;
+        assert!(matches!(r, Err(CodeError::Tampered)), "{r:?}");
+        // and without any key service a v3 code is a configuration error, not a code shown
+        let none = App { code_key_service: None, ..other };
+        let r = reveal(&none, &UserId::parse("ann").unwrap(), &ann).await;
+        assert!(matches!(r, Err(CodeError::Keys(_))), "{r:?}");
+    }
+
+    #[tokio::test]
+    async fn without_a_key_service_uploads_seal_v2_and_both_versions_open_side_by_side() {
+        let (app, _mem, codes) = pool(1).await;
+        let service = app.code_key_service.clone();
+        let v2_app = App { code_key_service: None, ..app };
+        let sku = Sku::parse("C").unwrap();
+        upload(&v2_app, &sku, "b2", &["OLD-CODE-0001".to_owned()], Some("ops")).await.unwrap();
+        let stored = v2_app.stock.read_codes(&sku, &[(0, 1)]).await.unwrap().remove(0).unwrap();
+        assert!(stored.sealed.starts_with("v2.0.1."), "{}", stored.sealed);
+        // the rotation path: a v3 and a v2 code in one order both open
+        let app = App { code_key_service: service, ..v2_app };
+        let ann = sold(&app, "ann", 2).await;
+        let mut shown: Vec<String> =
+            reveal(&app, &UserId::parse("ann").unwrap(), &ann).await.unwrap().into_iter().map(|(_, c)| c).collect();
+        shown.sort();
+        assert_eq!(shown, vec![codes[0].clone(), "OLD-CODE-0001".to_owned()]);
+    }
 }

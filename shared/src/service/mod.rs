@@ -6,9 +6,11 @@ pub mod campaigns;
 pub mod checks;
 pub mod codes;
 pub mod orders;
+pub mod paying;
 pub mod payments;
 pub mod reconcile;
 pub mod refunds;
+pub mod settlement;
 pub mod stock;
 pub mod supplier;
 

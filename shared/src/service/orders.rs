@@ -1,10 +1,11 @@
 //! The order service: create-order (docs/architecture.md, "Checkout"), read, cancel, payment timeout ("Payment timeout").
 
+use super::paying::DeadlineOutcome;
 use super::stock::{self, FreezeError, FreezeRequest, Frozen, LineRequest};
 use crate::clock;
 use crate::context::App;
 use crate::domain::money::{Money, MoneyError};
-use crate::domain::order::{Order, OrderAction, OrderLine, OrderRecord, OrderStatus};
+use crate::domain::order::{AttemptState, Order, OrderAction, OrderLine, OrderRecord, OrderStatus};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
 use crate::domain::{Currency, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 use crate::faults::{self, InjectedCrash};
@@ -228,6 +229,8 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation) -> Result<Order, Creat
         shipment: None,
         return_info: None,
         supplier: Vec::new(),
+        attempts: Vec::new(),
+        review: None,
     })
 }
 
@@ -316,9 +319,6 @@ pub enum StockRefusal {
     /// Ship: the payment's stock move has not run yet.
     #[error("the order's stock is not confirmed yet; retry in a moment")]
     NotConfirmed,
-    /// Refund: the buyer has seen the order's codes (a code cannot be taken back).
-    #[error("the order's codes were shown; its refund is not automatic")]
-    CodesRevealed,
 }
 
 /// The order, if `user` owns it (anyone else gets `NotFound`, as for a missing order).
@@ -329,11 +329,25 @@ pub async fn get_owned(app: &App, user: &UserId, id: &OrderId) -> Result<Order, 
     }
 }
 
-/// PENDING_PAYMENT → CANCELLED (compare-and-set). The stock is released by the event flow.
+/// PENDING_PAYMENT (or PAYING) → CANCELLED (compare-and-set). The stock is released by the
+/// event flow. A PAYING order's payment is cancelled at its provider first; if the provider
+/// answers that it already succeeded, the order is paid instead and the cancel refused.
 pub async fn cancel(app: &App, user: &UserId, id: &OrderId) -> Result<Order, OrderError> {
     for attempt in 1..=super::CAS_ATTEMPTS {
         let o = get_owned(app, user, id).await?;
-        let next = o.apply(OrderAction::Cancel, clock::now_ms())?;
+        let mut next = o.apply(OrderAction::Cancel, clock::now_ms())?;
+        if let Some(a) =
+            o.current_attempt().filter(|a| o.status == OrderStatus::Paying && a.state == AttemptState::Open)
+        {
+            match super::paying::cancel_at_provider(app, &o, a).await? {
+                super::paying::Cancelled::Cancelled => {}
+                // paid (or changed) meanwhile: decide again on what is stored now
+                _ => continue,
+            }
+            if let Some(a) = next.attempts.last_mut() {
+                a.state = AttemptState::Cancelled;
+            }
+        }
         let next = Order { cancel_reason: Some("cancelled by user".into()), ..next };
         if app.orders.replace(&o, &next).await? {
             tracing::info!(order_id = %id, "order cancelled");
@@ -359,6 +373,8 @@ pub enum TimeoutOutcome {
     Expired,
     ReArmed(u32),
     Ignored,
+    /// A PAYING order's provider reported its payment succeeded (docs/payments.md).
+    Paid,
 }
 
 /// Expires an unpaid order at its deadline; re-arms if the deadline is further than one hop.
@@ -366,7 +382,12 @@ pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Re
     for attempt in 1..=super::CAS_ATTEMPTS {
         let now = clock::now_s();
         let o = match app.orders.get(id).await? {
-            Some(OrderRecord::Order(o)) if o.status == OrderStatus::PendingPayment => o,
+            Some(OrderRecord::Order(o)) if matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying) => o,
+            // paid or closed with a payment attempt that could still take money: settle it
+            Some(OrderRecord::Order(o)) if o.attempts.iter().any(|a| a.state.unsettled()) => {
+                super::paying::settle_stray_attempts(app, &o).await?;
+                return Ok(TimeoutOutcome::Ignored);
+            }
             _ => return Ok(TimeoutOutcome::Ignored),
         };
         let deadline = o.pay_expire_at.max(due_at);
@@ -376,7 +397,19 @@ pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Re
             app.messages.send(&msg, wait).await?;
             return Ok(TimeoutOutcome::ReArmed(wait));
         }
-        if expire(app, &o).await? {
+        if o.status == OrderStatus::Paying {
+            // a payment was started: its provider decides (docs/payments.md, "At the deadline")
+            match super::paying::at_deadline(app, &o).await? {
+                DeadlineOutcome::Paid => return Ok(TimeoutOutcome::Paid),
+                DeadlineOutcome::Expired => return Ok(TimeoutOutcome::Expired),
+                DeadlineOutcome::Waiting(s) => return Ok(TimeoutOutcome::ReArmed(s)),
+                DeadlineOutcome::Moved => {}
+            }
+        } else if o.attempts.iter().any(|a| a.state.unsettled()) {
+            // a failed attempt may have been paid since at the provider: asked before expiring
+            super::paying::settle_stray_attempts(app, &o).await?;
+            continue;
+        } else if expire(app, &o).await? {
             return Ok(TimeoutOutcome::Expired);
         }
         super::backoff(attempt).await;
@@ -384,7 +417,8 @@ pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Re
     anyhow::bail!("order {id} kept changing under the timeout; the message will be retried")
 }
 
-/// CAS PENDING_PAYMENT → EXPIRED; `false` if the order moved first (caller re-reads).
+/// CAS PENDING_PAYMENT → EXPIRED; `false` if the order moved first (caller re-reads). A PAYING
+/// order is never expired here: [`super::paying::at_deadline`] asks its provider first.
 pub async fn expire(app: &App, o: &Order) -> anyhow::Result<bool> {
     let next = o.apply(OrderAction::Expire, clock::now_ms())?;
     let won = app.orders.replace(o, &next).await?;

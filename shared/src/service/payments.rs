@@ -4,7 +4,9 @@
 
 use crate::clock;
 use crate::context::App;
-use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord, Provider};
+use crate::domain::order::{
+    AttemptState, Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord, Provider,
+};
 use crate::domain::refund::{refund_id_for, RefundReason, RefundRecord};
 use crate::domain::OrderId;
 use crate::telemetry::names;
@@ -73,7 +75,7 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
         if o.payments.len() >= MAX_PAYMENTS_PER_ORDER && !n.succeeded {
             return Err(PaymentError::TooManyPayments);
         }
-        let (next, result) = decide(&o, n, clock::now_ms());
+        let (next, result) = decide(&o, n, clock::now_ms(), app.config.payment_grace_s);
         if app.orders.replace(&o, &next).await? {
             match result {
                 Err(_) => app.count(names::PAYMENT_AMOUNT_MISMATCH, 1),
@@ -93,8 +95,9 @@ fn mismatched(o: &Order, amount: u64, currency: &str) -> bool {
     amount != o.amount || currency != o.currency.as_str()
 }
 
-/// The order after this notice, and the answer. Pure.
-pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<PaymentResult, PaymentError>) {
+/// The order after this notice, and the answer. Pure. `grace_s`: how long past its deadline a
+/// PAYING order may still be paid (its payment was started in time; docs/payments.md).
+pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order, Result<PaymentResult, PaymentError>) {
     let record = |outcome| PaymentRecord {
         payment_id: n.payment_id.clone(),
         provider: n.provider,
@@ -112,11 +115,23 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<Payme
         return (next, Err(PaymentError::AmountMismatch));
     }
     if !n.succeeded {
-        let next = o.next(now_ms, |x| push_payment(x, record(PaymentOutcome::FailedRecorded), now_ms));
+        // the open attempt failed: the order is payable again (a new attempt may follow)
+        let current = o.current_attempt().is_some_and(|a| a.payment_id == n.payment_id);
+        let base = match o.apply(OrderAction::PaymentFailed, now_ms) {
+            Ok(payable) if current => payable,
+            _ => o.next(now_ms, |_| {}),
+        };
+        let mut next = base;
+        mark_attempt(&mut next, &n.payment_id, AttemptState::Failed);
+        push_payment(&mut next, record(PaymentOutcome::FailedRecorded), now_ms);
         return (next, Ok(PaymentResult::FailedRecorded));
     }
-    if o.status == OrderStatus::PendingPayment
-        && now_ms / 1000 >= o.pay_expire_at
+    let closes_at = match o.status {
+        OrderStatus::Paying => o.pay_expire_at + grace_s.max(0),
+        _ => o.pay_expire_at,
+    };
+    if matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying)
+        && now_ms / 1000 >= closes_at
         && !crate::mutant!("payment-ignores-deadline")
     {
         // Past the deadline the order is expired whether or not its timeout message ran yet
@@ -124,6 +139,7 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<Payme
         // timeout would have before this callback.
         if let Ok(expired) = o.apply(OrderAction::Expire, now_ms) {
             let mut next = expired;
+            mark_attempt(&mut next, &n.payment_id, AttemptState::Succeeded);
             push_payment(&mut next, record(PaymentOutcome::RefundRequested), now_ms);
             return (next, Ok(PaymentResult::RefundRequested));
         }
@@ -131,14 +147,28 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64) -> (Order, Result<Payme
     match o.apply(OrderAction::Pay, now_ms) {
         Ok(mut paid) => {
             paid.payment_id = Some(n.payment_id.clone());
+            mark_attempt(&mut paid, &n.payment_id, AttemptState::Succeeded);
             push_payment(&mut paid, record(PaymentOutcome::Applied), now_ms);
             (paid, Ok(PaymentResult::Applied))
         }
         // Paid by another payment, or closed: the money goes back (docs/architecture.md, "Payment callback").
         Err(_) => {
-            debug_assert!(o.status != OrderStatus::PendingPayment);
-            let next = o.next(now_ms, |x| push_payment(x, record(PaymentOutcome::RefundRequested), now_ms));
+            debug_assert!(!matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying));
+            let next = o.next(now_ms, |x| {
+                mark_attempt(x, &n.payment_id, AttemptState::Succeeded);
+                push_payment(x, record(PaymentOutcome::RefundRequested), now_ms)
+            });
             (next, Ok(PaymentResult::RefundRequested))
+        }
+    }
+}
+
+/// Records how the attempt that made `payment_id` ended, if Holdfast started it.
+fn mark_attempt(o: &mut Order, payment_id: &str, state: AttemptState) {
+    if let Some(a) = o.attempts.iter_mut().find(|a| a.payment_id == payment_id) {
+        // a success is final: a late failure notice never overwrites it
+        if a.state != AttemptState::Succeeded {
+            a.state = state;
         }
     }
 }
@@ -178,6 +208,8 @@ mod tests {
             shipment: None,
             return_info: None,
             supplier: Vec::new(),
+            attempts: Vec::new(),
+            review: None,
         }
     }
 
@@ -195,7 +227,7 @@ mod tests {
     #[test]
     fn money_for_a_supplier_order_not_yet_confirmed_or_failed_goes_back() {
         for st in [OrderStatus::AwaitingSupplier, OrderStatus::Failed] {
-            let (next, r) = decide(&order(st), &notice(500, true), 9);
+            let (next, r) = decide(&order(st), &notice(500, true), 9, 600);
             assert_eq!(r.unwrap(), PaymentResult::RefundRequested, "{st:?}");
             assert_eq!((next.status, next.refunds.len()), (st, 1), "{st:?}");
         }
@@ -203,7 +235,7 @@ mod tests {
 
     #[test]
     fn a_matching_success_pays_a_pending_order() {
-        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(500, true), 9);
+        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(500, true), 9, 600);
         assert_eq!(r.unwrap(), PaymentResult::Applied);
         assert_eq!(next.status, OrderStatus::Paid);
         assert_eq!(next.payment_id.as_deref(), Some("p1"));
@@ -213,7 +245,7 @@ mod tests {
     #[test]
     fn a_success_on_a_closed_order_requests_a_refund_and_keeps_it_closed() {
         for st in [OrderStatus::Expired, OrderStatus::Cancelled, OrderStatus::Paid] {
-            let (next, r) = decide(&order(st), &notice(500, true), 9);
+            let (next, r) = decide(&order(st), &notice(500, true), 9, 600);
             assert_eq!(r.unwrap(), PaymentResult::RefundRequested);
             assert_eq!(next.status, st);
             assert_eq!(next.refund_requests(), 1);
@@ -224,7 +256,7 @@ mod tests {
 
     #[test]
     fn a_captured_wrong_amount_is_refused_and_refunded() {
-        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(499, true), 9);
+        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(499, true), 9, 600);
         assert!(matches!(r, Err(PaymentError::AmountMismatch)));
         assert_eq!(next.status, OrderStatus::PendingPayment);
         assert_eq!(next.payments[0].outcome, PaymentOutcome::RefundRequested);
@@ -233,7 +265,7 @@ mod tests {
 
     #[test]
     fn a_failed_notice_with_a_wrong_amount_is_recorded_without_a_refund() {
-        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(499, false), 9);
+        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(499, false), 9, 600);
         assert!(matches!(r, Err(PaymentError::AmountMismatch)));
         assert_eq!(next.payments[0].outcome, PaymentOutcome::AmountMismatch);
         assert_eq!(next.refund_requests(), 0);
@@ -243,18 +275,18 @@ mod tests {
     fn a_success_past_the_deadline_expires_the_order_and_requests_a_refund() {
         let mut o = order(OrderStatus::PendingPayment);
         o.pay_expire_at = 100;
-        let (next, r) = decide(&o, &notice(500, true), 100_000);
+        let (next, r) = decide(&o, &notice(500, true), 100_000, 600);
         assert_eq!(r.unwrap(), PaymentResult::RefundRequested);
         assert_eq!(next.status, OrderStatus::Expired);
         assert_eq!(next.refund_requests(), 1);
         assert_eq!(next.version, o.version + 1, "one compare-and-set");
-        let (paid, r) = decide(&o, &notice(500, true), 99_999);
+        let (paid, r) = decide(&o, &notice(500, true), 99_999, 600);
         assert_eq!((r.unwrap(), paid.status), (PaymentResult::Applied, OrderStatus::Paid));
     }
 
     #[test]
     fn a_failed_payment_is_recorded_and_the_order_stays_pending() {
-        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(500, false), 9);
+        let (next, r) = decide(&order(OrderStatus::PendingPayment), &notice(500, false), 9, 600);
         assert_eq!(r.unwrap(), PaymentResult::FailedRecorded);
         assert_eq!(next.status, OrderStatus::PendingPayment);
     }

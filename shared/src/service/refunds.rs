@@ -5,7 +5,7 @@
 
 use crate::clock;
 use crate::context::App;
-use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus};
+use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, Provider};
 use crate::domain::refund::{refund_id_for, RefundReason, RefundRecord, RefundStatus};
 use crate::domain::{OrderId, ReservationId};
 use crate::ports::RefundRequest;
@@ -14,6 +14,9 @@ use crate::telemetry::names;
 /// A provider's webhook saying a refund went through (or failed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefundConfirmation {
+    /// The provider whose signed webhook carried it: only a refund issued to that provider can
+    /// be confirmed by it (security review L1).
+    pub provider: Provider,
     pub order_id: OrderId,
     /// Our refund id, when the provider echoes it (metadata); else matched by `provider_refund_id`.
     pub refund_id: Option<String>,
@@ -50,6 +53,10 @@ pub enum RefundError {
     UnknownRefund,
     #[error("amount does not match the refund")]
     AmountMismatch,
+    /// A confirmation that does not fit the refund as recorded: not ISSUED, issued to another
+    /// provider, or under another provider refund id. Nothing is changed (security review L1).
+    #[error("refund confirmation refused: {0}")]
+    ConfirmationRefused(&'static str),
     /// The provider refused the refund (not retryable by itself); recorded on the order.
     #[error("the provider refused refund {refund_id}: {reason}")]
     Refused { refund_id: String, reason: String },
@@ -113,45 +120,66 @@ pub(crate) fn finish_if_refunded(o: &mut Order, now_ms: i64) {
     }
 }
 
+/// What a provider's confirmation does to the order: the order to write and the answer, `None`
+/// for a duplicate (nothing to write), or why it is refused. A confirmation is accepted only for
+/// a refund ISSUED to the same provider under the provider refund id it recorded (a confirmed
+/// one answers a duplicate); a FAILED notice is counted once (security review L1). Pure.
+pub fn decide_confirmation(
+    o: &Order,
+    c: &RefundConfirmation,
+    now_ms: i64,
+) -> Result<Option<(Order, ConfirmResult)>, RefundError> {
+    let r = o
+        .refunds
+        .iter()
+        .find(|r| {
+            c.refund_id.as_deref() == Some(r.refund_id.as_str())
+                || r.provider_refund_id.as_deref() == Some(c.provider_refund_id.as_str())
+        })
+        .ok_or(RefundError::UnknownRefund)?;
+    if r.provider != c.provider {
+        return Err(RefundError::ConfirmationRefused("the refund was issued to another provider"));
+    }
+    if r.status == RefundStatus::Requested {
+        return Err(RefundError::ConfirmationRefused("the refund has not been issued"));
+    }
+    if r.provider_refund_id.as_deref() != Some(c.provider_refund_id.as_str()) {
+        return Err(RefundError::ConfirmationRefused("the provider refund id is not the one issued"));
+    }
+    if r.amount != c.amount {
+        return Err(RefundError::AmountMismatch);
+    }
+    if r.status == RefundStatus::Confirmed {
+        return Ok(None);
+    }
+    let id = r.refund_id.clone();
+    if !c.succeeded {
+        if r.failure_reported_at_ms.is_some() {
+            return Ok(None); // the same FAILED notice again
+        }
+        let next = o.next(now_ms, |x| {
+            if let Some(r) = x.refunds.iter_mut().find(|r| r.refund_id == id) {
+                r.failures += 1;
+                r.failure_reported_at_ms = Some(now_ms);
+            }
+        });
+        return Ok(Some((next, ConfirmResult::FailureRecorded)));
+    }
+    Ok(Some((with_confirmed(o, &id, now_ms), ConfirmResult::Applied)))
+}
+
 /// Records the provider's answer. Idempotent: a confirmed refund stays confirmed.
 pub async fn confirm(app: &App, c: &RefundConfirmation) -> Result<ConfirmResult, RefundError> {
     let now = clock::now_ms();
-    let (_, result) = cas(
-        app,
-        &c.order_id,
-        |o| {
-            let r = o
-                .refunds
-                .iter()
-                .find(|r| {
-                    c.refund_id.as_deref() == Some(r.refund_id.as_str())
-                        || r.provider_refund_id.as_deref() == Some(c.provider_refund_id.as_str())
-                })
-                .ok_or(RefundError::UnknownRefund)?;
-            if r.amount != c.amount {
-                return Err(RefundError::AmountMismatch);
-            }
-            if r.status == RefundStatus::Confirmed {
-                return Ok(None);
-            }
-            if !c.succeeded {
-                let id = r.refund_id.clone();
-                let next = o.next(now, |x| {
-                    if let Some(r) = x.refunds.iter_mut().find(|r| r.refund_id == id) {
-                        r.failures += 1;
-                    }
-                });
-                return Ok(Some((next, ConfirmResult::FailureRecorded)));
-            }
-            let mut next = with_confirmed(o, &r.refund_id.clone(), now);
-            if let Some(x) = next.refunds.iter_mut().find(|x| x.refund_id == r.refund_id) {
-                x.provider_refund_id.get_or_insert_with(|| c.provider_refund_id.clone());
-            }
-            Ok(Some((next, ConfirmResult::Applied)))
-        },
-        ConfirmResult::Duplicate,
-    )
-    .await?;
+    let outcome = cas(app, &c.order_id, |o| decide_confirmation(o, c, now), ConfirmResult::Duplicate).await;
+    let (_, result) = match outcome {
+        Err(e @ RefundError::ConfirmationRefused(_)) => {
+            app.count(names::REFUND_CONFIRMATIONS_REFUSED, 1);
+            tracing::warn!(order_id = %c.order_id, provider = ?c.provider, provider_refund_id = c.provider_refund_id, error = %e, "refund confirmation refused");
+            return Err(e);
+        }
+        other => other?,
+    };
     match result {
         ConfirmResult::Applied => app.count(names::REFUNDS_CONFIRMED, 1),
         ConfirmResult::FailureRecorded => {
@@ -297,4 +325,137 @@ pub async fn redrive(app: &App, o: &Order, before_ms: i64) -> Result<usize, Refu
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::order::{OrderLine, PaymentOutcome, PaymentRecord};
+    use crate::domain::{Currency, Sku, UserId};
+
+    /// A REFUNDING order paid by `p1` through `provider`, its refund in `status`.
+    fn order(provider: Provider, status: RefundStatus) -> Order {
+        let p = PaymentRecord {
+            payment_id: "p1".into(),
+            provider,
+            succeeded: true,
+            amount: 500,
+            currency: "EUR".into(),
+            outcome: PaymentOutcome::Applied,
+            at_ms: 1,
+        };
+        let mut r = RefundRecord::requested(&p, 500, RefundReason::BuyerRequest, 2);
+        r.status = status;
+        if status != RefundStatus::Requested {
+            r.provider_refund_id = Some("pr_1".into());
+            r.issued_at_ms = Some(3);
+        }
+        Order {
+            id: OrderId::parse("o1").unwrap(),
+            user: UserId::parse("u").unwrap(),
+            status: OrderStatus::Refunding,
+            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500, dates: Vec::new() }],
+            amount: 500,
+            currency: Currency::parse("EUR").unwrap(),
+            pay_expire_at: 1_000_000,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            version: 3,
+            payment_id: Some("p1".into()),
+            payments: vec![p],
+            request_hash: String::new(),
+            cancel_reason: None,
+            refunds: vec![r],
+            shipment: None,
+            return_info: None,
+            supplier: Vec::new(),
+            attempts: Vec::new(),
+            review: None,
+        }
+    }
+
+    fn confirmation(provider: Provider, provider_refund_id: &str, succeeded: bool) -> RefundConfirmation {
+        RefundConfirmation {
+            provider,
+            order_id: OrderId::parse("o1").unwrap(),
+            refund_id: Some("rf_p1".into()),
+            provider_refund_id: provider_refund_id.into(),
+            amount: 500,
+            succeeded,
+        }
+    }
+
+    fn refused(r: Result<Option<(Order, ConfirmResult)>, RefundError>) -> &'static str {
+        match r {
+            Err(RefundError::ConfirmationRefused(why)) => why,
+            other => panic!("expected a refusal, got {:?}", other.map(|o| o.map(|(_, r)| r))),
+        }
+    }
+
+    #[test]
+    fn an_issued_refund_is_confirmed_by_its_provider_under_its_provider_refund_id() {
+        let o = order(Provider::Generic, RefundStatus::Issued);
+        let (next, r) = decide_confirmation(&o, &confirmation(Provider::Generic, "pr_1", true), 9).unwrap().unwrap();
+        assert_eq!(r, ConfirmResult::Applied);
+        assert_eq!((next.refunds[0].status, next.status), (RefundStatus::Confirmed, OrderStatus::Refunded));
+        // again: a duplicate, nothing written
+        assert!(decide_confirmation(&next, &confirmation(Provider::Generic, "pr_1", true), 10).unwrap().is_none());
+        // matched by the provider refund id alone (a provider that does not echo our id)
+        let mut c = confirmation(Provider::Generic, "pr_1", true);
+        c.refund_id = None;
+        assert!(decide_confirmation(&o, &c, 9).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_refund_never_issued_is_not_confirmed() {
+        let o = order(Provider::Generic, RefundStatus::Requested);
+        for (pid, ok) in [("pr_1", true), ("anything", true), ("pr_1", false)] {
+            let why = refused(decide_confirmation(&o, &confirmation(Provider::Generic, pid, ok), 9));
+            assert_eq!(why, "the refund has not been issued");
+        }
+    }
+
+    #[test]
+    fn another_provider_cannot_confirm_or_fail_a_refund() {
+        for status in [RefundStatus::Issued, RefundStatus::Confirmed, RefundStatus::Requested] {
+            let o = order(Provider::Stripe, status);
+            for ok in [true, false] {
+                let why = refused(decide_confirmation(&o, &confirmation(Provider::Generic, "pr_1", ok), 9));
+                assert_eq!(why, "the refund was issued to another provider", "{status:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_provider_refund_id_other_than_the_recorded_one_is_refused() {
+        for status in [RefundStatus::Issued, RefundStatus::Confirmed] {
+            let o = order(Provider::Generic, status);
+            let why = refused(decide_confirmation(&o, &confirmation(Provider::Generic, "pr_2", true), 9));
+            assert_eq!(why, "the provider refund id is not the one issued", "{status:?}");
+        }
+        // the amount must still match the refund
+        let o = order(Provider::Generic, RefundStatus::Issued);
+        let mut c = confirmation(Provider::Generic, "pr_1", true);
+        c.amount = 499;
+        assert!(matches!(decide_confirmation(&o, &c, 9), Err(RefundError::AmountMismatch)));
+        c.refund_id = Some("rf_other".into());
+        c.provider_refund_id = "pr_other".into();
+        assert!(matches!(decide_confirmation(&o, &c, 9), Err(RefundError::UnknownRefund)));
+    }
+
+    #[test]
+    fn a_failed_notice_is_counted_once_however_often_it_is_replayed() {
+        let o = order(Provider::Generic, RefundStatus::Issued);
+        let failed = confirmation(Provider::Generic, "pr_1", false);
+        let (once, r) = decide_confirmation(&o, &failed, 9).unwrap().unwrap();
+        assert_eq!(r, ConfirmResult::FailureRecorded);
+        assert_eq!((once.refunds[0].failures, once.refunds[0].status), (1, RefundStatus::Issued));
+        assert_eq!(once.refunds[0].failure_reported_at_ms, Some(9));
+        assert!(decide_confirmation(&once, &failed, 10).unwrap().is_none(), "a replay changes nothing");
+        // a later success still confirms it
+        let (done, r) =
+            decide_confirmation(&once, &confirmation(Provider::Generic, "pr_1", true), 11).unwrap().unwrap();
+        assert_eq!((r, done.refunds[0].status), (ConfirmResult::Applied, RefundStatus::Confirmed));
+        assert_eq!(done.refunds[0].failures, 1);
+    }
 }

@@ -330,7 +330,8 @@ async fn a_sold_code_copied_into_another_orders_slot_by_a_table_write_is_refused
     let sold = item("CODE#SEAL#0#0").await;
     let bobs = item("CODE#SEAL#0#1").await;
     assert!(sold.contains_key("o") && bobs.contains_key("o"), "both slots are bound to their orders");
-    assert!(sold["sc"].as_s().unwrap().starts_with("v2.0.0."), "new uploads are sealed for their slot");
+    // sealed for their slot: v3 under the stack's KMS key (v2 where no key is configured)
+    assert!(sold["sc"].as_s().unwrap().starts_with("v3.0.0."), "new uploads are sealed for their slot");
     ddb.update_item()
         .table_name(table)
         .key("pk", AttributeValue::S("CODE#SEAL#0#1".into()))
@@ -360,4 +361,118 @@ async fn a_sold_code_copied_into_another_orders_slot_by_a_table_write_is_refused
     // ann's own reveal is untouched
     let again = s.codes_of("ann", &ann).await;
     assert_eq!((again.status, again.body["codes"][0]["code"].as_str()), (200, Some(anns.as_str())));
+}
+
+/// Issue 26: codes sealed under the stack's KMS key (envelope encryption; the emulator's KMS).
+/// An upload makes one data key (KMS `GenerateDataKey`, encryption context = purpose + SKU) and
+/// stores it, encrypted, in front of every code it seals (`v3.<shard>.<pos>.<data key>.<sealed>`);
+/// the paid buyer's reveal opens it with one `Decrypt` (then cached) and shows the code. A sold
+/// code copied by a direct table write into another order's slot fails to open there — as it
+/// is, and with its slot prefix rewritten to the new slot — and KMS itself refuses the data key
+/// under another SKU's encryption context.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codes_sealed_under_kms_open_for_their_buyer_and_a_copy_into_another_slot_does_not() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use holdfast::adapters::usage;
+    use holdfast::domain::codes::{key_context, wrapped_key, StoredCode};
+    let s = spawn().await;
+    pool_sku(&s, "KMSV", 1).await;
+    let codes: Vec<String> = (0..3).map(|i| format!("KMSV-{i}-{:08X}", fastrand::u32(..))).collect();
+    let kms_calls = |op: &str| usage::snapshot().calls.get(op).copied().unwrap_or(0);
+    let (g0, d0) = (kms_calls("kms:GenerateDataKey"), kms_calls("kms:Decrypt"));
+    assert_eq!(upload(&s, "KMSV", "b", &codes).await.status, 201);
+    let per_upload = kms_calls("kms:GenerateDataKey") - g0;
+    assert_eq!((per_upload, kms_calls("kms:Decrypt") - d0), (1, 0), "one GenerateDataKey for a batch of 3");
+    let ddb = aws_sdk_dynamodb::Client::new(&s.local.sdk);
+    let table = s.local.resources.table("StockTable").unwrap().to_owned();
+    let item = |pk: String| {
+        let (ddb, table) = (ddb.clone(), table.clone());
+        async move {
+            ddb.get_item()
+                .table_name(table)
+                .key("pk", AttributeValue::S(pk.clone()))
+                .consistent_read(true)
+                .send()
+                .await
+                .unwrap()
+                .item
+                .unwrap_or_else(|| panic!("{pk} is stored"))
+        }
+    };
+    let put_code = |pk: &'static str, fp: AttributeValue, kid: AttributeValue, sc: String| {
+        let (ddb, table) = (ddb.clone(), table.clone());
+        async move {
+            ddb.update_item()
+                .table_name(table)
+                .key("pk", AttributeValue::S(pk.into()))
+                .update_expression("SET fp = :fp, kid = :kid, sc = :sc")
+                .expression_attribute_values(":fp", fp)
+                .expression_attribute_values(":kid", kid)
+                .expression_attribute_values(":sc", AttributeValue::S(sc))
+                .send()
+                .await
+                .unwrap();
+        }
+    };
+    let reveal = |user: &'static str, id: String| {
+        let s = &s;
+        async move {
+            eventually("the paid order's lock to be SOLD", Duration::from_secs(120), || async {
+                let a = s.codes_of(user, &id).await;
+                (a.status != 503).then_some(a)
+            })
+            .await
+        }
+    };
+    let first = item("CODE#KMSV#0#0".into()).await;
+    let sc = first["sc"].as_s().unwrap().to_owned();
+    assert!(sc.starts_with("v3.0.0."), "sealed under a KMS data key, for its slot: {sc}");
+    assert_eq!(first["kid"].as_s().unwrap(), "kms");
+    assert!(!codes.iter().any(|c| sc.contains(c.as_str())));
+
+    // ann buys, pays and sees her code: one Decrypt
+    let ann = s.order_id("ann", "k", json!([{"sku": "KMSV", "quantity": 1}])).await;
+    assert_eq!(s.pay(&ann, "p-ann", 1000, "SUCCEEDED").await.status, 200);
+    let a = reveal("ann", ann.clone()).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let anns = a.body["codes"][0]["code"].as_str().unwrap().to_owned();
+    assert!(codes.contains(&anns));
+    let per_reveal = kms_calls("kms:Decrypt") - d0;
+    assert_eq!(per_reveal, 1, "one Decrypt for the first reveal");
+
+    // bob's and carol's checkouts bind the next slots; a table writer copies ann's sold code
+    // over bob's as it is, and over carol's with the slot prefix rewritten to carol's slot
+    let bob = s.order_id("bob", "k", json!([{"sku": "KMSV", "quantity": 1}])).await;
+    let carol = s.order_id("carol", "k", json!([{"sku": "KMSV", "quantity": 1}])).await;
+    assert!(item("CODE#KMSV#0#1".into()).await.contains_key("o"));
+    assert!(item("CODE#KMSV#0#2".into()).await.contains_key("o"));
+    put_code("CODE#KMSV#0#1", first["fp"].clone(), first["kid"].clone(), sc.clone()).await;
+    put_code("CODE#KMSV#0#2", first["fp"].clone(), first["kid"].clone(), sc.replacen("v3.0.0.", "v3.0.2.", 1)).await;
+    for (user, id) in [("bob", &bob), ("carol", &carol)] {
+        assert_eq!(s.pay(id, &format!("p-{user}"), 1000, "SUCCEEDED").await.status, 200);
+        let b = reveal(user, id.clone()).await;
+        assert_eq!((b.status, b.body["code"].as_str()), (409, Some("invalid_transition")), "{user}: {}", b.body);
+        assert!(b.body["detail"].as_str().unwrap().contains("integrity check"), "{}", b.body);
+        let text = b.body.to_string();
+        assert!(!codes.iter().any(|c| text.contains(c.as_str())), "no code shown to {user}: {text}");
+    }
+    // ann's own reveal is untouched, and her data key now comes from the warm cache
+    let again = s.codes_of("ann", &ann).await;
+    assert_eq!((again.status, again.body["codes"][0]["code"].as_str()), (200, Some(anns.as_str())));
+    assert_eq!(kms_calls("kms:Decrypt") - d0, 1, "the data key was opened once for all reveals");
+    eprintln!(
+        "KMS calls: {per_upload} GenerateDataKey per upload (3 codes), {per_reveal} Decrypt per cold reveal, 0 warm"
+    );
+
+    // the emulator's KMS binds the SKU: the same data key under another SKU's context is refused
+    let stored =
+        StoredCode { fingerprint: first["fp"].as_s().unwrap().to_owned(), kid: "kms".into(), sealed: sc.clone() };
+    let wrapped = wrapped_key(&stored).unwrap().expect("a v3 code carries its data key");
+    let keys = s.local.app("orders-api").unwrap().code_key_service.clone().expect("orders-api has the KMS key");
+    let sku = |n: &str| holdfast::domain::Sku::parse(n).unwrap();
+    assert!(keys.decrypt_data_key(&wrapped, &key_context(&sku("KMSV"))).await.unwrap().is_some());
+    assert!(
+        keys.decrypt_data_key(&wrapped, &key_context(&sku("OTHER"))).await.unwrap().is_none(),
+        "KMS checks the context"
+    );
 }

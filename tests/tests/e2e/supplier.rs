@@ -47,7 +47,13 @@ async fn order_in(s: &Stack, user: &str, id: &str, want: &str) -> Value {
 
 /// The peer's own record of a booking, over HTTP (`GET /bookings/{id}` on the simulator).
 async fn peer_booking(s: &Stack, booking_id: &str) -> SimBooking {
-    let r = reqwest::get(format!("{}/bookings/{booking_id}", s.local.supplier_url)).await.expect("peer answers");
+    // the wire format's route: with the credential the functions send (security review M3)
+    let r = reqwest::Client::new()
+        .get(format!("{}/bookings/{booking_id}", s.local.supplier_url))
+        .header("authorization", s.local.supplier.authorization())
+        .send()
+        .await
+        .expect("peer answers");
     assert_eq!(r.status(), 200);
     r.json().await.expect("a booking")
 }
@@ -197,9 +203,16 @@ async fn refunding_a_paid_supplier_order_cancels_its_booking_exactly_once() {
         (s.lock_status(&id).await.as_deref() == Some("SOLD")).then_some(())
     })
     .await;
-    // refunded before the trip: the money goes back and so does the booking
+    // refunded before the trip: a confirmed booking may cost money at the supplier, so the
+    // buyer's refund waits for an admin (docs/payments.md, "Refund review"); approved, the
+    // money goes back and so does the booking
     let r = s.post(&format!("/orders/{id}/refund"), &s.user("eve"), json!({"reason": "plans changed"})).await;
-    assert_eq!((r.status, r.body["status"].as_str()), (202, Some("REFUNDING")), "{}", r.body);
+    assert_eq!((r.status, r.body["status"].as_str()), (202, Some("REFUND_REQUESTED")), "{}", r.body);
+    assert_eq!(r.body["refund_review"]["because"], "supplier_confirmed");
+    let r = s
+        .post(&format!("/admin/orders/{id}/refund-decision"), &s.admin, json!({"approve": true, "reason": "ok"}))
+        .await;
+    assert_eq!((r.status, r.body["status"].as_str()), (200, Some("REFUNDING")), "{}", r.body);
     eventually("the refunded order's booking cancelled", Duration::from_secs(60), || async {
         let o = s.get_order("eve", &id).await.body;
         (booking(&o).1 == "CANCELLED").then_some(())
@@ -379,7 +392,11 @@ pub async fn supplier_contract(port: &dyn SupplierPort, settings: impl Fn(&str, 
 #[tokio::test]
 async fn the_simulated_supplier_passes_the_supplier_contract() {
     let (_peer, url) = SimSupplier::start(Default::default()).await.expect("simulator starts");
-    let port = HttpSupplier::new(&url, Duration::from_secs(5)).expect("adapter");
+    // with the credential the simulator demands (security review M3)
+    let credential = holdfast::config::Secret::new(holdfast_local::stack::DEFAULT_SUPPLIER_CREDENTIAL);
+    let port = HttpSupplier::new(&url, Duration::from_secs(5))
+        .expect("adapter")
+        .with_credential(std::sync::Arc::new(holdfast::adapters::secrets::StaticKeys(vec![credential])));
     supplier_contract(&port, |outcome, after| {
         serde_json::from_value(json!({"adapter": "simulated", "outcome": outcome, "confirm_after_seconds": after}))
             .expect("settings")

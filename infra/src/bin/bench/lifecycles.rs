@@ -250,7 +250,17 @@ pub(crate) async fn false_sold_out(endpoint: &str) -> anyhow::Result<Value> {
 /// Public reads of one hot SKU (4 shards) and one campaign at a steady rate: read units per 100
 /// reads, with the per-warm-Lambda cache (`HOLDFAST_PUBLIC_CACHE_MS`, default 1 s) on.
 pub(crate) async fn public_reads(endpoint: &str, per_second: usize, seconds: usize) -> anyhow::Result<Value> {
-    let b = Bench::start(endpoint, &[]).await?;
+    public_reads_with(endpoint, per_second, seconds, &[]).await
+}
+
+/// [`public_reads`] with the stack's environment overridden (e.g. `HOLDFAST_PUBLIC_CACHE_MS`).
+pub(crate) async fn public_reads_with(
+    endpoint: &str,
+    per_second: usize,
+    seconds: usize,
+    env: &[(&str, &str)],
+) -> anyhow::Result<Value> {
+    let b = Bench::start(endpoint, env).await?;
     b.sku("HOTREAD", 1_000, 4).await;
     let now = holdfast::clock::now_s();
     let spec = json!({"name": "reads", "starts_at": holdfast::clock::rfc3339((now - 5) * 1000),

@@ -32,6 +32,19 @@ pub(crate) fn delta(before: &Usage, after: &Usage) -> Usage {
         read_units: after.read_units - before.read_units,
         write_units: after.write_units - before.write_units,
         events: after.events - before.events,
+        writes: after
+            .writes
+            .iter()
+            .filter_map(|(k, w)| {
+                let b = before.writes.get(k).copied().unwrap_or_default();
+                (w.requests > b.requests).then(|| {
+                    (
+                        k.clone(),
+                        usage::Writes { requests: w.requests - b.requests, write_units: w.write_units - b.write_units },
+                    )
+                })
+            })
+            .collect(),
     }
 }
 
@@ -51,7 +64,12 @@ pub(crate) fn price(u: &Usage, per: f64) -> BTreeMap<&'static str, f64> {
 pub(crate) fn usage_json(u: &Usage, per: f64) -> Value {
     let calls: BTreeMap<&String, f64> = u.calls.iter().map(|(k, v)| (k, *v as f64 / per)).collect();
     let cost = price(u, per);
-    json!({"per_unit_calls": calls, "write_units": u.write_units / per, "read_units": u.read_units / per, "events": u.events as f64 / per, "cost_usd": cost, "total_usd": cost.values().sum::<f64>()})
+    let writes: BTreeMap<&String, Value> = u
+        .writes
+        .iter()
+        .map(|(k, w)| (k, json!({"requests": w.requests as f64 / per, "write_units": w.write_units / per})))
+        .collect();
+    json!({"per_unit_calls": calls, "per_unit_writes": writes, "write_units": u.write_units / per, "read_units": u.read_units / per, "events": u.events as f64 / per, "cost_usd": cost, "total_usd": cost.values().sum::<f64>()})
 }
 
 pub(crate) fn usd(v: f64) -> String {

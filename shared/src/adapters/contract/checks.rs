@@ -407,3 +407,28 @@ pub async fn stop_sale_on_new_shards(store: &dyn StockStore, prefix: &str) {
     assert_eq!(shards(store, &r2, 2).await, vec![(3, 0, 0), (3, 0, 0)]);
     assert_eq!(freeze_one(store, prefix, &r2, 1).await, Ok(()));
 }
+
+/// `read_many_shards_public`: every cell's shard counters, in order, as many as asked for each
+/// (the calendar view's one batched read), the same as reading them one SKU at a time.
+pub async fn batched_reads(store: &dyn StockStore, prefix: &str) {
+    let (a, b, c) = (sku(prefix, "A"), sku(prefix, "B"), sku(prefix, "C"));
+    stocked(store, &a, &[1, 2, 3]).await;
+    stocked(store, &b, &[7]).await;
+    stocked(store, &c, &[4, 5]).await;
+    let r = reservation(rid(prefix, "r1"), None, vec![line(&c, &[(1, 2)])]);
+    assert_eq!(freeze(store, &r, &FreezeLimits::default()).await, Ok(()));
+    let cells = vec![(c.clone(), 2), (a.clone(), 3), (b.clone(), 1)];
+    let many = store.read_many_shards_public(&cells).await.expect("read_many_shards_public");
+    let triples = |v: &[crate::domain::invariants::ShardCounts]| -> Vec<(i64, i64, i64)> {
+        v.iter().map(|s| (s.available, s.locked, s.sold)).collect()
+    };
+    assert_eq!(
+        many.iter().map(|v| triples(v)).collect::<Vec<_>>(),
+        vec![vec![(4, 0, 0), (3, 2, 0)], vec![(1, 0, 0), (2, 0, 0), (3, 0, 0)], vec![(7, 0, 0)]],
+        "every cell's shards, in the order asked"
+    );
+    for ((s, n), got) in cells.iter().zip(&many) {
+        assert_eq!(triples(got), shards(store, s, *n).await, "as one SKU's read");
+    }
+    assert!(store.read_many_shards_public(&[]).await.expect("no cells").is_empty());
+}

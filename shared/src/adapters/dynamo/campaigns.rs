@@ -3,12 +3,14 @@
 //! the pause flag (`ps`) for the freeze condition, `CADJ#<id>#<adjustment>` quota adjustments.
 
 use super::item::{get_n, get_s, n, s, values, Item};
-use super::stock::{classify, put, quota_pk, update, update_stamped, versioned_put, Cancel, DynamoStock, Role};
+use super::stock::{
+    classify, put, quota_pk, stamped, update, update_stamped, versioned_put, Cancel, DynamoStock, Role,
+};
 use crate::domain::allocation::spread;
 use crate::domain::campaign::{Campaign, CampaignItem};
 use crate::domain::journal::Cause;
 use crate::domain::CampaignId;
-use crate::ports::{AdjustRejection, CampaignAdjustment};
+use crate::ports::{AdjustRejection, AdminStamp, CampaignAdjustment};
 use anyhow::Context;
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -55,12 +57,17 @@ impl DynamoStock {
         items.first().map(decode).transpose()
     }
 
-    pub(super) async fn put_campaign(&self, c: &Campaign, expected_version: Option<u64>) -> anyhow::Result<bool> {
+    pub(super) async fn put_campaign(
+        &self,
+        c: &Campaign,
+        expected_version: Option<u64>,
+        by: Option<&AdminStamp>,
+    ) -> anyhow::Result<bool> {
         let t = &self.table;
         let mut items = Vec::new();
         match expected_version {
             None => {
-                items.push(put(t, encode(c)?, "attribute_not_exists(pk)")?);
+                items.push(put(t, stamped(encode(c)?, by), "attribute_not_exists(pk)")?);
                 for item in &c.items {
                     for (i, av) in spread(item.quota, item.shards).into_iter().enumerate() {
                         let shard = values([
@@ -77,7 +84,7 @@ impl DynamoStock {
                 }
             }
             Some(v) => {
-                items.push(versioned_put(t, encode(c)?, v)?);
+                items.push(versioned_put(t, stamped(encode(c)?, by), v)?);
                 for item in &c.items {
                     for i in 0..item.shards {
                         items.push(update(
@@ -117,8 +124,12 @@ impl DynamoStock {
         if let Some(a) = &adj.actor {
             rec.insert("by".into(), s(a.clone()));
         }
-        let mut items =
-            vec![put(t, rec, "attribute_not_exists(pk)")?, versioned_put(t, encode(next)?, expected_version)?];
+        // the campaign record keeps who adjusted it last (security review L7)
+        let by = adj.actor.as_deref().map(|a| AdminStamp::now(a, "adjust"));
+        let mut items = vec![
+            put(t, rec, "attribute_not_exists(pk)")?,
+            versioned_put(t, stamped(encode(next)?, by.as_ref()), expected_version)?,
+        ];
         let mut roles = vec![Role::Adjustment, Role::Meta];
         for &(shard, d) in &adj.pieces {
             let mut v = values([(":d", n(d))]);

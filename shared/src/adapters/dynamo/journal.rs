@@ -102,6 +102,17 @@ impl Journal for DynamoJournal {
                 );
             }
             let _span = charge("dynamodb:BatchWriteItem", 0.0, units);
+            for e in chunk {
+                let it = if e.cause.is_empty() {
+                    "BatchWriteItem J (journal entry)"
+                } else {
+                    "BatchWriteItem J (journal entry + by-ref index)"
+                };
+                super::super::usage::write_detail(
+                    it,
+                    wru(item_bytes(&encode(e))) + if e.cause.is_empty() { 0.0 } else { 1.0 },
+                );
+            }
             let mut tries = 0u64;
             while !reqs.is_empty() {
                 let r = self
@@ -210,6 +221,7 @@ impl Journal for DynamoJournal {
             ("cp", s(serde_json::to_string(cp)?)),
         ]);
         let _span = charge("dynamodb:PutItem", 0.0, wru(item_bytes(&it)));
+        super::super::usage::write_detail("PutItem JC (journal checkpoint)", wru(item_bytes(&it)));
         let mut put = self.client.put_item().table_name(&self.table).set_item(Some(it));
         put = match expected {
             Some(v) => put.condition_expression("v = :v").expression_attribute_values(":v", n(v)),

@@ -65,6 +65,12 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if !o.supplier.is_empty() {
         it.insert("sup".into(), s(serde_json::to_string(&o.supplier)?));
     }
+    if !o.attempts.is_empty() {
+        it.insert("att".into(), s(serde_json::to_string(&o.attempts)?));
+    }
+    if let Some(r) = &o.review {
+        it.insert("rev".into(), s(serde_json::to_string(r)?));
+    }
     // the bucketed sparse indexes (docs/after-sale.md, "Sweeps")
     for index in OrderIndex::ALL {
         if let Some(v) = index.value_of(o) {
@@ -78,7 +84,7 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
 
 /// The sparse index keys an order item carries (pending-by-deadline, shipped-by-due,
 /// refunds-requested): an index is written only when its key changes.
-fn sparse_keys(o: &Order) -> [Option<i64>; 3] {
+fn sparse_keys(o: &Order) -> [Option<i64>; OrderIndex::ALL.len()] {
     OrderIndex::ALL.map(|i| i.value_of(o))
 }
 
@@ -118,6 +124,11 @@ pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
             Some(b) => serde_json::from_str(b).context("order supplier bookings")?,
             None => Vec::new(),
         },
+        attempts: match opt_s(it, "att") {
+            Some(a) => serde_json::from_str(a).context("order payment attempts")?,
+            None => Vec::new(),
+        },
+        review: opt_s(it, "rev").map(serde_json::from_str).transpose().context("order refund review")?,
     })))
 }
 
@@ -138,7 +149,11 @@ impl DynamoOrders {
         vals: Option<Item>,
         index_writes: f64,
     ) -> anyhow::Result<bool> {
-        let _span = charge("dynamodb:PutItem", 0.0, wru(item_bytes(&item)) + index_writes);
+        let units = wru(item_bytes(&item)) + index_writes;
+        let _span = charge("dynamodb:PutItem", 0.0, units);
+        let what =
+            if index_writes > 0.0 { format!("PutItem ORD (+{index_writes} index)") } else { "PutItem ORD".into() };
+        super::super::usage::write_detail(&what, units);
         let r = self
             .client
             .put_item()
@@ -249,6 +264,41 @@ impl OrderStore for DynamoOrders {
         }
         let orders = keys.iter().filter_map(|k| opt_s(k, "pk").and_then(|pk| by_pk.remove(pk))).collect();
         Ok((orders, next))
+    }
+
+    async fn between(&self, index: OrderIndex, from: i64, to: i64) -> anyhow::Result<Vec<OrderId>> {
+        let mut out = Vec::new();
+        let (name, hash, prefix, range) = index.keys();
+        for b in 0..super::INDEX_BUCKETS {
+            let mut start: Option<Item> = None;
+            loop {
+                let _span = super::super::usage::call("dynamodb:Query");
+                let r = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(name)
+                    .key_condition_expression(format!("{hash} = :b AND {range} BETWEEN :f AND :t"))
+                    .expression_attribute_values(":b", s(format!("{prefix}{b}")))
+                    .expression_attribute_values(":f", n(from))
+                    .expression_attribute_values(":t", n(to - 1))
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await
+                    .with_context(|| format!("Query {name}"))?;
+                super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
+                for it in r.items() {
+                    if let Some(id) = get_s(it, "pk")?.strip_prefix("ORD#") {
+                        out.push(OrderId::parse(id)?);
+                    }
+                }
+                match r.last_evaluated_key() {
+                    Some(k) if !k.is_empty() => start = Some(k.clone()),
+                    _ => break,
+                }
+            }
+        }
+        Ok(out)
     }
 
     async fn due_in(&self, index: OrderIndex, before: i64) -> anyhow::Result<Vec<OrderId>> {

@@ -50,8 +50,13 @@ async fn the_memory_store_judges_adjustments() {
 }
 
 #[tokio::test]
+async fn the_memory_store_reads_many_skus_shards_in_one_call() {
+    contract::batched_reads(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
 async fn the_memory_store_passes_the_whole_stock_store_contract_on_one_store() {
     let failed = contract::failures(&MemoryStock::new(), "m-").await;
     assert!(failed.is_empty(), "contract checks failed:\n{}", failed.join("\n"));
-    assert_eq!(contract::CHECKS.len(), 9, "a new check gets its own test above");
+    assert_eq!(contract::CHECKS.len(), 10, "a new check gets its own test above");
 }

@@ -307,15 +307,44 @@ async fn an_operators_refund_withdraws_the_codes_so_the_buyer_is_never_shown_the
     assert!(matches!(shown, Err(crate::service::codes::CodeError::CodesWithdrawn)), "{shown:?}");
 }
 
-/// An operator may still refund codes the buyer has seen (the buyer may not: 409).
+/// An operator may still refund codes the buyer has seen (a buyer's refund waits for review).
 #[tokio::test]
 async fn an_operator_may_refund_codes_already_shown_and_they_stay_shown() {
     let (app, buyer, o) = sold_code_order().await;
     assert_eq!(crate::service::codes::reveal(&app, &buyer, &o.id).await.unwrap().len(), 1);
     use crate::service::after_sale::{apply, Caller, Change};
-    let buyer_says = apply(&app, Caller::Buyer(&buyer), &o.id, Change::Refund { reason: "b".into() }).await;
-    assert!(buyer_says.is_err(), "{buyer_says:?}");
     let o2 = apply(&app, Caller::Admin, &o.id, Change::Refund { reason: "ops".into() }).await.unwrap();
     assert_eq!(o2.status, crate::domain::order::OrderStatus::Refunding);
     assert_eq!(crate::service::codes::reveal(&app, &buyer, &o.id).await.unwrap().len(), 1);
+}
+
+/// A buyer's refund of codes already shown waits for an admin (docs/payments.md, "Refund
+/// review"): asking again changes nothing; a rejection puts the order back to PAID with its
+/// codes still shown; an approval refunds once and voids the codes (never shown again); the
+/// decision is recorded with its actor and repeats answer the same.
+#[tokio::test]
+async fn a_buyers_refund_of_shown_codes_waits_for_review_and_an_approval_voids_them() {
+    use crate::domain::order::OrderStatus::{Paid, RefundRequested, Refunding};
+    use crate::service::after_sale::{apply, decide_refund, Caller, Change};
+    use crate::service::codes::{reveal, CodeError};
+    let (app, buyer, o) = sold_code_order().await;
+    assert_eq!(reveal(&app, &buyer, &o.id).await.unwrap().len(), 1);
+    let ask = || apply(&app, Caller::Buyer(&buyer), &o.id, Change::Refund { reason: "b".into() });
+    let held = ask().await.unwrap();
+    assert_eq!(held.status, RefundRequested);
+    assert_eq!(held.review.as_ref().map(|r| r.because.as_str()), Some("codes_revealed"));
+    assert!(held.refunds.is_empty(), "no money moves before the decision");
+    assert_eq!(ask().await.unwrap().version, held.version, "asking again changes nothing");
+    let rejected = decide_refund(&app, &o.id, false, "used", "admin-1").await.unwrap();
+    assert_eq!(rejected.status, Paid);
+    assert_eq!(rejected.review.as_ref().and_then(|r| r.decided_by.as_deref()), Some("admin-1"));
+    assert_eq!(reveal(&app, &buyer, &o.id).await.unwrap().len(), 1, "still the buyer's");
+    assert!(decide_refund(&app, &o.id, true, "late", "admin-1").await.is_err(), "nothing waits now");
+    assert_eq!(ask().await.unwrap().status, RefundRequested);
+    let approved = decide_refund(&app, &o.id, true, "goodwill", "admin-2").await.unwrap();
+    assert_eq!(approved.status, Refunding);
+    assert_eq!(approved.refunds.len(), 1, "refunded once");
+    let again = decide_refund(&app, &o.id, true, "goodwill", "admin-2").await.unwrap();
+    assert_eq!((again.version, again.refunds.len()), (approved.version, 1), "a repeat answers the same");
+    assert!(matches!(reveal(&app, &buyer, &o.id).await, Err(CodeError::CodesVoided)));
 }

@@ -53,10 +53,23 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A payment provider that accepts every refund, once per refund id, and records it.
+/// A payment provider in memory: payments are created `Open` and move when a test (or the
+/// simulator) plays the buyer with [`MemoryProvider::settle`]; refunds are accepted once per
+/// refund id and stay pending until [`MemoryProvider::finish_refund`].
 #[derive(Default)]
 pub struct MemoryProvider {
-    refunds: Mutex<Vec<crate::ports::RefundRequest>>,
+    state: Mutex<ProviderState>,
+}
+
+#[derive(Default)]
+struct ProviderState {
+    /// By payment id, with the attempt key that created it and the UTC day it was captured.
+    payments: Vec<(String, crate::ports::ProviderPayment, Option<String>)>,
+    refunds: Vec<(crate::ports::RefundRequest, crate::ports::ProviderRefundState, String)>,
+}
+
+fn utc_day(ms: i64) -> String {
+    crate::domain::model::Day::of_epoch_s(ms.div_euclid(1000)).to_string()
 }
 
 impl MemoryProvider {
@@ -66,22 +79,125 @@ impl MemoryProvider {
 
     /// Every distinct refund accepted so far, oldest first.
     pub fn refunds(&self) -> Vec<crate::ports::RefundRequest> {
-        lock(&self.refunds).clone()
+        lock(&self.state).refunds.iter().map(|(r, _, _)| r.clone()).collect()
+    }
+
+    /// Every payment created so far, oldest first.
+    pub fn payments(&self) -> Vec<crate::ports::ProviderPayment> {
+        lock(&self.state).payments.iter().map(|(_, p, _)| p.clone()).collect()
+    }
+
+    /// Plays the buyer (or the provider deciding): the payment moves to `to` unless it is
+    /// already final. Returns the payment as it stands.
+    pub fn settle(&self, payment_id: &str, to: crate::ports::PaymentState) -> Option<crate::ports::ProviderPayment> {
+        use crate::ports::PaymentState::*;
+        let mut s = lock(&self.state);
+        let (_, p, day) = s.payments.iter_mut().find(|(_, p, _)| p.payment_id == payment_id)?;
+        if matches!(p.state, Open | Processing | Failed) && !(p.state == Failed && to == Processing) {
+            p.state = to;
+            if to == Succeeded {
+                *day = Some(utc_day(crate::clock::now_ms()));
+            }
+        }
+        Some(p.clone())
+    }
+
+    /// The provider finishes a refund (`true`: done).
+    pub fn finish_refund(&self, provider_refund_id: &str, succeeded: bool) {
+        let mut s = lock(&self.state);
+        if let Some((_, st, _)) = s.refunds.iter_mut().find(|(_, st, _)| st.provider_refund_id == provider_refund_id) {
+            st.succeeded.get_or_insert(succeeded);
+        }
     }
 }
 
 #[async_trait]
 impl crate::ports::PaymentProvider for MemoryProvider {
+    async fn create_payment(
+        &self,
+        r: &crate::ports::PaymentRequest,
+    ) -> anyhow::Result<Result<crate::ports::CreatedPayment, String>> {
+        interleave().await;
+        let mut s = lock(&self.state);
+        let id = match s.payments.iter().find(|(k, _, _)| *k == r.attempt_key) {
+            Some((_, p, _)) => p.payment_id.clone(),
+            None => {
+                let id = format!("mem_pay_{}", s.payments.len() + 1);
+                let p = crate::ports::ProviderPayment {
+                    payment_id: id.clone(),
+                    order_id: Some(r.order_id.to_string()),
+                    amount: r.amount,
+                    currency: r.currency.clone(),
+                    state: crate::ports::PaymentState::Open,
+                };
+                s.payments.push((r.attempt_key.clone(), p, None));
+                id
+            }
+        };
+        Ok(Ok(crate::ports::CreatedPayment {
+            redirect_url: Some(format!("memory://pay/{id}")),
+            client_secret: None,
+            payment_id: id,
+        }))
+    }
+
+    async fn payment(&self, payment_id: &str) -> anyhow::Result<Option<crate::ports::ProviderPayment>> {
+        interleave().await;
+        Ok(lock(&self.state).payments.iter().find(|(_, p, _)| p.payment_id == payment_id).map(|(_, p, _)| p.clone()))
+    }
+
+    async fn cancel_payment(&self, payment_id: &str) -> anyhow::Result<Option<crate::ports::ProviderPayment>> {
+        interleave().await;
+        Ok(self.settle(payment_id, crate::ports::PaymentState::Cancelled))
+    }
+
     async fn refund(
         &self,
         r: &crate::ports::RefundRequest,
     ) -> anyhow::Result<Result<crate::ports::ProviderRefund, String>> {
         interleave().await;
-        let mut all = lock(&self.refunds);
-        if !all.iter().any(|x| x.refund_id == r.refund_id) {
-            all.push(r.clone());
+        let mut s = lock(&self.state);
+        let provider_refund_id = format!("mem_{}", r.refund_id);
+        if !s.refunds.iter().any(|(x, _, _)| x.refund_id == r.refund_id) {
+            let st = crate::ports::ProviderRefundState {
+                provider_refund_id: provider_refund_id.clone(),
+                refund_id: Some(r.refund_id.clone()),
+                payment_id: r.payment_id.clone(),
+                amount: r.amount,
+                currency: r.currency.clone(),
+                succeeded: None,
+            };
+            s.refunds.push((r.clone(), st, utc_day(crate::clock::now_ms())));
         }
-        Ok(Ok(crate::ports::ProviderRefund { provider_refund_id: format!("mem_{}", r.refund_id), succeeded: false }))
+        Ok(Ok(crate::ports::ProviderRefund { provider_refund_id, succeeded: false }))
+    }
+
+    async fn refund_state(
+        &self,
+        provider_refund_id: &str,
+    ) -> anyhow::Result<Option<crate::ports::ProviderRefundState>> {
+        interleave().await;
+        let s = lock(&self.state);
+        Ok(s.refunds.iter().find(|(_, st, _)| st.provider_refund_id == provider_refund_id).map(|(_, st, _)| st.clone()))
+    }
+
+    async fn day_listing(&self, day: &str) -> anyhow::Result<crate::ports::DayListing> {
+        interleave().await;
+        let s = lock(&self.state);
+        Ok(crate::ports::DayListing {
+            captures: s
+                .payments
+                .iter()
+                .filter(|(_, p, d)| p.state == crate::ports::PaymentState::Succeeded && d.as_deref() == Some(day))
+                .map(|(_, p, _)| p.clone())
+                .collect(),
+            refunds: s
+                .refunds
+                .iter()
+                .filter(|(_, st, d)| d == day && st.succeeded != Some(false))
+                .map(|(_, st, _)| st.clone())
+                .collect(),
+        })
     }
 }
 
@@ -178,6 +294,8 @@ pub struct MemoryWorld {
     pub orders: Arc<MemoryOrders>,
     pub messages: Arc<MemoryMessages>,
     pub bus: Arc<MemoryBus>,
+    /// Both providers of the app (generic and Stripe) are this one.
+    pub provider: Arc<MemoryProvider>,
 }
 
 impl MemoryWorld {
@@ -210,6 +328,7 @@ impl MemoryWorld {
 /// An App over fresh in-memory ports.
 pub fn memory_app(function: &str, config: Config) -> anyhow::Result<(App, MemoryWorld)> {
     let w = MemoryWorld::default();
-    let app = App::with_ports(function, config, w.stock.clone(), w.orders.clone(), w.messages.clone(), w.bus.clone())?;
+    let app = App::with_ports(function, config, w.stock.clone(), w.orders.clone(), w.messages.clone(), w.bus.clone())?
+        .with_providers(crate::context::Providers { generic: w.provider.clone(), stripe: w.provider.clone() });
     Ok((app, w))
 }

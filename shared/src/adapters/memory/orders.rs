@@ -113,4 +113,20 @@ impl OrderStore for MemoryOrders {
         due.sort();
         Ok(due.into_iter().map(|(_, id)| id).collect())
     }
+
+    async fn between(&self, index: OrderIndex, from: i64, to: i64) -> anyhow::Result<Vec<OrderId>> {
+        crate::adapters::memory::interleave().await;
+        let m = lock(&self.records);
+        let mut found: Vec<(i64, OrderId)> = m
+            .values()
+            .filter_map(|r| match r {
+                OrderRecord::Order(o) => {
+                    index.value_of(o).filter(|v| (from..to).contains(v)).map(|v| (v, o.id.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        found.sort();
+        Ok(found.into_iter().map(|(_, id)| id).collect())
+    }
 }

@@ -16,6 +16,7 @@ use crate::ports::{
     AdjustRejection, Adjustment, CampaignAdjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection,
     SkuMeta, StockStore,
 };
+use crate::ports::{AdminStamp, Stamped};
 use anyhow::anyhow;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -293,6 +294,16 @@ fn validate_items<'a, T: std::hash::Hash + Eq + std::fmt::Debug + 'a>(
 #[derive(Default)]
 pub struct MemoryStock {
     state: Mutex<State>,
+    /// The admin stamp each record carries (security review L7), by its DynamoDB key
+    /// (`SKU#<sku>`, `CMP#<id>`): set by the stamped writes (`…_as`).
+    stamps: Mutex<HashMap<String, AdminStamp>>,
+}
+
+fn stamp_key(of: Stamped<'_>) -> String {
+    match of {
+        Stamped::Sku(sku) => format!("SKU#{sku}"),
+        Stamped::Campaign(id) => format!("CMP#{id}"),
+    }
 }
 
 impl MemoryStock {
@@ -650,6 +661,40 @@ impl StockStore for MemoryStock {
         }
         s.metas.insert(meta.sku.clone(), meta.clone());
         Ok(true)
+    }
+
+    async fn put_sku_as(&self, meta: &SkuMeta, expected_version: Option<u64>, by: &AdminStamp) -> anyhow::Result<bool> {
+        let done = self.put_sku(meta, expected_version).await?;
+        if done {
+            lock(&self.stamps).insert(stamp_key(Stamped::Sku(&meta.sku)), by.clone());
+        }
+        Ok(done)
+    }
+
+    async fn set_sku_paused_as(&self, meta: &SkuMeta, expected_version: u64, by: &AdminStamp) -> anyhow::Result<bool> {
+        let done = self.set_sku_paused(meta, expected_version).await?;
+        if done {
+            lock(&self.stamps).insert(stamp_key(Stamped::Sku(&meta.sku)), by.clone());
+        }
+        Ok(done)
+    }
+
+    async fn write_campaign_as(
+        &self,
+        c: &Campaign,
+        expected_version: Option<u64>,
+        by: &AdminStamp,
+    ) -> anyhow::Result<bool> {
+        let done = self.write_campaign(c, expected_version).await?;
+        if done {
+            lock(&self.stamps).insert(stamp_key(Stamped::Campaign(&c.id)), by.clone());
+        }
+        Ok(done)
+    }
+
+    async fn admin_stamp(&self, of: Stamped<'_>) -> anyhow::Result<Option<AdminStamp>> {
+        crate::adapters::memory::interleave().await;
+        Ok(lock(&self.stamps).get(&stamp_key(of)).cloned())
     }
 
     async fn get_campaign(&self, id: &CampaignId, _consistent: bool) -> anyhow::Result<Option<Campaign>> {

@@ -15,16 +15,21 @@ mod reservations;
 mod stock;
 
 use super::after_sale::{
-    AdminOrderView, LockLineView, LockView, PaymentView, ReasonRequest, RefundView, RefundWebhook, RefundWebhookAnswer,
+    AdminOrderView, LockLineView, LockView, PaymentView, ReasonRequest, RefundDecisionRequest, RefundView, RefundWebhook,
+    RefundWebhookAnswer,
     RefundWebhookStatus, ReturnReceivedRequest, ShipRequest,
 };
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
 };
 use super::orders::{
-    CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, SupplierBookingView,
+    CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, RefundReviewView,
+    SupplierBookingView,
 };
-use super::payments::{CallbackAnswer, CallbackResult, PaymentCallback, PaymentStatus};
+use super::payments::{
+    CallbackAnswer, CallbackResult, PaymentAttemptView, PaymentCallback, PaymentStarted, PaymentStatus, SettlementMismatch,
+    SettlementReport, StartPaymentRequest,
+};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
 use super::stock::{
     AdjustmentRequest, CalendarDate, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, CountersBody,
@@ -87,12 +92,15 @@ impl Modify for Security {
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(stock::put_sku, stock::adjust_sku, stock::pause_sku, stock::resume_sku, stock::sku_journal, stock::upload_codes, stock::code_pool, stock::get_sku, stock::availability, stock::calendar, stock::my_availability, campaigns::put_campaign,
-          campaigns::adjust_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::get_campaign, orders::create_order, orders::list_orders, orders::get_order, orders::order_codes, orders::cancel_order, payments::payment_callback,
+          campaigns::adjust_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::get_campaign, orders::create_order, orders::list_orders, orders::get_order, orders::order_codes, orders::cancel_order, orders::start_payment, payments::payment_callback,
           payments::stripe_webhook,
           orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_ship_order, orders::admin_return_received,
-          orders::admin_cancel_order, payments::refund_webhook,
+          orders::admin_cancel_order, orders::admin_refund_decision, orders::get_settlement, orders::run_settlement,
+          payments::refund_webhook,
           reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
+                       StartPaymentRequest, PaymentStarted, PaymentAttemptView, RefundDecisionRequest, RefundReviewView,
+                       SettlementReport, SettlementMismatch,
                        OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
                        ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult,
                        StripeEvent, StripeEventData, StripeAnswer, StripeResult,

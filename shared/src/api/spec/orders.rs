@@ -91,6 +91,31 @@ pub(super) fn order_codes() {}
     ))]
 pub(super) fn cancel_order() {}
 
+#[utoipa::path(post, path = "/orders/{order_id}/payments", tag = "orders", operation_id = "startPayment",
+    params(("order_id" = String, Path)),
+    request_body(content = StartPaymentRequest, description = "Optional; an empty body uses the configured provider"),
+    security(("jwt" = ["orders:write"])),
+    responses(
+        (status = 201, description = "A payment was created at the provider; the order is PAYING", body = PaymentStarted),
+        (status = 200, description = "The order's open payment, again", body = PaymentStarted),
+        (status = 400, description = "Malformed JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 404, description = "No such order of the caller's", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not payable (paid, closed, past its \
+                                      deadline); too_many_payments: too many attempts", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "validation_failed: unknown provider", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 502, description = "provider_refused: the provider refused to create the payment", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 503, description = "Retry (the provider did not answer)", body = ProblemBody,
+         content_type = "application/problem+json"),
+    ))]
+pub(super) fn start_payment() {}
+
 #[utoipa::path(post, path = "/orders/{order_id}/refund", tag = "orders", operation_id = "refundOrder",
     request_body = ReasonRequest,
     params(("order_id" = String, Path)),
@@ -192,6 +217,25 @@ pub(super) fn admin_return_received() {}
     ))]
 pub(super) fn admin_cancel_order() {}
 
+#[utoipa::path(post, path = "/admin/orders/{order_id}/refund-decision", tag = "orders", operation_id = "adminRefundDecision",
+    params(("order_id" = String, Path)),
+    request_body = RefundDecisionRequest,
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Decided: REFUNDING (approved; a code order's codes are voided) or PAID \
+                                      (rejected); the same decision again answers the order as it is", body = OrderView),
+        (status = 400, description = "Malformed JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:admin", body = GatewayError),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: no refund is waiting for review", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "validation_failed", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn admin_refund_decision() {}
+
 #[utoipa::path(get, path = "/admin/orders/{order_id}", tag = "orders", operation_id = "adminGetOrder",
     params(("order_id" = String, Path)),
     security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
@@ -203,3 +247,33 @@ pub(super) fn admin_cancel_order() {}
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
     ))]
 pub(super) fn admin_get_order() {}
+
+#[utoipa::path(get, path = "/admin/settlement/{date}", tag = "orders", operation_id = "getSettlement",
+    params(("date" = String, Path, description = "YYYY-MM-DD (UTC), not in the future")),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "The day compared afresh: matches and every mismatch by kind", body = SettlementReport),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:admin", body = GatewayError),
+        (status = 422, description = "validation_failed: not a date, or in the future", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 503, description = "Retry (a provider did not answer)", body = ProblemBody,
+         content_type = "application/problem+json"),
+    ))]
+pub(super) fn get_settlement() {}
+
+#[utoipa::path(post, path = "/admin/settlement/{date}/run", tag = "orders", operation_id = "runSettlement",
+    params(("date" = String, Path, description = "YYYY-MM-DD (UTC), not in the future")),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "The day settled now; its mismatches are counted (metric and alarm) and logged",
+         body = SettlementReport),
+        (status = 401, description = "No valid token", body = GatewayError),
+        (status = 403, description = "Token lacks orders:admin", body = GatewayError),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "validation_failed: not a date, or in the future", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 503, description = "Retry (a provider did not answer)", body = ProblemBody,
+         content_type = "application/problem+json"),
+    ))]
+pub(super) fn run_settlement() {}

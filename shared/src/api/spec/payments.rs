@@ -25,9 +25,12 @@ pub(super) fn payment_callback() {}
     responses(
         (status = 200, description = "What the confirmation did", body = RefundWebhookAnswer),
         (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "Missing, wrong or stale signature", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "Missing, wrong or stale signature (signed with the refund confirmation key, \
+                                      never the payment callback's)", body = ProblemBody, content_type = "application/problem+json"),
         (status = 404, description = "Unknown order or refund", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 409, description = "amount_mismatch", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "amount_mismatch; or invalid_transition: the refund is not ISSUED to this provider \
+                                      under this provider_refund_id (nothing changes)", body = ProblemBody,
+         content_type = "application/problem+json"),
         (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Invalid confirmation", body = ProblemBody, content_type = "application/problem+json"),
         (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),

@@ -119,6 +119,8 @@ fn a_failed_order_holds_nothing_and_a_closed_orders_confirmed_booking_was_cancel
         shipment: None,
         return_info: None,
         supplier: vec![booking(b)],
+        attempts: vec![],
+        review: None,
     };
     let snap = |o: Order, lock: LockStatus| {
         let mut r = res("o1", lock, 1);

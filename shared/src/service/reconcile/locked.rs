@@ -1,6 +1,7 @@
 //! `locked = Σ FROZEN` per SKU at any scale: one chain of items carrying the sums of groups.
 
 use super::*;
+use crate::domain::CampaignId;
 
 /// The group of the `locked = Σ FROZEN` sums a SKU (or calendar cell) falls in (FNV-1a).
 pub fn lock_group(sku: &str) -> usize {
@@ -21,6 +22,12 @@ pub fn lock_group(sku: &str) -> usize {
 /// it read them, so its sums are exact; a group holding a SKU written meanwhile is not judged.
 /// A group whose sums disagree is looked at again in a focused run that sums its SKUs one by
 /// one: a SKU still quiet whose `locked` differs is a violation (`LockedMismatch`).
+///
+/// Campaign items ride on the same pages: each FROZEN lock's campaign pieces are added to
+/// their item's group (`<campaign>/<sku>`), and a third phase pages the campaigns, adding the
+/// quota shards' `locked` of each item whose SKU is quiet (quota writes are journalled on the
+/// SKU's journal too). A disagreeing group is summed per item in the focused run; a quiet item
+/// that differs is a `CampaignQuota` violation.
 pub(super) async fn locked_totals(
     app: &App,
     mut s: LockSums,
@@ -36,11 +43,18 @@ pub(super) async fn locked_totals(
             frozen: vec![0; LOCK_GROUPS],
             locked: vec![0; LOCK_GROUPS],
             quiet: vec![0; LOCK_GROUPS],
+            q_frozen: vec![0; LOCK_GROUPS],
+            q_locked: vec![0; LOCK_GROUPS],
+            q_quiet: vec![0; LOCK_GROUPS],
             focus: s.focus,
+            q_focus: s.q_focus,
             ..Default::default()
         };
     }
+    // a first run sums every group; a focused one only the groups of `focus` / `q_focus`
+    let full = s.focus.is_empty() && s.q_focus.is_empty();
     let focused = |s: &LockSums, g: usize| s.focus.contains(&(g as u32));
+    let q_focused = |s: &LockSums, g: usize| s.q_focus.contains(&(g as u32));
     let mut pages = 0;
     loop {
         // one page at least: each invocation moves on
@@ -69,11 +83,23 @@ pub(super) async fn locked_totals(
                     for l in r.lines.iter().filter(|l| !l.at_payment) {
                         for c in l.cells().into_iter().filter(|c| c.cell.calendar_parent().is_none()) {
                             let g = lock_group(c.cell.as_str());
-                            if s.focus.is_empty() {
+                            if full {
                                 s.frozen[g] += i64::from(c.quantity);
                             } else if focused(&s, g) {
                                 *s.by_sku.entry(c.cell.to_string()).or_default() += i64::from(c.quantity);
                             }
+                        }
+                    }
+                    // a campaign line holds its quota pieces while FROZEN, pay-time or not
+                    for l in &r.lines {
+                        let Some(cl) = &l.campaign else { continue };
+                        let key = item_key(&cl.campaign_id, &l.sku);
+                        let g = lock_group(&key);
+                        let q: i64 = cl.pieces.iter().map(|p| i64::from(p.quantity)).sum();
+                        if full {
+                            s.q_frozen[g] += q;
+                        } else if q_focused(&s, g) {
+                            *s.q_by_item.entry(key).or_default() += q;
                         }
                     }
                 }
@@ -85,9 +111,19 @@ pub(super) async fn locked_totals(
             }
             continue;
         }
+        if s.phase == 3 {
+            if campaign_items(app, &mut s, full, rep).await? {
+                return finish(s, full, rep);
+            }
+            continue;
+        }
+        if !full && s.focus.is_empty() {
+            // a focused run for campaign items only
+            (s.phase, s.cursor) = (3, None);
+            continue;
+        }
         let page = app.sweep.skus_page(s.cursor.as_deref(), SKU_PAGE).await?;
-        let skus: Vec<Sku> =
-            page.items.into_iter().filter(|k| s.focus.is_empty() || focused(&s, lock_group(k.as_str()))).collect();
+        let skus: Vec<Sku> = page.items.into_iter().filter(|k| full || focused(&s, lock_group(k.as_str()))).collect();
         let metas: Vec<crate::ports::SkuMeta> = app.stock.get_skus(&skus).await?.into_values().collect();
         let reads = futures::stream::iter(metas.into_iter().map(|m| async move {
             let shards = app.stock.read_shards(&m.sku, m.slots).await?;
@@ -109,7 +145,7 @@ pub(super) async fn locked_totals(
                 continue;
             }
             let locked: i64 = shards.iter().map(|c| c.locked).sum();
-            if s.focus.is_empty() {
+            if full {
                 s.locked[g] += locked;
                 s.quiet[g] += 1;
             } else {
@@ -125,23 +161,107 @@ pub(super) async fn locked_totals(
             s.cursor = page.next;
             continue;
         }
-        // the run is done
-        rep.locked_runs += 1;
-        if !s.focus.is_empty() {
-            return Ok(None);
-        }
-        let clean = |g: usize| !s.moved.contains(&(g as u32));
-        rep.locked_skus_judged += (0..LOCK_GROUPS).filter(|&g| clean(g)).map(|g| s.quiet[g] as usize).sum::<usize>();
-        let suspects: Vec<u32> =
-            (0..LOCK_GROUPS).filter(|&g| clean(g) && s.frozen[g] != s.locked[g]).map(|g| g as u32).collect();
-        if suspects.is_empty() {
-            return Ok(None);
-        }
-        rep.locked_groups_suspect += suspects.len();
-        tracing::warn!(groups = suspects.len(), "locked = Σ FROZEN: sums disagree; looking again per SKU");
-        return Ok(Some(LockSums {
-            focus: suspects.into_iter().take(LOCKED_FOCUS_MAX).collect(),
-            ..Default::default()
-        }));
+        // the SKUs are done: the campaign items next
+        (s.phase, s.cursor) = (3, None);
     }
+}
+
+/// The key of a campaign item in the sums.
+fn item_key(campaign: &CampaignId, sku: &Sku) -> String {
+    format!("{campaign}/{sku}")
+}
+
+/// The end of a run: a first run's disagreeing groups (SKUs and campaign items) make a focused
+/// run; a focused run ends the chain.
+fn finish(s: LockSums, full: bool, rep: &mut ReconcileReport) -> anyhow::Result<Option<LockSums>> {
+    rep.locked_runs += 1;
+    if !full {
+        return Ok(None);
+    }
+    let clean = |g: usize| !s.moved.contains(&(g as u32));
+    rep.locked_skus_judged += (0..LOCK_GROUPS).filter(|&g| clean(g)).map(|g| s.quiet[g] as usize).sum::<usize>();
+    let suspects: Vec<u32> =
+        (0..LOCK_GROUPS).filter(|&g| clean(g) && s.frozen[g] != s.locked[g]).map(|g| g as u32).collect();
+    let q_clean = |g: usize| !s.q_moved.contains(&(g as u32));
+    rep.locked_items_judged += (0..LOCK_GROUPS)
+        .filter(|&g| q_clean(g))
+        .map(|g| s.q_quiet.get(g).copied().unwrap_or(0) as usize)
+        .sum::<usize>();
+    let at = |v: &Vec<i64>, g: usize| v.get(g).copied().unwrap_or(0);
+    let q_suspects: Vec<u32> = (0..LOCK_GROUPS)
+        .filter(|&g| q_clean(g) && at(&s.q_frozen, g) != at(&s.q_locked, g))
+        .map(|g| g as u32)
+        .collect();
+    if suspects.is_empty() && q_suspects.is_empty() {
+        return Ok(None);
+    }
+    rep.locked_groups_suspect += suspects.len() + q_suspects.len();
+    tracing::warn!(
+        groups = suspects.len(),
+        item_groups = q_suspects.len(),
+        "locked = Σ FROZEN: sums disagree; looking again per SKU / campaign item"
+    );
+    Ok(Some(LockSums {
+        focus: suspects.into_iter().take(LOCKED_FOCUS_MAX).collect(),
+        q_focus: q_suspects.into_iter().take(LOCKED_FOCUS_MAX).collect(),
+        ..Default::default()
+    }))
+}
+
+/// One page of phase 3: campaigns `cursor..cursor + SKU_PAGE`, each item's quota shards
+/// (consistent) added to its group (a first run) or compared with its FROZEN pieces (a focused
+/// run). `true` when the campaigns are done.
+async fn campaign_items(app: &App, s: &mut LockSums, full: bool, rep: &mut ReconcileReport) -> anyhow::Result<bool> {
+    use futures::StreamExt;
+    let done: usize = s.cursor.as_deref().and_then(|c| c.parse().ok()).unwrap_or(0);
+    let ids = app.stock.list_campaigns().await?;
+    let page: Vec<CampaignId> = ids.iter().skip(done).take(SKU_PAGE).cloned().collect();
+    let mut items = Vec::new();
+    for id in &page {
+        let Some(c) = app.stock.get_campaign(id, true).await? else { continue };
+        for i in c.items {
+            let key = item_key(&c.id, &i.sku);
+            let g = lock_group(&key);
+            if full || s.q_focus.contains(&(g as u32)) {
+                items.push((c.id.clone(), i.sku, i.shards, key, g));
+            }
+        }
+    }
+    let reads = futures::stream::iter(items.into_iter().map(|(cid, sku, shards, key, g)| async move {
+        let counts = app.stock.read_quota_shards(&cid, &sku, shards, true).await?;
+        let (newest, _) = app.journal.for_sku(&sku, None, 1).await?;
+        anyhow::Ok((cid, sku, key, g, counts.iter().map(|c| c.locked).sum::<i64>(), newest.first().map(|e| e.at_ms)))
+    }))
+    .buffer_unordered(PAGE_CONCURRENCY)
+    .collect::<Vec<_>>()
+    .await;
+    let mut violations = Vec::new();
+    for read in reads {
+        let (campaign, sku, key, g, locked, last_write) = read?;
+        if last_write.is_some_and(|t| t >= s.started_ms - LOCKED_QUIET_MS) {
+            rep.locked_items_moved += 1;
+            if !s.q_moved.contains(&(g as u32)) {
+                s.q_moved.push(g as u32);
+            }
+            continue;
+        }
+        if full {
+            s.q_locked[g] += locked;
+            s.q_quiet[g] += 1;
+        } else {
+            rep.locked_items_judged += 1;
+            let frozen = s.q_by_item.get(&key).copied().unwrap_or(0);
+            if frozen != locked {
+                violations.push(Violation::CampaignQuota {
+                    campaign,
+                    sku,
+                    detail: format!("locked = {locked} but FROZEN campaign pieces hold {frozen}"),
+                });
+            }
+        }
+    }
+    report_violations(app, &violations, rep);
+    let next = done + page.len();
+    s.cursor = Some(next.to_string());
+    Ok(next >= ids.len())
 }

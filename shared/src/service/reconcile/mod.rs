@@ -70,6 +70,10 @@ pub struct ReconcileReport {
     pub locked_runs: usize,
     /// FROZEN locks read by `locked = Σ FROZEN`.
     pub locked_locks_read: usize,
+    /// The same check per campaign item (quota shards' `locked` = Σ the campaign pieces of
+    /// FROZEN locks): items judged, items whose SKU was written during the run (not judged).
+    pub locked_items_judged: usize,
+    pub locked_items_moved: usize,
     /// Journal entries the check read (only those after each SKU's checkpoint).
     pub journal_entries_read: usize,
     /// SKUs whose stock journal was checked against their counters and held, whose journal
@@ -89,6 +93,8 @@ pub struct ReconcileReport {
     pub supplier_bookings_held: usize,
     /// Supplier cancels those compensations made.
     pub supplier_cancels: usize,
+    /// Differences a settlement work item found (docs/payments.md, "Settlement").
+    pub settlement_mismatches: usize,
 }
 
 impl ReconcileReport {
@@ -116,6 +122,8 @@ impl ReconcileReport {
         self.locked_groups_suspect += o.locked_groups_suspect;
         self.locked_runs += o.locked_runs;
         self.locked_locks_read += o.locked_locks_read;
+        self.locked_items_judged += o.locked_items_judged;
+        self.locked_items_moved += o.locked_items_moved;
         self.journal_entries_read += o.journal_entries_read;
         self.locks_restocked += o.locks_restocked;
         self.supplier_bookings_held += o.supplier_bookings_held;
@@ -338,9 +346,14 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
                 }
             }
         }
-        WorkItem::LockedTotals(sums) => {
-            locked_totals(app, sums.clone(), started, budget, &mut rep).await?.map(WorkItem::LockedTotals)
+        WorkItem::Settlement { date } => {
+            let r = crate::service::settlement::run_and_report(app, *date).await?;
+            rep.settlement_mismatches += r.mismatches.len();
+            None
         }
+        WorkItem::LockedTotals(sums) => locked_totals(app, (**sums).clone(), started, budget, &mut rep)
+            .await?
+            .map(|s| WorkItem::LockedTotals(Box::new(s))),
         WorkItem::CampaignQuotas {} => {
             let v = super::campaigns::check_quotas(app).await?;
             report_violations(app, &v, &mut rep);

@@ -1,6 +1,7 @@
 //! The sweep's repairs: stale locks, overdue orders and the bookings a lost event left held.
 
 use super::*;
+use crate::service::paying::DeadlineOutcome;
 
 pub(super) async fn stale_locks(app: &App, ids: &[ReservationId], rep: &mut ReconcileReport) -> anyhow::Result<()> {
     rep.stale_locks += ids.len();
@@ -101,6 +102,26 @@ pub(super) async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bo
             if decided {
                 app.count(names::REPAIRS, 1);
                 tracing::warn!(order_id = %id, ?outcome, "reconcile resolved a SUPPLIER order past its timeout");
+            }
+            return Ok(decided);
+        }
+        if o.status != OrderStatus::Paying
+            && o.attempts.iter().any(|a| a.state.unsettled())
+            && o.pay_expire_at <= clock::now_s()
+        {
+            let n = crate::service::paying::settle_stray_attempts(app, &o).await?;
+            app.count(names::REPAIRS, 1);
+            tracing::warn!(order_id = %id, attempts = n, "reconcile settled payment attempts left open");
+            // a pending order is expired by the next sweep (or its timeout) once they are settled
+            return Ok(false);
+        }
+        if o.status == OrderStatus::Paying && o.pay_expire_at <= clock::now_s() {
+            // its timeout message was lost (or its webhook late): the provider decides
+            let outcome = crate::service::paying::at_deadline(app, &o).await?;
+            let decided = matches!(outcome, DeadlineOutcome::Paid | DeadlineOutcome::Expired);
+            if decided {
+                app.count(names::REPAIRS, 1);
+                tracing::warn!(order_id = %id, ?outcome, "reconcile asked the provider about an overdue PAYING order");
             }
             return Ok(decided);
         }

@@ -292,6 +292,94 @@ async fn locked_equals_frozen_is_checked_past_the_old_limits_and_finds_a_planted
     assert!(rep.continuations > 10, "paged with no budget: {rep:?}");
 }
 
+/// `n` FROZEN locks of one unit on `sku`, each drawn on quota shard `i % shards` of `campaign`.
+fn campaign_locks(campaign: &str, sku: &str, shards: u16, n: usize) -> Vec<crate::domain::reservation::Reservation> {
+    use crate::domain::allocation::Piece;
+    use crate::domain::reservation::CampaignLine;
+    (0..n)
+        .map(|i| {
+            let mut r = orphan(&format!("{campaign}-{sku}-{i:06}"), sku, 1, 120_000);
+            r.lines[0].campaign = Some(CampaignLine {
+                campaign_id: crate::domain::CampaignId::parse(campaign).unwrap(),
+                pieces: vec![Piece { shard: (i % usize::from(shards)) as u16, quantity: 1 }],
+                limited: false,
+            });
+            r
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn quota_locked_equals_the_frozen_campaign_pieces_per_item_and_a_planted_mismatch_is_found() {
+    use crate::domain::campaign::{Campaign, CampaignItem};
+    let (app, w) = memory_app("test", sweep_config()).unwrap();
+    let j = std::sync::Arc::new(crate::adapters::memory::MemoryJournal::new());
+    let app = app.with_journal(j.clone());
+    let now = clock::now_s();
+    let skus = 40;
+    for i in 0..skus {
+        w.stock.seed(plain(&format!("S{i:03}"), 1), &[1_000]);
+    }
+    // 30 campaigns of 4 items each (more campaigns than a page), 3 quota shards per item
+    let mut locks = 0;
+    for c in 0..30 {
+        let id = format!("C{c:02}");
+        let items: Vec<CampaignItem> = (0..4)
+            .map(|k| CampaignItem {
+                sku: Sku::parse(&format!("S{:03}", (c + k * 7) % skus)).unwrap(),
+                price: None,
+                per_user_limit: None,
+                shards: 3,
+                quota: 300,
+            })
+            .collect();
+        let camp = Campaign {
+            id: crate::domain::CampaignId::parse(&id).unwrap(),
+            name: id.clone(),
+            starts_at: now - 3600,
+            ends_at: now + 3600,
+            paused: false,
+            items: items.clone(),
+            version: 1,
+        };
+        assert!(w.stock.write_campaign(&camp, None).await.unwrap());
+        for (k, item) in items.iter().enumerate() {
+            for r in campaign_locks(&id, item.sku.as_str(), 3, 1 + k + c % 5) {
+                assert_eq!(w.stock.put_frozen(&r, &Default::default()).await.unwrap(), Ok(()));
+                locks += 1;
+            }
+        }
+    }
+    let rep = chain(&app, WorkItem::LockedTotals(Default::default()), WORK_BUDGET).await;
+    assert_eq!((rep.locked_items_judged, rep.locked_locks_read, rep.locked_runs), (120, locks, 1), "{rep:?}");
+    assert!(rep.violations.is_empty(), "{rep:?}");
+
+    // C03's first item loses a lock's campaign piece: the lock is released without its quota
+    // piece, which stays locked on the quota shard (quota locked 1 more than its FROZEN pieces)
+    let mut r = campaign_locks("C03", "S003", 3, 1).remove(0);
+    r = w.stock.get_reservation(&r.id).await.unwrap().unwrap();
+    r.lines[0].campaign = None;
+    assert_eq!(w.stock.move_lock(&r, LockStatus::Released).await.unwrap(), Ok(()));
+    let rep = chain(&app, WorkItem::LockedTotals(Default::default()), Duration::ZERO).await;
+    let c03 = crate::domain::CampaignId::parse("C03").unwrap();
+    let want = Violation::CampaignQuota {
+        campaign: c03.clone(),
+        sku: Sku::parse("S003").unwrap(),
+        detail: "locked = 4 but FROZEN campaign pieces hold 3".into(),
+    };
+    assert_eq!(rep.violations, vec![format!("{want:?}")], "{rep:?}");
+    // the product shards still agree (the release gave the SKU's unit back): only the item's
+    // group is looked at again
+    assert_eq!((rep.locked_groups_suspect, rep.locked_runs), (1, 2), "{rep:?}");
+    assert!(rep.continuations > 10, "paged with no budget: {rep:?}");
+
+    // an item whose SKU was written a moment ago is not judged, nor is its group
+    j.put(&adjustments("S003", 0, 1, 1_000)).await.unwrap();
+    let rep = chain(&app, WorkItem::LockedTotals(Default::default()), WORK_BUDGET).await;
+    assert!(rep.violations.is_empty(), "{rep:?}");
+    assert!(rep.locked_items_moved >= 1 && rep.locked_items_judged < 120, "{rep:?}");
+}
+
 #[tokio::test]
 async fn a_claim_in_flight_on_a_code_pool_with_a_trickle_of_sales_raises_no_ring_alarm() {
     use crate::domain::model::{InventoryModel, Management};
@@ -355,7 +443,7 @@ fn work_items_of_the_last_version_still_parse_and_the_new_state_round_trips() {
         ..Default::default()
     };
     let items = [
-        WorkItem::LockedTotals(sums),
+        WorkItem::LockedTotals(Box::new(sums)),
         WorkItem::SkuJournals { cursor: Some("c".into()), pending: vec!["A".into()], last_page: true },
     ];
     for item in items {

@@ -20,6 +20,7 @@ use crate::ports::{
     AdjustRejection, Adjustment, CampaignAdjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection,
     SkuMeta, StockStore,
 };
+use crate::ports::{AdminStamp, Stamped};
 use anyhow::{anyhow, Context};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
@@ -61,31 +62,11 @@ impl StockStore for DynamoStock {
     }
 
     async fn put_sku(&self, meta: &SkuMeta, expected_version: Option<u64>) -> anyhow::Result<bool> {
-        let t = &self.table;
-        let mut items = vec![match expected_version {
-            None => put(t, encode_meta(meta)?, "attribute_not_exists(pk)")?,
-            Some(v) => versioned_put(t, encode_meta(meta)?, v)?,
-        }];
-        let existing = if expected_version.is_some() {
-            self.batch_get((0..meta.slots).map(|i| shard_pk(&meta.sku, i)).collect(), true).await?.len() as u16
-        } else {
-            0
-        };
-        for i in existing..meta.slots {
-            // a shard added during a stop-sale is stopped too: the freeze condition reads `ps`
-            let mut shard = values([
-                ("pk", s(shard_pk(&meta.sku, i))),
-                ("av", n(0)),
-                ("lk", n(0)),
-                ("sd", n(0)),
-                ("ps", AttributeValue::Bool(meta.paused)),
-            ]);
-            if Stocking::of(&meta.model).holds_codes() {
-                shard.extend(values([("chd", n(0)), ("ctl", n(0)), ("cup", n(0))]));
-            }
-            items.push(put(t, shard, "attribute_not_exists(pk)")?);
-        }
-        Ok(self.transact(items, if expected_version.is_none() { 1.0 } else { 0.0 }).await?.is_ok())
+        self.put_sku_stamped(meta, expected_version, None).await
+    }
+
+    async fn put_sku_as(&self, meta: &SkuMeta, expected_version: Option<u64>, by: &AdminStamp) -> anyhow::Result<bool> {
+        self.put_sku_stamped(meta, expected_version, Some(by)).await
     }
 
     async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
@@ -101,7 +82,9 @@ impl StockStore for DynamoStock {
         cause: &Cause,
     ) -> anyhow::Result<bool> {
         let t = &self.table;
-        let mut items = vec![versioned_put(t, encode_meta(meta)?, expected_version)?];
+        // an admin's shard-count change: the metadata records who (security review L7)
+        let by = (cause.actor != crate::domain::journal::SYSTEM).then(|| AdminStamp::now(&cause.actor, "put"));
+        let mut items = vec![versioned_put(t, stamped(encode_meta(meta)?, by.as_ref()), expected_version)?];
         for (i, &av) in new_available.iter().enumerate() {
             let pk = shard_pk(&meta.sku, i as u16);
             match old.get(i) {
@@ -296,19 +279,19 @@ impl StockStore for DynamoStock {
         self.read_counts((0..slots).map(|i| shard_pk(sku, i)).collect(), false).await
     }
 
+    async fn read_many_shards_public(&self, cells: &[(Sku, u16)]) -> anyhow::Result<Vec<Vec<ShardCounts>>> {
+        // one BatchGetItem per 100 keys for all of them
+        let pks: Vec<String> = cells.iter().flat_map(|(sku, n)| (0..*n).map(|i| shard_pk(sku, i))).collect();
+        let mut counts = self.read_counts(pks, false).await?.into_iter();
+        Ok(cells.iter().map(|(_, n)| counts.by_ref().take(usize::from(*n)).collect()).collect())
+    }
+
     async fn set_sku_paused(&self, meta: &SkuMeta, expected_version: u64) -> anyhow::Result<bool> {
-        let t = &self.table;
-        let mut items = vec![versioned_put(t, encode_meta(meta)?, expected_version)?];
-        for i in 0..meta.slots {
-            items.push(update(
-                t,
-                shard_pk(&meta.sku, i),
-                "SET ps = :p",
-                Some("attribute_exists(pk)"),
-                values([(":p", AttributeValue::Bool(meta.paused))]),
-            )?);
-        }
-        Ok(self.transact(items, 0.0).await?.is_ok())
+        self.set_sku_paused_stamped(meta, expected_version, None).await
+    }
+
+    async fn set_sku_paused_as(&self, meta: &SkuMeta, expected_version: u64, by: &AdminStamp) -> anyhow::Result<bool> {
+        self.set_sku_paused_stamped(meta, expected_version, Some(by)).await
     }
 
     async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>> {
@@ -316,7 +299,24 @@ impl StockStore for DynamoStock {
     }
 
     async fn write_campaign(&self, c: &Campaign, expected_version: Option<u64>) -> anyhow::Result<bool> {
-        self.put_campaign(c, expected_version).await
+        self.put_campaign(c, expected_version, None).await
+    }
+
+    async fn write_campaign_as(
+        &self,
+        c: &Campaign,
+        expected_version: Option<u64>,
+        by: &AdminStamp,
+    ) -> anyhow::Result<bool> {
+        self.put_campaign(c, expected_version, Some(by)).await
+    }
+
+    async fn admin_stamp(&self, of: Stamped<'_>) -> anyhow::Result<Option<AdminStamp>> {
+        let pk = match of {
+            Stamped::Sku(sku) => meta_pk(sku),
+            Stamped::Campaign(id) => format!("CMP#{id}"),
+        };
+        Ok(self.batch_get(vec![pk], true).await?.first().and_then(read_stamp))
     }
 
     async fn read_quota_shards(
@@ -549,4 +549,79 @@ impl StockStore for DynamoStock {
             Err(e) => Err(anyhow::Error::new(e).context("put code batch")),
         }
     }
+}
+
+/// Admin writes that record who asked (security review L7): the record's item carries the stamp
+/// (`ub` the admin's sub, `ua` what, `ut` when) in the same request that writes it.
+impl DynamoStock {
+    async fn put_sku_stamped(
+        &self,
+        meta: &SkuMeta,
+        expected_version: Option<u64>,
+        by: Option<&AdminStamp>,
+    ) -> anyhow::Result<bool> {
+        let t = &self.table;
+        let mut items = vec![match expected_version {
+            None => put(t, stamped(encode_meta(meta)?, by), "attribute_not_exists(pk)")?,
+            Some(v) => versioned_put(t, stamped(encode_meta(meta)?, by), v)?,
+        }];
+        let existing = if expected_version.is_some() {
+            self.batch_get((0..meta.slots).map(|i| shard_pk(&meta.sku, i)).collect(), true).await?.len() as u16
+        } else {
+            0
+        };
+        for i in existing..meta.slots {
+            // a shard added during a stop-sale is stopped too: the freeze condition reads `ps`
+            let mut shard = values([
+                ("pk", s(shard_pk(&meta.sku, i))),
+                ("av", n(0)),
+                ("lk", n(0)),
+                ("sd", n(0)),
+                ("ps", AttributeValue::Bool(meta.paused)),
+            ]);
+            if Stocking::of(&meta.model).holds_codes() {
+                shard.extend(values([("chd", n(0)), ("ctl", n(0)), ("cup", n(0))]));
+            }
+            items.push(put(t, shard, "attribute_not_exists(pk)")?);
+        }
+        Ok(self.transact(items, if expected_version.is_none() { 1.0 } else { 0.0 }).await?.is_ok())
+    }
+
+    async fn set_sku_paused_stamped(
+        &self,
+        meta: &SkuMeta,
+        expected_version: u64,
+        by: Option<&AdminStamp>,
+    ) -> anyhow::Result<bool> {
+        let t = &self.table;
+        let mut items = vec![versioned_put(t, stamped(encode_meta(meta)?, by), expected_version)?];
+        for i in 0..meta.slots {
+            items.push(update(
+                t,
+                shard_pk(&meta.sku, i),
+                "SET ps = :p",
+                Some("attribute_exists(pk)"),
+                values([(":p", AttributeValue::Bool(meta.paused))]),
+            )?);
+        }
+        Ok(self.transact(items, 0.0).await?.is_ok())
+    }
+}
+
+/// `it` with the admin stamp's attributes, if any.
+pub(in crate::adapters::dynamo) fn stamped(mut it: Item, by: Option<&AdminStamp>) -> Item {
+    if let Some(b) = by {
+        it.insert("ub".into(), s(b.by.clone()));
+        it.insert("ua".into(), s(b.action.clone()));
+        it.insert("ut".into(), n(b.at_ms));
+    }
+    it
+}
+
+fn read_stamp(it: &Item) -> Option<AdminStamp> {
+    Some(AdminStamp {
+        by: opt_s(it, "ub")?.to_owned(),
+        action: opt_s(it, "ua").unwrap_or_default().to_owned(),
+        at_ms: opt_n(it, "ut").unwrap_or_default(),
+    })
 }

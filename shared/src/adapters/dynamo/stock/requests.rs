@@ -12,6 +12,24 @@ impl DynamoStock {
     }
 }
 
+/// `TransactWriteItems` and the kinds of the items it writes, in order (`RES+SKU+PEND`).
+fn transaction_label(items: &[TransactWriteItem]) -> String {
+    let kinds: Vec<&str> = items
+        .iter()
+        .map(|i| {
+            let pk = i
+                .put()
+                .and_then(|p| p.item().get("pk"))
+                .or_else(|| i.update().and_then(|u| u.key().get("pk")))
+                .or_else(|| i.condition_check().and_then(|c| c.key().get("pk")))
+                .or_else(|| i.delete().and_then(|d| d.key().get("pk")))
+                .and_then(|v| v.as_s().ok());
+            pk.map_or("?", |pk| crate::adapters::usage::kind_of(pk))
+        })
+        .collect();
+    format!("TransactWriteItems {}", kinds.join("+"))
+}
+
 impl DynamoStock {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self { client, table: table.into() }
@@ -26,6 +44,7 @@ impl DynamoStock {
     ) -> anyhow::Result<Result<(), Option<Vec<String>>>> {
         let units: f64 = items.iter().map(|i| 2.0 * i.put().map(|p| wru(item_bytes(p.item()))).unwrap_or(1.0)).sum();
         let _span = charge("dynamodb:TransactWriteItems", 0.0, units + index_writes);
+        crate::adapters::usage::write_detail(&transaction_label(&items), units + index_writes);
         let r = self.client.transact_write_items().set_transact_items(Some(items)).send().await;
         match r {
             Ok(_) => Ok(Ok(())),

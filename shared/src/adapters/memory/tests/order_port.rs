@@ -22,6 +22,8 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         shipment: None,
         return_info: None,
         supplier: Vec::new(),
+        attempts: Vec::new(),
+        review: None,
     }
 }
 

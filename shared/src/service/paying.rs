@@ -1,0 +1,527 @@
+//! Starting a payment and ending a PAYING order (docs/payments.md).
+//!
+//! `POST /orders/{id}/payments` creates a payment at the provider (idempotent per order and
+//! attempt: the provider's key is `pay_<order>_<n>`) and moves the order `PENDING_PAYMENT →
+//! PAYING` in one compare-and-set. A PAYING order is never expired blindly: at its deadline the
+//! provider is asked ([`at_deadline`]) — paid there → PAID; still processing → asked again
+//! every `payment_query_every_s` for at most `payment_grace_s`; anything else → the payment is
+//! cancelled at the provider first (which may answer "too late, it succeeded" → PAID), then the
+//! order EXPIRES. A buyer's or an admin's cancel of a PAYING order goes through [`cancel_at_provider`]
+//! first in the same way. The webhook stays the fast path; these queries are what make a
+//! dropped webhook harmless.
+
+use super::orders::OrderError;
+use super::payments::{self, PaymentNotice, PaymentResult};
+use crate::clock;
+use crate::context::App;
+use crate::domain::order::{AttemptState, Order, OrderAction, OrderRecord, OrderStatus, PaymentAttempt, Provider};
+use crate::domain::{OrderId, UserId};
+use crate::ports::{Message, PaymentRequest, PaymentState, ProviderPayment, MAX_DELAY_SECONDS};
+use crate::telemetry::names;
+
+/// Most payment attempts one order may start.
+pub const MAX_ATTEMPTS: usize = 10;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Order(#[from] OrderError),
+    /// The order's deadline has passed: it can no longer be paid.
+    #[error("the order's payment window has closed")]
+    WindowClosed,
+    #[error("this order has started {MAX_ATTEMPTS} payments; no more")]
+    TooManyAttempts,
+    /// The provider refused to create the payment (not retryable as is).
+    #[error("the payment provider refused: {0}")]
+    Refused(String),
+    /// The provider did not answer (retry).
+    #[error("the payment provider is unavailable: {0:#}")]
+    Unavailable(anyhow::Error),
+}
+
+impl From<anyhow::Error> for StartError {
+    fn from(e: anyhow::Error) -> Self {
+        StartError::Order(OrderError::Store(e))
+    }
+}
+
+/// The provider `name` names (`generic`, `stripe`), if any.
+pub fn provider_named(name: &str) -> Option<Provider> {
+    Provider::parse(name)
+}
+
+/// Starts a payment for `user`'s order through `provider` (default: the configured one).
+/// Answers the order and whether a payment was created (`false`: the open attempt again).
+pub async fn start(
+    app: &App,
+    user: &UserId,
+    id: &OrderId,
+    provider: Option<Provider>,
+) -> Result<(Order, bool), StartError> {
+    let provider = provider.or_else(|| provider_named(&app.config.payment_provider)).unwrap_or_default();
+    for attempt in 1..=super::CAS_ATTEMPTS {
+        let o = super::orders::get_owned(app, user, id).await?;
+        if let Some(a) = open_attempt(&o) {
+            if a.provider == provider {
+                return Ok((o, false));
+            }
+        }
+        if !matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying) {
+            return Err(OrderError::Invalid(crate::domain::order::InvalidTransition {
+                from: o.status,
+                action: OrderAction::StartPayment,
+            })
+            .into());
+        }
+        if clock::now_s() >= o.pay_expire_at {
+            return Err(StartError::WindowClosed);
+        }
+        if o.attempts.len() >= MAX_ATTEMPTS {
+            return Err(StartError::TooManyAttempts);
+        }
+        // a new attempt cancels the earlier ones that could still take money at their provider:
+        // the open one (another provider asked) and failed ones (a failed card payment can be
+        // retried there)
+        let mut moved = false;
+        for a in o.attempts.iter().filter(|a| a.state.unsettled()) {
+            match cancel_at_provider(app, &o, a).await.map_err(StartError::Unavailable)? {
+                Cancelled::Paid => {
+                    return Err(OrderError::Invalid(crate::domain::order::InvalidTransition {
+                        from: OrderStatus::Paid,
+                        action: OrderAction::StartPayment,
+                    })
+                    .into())
+                }
+                Cancelled::Recorded => moved = true,
+                Cancelled::Cancelled => {}
+            }
+        }
+        if moved {
+            continue;
+        }
+        let n = o.attempts.len() as u32 + 1;
+        let req = PaymentRequest {
+            attempt_key: format!("pay_{}_{n}", o.id),
+            order_id: o.id.clone(),
+            amount: o.amount,
+            currency: o.currency.to_string(),
+        };
+        let created = app
+            .providers
+            .get(provider)
+            .create_payment(&req)
+            .await
+            .map_err(StartError::Unavailable)?
+            .map_err(StartError::Refused)?;
+        let now = clock::now_ms();
+        let mut next = o.apply(OrderAction::StartPayment, now).map_err(OrderError::from)?;
+        for a in next.attempts.iter_mut().filter(|a| a.state.unsettled()) {
+            a.state = AttemptState::Cancelled;
+        }
+        next.attempts.push(PaymentAttempt {
+            attempt: n,
+            payment_id: created.payment_id,
+            provider,
+            state: AttemptState::Open,
+            created_at_ms: now,
+            redirect_url: created.redirect_url,
+            client_secret: created.client_secret,
+        });
+        if app.orders.replace(&o, &next).await? {
+            app.count(names::PAYMENTS_STARTED, 1);
+            tracing::info!(order_id = %o.id, attempt = n, provider = ?provider, "payment started");
+            return Ok((next, true));
+        }
+        // lost a race (a callback, the deadline, a concurrent start): re-read and decide again;
+        // a concurrent start of the same attempt got the same payment from the provider
+        super::backoff(attempt).await;
+    }
+    Err(StartError::Order(OrderError::Store(anyhow::anyhow!(
+        "order {id} kept changing under the payment start; retry"
+    ))))
+}
+
+/// The attempt that is still open on a PAYING order.
+fn open_attempt(o: &Order) -> Option<&PaymentAttempt> {
+    (o.status == OrderStatus::Paying).then(|| o.current_attempt()).flatten().filter(|a| a.state == AttemptState::Open)
+}
+
+/// What cancelling an attempt at its provider came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancelled {
+    /// The provider cancelled it (or it had failed, or the provider never knew it).
+    Cancelled,
+    /// Too late: it had succeeded; the payment was applied (the order is PAID, or its money is
+    /// being refunded).
+    Paid,
+    /// It had succeeded and applying it changed the order: the caller re-reads.
+    Recorded,
+}
+
+/// Cancels `a` at its provider; a payment that succeeded meanwhile is applied as its webhook
+/// would have been.
+pub async fn cancel_at_provider(app: &App, o: &Order, a: &PaymentAttempt) -> anyhow::Result<Cancelled> {
+    let after = app.providers.get(a.provider).cancel_payment(&a.payment_id).await?;
+    match after {
+        Some(p) if p.state == PaymentState::Succeeded => {
+            let r = apply_found(app, o, a, &p).await?;
+            Ok(if r == Some(PaymentResult::Applied) { Cancelled::Paid } else { Cancelled::Recorded })
+        }
+        _ => Ok(Cancelled::Cancelled),
+    }
+}
+
+/// Applies a payment the provider reports succeeded, as its webhook would (`None`: refused, e.g.
+/// a wrong amount — recorded and refunded by [`payments::apply`]).
+async fn apply_found(
+    app: &App,
+    o: &Order,
+    a: &PaymentAttempt,
+    p: &ProviderPayment,
+) -> anyhow::Result<Option<PaymentResult>> {
+    let n = PaymentNotice {
+        payment_id: a.payment_id.clone(),
+        provider: a.provider,
+        order_id: o.id.clone(),
+        amount: p.amount,
+        currency: p.currency.clone(),
+        succeeded: true,
+    };
+    match payments::apply(app, &n).await {
+        Ok(r) => {
+            if r == PaymentResult::Applied {
+                app.count(names::PAYMENTS_RECOVERED, 1);
+                tracing::warn!(order_id = %o.id, payment_id = a.payment_id, "payment found succeeded at the provider without its webhook");
+            }
+            Ok(Some(r))
+        }
+        Err(payments::PaymentError::Store(e)) => Err(e),
+        Err(e) => {
+            tracing::warn!(order_id = %o.id, payment_id = a.payment_id, error = %e, "payment found at the provider not applied");
+            Ok(None)
+        }
+    }
+}
+
+/// What became of a PAYING order at its deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeadlineOutcome {
+    /// Its payment had succeeded: applied (PAID, or refunded if too late).
+    Paid,
+    Expired,
+    /// The provider is still processing: asked again in this many seconds.
+    Waiting(u32),
+    /// The order moved meanwhile: the caller re-reads.
+    Moved,
+}
+
+/// Decides a PAYING order whose deadline has passed by asking its provider (module docs).
+pub async fn at_deadline(app: &App, o: &Order) -> anyhow::Result<DeadlineOutcome> {
+    debug_assert_eq!(o.status, OrderStatus::Paying);
+    app.count(names::PAYMENTS_QUERIED, 1);
+    let Some(a) = o.current_attempt() else {
+        return expire(app, o, None).await;
+    };
+    let provider = app.providers.get(a.provider);
+    let now = clock::now_s();
+    let found = provider.payment(&a.payment_id).await?;
+    let state = found.as_ref().map(|p| p.state);
+    if let (Some(PaymentState::Succeeded), Some(p)) = (state, found.as_ref()) {
+        return Ok(match apply_found(app, o, a, p).await? {
+            Some(_) => DeadlineOutcome::Paid,
+            None => DeadlineOutcome::Moved,
+        });
+    }
+    let grace_ends = o.pay_expire_at + app.config.payment_grace_s;
+    if state == Some(PaymentState::Processing) && now < grace_ends {
+        let wait = app.config.payment_query_every_s.min(grace_ends - now).clamp(1, MAX_DELAY_SECONDS) as u32;
+        let msg = Message::PaymentTimeout { schema: 1, order_id: o.id.to_string(), due_at: now + i64::from(wait) };
+        app.messages.send(&msg, wait).await?;
+        tracing::info!(order_id = %o.id, wait, "payment still processing at the deadline; asking again");
+        return Ok(DeadlineOutcome::Waiting(wait));
+    }
+    // not paid: make sure it never can be before the order closes
+    let final_state = match state {
+        Some(PaymentState::Open) | Some(PaymentState::Processing) => match cancel_at_provider(app, o, a).await? {
+            Cancelled::Paid => return Ok(DeadlineOutcome::Paid),
+            Cancelled::Recorded => return Ok(DeadlineOutcome::Moved),
+            Cancelled::Cancelled => AttemptState::Cancelled,
+        },
+        Some(PaymentState::Failed) => AttemptState::Failed,
+        _ => AttemptState::Cancelled,
+    };
+    expire(app, o, Some(final_state)).await
+}
+
+/// CAS PAYING → EXPIRED, recording how its open attempt ended.
+async fn expire(app: &App, o: &Order, attempt_state: Option<AttemptState>) -> anyhow::Result<DeadlineOutcome> {
+    let mut next = o.apply(OrderAction::Expire, clock::now_ms())?;
+    if let (Some(st), Some(a)) = (attempt_state, next.attempts.last_mut()) {
+        if a.state == AttemptState::Open {
+            a.state = st;
+        }
+    }
+    if app.orders.replace(o, &next).await? {
+        app.count(names::ORDERS_EXPIRED, 1);
+        tracing::info!(order_id = %o.id, "paying order expired: its provider reports no payment");
+        return Ok(DeadlineOutcome::Expired);
+    }
+    Ok(DeadlineOutcome::Moved)
+}
+
+/// Settles the attempts that could still take money (open, or failed: a failed payment can be
+/// retried at the provider) other than a PAYING order's current one — the order paid by
+/// another payment, cancelled by an admin, back to PENDING_PAYMENT after a failure, or closed
+/// meanwhile. The simulator found both ways money was lost: an attempt that succeeded with its
+/// webhook lost while a second payment paid the order, and a failed payment retried
+/// successfully at the provider with its webhook lost before the order expired. Each is asked
+/// of its provider: succeeded → applied as its webhook would have been (paid, or refunded if
+/// the order is paid or closed); otherwise cancelled there and marked. Answers how many there
+/// were. Run at the order's deadline (its timeout message, or reconcile: such an order stays in
+/// the pending index until none is left).
+pub async fn settle_stray_attempts(app: &App, o: &Order) -> anyhow::Result<usize> {
+    let open: Vec<PaymentAttempt> = o
+        .attempts
+        .iter()
+        .filter(|a| a.state.unsettled() && !(o.status == OrderStatus::Paying && o.current_attempt() == Some(*a)))
+        .cloned()
+        .collect();
+    for a in &open {
+        let provider = app.providers.get(a.provider);
+        let now_state = match provider.payment(&a.payment_id).await? {
+            Some(p) if p.state == PaymentState::Succeeded => Some(p),
+            _ => provider.cancel_payment(&a.payment_id).await?,
+        };
+        let cur = reread(app, &o.id).await?.ok_or_else(|| anyhow::anyhow!("order {} vanished", o.id))?;
+        match now_state {
+            Some(p) if p.state == PaymentState::Succeeded => {
+                // recorded (and owed back if the order is paid or closed) by the callback path,
+                // which also marks the attempt
+                apply_found(app, &cur, a, &p).await?;
+            }
+            _ => mark(app, &o.id, &a.payment_id, AttemptState::Cancelled).await?,
+        }
+    }
+    Ok(open.len())
+}
+
+/// Marks one attempt (compare-and-set, re-read on a lost race).
+async fn mark(app: &App, id: &OrderId, payment_id: &str, state: AttemptState) -> anyhow::Result<()> {
+    for attempt in 1..=super::CAS_ATTEMPTS {
+        let Some(o) = reread(app, id).await? else { return Ok(()) };
+        let Some(i) = o.attempts.iter().position(|a| a.payment_id == payment_id && a.state.unsettled())
+        else {
+            return Ok(());
+        };
+        let next = o.next(clock::now_ms(), |n| n.attempts[i].state = state);
+        if app.orders.replace(&o, &next).await? {
+            return Ok(());
+        }
+        super::backoff(attempt).await;
+    }
+    anyhow::bail!("order {id} kept changing under the attempt's mark; retry")
+}
+
+/// Reads `id` again for a caller that lost a race.
+pub async fn reread(app: &App, id: &OrderId) -> anyhow::Result<Option<Order>> {
+    Ok(match app.orders.get(id).await? {
+        Some(OrderRecord::Order(o)) => Some(*o),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::memory_app;
+    use crate::config::Config;
+    use crate::domain::order::OrderLine;
+    use crate::domain::{Currency, Sku};
+
+    pub(super) fn order(id: &str, expire_at: i64) -> Order {
+        Order {
+            id: OrderId::parse(id).unwrap(),
+            user: UserId::parse("u").unwrap(),
+            status: OrderStatus::PendingPayment,
+            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500, dates: Vec::new() }],
+            amount: 500,
+            currency: Currency::parse("EUR").unwrap(),
+            pay_expire_at: expire_at,
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            version: 1,
+            payment_id: None,
+            payments: vec![],
+            request_hash: String::new(),
+            cancel_reason: None,
+            refunds: vec![],
+            shipment: None,
+            return_info: None,
+            supplier: Vec::new(),
+            attempts: Vec::new(),
+            review: None,
+        }
+    }
+
+    async fn app_with(o: &Order) -> (App, crate::adapters::memory::MemoryWorld) {
+        let (app, w) = memory_app("test", Config::from_lookup(&|_| None).unwrap()).unwrap();
+        assert!(app.orders.put_new(o).await.unwrap());
+        (app, w)
+    }
+
+    async fn status(app: &App, id: &OrderId) -> Order {
+        reread(app, id).await.unwrap().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_start_creates_one_payment_and_a_repeat_answers_the_same() {
+        let o = order("o1", clock::now_s() + 600);
+        let (app, w) = app_with(&o).await;
+        let user = o.user.clone();
+        let (a, created) = start(&app, &user, &o.id, None).await.unwrap();
+        assert!(created);
+        assert_eq!(a.status, OrderStatus::Paying);
+        let (b, created) = start(&app, &user, &o.id, None).await.unwrap();
+        assert!(!created);
+        assert_eq!(a.attempts, b.attempts);
+        assert_eq!(w.provider.payments().len(), 1);
+        // someone else's order is not found; a closed order cannot start a payment
+        let other = UserId::parse("v").unwrap();
+        assert!(matches!(start(&app, &other, &o.id, None).await, Err(StartError::Order(OrderError::NotFound))));
+    }
+
+    #[tokio::test]
+    async fn another_provider_cancels_the_open_attempt_first() {
+        let o = order("o2", clock::now_s() + 600);
+        let (app, w) = app_with(&o).await;
+        start(&app, &o.user, &o.id, Some(Provider::Generic)).await.unwrap();
+        // both providers are the same memory provider here: the first payment is cancelled
+        let (b, created) = start(&app, &o.user, &o.id, Some(Provider::Stripe)).await.unwrap();
+        assert!(created);
+        assert_eq!(
+            b.attempts.iter().map(|a| a.state).collect::<Vec<_>>(),
+            [AttemptState::Cancelled, AttemptState::Open]
+        );
+        assert_eq!(w.provider.payments()[0].state, PaymentState::Cancelled);
+    }
+
+    #[tokio::test]
+    async fn a_failed_payment_makes_the_order_payable_again_and_a_second_attempt_pays() {
+        let o = order("o3", clock::now_s() + 600);
+        let (app, w) = app_with(&o).await;
+        let (a, _) = start(&app, &o.user, &o.id, None).await.unwrap();
+        let pid = a.attempts[0].payment_id.clone();
+        w.provider.settle(&pid, PaymentState::Failed);
+        let fail = PaymentNotice {
+            payment_id: pid,
+            provider: Provider::Generic,
+            order_id: o.id.clone(),
+            amount: 500,
+            currency: "EUR".into(),
+            succeeded: false,
+        };
+        payments::apply(&app, &fail).await.unwrap();
+        assert_eq!(status(&app, &o.id).await.status, OrderStatus::PendingPayment);
+        let (b, created) = start(&app, &o.user, &o.id, None).await.unwrap();
+        assert!(created && b.attempts.len() == 2);
+        let pid2 = b.attempts[1].payment_id.clone();
+        w.provider.settle(&pid2, PaymentState::Succeeded);
+        let ok = PaymentNotice { payment_id: pid2, succeeded: true, ..fail };
+        assert_eq!(payments::apply(&app, &ok).await.unwrap(), PaymentResult::Applied);
+        let paid = status(&app, &o.id).await;
+        assert_eq!(paid.status, OrderStatus::Paid);
+        assert_eq!(paid.attempts[1].state, AttemptState::Succeeded);
+    }
+
+    #[tokio::test]
+    async fn at_the_deadline_the_provider_decides_paid_waiting_or_expired() {
+        // paid at the provider, webhook lost → PAID
+        let o = order("o4", clock::now_s() + 600);
+        let (app, w) = app_with(&o).await;
+        let (a, _) = start(&app, &o.user, &o.id, None).await.unwrap();
+        w.provider.settle(&a.attempts[0].payment_id, PaymentState::Succeeded);
+        assert_eq!(at_deadline(&app, &a).await.unwrap(), DeadlineOutcome::Paid);
+        assert_eq!(status(&app, &o.id).await.status, OrderStatus::Paid);
+
+        // processing → waits (a timeout message is sent), within the grace
+        let o = order("o5", clock::now_s() + 600);
+        assert!(app.orders.put_new(&o).await.unwrap());
+        let (a, _) = start(&app, &o.user, &o.id, None).await.unwrap();
+        w.provider.settle(&a.attempts[0].payment_id, PaymentState::Processing);
+        assert!(matches!(at_deadline(&app, &a).await.unwrap(), DeadlineOutcome::Waiting(_)));
+        assert_eq!(status(&app, &o.id).await.status, OrderStatus::Paying);
+
+        // never paid → cancelled at the provider, then EXPIRED
+        let o = order("o6", clock::now_s() + 600);
+        assert!(app.orders.put_new(&o).await.unwrap());
+        let (a, _) = start(&app, &o.user, &o.id, None).await.unwrap();
+        assert_eq!(at_deadline(&app, &a).await.unwrap(), DeadlineOutcome::Expired);
+        let expired = status(&app, &o.id).await;
+        assert_eq!((expired.status, expired.attempts[0].state), (OrderStatus::Expired, AttemptState::Cancelled));
+        let at_provider = w.provider.payments().into_iter().find(|p| p.payment_id == a.attempts[0].payment_id).unwrap();
+        assert_eq!(at_provider.state, PaymentState::Cancelled, "cancelled before the order expired");
+    }
+
+    #[tokio::test]
+    async fn processing_past_the_grace_is_cancelled_and_the_order_expires() {
+        let mut c = Config::from_lookup(&|_| None).unwrap();
+        c.payment_grace_s = 1;
+        let (app, w) = memory_app("test", c).unwrap();
+        let o = order("o7", clock::now_s() + 600);
+        assert!(app.orders.put_new(&o).await.unwrap());
+        let (mut a, _) = start(&app, &o.user, &o.id, None).await.unwrap();
+        w.provider.settle(&a.attempts[0].payment_id, PaymentState::Processing);
+        // the order as if its deadline and grace had passed
+        let mut past = a.clone();
+        past.pay_expire_at = clock::now_s() - 5;
+        past.version += 1;
+        assert!(app.orders.replace(&a, &past).await.unwrap());
+        a = past;
+        assert_eq!(at_deadline(&app, &a).await.unwrap(), DeadlineOutcome::Expired);
+    }
+}
+
+#[cfg(test)]
+mod stray_tests {
+    use super::*;
+    use crate::adapters::memory::memory_app;
+    use crate::config::Config;
+
+    /// A failed payment retried at the provider (its webhook lost) before the order's deadline:
+    /// the deadline asks about it before expiring the order (found by the simulator).
+    #[tokio::test]
+    async fn a_failed_attempt_is_asked_about_at_the_deadline_and_then_the_order_expires() {
+        let (app, w) = memory_app("test", Config::from_lookup(&|_| None).unwrap()).unwrap();
+        for (id, retried) in [("o1", false), ("o2", true)] {
+            let o = super::tests::order(id, clock::now_s() + 600);
+            assert!(app.orders.put_new(&o).await.unwrap());
+            let (a, _) = start(&app, &o.user, &o.id, None).await.unwrap();
+            let pid = a.attempts[0].payment_id.clone();
+            w.provider.settle(&pid, PaymentState::Failed);
+            let fail = PaymentNotice {
+                payment_id: pid.clone(),
+                provider: Provider::Generic,
+                order_id: o.id.clone(),
+                amount: 500,
+                currency: "EUR".into(),
+                succeeded: false,
+            };
+            payments::apply(&app, &fail).await.unwrap();
+            if retried {
+                w.provider.settle(&pid, PaymentState::Succeeded);
+            }
+            // its deadline passes
+            let now = reread(&app, &o.id).await.unwrap().unwrap();
+            let mut past = now.clone();
+            past.pay_expire_at = clock::now_s() - 1;
+            past.version += 1;
+            assert!(app.orders.replace(&now, &past).await.unwrap());
+            let out = super::super::orders::payment_timeout(&app, &o.id, 0).await.unwrap();
+            let end = reread(&app, &o.id).await.unwrap().unwrap();
+            assert_eq!(end.status, OrderStatus::Expired, "{id} {out:?}");
+            let want = if retried { AttemptState::Succeeded } else { AttemptState::Cancelled };
+            assert_eq!(end.attempts[0].state, want, "{id}");
+            assert_eq!(end.refunds.len(), usize::from(retried), "{id}: money taken late goes back");
+        }
+    }
+}
