@@ -7,7 +7,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier
+.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments
 .PHONY: sim sim-long sim-mutants
 
 help:
@@ -152,6 +152,11 @@ bench-campaigns: venv
 bench-after-sale: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=after-sale bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# Only the money path's figures (docs/payments.md): bench/payments.json.
+bench-payments: venv
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=payments bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 # Only the inventory-model figures (write units per order placed under each model): bench/models.json.
 bench-models: venv

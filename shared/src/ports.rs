@@ -353,8 +353,9 @@ impl OrderIndex {
             // `pay_expire_at` until the bookings confirm): the sweep resolves a lost poll
             // and any order with a payment attempt that could still take money: its deadline
             // settles it (service/paying.rs, `settle_stray_attempts`)
-            OrderIndex::Pending => (o.status.is_open_unpaid() || o.attempts.iter().any(|a| a.state.unsettled()))
-                .then_some(o.pay_expire_at),
+            OrderIndex::Pending => {
+                (o.status.is_open_unpaid() || o.attempts.iter().any(|a| a.state.unsettled())).then_some(o.pay_expire_at)
+            }
             OrderIndex::Shipped => {
                 o.shipment.as_ref().filter(|_| o.status == OrderStatus::Shipped).map(|s| s.auto_complete_at)
             }

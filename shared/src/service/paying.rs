@@ -309,8 +309,7 @@ pub async fn settle_stray_attempts(app: &App, o: &Order) -> anyhow::Result<usize
 async fn mark(app: &App, id: &OrderId, payment_id: &str, state: AttemptState) -> anyhow::Result<()> {
     for attempt in 1..=super::CAS_ATTEMPTS {
         let Some(o) = reread(app, id).await? else { return Ok(()) };
-        let Some(i) = o.attempts.iter().position(|a| a.payment_id == payment_id && a.state.unsettled())
-        else {
+        let Some(i) = o.attempts.iter().position(|a| a.payment_id == payment_id && a.state.unsettled()) else {
             return Ok(());
         };
         let next = o.next(clock::now_ms(), |n| n.attempts[i].state = state);

@@ -98,8 +98,13 @@ pub async fn run(app: &App, day: Day) -> anyhow::Result<Report> {
 }
 
 /// Runs `day` and announces its mismatches (metric, log line per mismatch): the daily schedule
-/// and `POST /admin/settlement/{date}/run`.
+/// and `POST /admin/settlement/{date}/run`. First, every refund of the day still ISSUED (its
+/// provider's confirmation never came) is asked of its provider and confirmed if done.
 pub async fn run_and_report(app: &App, day: Day) -> anyhow::Result<Report> {
+    let asked = ask_about_issued_refunds(app, day).await?;
+    if asked > 0 {
+        tracing::info!(date = %day, confirmed = asked, "settlement: refunds confirmed by asking their provider");
+    }
     let report = run(app, day).await?;
     app.count(names::SETTLEMENT_MISMATCHES, report.mismatches.len() as u64);
     for m in &report.mismatches {
@@ -109,6 +114,39 @@ pub async fn run_and_report(app: &App, day: Day) -> anyhow::Result<Report> {
     tracing::info!(date = %day, payments = report.payments_matched, refunds = report.refunds_matched,
         mismatches = report.mismatches.len(), "settlement done");
     Ok(report)
+}
+
+/// Refunds issued on `day` whose confirmation never arrived: each is asked of its provider, and
+/// one the provider reports done is confirmed as its webhook would have (service/refunds.rs,
+/// `confirm`: only an ISSUED refund of that provider under its recorded id). Answers how many.
+async fn ask_about_issued_refunds(app: &App, day: Day) -> anyhow::Result<usize> {
+    let from = day_start_ms(day);
+    let mut confirmed = 0;
+    for id in app.orders.between(OrderIndex::Refunded, from, from + 86_400_000).await? {
+        let Some(OrderRecord::Order(o)) = app.orders.get(&id).await? else { continue };
+        for r in o.refunds.iter().filter(|r| r.status == RefundStatus::Issued) {
+            let Some(prid) = r.provider_refund_id.as_deref() else { continue };
+            let Some(state) = app.providers.get(r.provider).refund_state(prid).await? else { continue };
+            if state.succeeded != Some(true) {
+                continue;
+            }
+            let c = crate::service::refunds::RefundConfirmation {
+                provider: r.provider,
+                order_id: o.id.clone(),
+                refund_id: Some(r.refund_id.clone()),
+                provider_refund_id: prid.to_owned(),
+                amount: state.amount,
+                succeeded: true,
+            };
+            match crate::service::refunds::confirm(app, &c).await {
+                Ok(_) => confirmed += 1,
+                Err(e) => {
+                    tracing::warn!(order_id = %o.id, refund_id = r.refund_id, error = %e, "settlement: refund not confirmed")
+                }
+            }
+        }
+    }
+    Ok(confirmed)
 }
 
 /// Yesterday, UTC: what the daily schedule settles.
@@ -195,6 +233,12 @@ async fn compare(
     }
     for (pid, (o, amount, _)) in &ours {
         if !seen.contains(pid) {
+            // listed on the day the money moved, which may be the day before (midnight)
+            let elsewhere = app.providers.get(p).payment(pid).await?;
+            if elsewhere.is_some_and(|x| x.state == crate::ports::PaymentState::Succeeded) {
+                report.payments_matched += 1;
+                continue;
+            }
             report.mismatches.push(miss(
                 MismatchKind::PaidWithoutCapture,
                 Some(o.id.to_string()),
@@ -352,6 +396,27 @@ mod tests {
                 (MismatchKind::RefundNotAtProvider, Some("e".into())),
             ]
         );
+        // a refund the provider made whose confirmation never came is confirmed by asking
+        let mut g = paid(&order("g"), &c.payment_id.replace('3', "7"));
+        let req = RefundRequest {
+            refund_id: "rf_g".into(),
+            payment_id: g.payments[0].payment_id.clone(),
+            order_id: g.id.clone(),
+            amount: 500,
+            currency: "EUR".into(),
+        };
+        let made = provider.refund(&req).await.unwrap().unwrap();
+        w.provider.finish_refund(&made.provider_refund_id, true);
+        let mut rg = RefundRecord::requested(&g.payments[0], 500, RefundReason::BuyerRequest, 1);
+        rg.refund_id = "rf_g".into();
+        rg.status = RefundStatus::Issued;
+        rg.provider_refund_id = Some(made.provider_refund_id.clone());
+        rg.issued_at_ms = Some(clock::now_ms());
+        g.refunds.push(rg);
+        app.orders.put_new(&g).await.unwrap();
+        run_and_report(&app, today).await.unwrap();
+        let Some(OrderRecord::Order(g)) = app.orders.get(&g.id).await.unwrap() else { panic!() };
+        assert_eq!(g.refunds[0].status, RefundStatus::Confirmed);
         // another day has nothing
         let r = run(&app, today.next()).await.unwrap();
         assert!(r.mismatches.is_empty() && r.payments_matched == 0);

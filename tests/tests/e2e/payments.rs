@@ -83,7 +83,10 @@ async fn a_failed_payment_returns_the_order_to_pending_and_a_second_attempt_pays
     pay_at_provider(second.body["redirect_url"].as_str().unwrap(), "succeed", "twice").await;
     let o = s.order_reaches("u1", &id, "PAID").await;
     let states: Vec<&str> = o["payments"].as_array().unwrap().iter().map(|p| p["state"].as_str().unwrap()).collect();
-    assert_eq!(states, ["FAILED", "SUCCEEDED"]);
+    // the failed payment could still be retried at the provider: the new attempt cancelled it
+    assert_eq!(states, ["CANCELLED", "SUCCEEDED"]);
+    let first_at_provider = s.local.provider.payment(first.body["payment_id"].as_str().unwrap()).unwrap();
+    assert_eq!(first_at_provider.status, holdfast::adapters::provider::WireStatus::Cancelled);
     assert_eq!(o["refunds_requested"], 0, "the second webhook is a duplicate");
     s.lock_reaches(&id, "SOLD").await;
     s.assert_invariants().await;
@@ -312,5 +315,28 @@ async fn bad_input_on_the_payment_routes_gets_a_clear_error_and_changes_nothing(
     // a closed order cannot start a payment
     s.cancel("u1", &id).await;
     problem(&start(&s, "u1", &id, None).await, 409, "invalid_transition");
+    s.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_buyer_pays_a_stripe_payment_intent_and_its_succeeded_event_pays_the_order() {
+    let s = spawn().await;
+    s.sku("PAYS", 2500, 5, 1, None).await;
+    let id = unpaid(&s, "u1", "k1", "PAYS").await;
+    let a = start(&s, "u1", &id, Some(json!({"provider": "stripe"}))).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let pi = a.body["payment_id"].as_str().expect("payment_id").to_owned();
+    assert!(pi.starts_with("pi_"), "a PaymentIntent id: {pi}");
+    assert!(a.body["client_secret"].as_str().is_some_and(|c| c.starts_with(&format!("{pi}_secret"))), "{}", a.body);
+    assert!(a.body.get("redirect_url").is_none());
+    // the buyer's page confirms with a declined card first, then a good one
+    let (st, _) = s.local.stripe.confirm(&pi, "pm_card_chargeDeclined");
+    assert_eq!(st, 402);
+    let (st, intent) = s.local.stripe.confirm(&pi, "pm_card_visa");
+    assert_eq!((st, intent["status"].as_str()), (200, Some("succeeded")), "{intent}");
+    let o = s.order_reaches("u1", &id, "PAID").await;
+    assert_eq!(o["payment_id"], pi.as_str());
+    assert_eq!(o["payments"][0]["provider"], "stripe");
+    s.lock_reaches(&id, "SOLD").await;
     s.assert_invariants().await;
 }

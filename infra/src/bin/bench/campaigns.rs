@@ -84,7 +84,7 @@ pub(crate) async fn campaign_section(endpoint: &str, n: usize) -> anyhow::Result
             "
 ### Where a paid {label}'s write units go (measured)
 
-Per paid order, by write (`operation item-kinds`: `RES` lock record, `SKU` product shard, `Q` quota shard, `PEND` pending-checkout counter, `LIM`/`CLIM` per-user counters, `ORD` order, `J` journal entry); a transaction bills 2 units per item-KB, an index entry 1.
+Per paid order, by write (`operation item-kinds`: `RES` lock record, `SKU` product shard, `CQ` campaign quota shard, `PEND` pending-checkout counter, `LIM`/`LIMC` per-user counters of a SKU / a campaign item, `ORD` order, `J` journal entry); a transaction bills 2 units per item-KB, an index entry 1.
 
 | write | requests | WRU |
 |---|---|---|"

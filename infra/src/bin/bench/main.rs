@@ -7,6 +7,7 @@
 mod campaigns;
 mod lifecycles;
 mod models;
+mod payments;
 mod prices;
 mod report;
 
@@ -143,6 +144,13 @@ async fn main() -> anyhow::Result<()> {
             std::env::var("HOLDFAST_BENCH_SUPPLIER_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(90);
         let v = supplier_section(&endpoint, n, timeout).await?;
         std::fs::write(out.join("supplier.json"), serde_json::to_string_pretty(&v)?)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    // `HOLDFAST_BENCH_ONLY=payments` (make bench-payments): what the payment attempt costs
+    if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("payments") {
+        let v = payments::payments_section(&endpoint, n).await?;
+        std::fs::write(out.join("payments.json"), serde_json::to_string_pretty(&v)?)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }

@@ -15,9 +15,8 @@ mod reservations;
 mod stock;
 
 use super::after_sale::{
-    AdminOrderView, LockLineView, LockView, PaymentView, ReasonRequest, RefundDecisionRequest, RefundView, RefundWebhook,
-    RefundWebhookAnswer,
-    RefundWebhookStatus, ReturnReceivedRequest, ShipRequest,
+    AdminOrderView, LockLineView, LockView, PaymentView, ReasonRequest, RefundDecisionRequest, RefundView,
+    RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus, ReturnReceivedRequest, ShipRequest,
 };
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
@@ -27,8 +26,8 @@ use super::orders::{
     SupplierBookingView,
 };
 use super::payments::{
-    CallbackAnswer, CallbackResult, PaymentAttemptView, PaymentCallback, PaymentStarted, PaymentStatus, SettlementMismatch,
-    SettlementReport, StartPaymentRequest,
+    CallbackAnswer, CallbackResult, PaymentAttemptView, PaymentCallback, PaymentStarted, PaymentStatus,
+    SettlementMismatch, SettlementReport, StartPaymentRequest,
 };
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
 use super::stock::{
