@@ -269,7 +269,7 @@ impl Config {
             },
             payment_grace_s: parse(get, "HOLDFAST_PAYMENT_GRACE_SECONDS", 600)?,
             payment_query_every_s: parse(get, "HOLDFAST_PAYMENT_QUERY_SECONDS", 30)?,
-            refund_review_above: match get("HOLDFAST_REFUND_REVIEW_ABOVE").filter(|v| !v.is_empty()) {
+            refund_review_above: match get("HOLDFAST_REFUND_REVIEW_ABOVE").filter(|v| !v.is_empty() && v != "off") {
                 None => None,
                 Some(_) => Some(parse(get, "HOLDFAST_REFUND_REVIEW_ABOVE", 0u64)?),
             },

@@ -311,8 +311,13 @@ mod tests {
         let shipped = paid.apply(OrderAction::Ship, 3).unwrap();
         assert_eq!(kinds(events_for_change(Some(&paid), Some(&shipped))), vec![EventKind::OrderShipped]);
         let asked = shipped.apply(OrderAction::RequestReturn, 4).unwrap().next(4, |o| {
-            o.return_info =
-                Some(ReturnInfo { reason: "r".into(), requested_at_ms: 4, restock: None, received_at_ms: None })
+            o.return_info = Some(ReturnInfo {
+                reason: "r".into(),
+                requested_at_ms: 4,
+                restock: None,
+                received_at_ms: None,
+                received_by: None,
+            })
         });
         assert_eq!(kinds(events_for_change(Some(&shipped), Some(&asked))), vec![EventKind::OrderReturnRequested]);
         let received = |restock: bool| {

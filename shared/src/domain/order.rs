@@ -347,6 +347,9 @@ pub struct Shipment {
     pub shipped_at_ms: i64,
     /// Epoch seconds at which a shipment the buyer never confirms is completed.
     pub auto_complete_at: i64,
+    /// The admin (`sub`) who shipped it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shipped_by: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -358,6 +361,9 @@ pub struct ReturnInfo {
     pub restock: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub received_at_ms: Option<i64>,
+    /// The admin (`sub`) who received the goods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_by: Option<String>,
 }
 
 impl Order {

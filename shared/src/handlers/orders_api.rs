@@ -181,7 +181,7 @@ async fn buyer(app: &App, req: &Request, status: u16, change: Change) -> Result<
 async fn admin(app: &App, req: &Request, change: Change) -> Result<Response, Problem> {
     let actor = subject(req).map(|u| u.to_string()).unwrap_or_else(|_| "admin".into());
     let id = order_id(req)?;
-    let o = after_sale::apply(app, Caller::Admin, &id, change).await.map_err(order_problem)?;
+    let o = after_sale::apply_as(app, Caller::Admin, &id, change, Some(&actor)).await.map_err(order_problem)?;
     tracing::info!(order_id = %id, actor, status = o.status.as_str(), "admin order change");
     Ok(json_response(200, &OrderView::from(&o)))
 }

@@ -73,6 +73,7 @@ pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i6
                 tracking_number: tracking_number.clone(),
                 shipped_at_ms: now_ms,
                 auto_complete_at: now_ms / 1000 + auto_complete_after_s,
+                shipped_by: None,
             });
         }
         Change::Refund { reason } => {
@@ -89,6 +90,7 @@ pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i6
                 requested_at_ms: now_ms,
                 restock: None,
                 received_at_ms: None,
+                received_by: None,
             });
         }
         Change::ReceiveReturn { restock } => {
@@ -109,6 +111,18 @@ pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i6
 /// Applies `change` to the order with compare-and-set, re-reading on a lost race. A repeat of
 /// a change that already happened (same target status) answers the order as it is.
 pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) -> Result<Order, OrderError> {
+    apply_as(app, caller, id, change, None).await
+}
+
+/// [`apply`], recording the admin who made the change (`actor`, the JWT `sub`) on what it wrote:
+/// the shipment, the received return, the cancel reason (security review L7).
+pub async fn apply_as(
+    app: &App,
+    caller: Caller<'_>,
+    id: &OrderId,
+    change: Change,
+    actor: Option<&str>,
+) -> Result<Order, OrderError> {
     for attempt in 1..=super::CAS_ATTEMPTS {
         let o = match (app.orders.get(id).await?, caller) {
             (Some(OrderRecord::Order(o)), Caller::Buyer(u)) if &o.user == u => *o,
@@ -138,10 +152,13 @@ pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) 
         if held.is_none() {
             held = stock_allows(app, caller, &o, &change).await?;
         }
-        let next = match (held, &change) {
+        let mut next = match (held, &change) {
             (Some(because), Change::Refund { reason }) => hold_for_review(&o, reason, because, now)?,
             _ => next,
         };
+        if let (Some(by), Caller::Admin) = (actor, caller) {
+            stamp_actor(&mut next, &change, by);
+        }
         if app.orders.replace(&o, &next).await? {
             if next.status == OrderStatus::RefundRequested {
                 app.count(names::REFUNDS_HELD_FOR_REVIEW, 1);
@@ -158,6 +175,24 @@ pub async fn apply(app: &App, caller: Caller<'_>, id: &OrderId, change: Change) 
         super::backoff(attempt).await;
     }
     Err(OrderError::Store(anyhow::anyhow!("order {id} kept changing; retry")))
+}
+
+/// Records the admin who made `change` on what it wrote.
+fn stamp_actor(next: &mut Order, change: &Change, by: &str) {
+    match change {
+        Change::Ship { .. } => {
+            if let Some(s) = next.shipment.as_mut() {
+                s.shipped_by = Some(by.to_owned());
+            }
+        }
+        Change::ReceiveReturn { .. } => {
+            if let Some(r) = next.return_info.as_mut() {
+                r.received_by = Some(by.to_owned());
+            }
+        }
+        Change::AdminCancel { reason } => next.cancel_reason = Some(format!("cancelled by admin ({by}): {reason}")),
+        _ => {}
+    }
 }
 
 /// Why a buyer's refund of `o` waits for an admin, judged from the order alone: a confirmed

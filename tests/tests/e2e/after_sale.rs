@@ -147,6 +147,12 @@ async fn a_received_return_restocks_or_writes_off_and_is_refunded_either_way() {
         let v = refunds_reach(&s, id, 1, "CONFIRMED").await;
         assert_eq!(v["refunds"][0]["reason"], "return");
         assert_eq!(v["order"]["status"], "RETURNED");
+        // the admin who shipped and who received is on the order (security review L7)
+        assert_eq!(
+            (v["shipment"]["shipped_by"].as_str(), v["return"]["received_by"].as_str()),
+            (Some("admin"), Some("admin")),
+            "{v}"
+        );
     }
     s.lock_reaches(&back, "RESTOCKED").await;
     // restocked 2 back; the written-off unit stays sold
@@ -278,7 +284,7 @@ async fn after_sale_routes_refuse_bad_input_and_change_nothing() {
     // an admin cancels a pending order with a reason; its stock goes back
     let c = s.post(&format!("/admin/orders/{pending}/cancel"), &s.admin, json!({"reason": "fraud check failed"})).await;
     assert_eq!((c.status, c.body["status"].as_str()), (200, Some("CANCELLED")), "{}", c.body);
-    assert_eq!(s.admin_view(&pending).await["cancel_reason"], "cancelled by admin: fraud check failed");
+    assert_eq!(s.admin_view(&pending).await["cancel_reason"], "cancelled by admin (admin): fraud check failed");
     eventually("the cancelled order's stock back", WAIT, || async {
         (s.lock_status(&pending).await.as_deref() == Some("RELEASED")).then_some(())
     })

