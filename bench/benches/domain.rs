@@ -18,9 +18,9 @@ fn order() -> Order {
         user: UserId::parse("auth0|5f1e2d3c4b5a69788796a5b4").unwrap(),
         status: OrderStatus::PendingPayment,
         lines: vec![
-            OrderLine { sku: sku("SKU-HOODIE-M"), quantity: 1, unit_price: 4_999, dates: Vec::new() },
-            OrderLine { sku: sku("SKU-MUG"), quantity: 2, unit_price: 1_250, dates: Vec::new() },
-            OrderLine { sku: sku("SKU-STICKERS"), quantity: 5, unit_price: 199, dates: Vec::new() },
+            OrderLine { campaign: None, sku: sku("SKU-HOODIE-M"), quantity: 1, unit_price: 4_999, dates: Vec::new() },
+            OrderLine { campaign: None, sku: sku("SKU-MUG"), quantity: 2, unit_price: 1_250, dates: Vec::new() },
+            OrderLine { campaign: None, sku: sku("SKU-STICKERS"), quantity: 5, unit_price: 199, dates: Vec::new() },
         ],
         amount: 8_494,
         currency: Currency::parse("EUR").unwrap(),
@@ -38,6 +38,7 @@ fn order() -> Order {
         supplier: Vec::new(),
         attempts: Vec::new(),
         review: None,
+        correlation: None,
     }
 }
 

@@ -75,8 +75,10 @@ impl App {
         );
         let journal =
             Arc::new(crate::adapters::dynamo::journal::DynamoJournal::new(ddb.clone(), config.journal_table.clone()));
+        let sale = Arc::new(crate::adapters::dynamo::sale::DynamoSale::new(ddb.clone(), config.stock_table.clone()));
         let app =
             Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep).with_journal(journal);
+        let app = App { sale, ..app };
         // Stripe refunds are wired below when a Stripe API key (or its secret) is configured.
         let stripe = Arc::new(crate::adapters::provider::Unconfigured("stripe"));
         let providers = Providers { generic, stripe };
@@ -142,6 +144,7 @@ impl App {
             budget,
             sweep,
             journal: Arc::new(crate::adapters::memory::MemoryJournal::new()),
+            sale: Arc::new(crate::adapters::memory::MemorySale::new()),
             function: function.to_owned(),
             config,
             stock,

@@ -27,6 +27,11 @@ pub struct Config {
     /// Lifetime of a warm Lambda's cached public views (`GET /skus/{sku}`, campaigns,
     /// availability) and their `Cache-Control: max-age`.
     pub public_cache_ms: i64,
+    /// How long a warm Lambda keeps the sales switch it read: the time a switch change takes to
+    /// bite (docs/operations.md).
+    pub switch_cache_ms: i64,
+    /// How often a warm Lambda flushes its live counters (docs/operations.md, "Live stats").
+    pub live_flush_ms: i64,
     /// The webhook's HMAC key when no secret ARN is set (local stack, tests), and the previous
     /// one during a rotation. In AWS both come from `webhook_secret_arn` at run time.
     pub webhook_secret: Secret,
@@ -208,6 +213,8 @@ impl Config {
             sku_cache_ms: parse(get, "HOLDFAST_SKU_CACHE_MS", 5000)?,
             max_pending_per_user: parse(get, "HOLDFAST_MAX_PENDING_PER_USER", 5)?,
             public_cache_ms: parse(get, "HOLDFAST_PUBLIC_CACHE_MS", 1000)?,
+            switch_cache_ms: parse(get, "HOLDFAST_SWITCH_CACHE_MS", 1000)?,
+            live_flush_ms: parse(get, "HOLDFAST_LIVE_FLUSH_MS", 2000)?,
             webhook_secret: Secret::new(get("PAYMENT_WEBHOOK_SECRET").unwrap_or_default()),
             webhook_secret_previous: Secret::new(get("PAYMENT_WEBHOOK_SECRET_PREVIOUS").unwrap_or_default()),
             webhook_secret_arn: s("WEBHOOK_SECRET_ARN"),

@@ -23,6 +23,8 @@ pub struct App {
     pub sweep: Arc<dyn SweepIndex>,
     /// The stock journal (docs/after-sale.md, "Stock journal").
     pub journal: Arc<dyn crate::ports::Journal>,
+    /// The sale room: the sales switch, live counters, low-stock marks (docs/operations.md).
+    pub sale: Arc<dyn crate::ports::SaleStore>,
     /// The payment webhook's HMAC keys (every one returned is accepted).
     pub webhook_keys: Arc<dyn WebhookKeys>,
     /// Stripe's webhook endpoint secrets (docs/after-sale.md, "Stripe"; every one returned verifies).
@@ -183,9 +185,35 @@ pub struct Caches {
     quotes: Mutex<HashMap<String, (i64, Option<u64>)>>,
     /// Held while a public view is reloaded (single flight).
     pub public_refresh: tokio::sync::Mutex<()>,
+    /// The sales switch as last read: (at, switch), kept `switch_cache_ms`.
+    switch: Mutex<Option<(i64, crate::domain::sale::SalesSwitch)>>,
+    /// Admission-rate buckets by SKU or campaign item (docs/operations.md, "Admission rate").
+    buckets: Mutex<HashMap<String, crate::domain::sale::Bucket>>,
+    /// Live counters not yet flushed, by live item (service::live).
+    pub live: Mutex<HashMap<String, crate::ports::Counters>>,
+    /// When this Lambda last flushed its live counters (epoch ms).
+    pub live_flushed_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Caches {
+    pub fn switch(&self, now_ms: i64, ttl_ms: i64) -> Option<crate::domain::sale::SalesSwitch> {
+        let s = self.switch.lock().ok()?;
+        s.as_ref().filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, s)| s.clone())
+    }
+
+    pub fn put_switch(&self, s: &crate::domain::sale::SalesSwitch, now_ms: i64) {
+        if let Ok(mut m) = self.switch.lock() {
+            *m = Some((now_ms, s.clone()));
+        }
+    }
+
+    /// Takes `n` admissions from the bucket `key` (created full at `rate`); `Err(ms)` = refused,
+    /// retry after that long.
+    pub fn admit(&self, key: &str, rate: u32, n: u32, now_ms: i64) -> Result<(), i64> {
+        let Ok(mut m) = self.buckets.lock() else { return Ok(()) };
+        m.entry(key.to_owned()).or_insert_with(|| crate::domain::sale::Bucket::full(rate, now_ms)).take(rate, n, now_ms)
+    }
+
     pub fn sku(&self, sku: &Sku, now_ms: i64, ttl_ms: i64) -> Option<SkuMeta> {
         let m = self.skus.lock().ok()?;
         m.get(sku).filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, meta)| meta.clone())

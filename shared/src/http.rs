@@ -48,10 +48,14 @@ pub enum Code {
     ProviderRefused,
     /// The order's codes were voided by an approved refund: they are never shown again.
     CodesVoided,
+    /// The sales switch is not OPEN (docs/operations.md).
+    SalesClosed,
+    /// An admission rate refused this checkout before any stock was touched.
+    RateLimited,
 }
 
 impl Code {
-    pub const ALL: [Code; 31] = [
+    pub const ALL: [Code; 33] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -83,6 +87,8 @@ impl Code {
         Code::NotPaid,
         Code::ProviderRefused,
         Code::CodesVoided,
+        Code::SalesClosed,
+        Code::RateLimited,
     ];
 
     /// (status, code, title)
@@ -119,6 +125,8 @@ impl Code {
             Code::NotPaid => (409, "not_paid", "Order not paid"),
             Code::ProviderRefused => (502, "provider_refused", "Payment provider refused"),
             Code::CodesVoided => (409, "codes_voided", "Codes voided by a refund"),
+            Code::SalesClosed => (503, "sales_closed", "Sales closed"),
+            Code::RateLimited => (429, "rate_limited", "Too many checkouts, retry shortly"),
         }
     }
 

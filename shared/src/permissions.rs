@@ -304,6 +304,10 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // … and the KMS data key new codes are sealed under (one per SKU per warm Lambda,
             // cached; granted by the key's policy)
             ("kms:GenerateDataKey", CodeKey),
+            // GET /admin/machinery: the depths of the queues the functions send to
+            ("sqs:GetQueueAttributes", PaymentTimeoutQueue),
+            ("sqs:GetQueueAttributes", ReservationCheckQueue),
+            ("sqs:GetQueueAttributes", ReconcileWorkQueue),
         ],
     ),
     (
@@ -322,6 +326,12 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
         &[
             // DynamoJournal::put
             ("dynamodb:BatchWriteItem", JournalTable),
+            // sale::check_low_stock: the SKU's metadata and shards, the low-stock mark (a
+            // conditional PutItem / DeleteItem of SALE#low#<sku>) and the LowStock event
+            ("dynamodb:BatchGetItem", StockTable),
+            ("dynamodb:PutItem", StockTable),
+            ("dynamodb:DeleteItem", StockTable),
+            ("events:PutEvents", EventBus),
             // Not the code: the stream event source's OnFailure destination (as publish-events)
             ("sqs:SendMessage", StockJournalFailureQueue),
         ],
@@ -331,6 +341,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
         &[
             // EventBridgeBus::publish
             ("events:PutEvents", EventBus),
+            // sale::flush: campaign orders by status, added to SALE#live#<campaign>
+            ("dynamodb:UpdateItem", StockTable),
             // Not the code: the stream event source's OnFailure destination sends with the
             // function's role (its DestinationConfig names no Type, so SAM adds no policy).
             ("sqs:SendMessage", PublishEventsFailureQueue),
@@ -412,6 +424,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // reconcile::seed: one sweep's work items, unless the last sweep's are still queued
             ("sqs:SendMessage", ReconcileWorkQueue),
             ("sqs:GetQueueAttributes", ReconcileWorkQueue),
+            // sale::note_sweep: the machinery page's last sweep (SALE#live#reconcile)
+            ("dynamodb:UpdateItem", StockTable),
         ],
     ),
     (
@@ -544,12 +558,16 @@ pub const ENV: &[(&str, &[&str])] = &[
             "CODE_KEY_SECRET_ARN",
             "CODE_KMS_KEY_ID",
             "HOLDFAST_ORIGIN_VERIFY",
+            // GET /admin/machinery
+            "PAYMENT_TIMEOUT_QUEUE_URL",
+            "RESERVATION_CHECK_QUEUE_URL",
+            "RECONCILE_WORK_QUEUE_URL",
         ],
     ),
     // the public views' cache lifetime; no keyring (CODE_KEY_SECRET_ARN), no journal
     ("stock-read", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_ORIGIN_VERIFY"]),
-    ("stock-journal", &["JOURNAL_TABLE"]),
-    ("publish-events", &["EVENT_BUS_NAME"]),
+    ("stock-journal", &["JOURNAL_TABLE", "STOCK_TABLE", "EVENT_BUS_NAME"]),
+    ("publish-events", &["EVENT_BUS_NAME", "STOCK_TABLE"]),
     ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
     // SUPPLIER polls: the supplier, and the payment deadline that starts at confirmation
     (
@@ -569,7 +587,7 @@ pub const ENV: &[(&str, &[&str])] = &[
     ),
     ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
     // the sweep's age threshold
-    ("reconcile", &["RECONCILE_WORK_QUEUE_URL", "HOLDFAST_STALE_LOCK_SECONDS"]),
+    ("reconcile", &["RECONCILE_WORK_QUEUE_URL", "HOLDFAST_STALE_LOCK_SECONDS", "STOCK_TABLE"]),
     // the interval tells a worker when its sweep has fallen behind
     (
         "reconcile-worker",
@@ -601,6 +619,9 @@ pub const ENV: &[(&str, &[&str])] = &[
 /// set them. (The log level is Lambda's own `ApplicationLogLevel`, not a variable of ours.)
 pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_SOLDOUT_CACHE_MS",
+    // the sale room: the switch's cache time and the live counters' flush interval
+    "HOLDFAST_SWITCH_CACHE_MS",
+    "HOLDFAST_LIVE_FLUSH_MS",
     "HOLDFAST_SKU_CACHE_MS",
     "HOLDFAST_MAX_BODY_BYTES",
     // SDK timeouts' multiplier (1 in AWS; the local stack raises it for the emulator)

@@ -24,7 +24,9 @@ pub use sweep::{bucket_of, LockSums, Page, SweepIndex, WorkItem, INDEX_BUCKETS, 
 mod keys;
 pub use keys::CodeKeyService;
 mod admin;
+pub mod sale;
 pub use admin::{AdminStamp, Stamped};
+pub use sale::{Counters, SaleStore};
 
 /// SKU metadata (docs/architecture.md, "Data model").
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +53,16 @@ pub struct SkuMeta {
     pub bundle: Vec<BundleChild>,
     /// A SUPPLIER SKU's adapter and settings (docs/suppliers.md).
     pub supplier: Option<crate::domain::supplier::SupplierConfig>,
+    /// Sale controls (docs/operations.md): checkouts per second admitted per warm Lambda, and
+    /// the available level below which a `LowStock` event is sent.
+    pub controls: SkuControls,
+}
+
+/// A SKU's sale controls; both optional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SkuControls {
+    pub admission_rate: Option<u32>,
+    pub low_stock_threshold: Option<i64>,
 }
 
 /// One admin stock change, idempotent by `adjustment_id` (the audit trail of docs/architecture.md, "Data model").
@@ -426,6 +438,19 @@ pub trait Messages: Send + Sync {
     /// Reconcile work items still queued, in flight or delayed (approximate, as SQS counts):
     /// a sweep is not seeded while the last one is unfinished (docs/runbook.md, "Reconcile").
     async fn reconcile_backlog(&self) -> anyhow::Result<u64>;
+    /// Every queue of this stack with its approximate depth (the console's machinery page).
+    async fn queue_depths(&self) -> anyhow::Result<Vec<QueueDepth>> {
+        Ok(Vec::new())
+    }
+}
+
+/// One queue's depth as SQS counts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueDepth {
+    pub name: String,
+    pub visible: u64,
+    pub in_flight: u64,
+    pub delayed: u64,
 }
 
 /// The EventBridge bus.
@@ -433,6 +458,8 @@ pub trait Messages: Send + Sync {
 pub trait EventBus: Send + Sync {
     /// Publishes the events; the result says, per event, whether it was accepted.
     async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>>;
+    /// Publishes one stock event (`source = holdfast.stock`, e.g. `LowStock`); `true` = accepted.
+    async fn publish_stock(&self, detail_type: &str, detail: &serde_json::Value) -> anyhow::Result<bool>;
 }
 
 /// Marker error: the store refused the request for capacity (DynamoDB throttling: a hot

@@ -81,6 +81,8 @@ pub mod names {
     pub const REFUNDS_HELD_FOR_REVIEW: &str = "RefundsHeldForReview";
     /// Settlement mismatches found (any kind; docs/payments.md, "Settlement").
     pub const SETTLEMENT_MISMATCHES: &str = "SettlementMismatches";
+    /// `LowStock` events sent (docs/operations.md).
+    pub const LOW_STOCK: &str = "LowStockEvents";
 }
 
 fn counters() -> &'static Mutex<BTreeMap<String, u64>> {
@@ -112,6 +114,68 @@ pub fn count(function: &str, name: &str, n: u64) {
     });
     if std::env::var_os("HOLDFAST_QUIET_METRICS").is_none() {
         println!("{line}");
+    }
+}
+
+/// One value of metric `name` for one campaign (dimension `Campaign`; bounded: campaigns are
+/// few and admin-made), as an EMF line (docs/operations.md, "Live signals").
+pub fn campaign_metric(function: &str, campaign: &str, name: &str, value: f64, unit: &str) {
+    if std::env::var_os("HOLDFAST_QUIET_METRICS").is_some() {
+        return;
+    }
+    let line = serde_json::json!({
+        "_aws": {
+            "Timestamp": crate::clock::now_ms(),
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Campaign"]],
+                "Metrics": [{"Name": name, "Unit": unit}],
+            }],
+        },
+        "Function": function,
+        "Campaign": campaign,
+        name: value,
+    });
+    println!("{line}");
+}
+
+tokio::task_local! {
+    static CORRELATION: String;
+}
+
+/// The correlation id of the request or record being handled (docs/operations.md).
+pub fn correlation() -> Option<String> {
+    CORRELATION.try_with(Clone::clone).ok()
+}
+
+/// Runs `fut` with `id` as its correlation id, inside a span carrying `function` and
+/// `correlation_id`, so every log line it writes names both.
+pub async fn correlated<F: std::future::Future>(function: &str, id: Option<String>, fut: F) -> F::Output {
+    use tracing::Instrument;
+    match id {
+        Some(id) => {
+            let span = tracing::info_span!("correlated", function, correlation_id = %id);
+            CORRELATION.scope(id, fut.instrument(span)).await
+        }
+        None => fut.await,
+    }
+}
+
+/// A request's correlation id: its `X-Request-Id` when it is a sane token (≤ 128 of
+/// `[A-Za-z0-9._:-]`), else the trace id of its W3C `traceparent`, else a fresh one.
+pub fn request_correlation(request_id: Option<&str>, traceparent: Option<&str>) -> String {
+    let sane = |s: &&str| {
+        !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+    };
+    if let Some(id) = request_id.filter(sane) {
+        return id.to_owned();
+    }
+    let trace = traceparent
+        .and_then(|t| t.split('-').nth(1))
+        .filter(|t| t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()));
+    match trace {
+        Some(t) => t.to_ascii_lowercase(),
+        None => format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)),
     }
 }
 

@@ -70,6 +70,7 @@ pub async fn open(app: &App) -> anyhow::Result<Vec<Item>> {
             .collect::<anyhow::Result<Vec<_>>>()?;
         let supplier = (d.model.management == Management::Supplier).then(SupplierConfig::simulated);
         let spec = SkuSpec {
+            controls: Default::default(),
             name: d.name.into(),
             price: d.price,
             currency: eur.clone(),
@@ -93,9 +94,17 @@ pub async fn open(app: &App) -> anyhow::Result<Vec<Item>> {
         items.push(Item { sku, dates, in_campaign });
     }
     let item = |name: &str, price, quota| -> anyhow::Result<CampaignItem> {
-        Ok(CampaignItem { sku: Sku::parse(name)?, price: Some(price), per_user_limit: Some(2), shards: 1, quota })
+        Ok(CampaignItem {
+            admission_rate: None,
+            sku: Sku::parse(name)?,
+            price: Some(price),
+            per_user_limit: Some(2),
+            shards: 1,
+            quota,
+        })
     };
     let spec = CampaignSpec {
+        end_grace_s: 0,
         name: "flash sale".into(),
         starts_at: T0_MS / 1000 - 3_600,
         // ends inside most runs, so checkouts meet the window's end

@@ -538,9 +538,42 @@ fn only_the_stock_service_functions_write_the_stock_table() {
         "reservation-check",
         "reconcile-worker",
         "orders-api",
+        // the sale room's items only (SALE#…): see the next tests
+        "stock-journal",
+        "publish-events",
+        "reconcile",
     ]
     .into();
     assert_eq!(writers, expected);
+}
+
+/// The stream consumers and the schedule write the sale room's items (live counters, low-stock
+/// marks; docs/operations.md) and nothing else of the stock table: every such write statement
+/// is fenced to `SALE#` keys.
+#[test]
+fn the_sale_room_writers_may_write_sale_items_only() {
+    let text = template_text();
+    for function in ["StockJournalFunction", "PublishEventsFunction", "ReconcileFunction"] {
+        let start = text.find(&format!("  {function}:")).expect(function);
+        let block = &text[start..];
+        let end = block.match_indices("\n  ").map(|(i, _)| i).find(|i| block[i + 3..].starts_with(|c: char| c != ' '));
+        let block = &block[..end.unwrap_or(block.len())];
+        let statements: Vec<&str> = block.split("- Effect").skip(1).collect();
+        let writes: Vec<&&str> = statements
+            .iter()
+            .filter(|s| {
+                s.contains("StockTable.Arn")
+                    && (s.contains("PutItem") || s.contains("UpdateItem") || s.contains("DeleteItem"))
+            })
+            .collect();
+        assert!(!writes.is_empty(), "{function}: no stock-table write statement found");
+        for s in writes {
+            assert!(
+                s.contains("dynamodb:LeadingKeys: [\"SALE#*\"]"),
+                "{function} may write more than SALE# items:\n{s}"
+            );
+        }
+    }
 }
 
 #[test]

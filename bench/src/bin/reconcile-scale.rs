@@ -414,6 +414,10 @@ impl EventBus for NoBus {
     async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>> {
         Ok(vec![true; events.len()])
     }
+
+    async fn publish_stock(&self, _detail_type: &str, _detail: &serde_json::Value) -> anyhow::Result<bool> {
+        Ok(true)
+    }
 }
 
 fn arg(args: &[String], name: &str, default: usize) -> usize {
@@ -457,6 +461,7 @@ async fn main() -> anyhow::Result<()> {
     for i in 0..n_skus {
         let sku = Sku::parse(&format!("S{i:06}"))?;
         let meta = SkuMeta {
+            controls: Default::default(),
             sku,
             name: format!("sku {i}"),
             price: 500,
@@ -491,6 +496,7 @@ async fn main() -> anyhow::Result<()> {
         let items = (first..(first + 10).min(n_items))
             .map(|k| {
                 Ok(holdfast::domain::campaign::CampaignItem {
+                    admission_rate: None,
                     sku: Sku::parse(&format!("S{k:06}"))?,
                     price: None,
                     per_user_limit: None,
@@ -500,6 +506,7 @@ async fn main() -> anyhow::Result<()> {
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         let c = Campaign {
+            end_grace_s: 0,
             id: campaign_of(first)?,
             name: "scale".into(),
             starts_at: now_s - 7_200,

@@ -46,4 +46,20 @@ impl EventBus for EventBridgeBus {
         }
         Ok(accepted)
     }
+
+    async fn publish_stock(&self, detail_type: &str, detail: &serde_json::Value) -> anyhow::Result<bool> {
+        let entry = PutEventsRequestEntry::builder()
+            .event_bus_name(&self.bus)
+            .source(STOCK_SOURCE)
+            .detail_type(detail_type)
+            .detail(serde_json::to_string(detail)?)
+            .build();
+        let _span = super::usage::call("events:PutEvents");
+        let out = self.client.put_events().entries(entry).send().await.context("PutEvents")?;
+        super::usage::events(1);
+        Ok(out.entries().first().is_some_and(|r| r.error_code().is_none() && r.event_id().is_some()))
+    }
 }
+
+/// The source of stock events (`LowStock`; docs/operations.md).
+pub const STOCK_SOURCE: &str = "holdfast.stock";

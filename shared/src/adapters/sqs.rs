@@ -64,4 +64,37 @@ impl Messages for SqsMessages {
         let attrs = out.attributes().cloned().unwrap_or_default();
         Ok(COUNTED.iter().filter_map(|a| attrs.get(a)?.parse::<u64>().ok()).sum())
     }
+
+    /// The three queues this adapter sends to (their dead-letter queues are watched by the
+    /// template's alarms; docs/operations.md, "Machinery").
+    async fn queue_depths(&self) -> anyhow::Result<Vec<crate::ports::QueueDepth>> {
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let urls = [&self.payment_timeout_url, &self.reservation_check_url, &self.reconcile_work_url];
+        let mut out = Vec::new();
+        for url in urls.into_iter().filter(|u| !u.is_empty()) {
+            let _span = super::usage::call("sqs:GetQueueAttributes");
+            let r = self
+                .client
+                .get_queue_attributes()
+                .queue_url(url)
+                .set_attribute_names(Some(vec![
+                    A::ApproximateNumberOfMessages,
+                    A::ApproximateNumberOfMessagesNotVisible,
+                    A::ApproximateNumberOfMessagesDelayed,
+                ]))
+                .send()
+                .await
+                .with_context(|| format!("GetQueueAttributes of {url}"))?;
+            let attrs = r.attributes().cloned().unwrap_or_default();
+            let get = |a: A| attrs.get(&a).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            out.push(crate::ports::QueueDepth {
+                name: url.rsplit('/').next().unwrap_or(url).to_owned(),
+                visible: get(A::ApproximateNumberOfMessages),
+                in_flight: get(A::ApproximateNumberOfMessagesNotVisible),
+                delayed: get(A::ApproximateNumberOfMessagesDelayed),
+            });
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
 }

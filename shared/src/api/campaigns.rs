@@ -63,6 +63,11 @@ pub struct CampaignItemRequest {
     #[serde(default = "one", deserialize_with = "fields::shards")]
     #[schema(value_type = Option<u16>, minimum = 1, maximum = 64)]
     pub shards: u16,
+    /// Checkouts per second admitted for this item per warm Lambda; more answer 429
+    /// `rate_limited` before any stock is touched (docs/operations.md).
+    #[serde(default, deserialize_with = "fields::admission_rate")]
+    #[schema(minimum = 1, maximum = 100000)]
+    pub admission_rate: Option<u32>,
 }
 
 fn one() -> u16 {
@@ -71,7 +76,14 @@ fn one() -> u16 {
 
 impl From<CampaignItemRequest> for CampaignItem {
     fn from(i: CampaignItemRequest) -> Self {
-        CampaignItem { sku: i.sku, price: i.price, per_user_limit: i.per_user_limit, shards: i.shards, quota: i.quota }
+        CampaignItem {
+            sku: i.sku,
+            price: i.price,
+            per_user_limit: i.per_user_limit,
+            shards: i.shards,
+            quota: i.quota,
+            admission_rate: i.admission_rate,
+        }
     }
 }
 
@@ -98,11 +110,22 @@ pub struct CampaignRequest {
     #[serde(deserialize_with = "items")]
     #[schema(value_type = Vec<CampaignItemRequest>, min_items = 1, max_items = 20)]
     pub items: Vec<CampaignItem>,
+    /// Unpaid orders of the campaign expire this many seconds after `ends_at`, giving their
+    /// stock and quota back; default 0.
+    #[serde(default, deserialize_with = "fields::end_grace_seconds")]
+    #[schema(minimum = 0, maximum = 86400)]
+    pub end_grace_seconds: i64,
 }
 
 impl From<CampaignRequest> for CampaignSpec {
     fn from(b: CampaignRequest) -> Self {
-        CampaignSpec { name: b.name, starts_at: b.starts_at, ends_at: b.ends_at, items: b.items }
+        CampaignSpec {
+            name: b.name,
+            starts_at: b.starts_at,
+            ends_at: b.ends_at,
+            items: b.items,
+            end_grace_s: b.end_grace_seconds,
+        }
     }
 }
 
@@ -145,6 +168,9 @@ pub struct CampaignItemView {
     pub sold: i64,
     pub per_user_limit: Option<u32>,
     pub shards: u16,
+    /// Checkouts per second admitted per warm Lambda (absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_rate: Option<u32>,
 }
 
 /// A campaign: its window, pause switch, status now, and each item's quota counters.
@@ -160,6 +186,9 @@ pub struct CampaignViewBody {
     #[schema(schema_with = campaign_status_schema)]
     pub status: String,
     pub items: Vec<CampaignItemView>,
+    /// Unpaid orders expire this long after `ends_at`.
+    #[serde(default)]
+    pub end_grace_seconds: i64,
     /// The admin write that last replaced this record (in admin answers only; security review L7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<super::stock::UpdatedBy>,
@@ -188,8 +217,10 @@ impl CampaignViewBody {
                     sold: n.sold,
                     per_user_limit: i.per_user_limit,
                     shards: i.shards,
+                    admission_rate: i.admission_rate,
                 })
                 .collect(),
+            end_grace_seconds: c.end_grace_s,
             updated_by: None,
         }
     }

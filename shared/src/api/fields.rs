@@ -78,6 +78,38 @@ pub fn per_user_limit<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D:
     }
 }
 
+/// Most checkouts per second an admission rate may name.
+pub const MAX_ADMISSION_RATE: u64 = 100_000;
+
+pub fn admission_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    match Option::<u64>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) if (1..=MAX_ADMISSION_RATE).contains(&n) => Ok(Some(n as u32)),
+        Some(_) => Err(D::Error::custom(format!("admission_rate must be an integer in 1..={MAX_ADMISSION_RATE}"))),
+    }
+}
+
+pub fn low_stock_threshold<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    match Option::<i64>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) if (1..=1_000_000_000).contains(&n) => Ok(Some(n)),
+        Some(_) => Err(D::Error::custom("low_stock_threshold must be an integer in 1..=1000000000")),
+    }
+}
+
+/// Longest grace after a campaign's end before its unpaid orders expire (1 day).
+pub const MAX_END_GRACE_SECONDS: i64 = 86_400;
+
+pub fn end_grace_seconds<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    match Option::<i64>::deserialize(d)? {
+        None => Ok(0),
+        Some(n) if (0..=MAX_END_GRACE_SECONDS).contains(&n) => Ok(n),
+        Some(_) => {
+            Err(D::Error::custom(format!("end_grace_seconds must be an integer in 0..={MAX_END_GRACE_SECONDS}")))
+        }
+    }
+}
+
 /// Dates of an adjustment: 1..=366 distinct `YYYY-MM-DD`, sorted.
 pub fn dates<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Day>>, D::Error> {
     let Some(mut v) = Option::<Vec<Day>>::deserialize(d)? else { return Ok(None) };

@@ -11,6 +11,7 @@ pub mod fields;
 pub mod orders;
 pub mod payments;
 pub mod reservations;
+pub mod sale;
 pub mod spec;
 pub mod stock;
 pub mod stripe;

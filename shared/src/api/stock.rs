@@ -45,6 +45,15 @@ pub struct PutSkuRequest {
     /// for, management `SUPPLIER`.
     #[serde(default)]
     pub supplier: Option<SupplierConfig>,
+    /// Checkouts per second admitted per warm Lambda; more answer 429 `rate_limited` before
+    /// any stock is touched (docs/operations.md). Absent: no limit.
+    #[serde(default, deserialize_with = "fields::admission_rate")]
+    #[schema(minimum = 1, maximum = 100000)]
+    pub admission_rate: Option<u32>,
+    /// A `LowStock` event is sent once each time available stock falls below this.
+    #[serde(default, deserialize_with = "fields::low_stock_threshold")]
+    #[schema(minimum = 1, maximum = 1000000000_i64)]
+    pub low_stock_threshold: Option<i64>,
 }
 
 fn one() -> u16 {
@@ -62,6 +71,10 @@ impl From<PutSkuRequest> for SkuSpec {
             model: r.model.unwrap_or_default(),
             bundle: r.bundle.unwrap_or_default(),
             supplier: r.supplier,
+            controls: crate::ports::SkuControls {
+                admission_rate: r.admission_rate,
+                low_stock_threshold: r.low_stock_threshold,
+            },
         }
     }
 }
@@ -119,6 +132,12 @@ pub struct SkuView {
     /// A `SUPPLIER` SKU's adapter and settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supplier: Option<SupplierConfig>,
+    /// Checkouts per second admitted per warm Lambda (absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_rate: Option<u32>,
+    /// A `LowStock` event is sent each time `available` falls below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_stock_threshold: Option<i64>,
     /// The admin write that last replaced this record (in admin answers only; security review L7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<UpdatedBy>,
@@ -158,6 +177,8 @@ impl From<&StockView> for SkuView {
             model: v.meta.model,
             bundle: v.meta.bundle.clone(),
             supplier: v.meta.supplier.clone(),
+            admission_rate: v.meta.controls.admission_rate,
+            low_stock_threshold: v.meta.controls.low_stock_threshold,
             updated_by: None,
         }
     }

@@ -32,6 +32,9 @@ pub struct CampaignItem {
     /// Net quota: the initial quota plus every adjustment. The identity
     /// `quota = available + locked + sold` holds over the item's quota shards.
     pub quota: i64,
+    /// Checkouts per second admitted per warm Lambda (docs/operations.md); `None` = no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission_rate: Option<u32>,
 }
 
 /// A campaign's metadata.
@@ -47,6 +50,8 @@ pub struct Campaign {
     pub items: Vec<CampaignItem>,
     /// Incremented on every metadata write; writes are conditional on it.
     pub version: u64,
+    /// Unpaid orders of this campaign expire this long after `ends_at` (docs/campaigns.md).
+    pub end_grace_s: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -122,6 +127,7 @@ pub struct CampaignSpec {
     pub starts_at: i64,
     pub ends_at: i64,
     pub items: Vec<CampaignItem>,
+    pub end_grace_s: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -227,11 +233,18 @@ mod tests {
     use super::*;
 
     fn item(sku: &str, shards: u16, quota: i64) -> CampaignItem {
-        CampaignItem { sku: Sku::parse(sku).unwrap(), price: None, per_user_limit: None, shards, quota }
+        CampaignItem {
+            admission_rate: None,
+            sku: Sku::parse(sku).unwrap(),
+            price: None,
+            per_user_limit: None,
+            shards,
+            quota,
+        }
     }
 
     fn spec(items: Vec<CampaignItem>) -> CampaignSpec {
-        CampaignSpec { name: "Flash".into(), starts_at: 100, ends_at: 200, items }
+        CampaignSpec { end_grace_s: 0, name: "Flash".into(), starts_at: 100, ends_at: 200, items }
     }
 
     #[test]
@@ -252,6 +265,7 @@ mod tests {
     #[test]
     fn status_follows_the_clock() {
         let c = Campaign {
+            end_grace_s: 0,
             id: CampaignId::parse("c").unwrap(),
             name: "c".into(),
             starts_at: 100,
@@ -287,6 +301,7 @@ mod tests {
     #[test]
     fn an_update_may_not_change_skus_shards_or_quotas() {
         let old = Campaign {
+            end_grace_s: 0,
             id: CampaignId::parse("c").unwrap(),
             name: "c".into(),
             starts_at: 1,

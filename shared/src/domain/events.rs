@@ -101,6 +101,9 @@ pub struct EventDetail {
     /// `OrderReturned`: whether the goods go back on sale.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restock: Option<bool>,
+    /// The order's correlation id (docs/operations.md, "Correlation id").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +128,7 @@ impl OrderEvent {
                 payment_id,
                 refund_id: None,
                 restock: order.return_info.as_ref().and_then(|r| r.restock),
+                correlation_id: order.correlation.clone(),
             },
         }
     }
@@ -203,7 +207,13 @@ mod tests {
             id: OrderId::parse("o1").unwrap(),
             user: UserId::parse("u").unwrap(),
             status: OrderStatus::PendingPayment,
-            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 2, unit_price: 5, dates: Vec::new() }],
+            lines: vec![OrderLine {
+                campaign: None,
+                sku: Sku::parse("s").unwrap(),
+                quantity: 2,
+                unit_price: 5,
+                dates: Vec::new(),
+            }],
             amount: 10,
             currency: Currency::parse("EUR").unwrap(),
             pay_expire_at: 100,
@@ -220,6 +230,7 @@ mod tests {
             supplier: Vec::new(),
             attempts: Vec::new(),
             review: None,
+            correlation: None,
         }
     }
 

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod quantity;
 pub mod refund;
 pub mod reservation;
+pub mod sale;
 pub mod signature;
 pub mod stripe;
 pub mod supplier;

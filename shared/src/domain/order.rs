@@ -204,6 +204,9 @@ pub struct OrderLine {
     /// A calendar line's dates (each takes `quantity`; the line's price is per date).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dates: Vec<Day>,
+    /// The campaign the line was bought in (its price, its quota, its end: docs/campaigns.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<super::CampaignId>,
 }
 
 /// What became of one payment callback, recorded on the order so a payment id is applied once.
@@ -338,6 +341,9 @@ pub struct Order {
     pub attempts: Vec<PaymentAttempt>,
     /// The buyer's refund request waiting for (or decided by) an admin.
     pub review: Option<RefundReview>,
+    /// The correlation id of the request that created it (`X-Request-Id` or `traceparent`),
+    /// carried through stream, bus and queues into every log line about the order.
+    pub correlation: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

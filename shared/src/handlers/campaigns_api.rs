@@ -16,7 +16,7 @@ use crate::service::campaigns::{self, CampaignError, EligibilityInput};
 use ::http::header::{HeaderValue, CACHE_CONTROL};
 use serde::de::DeserializeOwned;
 
-fn campaign_param(req: &Request) -> Result<CampaignId, Problem> {
+pub(crate) fn campaign_param(req: &Request) -> Result<CampaignId, Problem> {
     CampaignId::parse(path_param(req, "campaign_id")?).map_err(|_| Problem::not_found("no such campaign"))
 }
 

@@ -14,11 +14,21 @@ use ::http::header::HeaderValue;
 pub const ROUTES: &[Route] = &[Route::new("POST /orders", Auth::Scope(SCOPE_ORDERS_WRITE))];
 
 pub async fn handle(app: &App, req: Request) -> Response {
-    let r = match http::route(&req) {
-        "POST /orders" => create(app, &req).await,
-        other => Err(Problem::not_found(format!("no route {other}"))),
-    };
-    finish(r)
+    // one correlation id from the request through stream, bus and queues (docs/operations.md)
+    let id =
+        crate::telemetry::request_correlation(http::header(&req, "x-request-id"), http::header(&req, "traceparent"));
+    let r = crate::telemetry::correlated(&app.function, Some(id.clone()), async {
+        match http::route(&req) {
+            "POST /orders" => create(app, &req).await,
+            other => Err(Problem::not_found(format!("no route {other}"))),
+        }
+    })
+    .await;
+    let mut r = finish(r);
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        r.headers.insert("x-request-id", v);
+    }
+    r
 }
 
 fn create_problem(e: CreateError) -> Problem {
@@ -42,6 +52,12 @@ fn create_problem(e: CreateError) -> Problem {
             )
         }
         CreateError::Store(e) => Problem::from_store(e),
+        CreateError::RateLimited(sku, after) => Problem::new(
+            Code::RateLimited,
+            format!("{sku} admits no more checkouts this second; retry after {after} s"),
+        )
+        .sku(sku.as_str())
+        .retry_after(after),
         CreateError::Supplier(q) => {
             use crate::service::supplier::QuoteError;
             match q {
@@ -71,6 +87,24 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
             IdempotencyKey::parse(k).map_err(|e| Problem::validation(e.to_string()).field("Idempotency-Key"))
         })?;
     let body: CreateOrderRequest = typed_body(req, app.config.max_body_bytes)?;
+    let started = std::time::Instant::now();
+    let mut campaigns: Vec<_> = body.items.iter().filter_map(|l| l.campaign.clone()).collect();
+    campaigns.dedup();
+    let r = checkout(app, user, key, body).await;
+    // the live numbers of the sale room (docs/operations.md, "Live stats"): in memory, flushed
+    // every few seconds, nothing added to this checkout's writes
+    let refusal = r.as_ref().err().map(|p| p.code.as_str());
+    crate::service::sale::record_checkout(app, &campaigns, refusal, started.elapsed().as_millis() as u64);
+    crate::service::sale::flush(app, false).await;
+    r
+}
+
+async fn checkout(
+    app: &App,
+    user: crate::domain::UserId,
+    key: IdempotencyKey,
+    body: CreateOrderRequest,
+) -> Result<Response, Problem> {
     // The whole checkout has one budget (app.budget.request): a hung dependency gets a quick
     // 503 "retry with the same key" instead of holding the caller until the Lambda timeout.
     // Dropping the use case mid-way is a crash at that point, which the fence and the

@@ -16,6 +16,7 @@ pub mod reconcile_worker;
 pub mod refunds;
 pub mod reservation_check;
 pub mod reservations;
+pub mod sale_api;
 pub mod sqs;
 pub mod stock_api;
 pub mod stock_events;
@@ -42,8 +43,15 @@ pub const ROUTES: &[(&str, &[Route])] = &[
     ("stock-read", stock_read::ROUTES),
 ];
 
-/// Invokes an HTTP function by name; `None` if it is not an HTTP function.
+/// Invokes an HTTP function by name; `None` if it is not an HTTP function. Every write passes
+/// the sales switch first (docs/operations.md, "Sales switch").
 pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {
+    if !matches!(trigger_of(name), Some(Trigger::Http)) {
+        return None;
+    }
+    if let Some(refused) = switch_refusal(app, &req).await {
+        return Some(refused);
+    }
     Some(match name {
         "create-order" => create_order::handle(app, req).await,
         "orders-api" => orders_api::handle(app, req).await,
@@ -53,6 +61,28 @@ pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {
         "stock-read" => stock_read::handle(app, req).await,
         _ => return None,
     })
+}
+
+/// The answer of a write the sales switch refuses; `None` = go on. A switch that cannot be read
+/// lets the write through (the switch is a lever, not a safety condition: every stock write
+/// stays conditional).
+async fn switch_refusal(app: &App, req: &Request) -> Option<Response> {
+    use crate::domain::sale::write_kind;
+    if req.request_context.http.method == ::http::Method::GET {
+        return None;
+    }
+    match crate::service::sale::guard(app, write_kind(crate::http::route(req))).await {
+        Ok(Ok(())) => None,
+        Ok(Err(s)) => Some(crate::http::finish(Err(crate::http::Problem::new(
+            crate::http::Code::SalesClosed,
+            format!("sales are {}: {}", s.mode.as_str(), s.reason),
+        )
+        .retry_after(5)))),
+        Err(e) => {
+            tracing::warn!(error = format!("{e:#}"), "sales switch not read; the write goes on");
+            None
+        }
+    }
 }
 
 pub async fn sqs(name: &str, app: &App, ev: SqsEvent) -> Option<anyhow::Result<SqsBatchResponse>> {

@@ -23,11 +23,42 @@ pub fn record_events(r: &StreamRecord) -> anyhow::Result<Vec<OrderEvent>> {
     Ok(events_for_change(old.as_ref(), new.as_ref()))
 }
 
+/// A campaign order's status change (the live "orders by status" of docs/operations.md).
+fn campaign_status_change(r: &StreamRecord) -> Vec<(crate::domain::CampaignId, Option<&'static str>, &'static str)> {
+    let (Ok(old), Ok(Some(new))) = (image(&r.change.old_image), image(&r.change.new_image)) else { return Vec::new() };
+    let from = old.as_ref().map(|o| o.status);
+    if from == Some(new.status) {
+        return Vec::new();
+    }
+    let mut campaigns: Vec<_> = new.lines.iter().filter_map(|l| l.campaign.clone()).collect();
+    campaigns.sort();
+    campaigns.dedup();
+    campaigns.into_iter().map(|c| (c, from.map(|s| s.as_str()), new.status.as_str())).collect()
+}
+
 pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchResponse> {
+    let r = publish(app, &ev).await;
+    crate::service::sale::flush(app, true).await;
+    r
+}
+
+async fn publish(app: &App, ev: &StreamEvent) -> anyhow::Result<StreamBatchResponse> {
     for (i, r) in ev.records.iter().enumerate() {
+        let correlation = image(&r.change.new_image).ok().flatten().and_then(|o| o.correlation);
+        match crate::telemetry::correlated(&app.function, correlation, publish_record(app, i, r)).await? {
+            Some(failed) => return Ok(failed),
+            None => continue,
+        }
+    }
+    Ok(StreamBatchResponse { batch_item_failures: Vec::new() })
+}
+
+/// One record: `Some(answer)` ends the batch there (the record failed), `None` goes on.
+async fn publish_record(app: &App, i: usize, r: &StreamRecord) -> anyhow::Result<Option<StreamBatchResponse>> {
+    {
         if crate::fault!(app.faults, faults::PUBLISH_EVENTS_DROP) {
             tracing::warn!(seq = stream::sequence_number(r), "fault injection: stream record dropped");
-            continue;
+            return Ok(None);
         }
         let fail = || StreamBatchResponse {
             batch_item_failures: vec![StreamItemFailure {
@@ -47,11 +78,13 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
                     error = format!("{e:#}"),
                     "cannot decode stream record"
                 );
-                return Ok(fail());
+                return Ok(Some(fail()));
             }
         };
+        let changes = campaign_status_change(r);
         if events.is_empty() {
-            continue;
+            crate::service::sale::record_orders(app, &changes);
+            return Ok(None);
         }
         let mut pending = events.clone();
         for attempt in 1..=PUBLISH_ATTEMPTS {
@@ -69,8 +102,9 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
             crate::service::backoff(attempt).await;
         }
         if !pending.is_empty() {
-            return Ok(fail());
+            return Ok(Some(fail()));
         }
+        crate::service::sale::record_orders(app, &changes);
         for e in &events {
             tracing::info!(
                 order_id = e.detail.order_id,
@@ -83,5 +117,5 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
             return Err(InjectedCrash(faults::PUBLISH_EVENTS_CRASH).into());
         }
     }
-    Ok(StreamBatchResponse { batch_item_failures: Vec::new() })
+    Ok(None)
 }

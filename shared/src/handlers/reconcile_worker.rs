@@ -11,7 +11,7 @@ use crate::telemetry::names;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 
 pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    each(
+    let r = each(
         &app.function,
         ev,
         || ConsumerFaults { drop: false, crash: None, fail: false },
@@ -38,5 +38,8 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             Ok(Handled::Done)
         },
     )
-    .await
+    .await;
+    // violations found by this batch reach the console's machinery page
+    crate::service::sale::flush(app, true).await;
+    r
 }

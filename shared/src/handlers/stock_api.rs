@@ -3,7 +3,7 @@
 //! ([`super::campaigns_api`]). The anonymous public reads are [`super::stock_read`]'s (security
 //! review L5): this function holds the code keyring and write grants, that one neither.
 
-use super::campaigns_api;
+use super::{campaigns_api, sale_api};
 use crate::api::stock::{
     AdjustmentRequest, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, JournalEntryBody, JournalPage,
     PutSkuRequest, SkuView, UpdatedBy,
@@ -31,6 +31,12 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::AnyScope(ADMIN_CATALOGUE)),
     Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::AnyScope(ADMIN_CATALOGUE)),
     Route::new("POST /admin/campaigns/{campaign_id}/resume", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("GET /admin/skus/{sku}", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("GET /admin/sales-switch", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("PUT /admin/sales-switch", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("GET /admin/campaigns", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("GET /admin/campaigns/{campaign_id}/stats", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("GET /admin/machinery", Auth::AnyScope(ADMIN_CATALOGUE)),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
@@ -47,6 +53,12 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "POST /admin/campaigns/{campaign_id}/adjustments" => campaigns_api::adjust_campaign(app, &req).await,
         "POST /admin/campaigns/{campaign_id}/pause" => campaigns_api::pause_campaign(app, &req, true).await,
         "POST /admin/campaigns/{campaign_id}/resume" => campaigns_api::pause_campaign(app, &req, false).await,
+        "GET /admin/skus/{sku}" => sale_api::get_sku(app, &req).await,
+        "GET /admin/sales-switch" => sale_api::get_switch(app).await,
+        "PUT /admin/sales-switch" => sale_api::put_switch(app, &req).await,
+        "GET /admin/campaigns" => sale_api::list_campaigns(app).await,
+        "GET /admin/campaigns/{campaign_id}/stats" => sale_api::campaign_stats(app, &req).await,
+        "GET /admin/machinery" => sale_api::machinery(app).await,
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)

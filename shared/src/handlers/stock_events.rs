@@ -86,12 +86,27 @@ async fn cross_check(app: &App, action: &StockAction) -> anyhow::Result<()> {
 }
 
 pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    each(&app.function, ev, || ConsumerFaults {
-        drop: crate::fault!(app.faults, faults::STOCK_EVENTS_DROP),
-        crash: crate::fault!(app.faults, faults::STOCK_EVENTS_CRASH).then_some(faults::STOCK_EVENTS_CRASH),
-        fail: crate::fault!(app.faults, faults::STOCK_EVENTS_FAIL),
-    }, |m| async move {
-        let action = parse_event(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
+    each(
+        &app.function,
+        ev,
+        || ConsumerFaults {
+            drop: crate::fault!(app.faults, faults::STOCK_EVENTS_DROP),
+            crash: crate::fault!(app.faults, faults::STOCK_EVENTS_CRASH).then_some(faults::STOCK_EVENTS_CRASH),
+            fail: crate::fault!(app.faults, faults::STOCK_EVENTS_FAIL),
+        },
+        |m| async move {
+            let correlation =
+                parse_envelope(m.body.as_deref().unwrap_or("")).ok().and_then(|(_, d, _)| d.correlation_id);
+            crate::telemetry::correlated(&app.function, correlation, apply(app, m)).await
+        },
+    )
+    .await
+}
+
+async fn apply(app: &App, m: aws_lambda_events::sqs::SqsMessage) -> anyhow::Result<Handled> {
+    {
+        let action =
+            parse_event(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
         cross_check(app, &action).await?;
         let (id, result) = match &action {
             StockAction::Confirm(id) if crate::mutant!("paid-event-releases") => (id, stock::release(app, id).await),
@@ -102,7 +117,9 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             StockAction::Restock(id) => (id, stock::restock(app, id).await),
         };
         match result {
-            Ok(LockChange::Moved(_) | LockChange::Unchanged(_) | LockChange::Retaken(_) | LockChange::Oversold(_)) => Ok(Handled::Done),
+            Ok(LockChange::Moved(_) | LockChange::Unchanged(_) | LockChange::Retaken(_) | LockChange::Oversold(_)) => {
+                Ok(Handled::Done)
+            }
             Err(LockError::InvalidTransition(st)) => {
                 // The lock already went the other way; the order's own history decides, not a
                 // late message. Recorded, acknowledged.
@@ -115,8 +132,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             }
             Err(LockError::Store(e)) => Err(e),
         }
-    })
-    .await
+    }
 }
 
 #[cfg(test)]

@@ -48,6 +48,17 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
         return Ok(StreamBatchResponse { batch_item_failures: vec![StreamItemFailure { item_identifier: first }] });
     }
     app.count("JournalEntries", entries.len() as u64);
+    // low-stock crossings: a failure here is logged, not retried (the next change checks again)
+    let mut moved: Vec<crate::domain::Sku> = entries
+        .iter()
+        .filter(|e| e.campaign.is_none() && e.before.available != e.after.available)
+        .map(|e| e.sku.clone())
+        .collect();
+    moved.sort();
+    moved.dedup();
+    if let Err(e) = crate::service::sale::check_low_stock(app, &moved).await {
+        tracing::warn!(error = format!("{e:#}"), "low-stock check failed");
+    }
     Ok(StreamBatchResponse { batch_item_failures: Vec::new() })
 }
 

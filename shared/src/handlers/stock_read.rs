@@ -15,6 +15,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET /skus/{sku}/availability", Auth::Public),
     Route::new("GET /skus/{sku}/calendar", Auth::Public),
     Route::new("GET /campaigns/{campaign_id}", Auth::Public),
+    Route::new("GET /console/", Auth::Public),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
@@ -23,6 +24,7 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "GET /skus/{sku}/availability" => campaigns_api::availability(app, &req, false).await,
         "GET /skus/{sku}/calendar" => super::stock_api::calendar(app, &req).await,
         "GET /campaigns/{campaign_id}" => campaigns_api::get_campaign(app, &req).await,
+        "GET /console/" => super::sale_api::console(),
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)

@@ -25,6 +25,8 @@ pub struct SkuSpec {
     pub bundle: Vec<BundleChild>,
     /// A SUPPLIER SKU's adapter and settings (docs/suppliers.md).
     pub supplier: Option<crate::domain::supplier::SupplierConfig>,
+    /// Admission rate and low-stock threshold (docs/operations.md).
+    pub controls: crate::ports::SkuControls,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +86,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
                 model: spec.model,
                 bundle: spec.bundle.clone(),
                 supplier: spec.supplier.clone(),
+                controls: spec.controls,
             };
             if put_meta(app, &meta, None, actor).await? {
                 app.caches.forget_sku(sku);
@@ -109,6 +112,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             version: old.version + 1,
             bundle: spec.bundle.clone(),
             supplier: spec.supplier.clone(),
+            controls: spec.controls,
             ..old.clone()
         };
         let done = if meta.shards == old.shards || !stocking.has_shards() {
@@ -198,6 +202,7 @@ async fn ensure_cell(app: &App, parent: &SkuMeta, day: Day) -> Result<Sku, Admin
         model: InventoryModel::default(),
         bundle: Vec::new(),
         supplier: None,
+        controls: Default::default(),
     };
     // lost a race with another adjustment creating it: it exists now either way
     app.stock.put_sku(&meta, None).await?;
@@ -309,6 +314,8 @@ pub struct StockView {
     /// `None` when no single number is true: an UNLIMITED SKU (see `meta.model`), or a calendar
     /// SKU (its dates each have their own, `GET /skus/{sku}/calendar`).
     pub available: Option<i64>,
+    /// Each shard's counters, as read.
+    pub shards: Vec<ShardCounts>,
 }
 
 pub async fn view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockView>> {
@@ -377,8 +384,8 @@ fn units(a: Availability) -> Option<i64> {
 
 fn totals(meta: SkuMeta, counts: Vec<ShardCounts>) -> StockView {
     let sku = meta.sku.clone();
-    let totals = SkuSnapshot { sku, stocked: meta.stocked, shards: counts, per_user_limit: None }.totals();
-    StockView { meta, available: Some(totals.available), totals }
+    let totals = SkuSnapshot { sku, stocked: meta.stocked, shards: counts.clone(), per_user_limit: None }.totals();
+    StockView { meta, available: Some(totals.available), totals, shards: counts }
 }
 
 /// One date of a calendar SKU.

@@ -84,6 +84,7 @@ pub async fn put_by(
                     paused: false,
                     items: spec.items.clone(),
                     version: 1,
+                    end_grace_s: spec.end_grace_s,
                 },
                 None,
             ),
@@ -97,6 +98,7 @@ pub async fn put_by(
                         crate::domain::campaign::CampaignItem {
                             price: new.price,
                             per_user_limit: new.per_user_limit,
+                            admission_rate: new.admission_rate,
                             ..cur.clone()
                         }
                     })
@@ -107,6 +109,7 @@ pub async fn put_by(
                     ends_at: spec.ends_at,
                     items,
                     version: old.version + 1,
+                    end_grace_s: spec.end_grace_s,
                     ..old.clone()
                 };
                 (next, Some(old.version))

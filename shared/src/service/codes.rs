@@ -481,6 +481,7 @@ mod kms_tests {
         let app = App { code_key_service: Some(Arc::new(CachedKeys::new(mem.clone()))), ..app };
         let sku = Sku::parse("C").unwrap();
         let spec = crate::service::admin::SkuSpec {
+            controls: Default::default(),
             name: "gift".into(),
             price: 100,
             currency: Currency::parse("EUR").unwrap(),

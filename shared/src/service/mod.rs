@@ -10,6 +10,7 @@ pub mod paying;
 pub mod payments;
 pub mod reconcile;
 pub mod refunds;
+pub mod sale;
 pub mod settlement;
 pub mod stock;
 pub mod supplier;

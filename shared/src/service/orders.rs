@@ -57,6 +57,9 @@ pub enum CreateError {
     Aborted(anyhow::Error),
     #[error(transparent)]
     Store(anyhow::Error),
+    /// The line's SKU or campaign item admits no more checkouts this second (docs/operations.md).
+    #[error("{0} admits no more checkouts now; retry after {1} s")]
+    RateLimited(Sku, u64),
 }
 
 impl From<anyhow::Error> for CreateError {
@@ -93,6 +96,23 @@ pub async fn create(
         Money::line_total(metas[&l.sku].price, l.quantity.get().saturating_mul(nights))?;
     }
     let now = clock::now_s();
+    // Admission rates and campaign ends, from the (cached) campaigns of the lines.
+    let mut campaign_end = i64::MAX;
+    let mut admissions = Vec::with_capacity(lines.len());
+    for l in &lines {
+        let c = match &l.campaign {
+            Some(id) => Some(stock::campaign(app, id).await?),
+            None => None,
+        };
+        if let Some(c) = &c {
+            campaign_end = campaign_end.min(c.ends_at.saturating_add(c.end_grace_s));
+        }
+        let key = super::sale::admission_key(&l.sku, metas[&l.sku].controls.admission_rate, c.as_ref());
+        admissions.push((l.sku.clone(), key));
+    }
+    // Before anything is written: a refused checkout touches no shard. A replay of a checkout
+    // that already froze is admitted again only if there is room (a retry is a new request).
+    super::sale::admit(app, &admissions).map_err(|(sku, s)| CreateError::RateLimited(sku, s))?;
     // A SUPPLIER order: a replay answers the order it made (its quote may have moved since);
     // otherwise every line is quoted first, and a line above its quote writes nothing.
     let supplier_lines = super::supplier::lines_of(&lines, &metas)?;
@@ -113,7 +133,8 @@ pub async fn create(
         user: Some(user.clone()),
         request_hash: request_hash(&lines),
         lines,
-        expires_at: now + supplier_wait + app.config.payment_ttl_s,
+        // unpaid campaign orders expire when their campaign ends, plus its grace (docs/campaigns.md)
+        expires_at: (now + supplier_wait + app.config.payment_ttl_s).min(campaign_end),
     };
     let check = Message::ReservationCheck {
         schema: 1,
@@ -213,6 +234,7 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation) -> Result<Order, Creat
                 quantity: l.quantity,
                 unit_price: l.unit_price,
                 dates: l.dates.clone(),
+                campaign: l.campaign.as_ref().map(|c| c.campaign_id.clone()),
             })
             .collect(),
         amount,
@@ -231,6 +253,7 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation) -> Result<Order, Creat
         supplier: Vec::new(),
         attempts: Vec::new(),
         review: None,
+        correlation: crate::telemetry::correlation(),
     })
 }
 
@@ -443,6 +466,7 @@ mod tests {
 
     fn meta(s: &str, price: u64, currency: &str) -> SkuMeta {
         SkuMeta {
+            controls: Default::default(),
             sku: sku(s),
             name: s.into(),
             price,

@@ -342,7 +342,13 @@ mod tests {
             id: OrderId::parse(id).unwrap(),
             user: UserId::parse("u").unwrap(),
             status: OrderStatus::PendingPayment,
-            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500, dates: Vec::new() }],
+            lines: vec![OrderLine {
+                campaign: None,
+                sku: Sku::parse("s").unwrap(),
+                quantity: 1,
+                unit_price: 500,
+                dates: Vec::new(),
+            }],
             amount: 500,
             currency: Currency::parse("EUR").unwrap(),
             pay_expire_at: expire_at,
@@ -359,6 +365,7 @@ mod tests {
             supplier: Vec::new(),
             attempts: Vec::new(),
             review: None,
+            correlation: None,
         }
     }
 

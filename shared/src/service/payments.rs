@@ -193,7 +193,13 @@ mod tests {
             id: OrderId::parse("o1").unwrap(),
             user: UserId::parse("u").unwrap(),
             status,
-            lines: vec![OrderLine { sku: Sku::parse("s").unwrap(), quantity: 1, unit_price: 500, dates: Vec::new() }],
+            lines: vec![OrderLine {
+                campaign: None,
+                sku: Sku::parse("s").unwrap(),
+                quantity: 1,
+                unit_price: 500,
+                dates: Vec::new(),
+            }],
             amount: 500,
             currency: Currency::parse("EUR").unwrap(),
             pay_expire_at: 1_000_000,
@@ -210,6 +216,7 @@ mod tests {
             supplier: Vec::new(),
             attempts: Vec::new(),
             review: None,
+            correlation: None,
         }
     }
 

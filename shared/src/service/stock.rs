@@ -983,6 +983,7 @@ fn oversell_event(r: &Reservation) -> OrderEvent {
             payment_id: None,
             refund_id: None,
             restock: None,
+            correlation_id: crate::telemetry::correlation(),
         },
     }
 }

@@ -24,6 +24,7 @@ pub(super) fn eur() -> Currency {
 
 pub(super) fn new_meta(sku: &Sku, shards: u16) -> SkuMeta {
     SkuMeta {
+        controls: Default::default(),
         sku: sku.clone(),
         name: format!("{sku} (contract)"),
         price: 100,
@@ -190,12 +191,20 @@ pub(super) fn campaign(
     window: (i64, i64),
 ) -> Campaign {
     Campaign {
+        end_grace_s: 0,
         id: id.clone(),
         name: format!("{id} (contract)"),
         starts_at: window.0,
         ends_at: window.1,
         paused: false,
-        items: vec![CampaignItem { sku: sku.clone(), price: None, per_user_limit, shards: 1, quota }],
+        items: vec![CampaignItem {
+            admission_rate: None,
+            sku: sku.clone(),
+            price: None,
+            per_user_limit,
+            shards: 1,
+            quota,
+        }],
         version: 1,
     }
 }

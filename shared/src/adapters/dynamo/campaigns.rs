@@ -31,6 +31,7 @@ fn encode(c: &Campaign) -> anyhow::Result<Item> {
         ("ps", AttributeValue::Bool(c.paused)),
         ("items", s(serde_json::to_string(&c.items)?)),
         ("v", n(c.version)),
+        ("eg", n(c.end_grace_s)),
     ]))
 }
 
@@ -48,6 +49,7 @@ fn decode(it: &Item) -> anyhow::Result<Campaign> {
         paused: matches!(it.get("ps"), Some(AttributeValue::Bool(true))),
         items: serde_json::from_str::<Vec<CampaignItem>>(get_s(it, "items")?).context("campaign items")?,
         version: get_n(it, "v")?,
+        end_grace_s: super::item::opt_n(it, "eg").unwrap_or(0),
     })
 }
 

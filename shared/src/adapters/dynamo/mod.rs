@@ -6,6 +6,7 @@ pub mod item;
 pub mod journal;
 pub mod orders;
 mod retry;
+pub mod sale;
 pub mod stock;
 pub mod sweep;
 

@@ -71,6 +71,9 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if let Some(r) = &o.review {
         it.insert("rev".into(), s(serde_json::to_string(r)?));
     }
+    if let Some(c) = &o.correlation {
+        it.insert("cor".into(), s(c.clone()));
+    }
     // the bucketed sparse indexes (docs/after-sale.md, "Sweeps")
     for index in OrderIndex::ALL {
         if let Some(v) = index.value_of(o) {
@@ -129,6 +132,7 @@ pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
             None => Vec::new(),
         },
         review: opt_s(it, "rev").map(serde_json::from_str).transpose().context("order refund review")?,
+        correlation: opt_s(it, "cor").map(str::to_owned),
     })))
 }
 

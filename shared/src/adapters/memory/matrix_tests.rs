@@ -52,6 +52,7 @@ async fn make(app: &App, name: &str, kind: Kind) {
         bundle.push(BundleChild { sku: sku(&child), quantity: 1 });
     }
     let spec = SkuSpec {
+        controls: Default::default(),
         name: name.into(),
         price: 100,
         currency: Currency::parse("EUR").unwrap(),
@@ -79,6 +80,7 @@ async fn make(app: &App, name: &str, kind: Kind) {
 
 async fn make_plain(app: &App, name: &str) {
     let spec = SkuSpec {
+        controls: Default::default(),
         name: name.into(),
         price: 10,
         currency: Currency::parse("EUR").unwrap(),

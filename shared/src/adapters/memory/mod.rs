@@ -12,12 +12,14 @@ mod journal;
 #[cfg(test)]
 mod matrix_tests;
 mod orders;
+mod sale;
 mod stock;
 #[cfg(test)]
 mod tests;
 
 pub use journal::MemoryJournal;
 pub use orders::MemoryOrders;
+pub use sale::MemorySale;
 pub use stock::MemoryStock;
 
 use crate::config::Config;
@@ -241,6 +243,7 @@ impl Messages for MemoryMessages {
 #[derive(Default)]
 struct BusState {
     published: Vec<OrderEvent>,
+    stock: Vec<(String, serde_json::Value)>,
     reject: usize,
 }
 
@@ -258,6 +261,11 @@ impl MemoryBus {
     /// Every accepted event, in publishing order.
     pub fn published(&self) -> Vec<OrderEvent> {
         lock(&self.state).published.clone()
+    }
+
+    /// Every accepted stock event (detail type, detail), in publishing order.
+    pub fn stock_events(&self) -> Vec<(String, serde_json::Value)> {
+        lock(&self.state).stock.clone()
     }
 
     /// The next `n` events published are rejected (answered `false`, not recorded), as
@@ -284,6 +292,16 @@ impl EventBus for MemoryBus {
                 }
             })
             .collect())
+    }
+
+    async fn publish_stock(&self, detail_type: &str, detail: &serde_json::Value) -> anyhow::Result<bool> {
+        let mut s = lock(&self.state);
+        if s.reject > 0 {
+            s.reject -= 1;
+            return Ok(false);
+        }
+        s.stock.push((detail_type.to_owned(), detail.clone()));
+        Ok(true)
     }
 }
 

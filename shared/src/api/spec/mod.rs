@@ -12,6 +12,7 @@ mod campaigns;
 mod orders;
 mod payments;
 mod reservations;
+mod sale;
 mod stock;
 
 use super::after_sale::{
@@ -30,12 +31,17 @@ use super::payments::{
     SettlementMismatch, SettlementReport, StartPaymentRequest,
 };
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
+use super::sale::{
+    AdminSkuView, CampaignList, CampaignStats, CampaignSummary, LatencyView, Machinery, PerSecond, QueueView,
+    ReconcileView, SalesSwitchRequest, SalesSwitchView, ShardView, StatsItem,
+};
 use super::stock::{
     AdjustmentRequest, CalendarDate, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, CountersBody,
     JournalEntryBody, JournalPage, PutSkuRequest, SkuView,
 };
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
+use crate::domain::sale::SalesMode;
 use crate::domain::supplier::{BookingStatus, SimOutcome, SupplierAdapter, SupplierConfig};
 use crate::http::{Code, ProblemBody};
 use serde::Serialize;
@@ -96,7 +102,9 @@ impl Modify for Security {
           orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_ship_order, orders::admin_return_received,
           orders::admin_cancel_order, orders::admin_refund_decision, orders::get_settlement, orders::run_settlement,
           payments::refund_webhook,
-          reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation),
+          reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation,
+          sale::get_sales_switch, sale::put_sales_switch, sale::admin_get_sku, sale::list_campaigns, sale::campaign_stats,
+          sale::machinery, sale::console),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
                        StartPaymentRequest, PaymentStarted, PaymentAttemptView, RefundDecisionRequest, RefundReviewView,
                        SettlementReport, SettlementMismatch,
@@ -110,9 +118,12 @@ impl Modify for Security {
                        JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
                        InventoryModel, Management, Unit, Deduct, BundleChild,
                        CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes,
-                       SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus)),
+                       SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus,
+                       SalesMode, SalesSwitchRequest, SalesSwitchView, AdminSkuView, ShardView, CampaignList,
+                       CampaignSummary, CampaignStats, StatsItem, PerSecond, LatencyView, Machinery, QueueView,
+                       ReconcileView)),
     modifiers(&Security),
-    tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations")),
+    tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations"), (name = "sale")),
 )]
 pub struct ApiDoc;
 

@@ -22,10 +22,11 @@ use super::*;
         (status = 422, description = "Invalid body, unknown SKU or campaign, SKU not in the campaign, or \
                                       Idempotency-Key reused with another body",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 429, description = "busy: the store is throttling this SKU; retry after Retry-After seconds",
+        (status = 429, description = "busy: the store is throttling this SKU; rate_limited: the SKU's or campaign \
+         item's admission rate is used up this second (nothing was touched). Retry after Retry-After seconds",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry with the same Idempotency-Key", body = ProblemBody,
-         content_type = "application/problem+json"),
+        (status = 503, description = "Retry with the same Idempotency-Key; sales_closed: the sales switch is not OPEN",
+         body = ProblemBody, content_type = "application/problem+json"),
     ))]
 pub(super) fn create_order() {}
 

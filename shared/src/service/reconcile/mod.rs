@@ -238,6 +238,7 @@ pub async fn seed(app: &App) -> anyhow::Result<Seeded> {
         }
     }
     tracing::info!(items = n, "reconcile sweep seeded");
+    super::sale::note_sweep(app).await;
     Ok(Seeded { items_seeded: n, backlog })
 }
 
@@ -411,11 +412,14 @@ pub async fn run(app: &App) -> anyhow::Result<ReconcileReport> {
         }
     }
     tracing::info!(report = ?rep, "reconcile done");
+    super::sale::note_sweep(app).await;
+    super::sale::flush(app, true).await;
     Ok(rep)
 }
 
 fn report_violations(app: &App, violations: &[Violation], rep: &mut ReconcileReport) {
     app.count(names::INVARIANT_VIOLATIONS, violations.len() as u64);
+    super::sale::note_violations(app, violations.len());
     for v in violations {
         tracing::error!(violation = ?v, "invariant violated");
     }

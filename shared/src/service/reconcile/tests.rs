@@ -19,6 +19,7 @@ async fn the_sweep_confirms_and_restocks_the_stale_lock_of_an_order_refunded_bef
     let a = Sku::parse("A").unwrap();
     w.stock.seed(
         SkuMeta {
+            controls: Default::default(),
             sku: a.clone(),
             name: "A".into(),
             price: 500,
@@ -70,6 +71,7 @@ async fn the_sweep_confirms_and_restocks_the_stale_lock_of_an_order_refunded_bef
 
 fn plain(sku: &str, shards: u16) -> SkuMeta {
     SkuMeta {
+        controls: Default::default(),
         sku: Sku::parse(sku).unwrap(),
         name: sku.into(),
         price: 500,
@@ -326,6 +328,7 @@ async fn quota_locked_equals_the_frozen_campaign_pieces_per_item_and_a_planted_m
         let id = format!("C{c:02}");
         let items: Vec<CampaignItem> = (0..4)
             .map(|k| CampaignItem {
+                admission_rate: None,
                 sku: Sku::parse(&format!("S{:03}", (c + k * 7) % skus)).unwrap(),
                 price: None,
                 per_user_limit: None,
@@ -334,6 +337,7 @@ async fn quota_locked_equals_the_frozen_campaign_pieces_per_item_and_a_planted_m
             })
             .collect();
         let camp = Campaign {
+            end_grace_s: 0,
             id: crate::domain::CampaignId::parse(&id).unwrap(),
             name: id.clone(),
             starts_at: now - 3600,
@@ -388,6 +392,7 @@ async fn a_claim_in_flight_on_a_code_pool_with_a_trickle_of_sales_raises_no_ring
     c.code_key = crate::config::Secret::new(crate::domain::codes::Keyring::generate_secret("t1"));
     let (app, w) = memory_app("test", c).unwrap();
     let spec = SkuSpec {
+        controls: Default::default(),
         name: "card".into(),
         price: 100,
         currency: Currency::parse("EUR").unwrap(),

@@ -17,6 +17,7 @@ fn sku(s: &str) -> Sku {
 
 fn meta(s: &str, supplier: bool) -> SkuMeta {
     SkuMeta {
+        controls: Default::default(),
         sku: sku(s),
         name: s.into(),
         price: 700,

@@ -56,6 +56,12 @@ pub(super) fn encode_meta(m: &SkuMeta) -> anyhow::Result<Item> {
     if let Some(c) = &m.supplier {
         it.insert("sup".into(), s(serde_json::to_string(c).context("SKU supplier settings")?));
     }
+    if let Some(r) = m.controls.admission_rate {
+        it.insert("adm".into(), n(r));
+    }
+    if let Some(l) = m.controls.low_stock_threshold {
+        it.insert("low".into(), n(l));
+    }
     Ok(it)
 }
 
@@ -74,6 +80,7 @@ pub(super) fn decode_meta(it: &Item) -> anyhow::Result<SkuMeta> {
         model: opt_s(it, "mdl").map(serde_json::from_str).transpose().context("inventory model")?.unwrap_or_default(),
         bundle: opt_s(it, "bdl").map(serde_json::from_str).transpose().context("bundle")?.unwrap_or_default(),
         supplier: opt_s(it, "sup").map(serde_json::from_str).transpose().context("supplier settings")?,
+        controls: crate::ports::SkuControls { admission_rate: opt_n(it, "adm"), low_stock_threshold: opt_n(it, "low") },
     })
 }
 

@@ -6,6 +6,7 @@ use super::*;
 async fn an_adjustment_applies_once_per_id_and_a_shard_count_change_keeps_every_unit() {
     let (app, w) = world(&[]);
     let spec = SkuSpec {
+        controls: Default::default(),
         name: "Hat".into(),
         price: 900,
         currency: eur(),

@@ -12,10 +12,18 @@ fn cid() -> CampaignId {
 async fn sale(app: &App, starts_in: i64, quota: i64, per_user_limit: Option<u32>) {
     let now = clock::now_s();
     let spec = CampaignSpec {
+        end_grace_s: 0,
         name: "Flash".into(),
         starts_at: now + starts_in,
         ends_at: now + starts_in + 3600,
-        items: vec![CampaignItem { sku: sku("A"), price: Some(300), per_user_limit, shards: 2, quota }],
+        items: vec![CampaignItem {
+            admission_rate: None,
+            sku: sku("A"),
+            price: Some(300),
+            per_user_limit,
+            shards: 2,
+            quota,
+        }],
     };
     camp::put(app, &cid(), &spec).await.unwrap();
 }
@@ -57,10 +65,18 @@ async fn a_sale_not_open_or_paused_is_refused_by_its_write_condition_and_resumes
     let early = freeze(&app, &campaign_request("o1", "alice", 1)).await;
     assert!(matches!(early, Err(FreezeError::SaleNotStarted(_))), "{early:?}");
     let spec = CampaignSpec {
+        end_grace_s: 0,
         name: "Flash".into(),
         starts_at: clock::now_s() - 5,
         ends_at: clock::now_s() + 3600,
-        items: vec![CampaignItem { sku: sku("A"), price: Some(300), per_user_limit: None, shards: 2, quota: 5 }],
+        items: vec![CampaignItem {
+            admission_rate: None,
+            sku: sku("A"),
+            price: Some(300),
+            per_user_limit: None,
+            shards: 2,
+            quota: 5,
+        }],
     };
     // an update may move the window (quotas and shards stay)
     camp::put(&app, &cid(), &spec).await.unwrap();

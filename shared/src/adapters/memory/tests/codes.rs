@@ -16,6 +16,7 @@ fn app_with_pool(max_pending: u32) -> (App, MemoryWorld) {
 
 async fn put_pool(app: &App, s: &str, shards: u16) {
     let spec = SkuSpec {
+        controls: Default::default(),
         name: "card".into(),
         price: 100,
         currency: eur(),

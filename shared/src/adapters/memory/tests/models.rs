@@ -5,6 +5,7 @@ use crate::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management,
 
 fn spec(model: InventoryModel, shards: u16, bundle: Vec<BundleChild>) -> SkuSpec {
     SkuSpec {
+        controls: Default::default(),
         name: "x".into(),
         price: 100,
         currency: eur(),

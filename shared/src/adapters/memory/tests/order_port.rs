@@ -7,7 +7,7 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         id: OrderId::parse(id).unwrap(),
         user: user(buyer),
         status: OrderStatus::PendingPayment,
-        lines: vec![OrderLine { sku: sku("A"), quantity: 1, unit_price: 500, dates: Vec::new() }],
+        lines: vec![OrderLine { campaign: None, sku: sku("A"), quantity: 1, unit_price: 500, dates: Vec::new() }],
         amount: 500,
         currency: eur(),
         pay_expire_at: created_at_ms / 1000 + 900,
@@ -24,6 +24,7 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         supplier: Vec::new(),
         attempts: Vec::new(),
         review: None,
+        correlation: None,
     }
 }
 
