@@ -18,10 +18,13 @@ pub async fn handle(app: &App, req: Request) -> Response {
     let id =
         crate::telemetry::request_correlation(http::header(&req, "x-request-id"), http::header(&req, "traceparent"));
     let r = crate::telemetry::correlated(&app.function, Some(id.clone()), async {
-        match http::route(&req) {
+        let r = match http::route(&req) {
             "POST /orders" => create(app, &req).await,
             other => Err(Problem::not_found(format!("no route {other}"))),
-        }
+        };
+        let status = r.as_ref().map_or_else(|p| i64::from(p.status()), |ok| ok.status_code);
+        tracing::info!(status, "checkout answered");
+        r
     })
     .await;
     let mut r = finish(r);

@@ -108,6 +108,7 @@ async fn apply(app: &App, m: aws_lambda_events::sqs::SqsMessage) -> anyhow::Resu
         let action =
             parse_event(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
         cross_check(app, &action).await?;
+        tracing::info!(?action, "order event applied to stock");
         let (id, result) = match &action {
             StockAction::Confirm(id) if crate::mutant!("paid-event-releases") => (id, stock::release(app, id).await),
             StockAction::Confirm(id) => (id, stock::confirm(app, id, OnReleased::Retake).await),

@@ -2,12 +2,10 @@
 //! local stack — every code handed out once, released codes handed out again, a code shown to
 //! nobody but its paid owner and in no log line — and the upload's refusals.
 
-use crate::common::{advance_clock, eventually, size, spawn, spawn_with, Answer, Stack};
+use crate::common::{advance_clock, capture_logs, eventually, size, spawn, spawn_with, Answer, Stack};
 use futures::future::join_all;
 use serde_json::{json, Value};
 use std::collections::HashSet;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 async fn pool_sku(s: &Stack, sku: &str, shards: u16) {
@@ -25,32 +23,6 @@ async fn pool(s: &Stack, sku: &str) -> Value {
     let a = s.get(&format!("/admin/skus/{sku}/codes"), Some(&s.admin)).await;
     assert_eq!(a.status, 200, "{}", a.body);
     a.body
-}
-
-/// Every log line of this test process (the local stack runs in it), at trace level for
-/// Holdfast's own crates.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn capture_logs() -> Logs {
-    let logs = Logs::default();
-    let w = logs.clone();
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("info,holdfast=trace,holdfast_local=trace"))
-        .with_writer(move || w.clone())
-        .init();
-    logs
 }
 
 /// Four buyers per code race for a pool: each holder gets a distinct code, nobody a false sold-out,

@@ -338,3 +338,36 @@ pub fn counters(v: &Value) -> (i64, i64, i64) {
     let n = |k: &str| v[k].as_i64().unwrap_or_else(|| panic!("{k} in {v}"));
     (n("available"), n("locked"), n("sold"))
 }
+
+/// Every log line of this test process (the local stack runs in it), at trace level for
+/// Holdfast's own crates.
+#[derive(Clone, Default)]
+pub struct Logs(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+pub fn capture_logs() -> Logs {
+    let logs = Logs::default();
+    let w = logs.clone();
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info,holdfast=trace,holdfast_local=trace"))
+        .with_writer(move || w.clone())
+        .init();
+    logs
+}
+
+impl Logs {
+    /// Every line written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}

@@ -15,6 +15,7 @@ mod journal;
 mod models;
 mod orders;
 mod payments;
+mod sale;
 mod sam_env;
 mod scopes;
 mod soak;
