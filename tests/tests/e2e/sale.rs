@@ -38,7 +38,7 @@ async fn a_closed_switch_refuses_checkouts_at_once_while_payments_and_cancels_go
     let cancelled = s.order_id("bob", "k1", json!([{"sku": "SW", "quantity": 1}])).await;
     assert_eq!(s.get("/admin/sales-switch", Some(&s.admin)).await.body["mode"], "OPEN");
 
-    let v = set_switch(&s, "CLOSED").await;
+    let v = set_switch(s, "CLOSED").await;
     assert_eq!((v["mode"].as_str(), v["by"].as_str()), (Some("CLOSED"), Some("admin")), "{v}");
     let set = Instant::now();
     // each function keeps the switch at most HOLDFAST_SWITCH_CACHE_MS (1 s): the first refusal
@@ -67,7 +67,7 @@ async fn a_closed_switch_refuses_checkouts_at_once_while_payments_and_cancels_go
     assert_eq!(grow.status, 201, "{}", grow.body);
 
     // READ_ONLY also refuses other writes, but not the levers
-    set_switch(&s, "READ_ONLY").await;
+    set_switch(s, "READ_ONLY").await;
     let mut n = 0;
     let refused = eventually("READ_ONLY to bite", Duration::from_secs(5), || {
         n += 1;
@@ -84,7 +84,7 @@ async fn a_closed_switch_refuses_checkouts_at_once_while_payments_and_cancels_go
     assert_eq!(s.post("/admin/skus/SW/pause", &s.admin, json!({})).await.status, 200);
     assert_eq!(s.post("/admin/skus/SW/resume", &s.admin, json!({})).await.status, 200);
 
-    set_switch(&s, "OPEN").await;
+    set_switch(s, "OPEN").await;
     let mut n = 0;
     eventually("OPEN to sell again", Duration::from_secs(5), || {
         n += 1;
