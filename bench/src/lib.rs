@@ -64,6 +64,7 @@ pub fn sku(s: &str) -> Sku {
 /// Seeds `name` with `shards` shards holding [`HUGE`] units in all.
 pub fn stock(w: &MemoryWorld, name: &str, shards: u16, per_user_limit: Option<u32>) {
     let meta = SkuMeta {
+        fences: Vec::new(),
         controls: Default::default(),
         sku: sku(name),
         name: format!("{name} (benchmark)"),

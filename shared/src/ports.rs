@@ -56,6 +56,8 @@ pub struct SkuMeta {
     /// Sale controls (docs/operations.md): checkouts per second admitted per warm Lambda, and
     /// the available level below which a `LowStock` event is sent.
     pub controls: SkuControls,
+    /// Campaigns with a ring-fenced item of this SKU (their cells hold its reserved units).
+    pub fences: Vec<CampaignId>,
 }
 
 /// A SKU's sale controls; both optional.
@@ -158,6 +160,10 @@ pub trait StockStore: Send + Sync {
         cause: &crate::domain::journal::Cause,
     ) -> anyhow::Result<bool>;
     async fn adjust(&self, adj: &Adjustment, meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>>;
+    /// Two adjustments of two SKUs applied together or not at all: a ring-fence moving units
+    /// between a SKU and its campaign cell (docs/campaigns.md, "Ring-fenced quota"). Rejections
+    /// as [`StockStore::adjust`]'s, `Duplicate` naming `out`'s.
+    async fn adjust_pair(&self, out: &Adjustment, into: &Adjustment) -> anyhow::Result<Result<(), AdjustRejection>>;
     /// One transaction: the reservation (if absent), every shard piece (`available >= q`),
     /// and per-user counters for limited lines (`limits[sku]`).
     /// Campaign quota pieces are conditional on the quota and on the window and pause flag

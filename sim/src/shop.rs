@@ -95,6 +95,7 @@ pub async fn open(app: &App) -> anyhow::Result<Vec<Item>> {
     }
     let item = |name: &str, price, quota| -> anyhow::Result<CampaignItem> {
         Ok(CampaignItem {
+            reserve: false,
             admission_rate: None,
             sku: Sku::parse(name)?,
             price: Some(price),

@@ -177,6 +177,9 @@ impl StockStore for Stock {
         let n = adj.pieces.iter().map(|(s, _)| s + 1).max().unwrap_or(0);
         self.journaled(vec![(adj.sku.clone(), n)], false, self.0.adjust(adj, v)).await
     }
+    async fn adjust_pair(&self, out: &Adjustment, into: &Adjustment) -> anyhow::Result<Result<(), AdjustRejection>> {
+        self.0.adjust_pair(out, into).await
+    }
     async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
         self.journaled(Self::cells_of(r), false, self.0.put_frozen(r, limits)).await
     }
@@ -461,6 +464,7 @@ async fn main() -> anyhow::Result<()> {
     for i in 0..n_skus {
         let sku = Sku::parse(&format!("S{i:06}"))?;
         let meta = SkuMeta {
+            fences: Vec::new(),
             controls: Default::default(),
             sku,
             name: format!("sku {i}"),
@@ -496,6 +500,7 @@ async fn main() -> anyhow::Result<()> {
         let items = (first..(first + 10).min(n_items))
             .map(|k| {
                 Ok(holdfast::domain::campaign::CampaignItem {
+                    reserve: false,
                     admission_rate: None,
                     sku: Sku::parse(&format!("S{k:06}"))?,
                     price: None,

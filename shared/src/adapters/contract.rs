@@ -26,7 +26,7 @@ pub use checks::{
     batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, stop_sale,
     stop_sale_on_new_shards,
 };
-pub use codes::{adjustments, code_pools};
+pub use codes::{adjustment_pairs, adjustments, code_pools};
 use seed::*;
 
 use futures::future::BoxFuture;
@@ -47,6 +47,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("stop_sale_on_new_shards", |s, p| Box::pin(stop_sale_on_new_shards(s, p))),
     ("code_pools", |s, p| Box::pin(code_pools(s, p))),
     ("adjustments", |s, p| Box::pin(adjustments(s, p))),
+    ("adjustment_pairs", |s, p| Box::pin(adjustment_pairs(s, p))),
     ("batched_reads", |s, p| Box::pin(batched_reads(s, p))),
 ];
 

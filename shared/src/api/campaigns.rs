@@ -68,6 +68,11 @@ pub struct CampaignItemRequest {
     #[serde(default, deserialize_with = "fields::admission_rate")]
     #[schema(minimum = 1, maximum = 100000)]
     pub admission_rate: Option<u32>,
+    /// Ring-fence the quota: its units leave the SKU's stock when the campaign is created, so
+    /// ordinary checkouts cannot take them; unsold ones return when the campaign ends. Only for
+    /// plain SKUs (QUANTITY, taken at order); fixed at creation.
+    #[serde(default)]
+    pub reserve: bool,
 }
 
 fn one() -> u16 {
@@ -83,6 +88,7 @@ impl From<CampaignItemRequest> for CampaignItem {
             shards: i.shards,
             quota: i.quota,
             admission_rate: i.admission_rate,
+            reserve: i.reserve,
         }
     }
 }
@@ -171,6 +177,9 @@ pub struct CampaignItemView {
     /// Checkouts per second admitted per warm Lambda (absent: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission_rate: Option<u32>,
+    /// The quota is ring-fenced out of the SKU's stock.
+    #[serde(default)]
+    pub reserve: bool,
 }
 
 /// A campaign: its window, pause switch, status now, and each item's quota counters.
@@ -218,6 +227,7 @@ impl CampaignViewBody {
                     per_user_limit: i.per_user_limit,
                     shards: i.shards,
                     admission_rate: i.admission_rate,
+                    reserve: i.reserve,
                 })
                 .collect(),
             end_grace_seconds: c.end_grace_s,

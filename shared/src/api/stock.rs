@@ -119,6 +119,10 @@ pub struct SkuView {
     pub available: Option<i64>,
     /// No stock is kept: any quantity can be ordered.
     pub unlimited: bool,
+    /// Units ring-fenced for campaigns and not yet sold (`total = available + reserved +
+    /// locked + sold`).
+    #[serde(default)]
+    pub reserved: i64,
     /// Units held by reservations and unpaid orders.
     pub locked: i64,
     pub sold: i64,
@@ -166,7 +170,8 @@ impl From<&StockView> for SkuView {
             name: v.meta.name.clone(),
             price: v.meta.price,
             currency: v.meta.currency.as_str().to_owned(),
-            total: v.totals.available + v.totals.locked + v.totals.sold,
+            total: v.totals.available + v.reserved + v.totals.locked + v.totals.sold,
+            reserved: v.reserved,
             available: v.available,
             unlimited: v.meta.model.management == Management::Unlimited,
             locked: v.totals.locked,

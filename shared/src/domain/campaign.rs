@@ -35,6 +35,11 @@ pub struct CampaignItem {
     /// Checkouts per second admitted per warm Lambda (docs/operations.md); `None` = no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission_rate: Option<u32>,
+    /// Ring-fenced: the quota's units are moved out of the SKU's stock into the item's own cell
+    /// ([`Sku::reserve_cell`]) when the campaign is created, so ordinary checkouts cannot take
+    /// them; what is unsold goes back when the campaign ends (docs/campaigns.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reserve: bool,
 }
 
 /// A campaign's metadata.
@@ -234,6 +239,7 @@ mod tests {
 
     fn item(sku: &str, shards: u16, quota: i64) -> CampaignItem {
         CampaignItem {
+            reserve: false,
             admission_rate: None,
             sku: Sku::parse(sku).unwrap(),
             price: None,

@@ -81,8 +81,24 @@ impl Sku {
         Some((Sku(p.to_owned()), super::model::Day::parse(d).ok()?))
     }
 
-    /// A SKU read back from storage: a client's SKU or a calendar cell.
+    /// The cell holding a ring-fenced campaign item's units: `<sku>!<campaign>` (`!` is outside
+    /// the client alphabet too; docs/campaigns.md, "Ring-fenced quota").
+    pub fn reserve_cell(&self, campaign: &CampaignId) -> Sku {
+        Sku(format!("{}!{campaign}", self.0))
+    }
+
+    /// The SKU and campaign of a ring-fence cell.
+    pub fn reserve_parent(&self) -> Option<(Sku, CampaignId)> {
+        let (p, c) = self.0.split_once('!')?;
+        Some((Sku(p.to_owned()), CampaignId::parse(c).ok()?))
+    }
+
+    /// A SKU read back from storage: a client's SKU, a calendar cell or a ring-fence cell.
     pub fn from_stored(s: &str) -> Result<Sku, IdError> {
+        if let Some((p, c)) = s.split_once('!') {
+            check_token("sku", p, 64)?;
+            return Ok(Sku(p.to_owned()).reserve_cell(&CampaignId::parse(c)?));
+        }
         match s.split_once('@') {
             Some((p, d)) => {
                 check_token("sku", p, 64)?;

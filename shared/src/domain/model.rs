@@ -270,14 +270,17 @@ pub struct CellDraw {
     pub sku: Sku,
     pub date: Option<Day>,
     pub quantity: u32,
+    /// A ring-fenced campaign item's draw: on the campaign's cell (docs/campaigns.md).
+    pub fence: Option<super::CampaignId>,
 }
 
 impl CellDraw {
     /// The SKU whose counters (metadata, shards) this draw moves.
     pub fn cell(&self) -> Sku {
-        match self.date {
-            Some(d) => self.sku.cell(d),
-            None => self.sku.clone(),
+        match (&self.fence, self.date) {
+            (Some(c), _) => self.sku.reserve_cell(c),
+            (None, Some(d)) => self.sku.cell(d),
+            (None, None) => self.sku.clone(),
         }
     }
 }
@@ -331,7 +334,7 @@ fn no_dates(line: &LineSpec<'_>) -> Result<(), LineRefusal> {
 impl Strategy for Single {
     fn draws(&self, line: &LineSpec<'_>) -> Result<Vec<CellDraw>, LineRefusal> {
         no_dates(line)?;
-        Ok(vec![CellDraw { sku: line.sku.clone(), date: None, quantity: line.quantity }])
+        Ok(vec![CellDraw { fence: None, sku: line.sku.clone(), date: None, quantity: line.quantity }])
     }
     fn availability(&self, cells: &[(CellDraw, i64)]) -> Availability {
         Availability::Units(cells.iter().map(|(_, a)| *a).sum())
@@ -356,7 +359,7 @@ impl Strategy for Calendar {
         }
         Ok(dates
             .into_iter()
-            .map(|d| CellDraw { sku: line.sku.clone(), date: Some(d), quantity: line.quantity })
+            .map(|d| CellDraw { fence: None, sku: line.sku.clone(), date: Some(d), quantity: line.quantity })
             .collect())
     }
     fn availability(&self, cells: &[(CellDraw, i64)]) -> Availability {
@@ -372,7 +375,7 @@ impl Strategy for Bundle {
             .iter()
             .map(|c| {
                 let q = c.quantity.checked_mul(line.quantity).ok_or_else(|| LineRefusal::Overflow(line.sku.clone()))?;
-                Ok(CellDraw { sku: c.sku.clone(), date: None, quantity: q })
+                Ok(CellDraw { fence: None, sku: c.sku.clone(), date: None, quantity: q })
             })
             .collect()
     }
@@ -513,13 +516,16 @@ mod tests {
         let d = b.draws(&line(&[], kids)).unwrap();
         assert_eq!(d.iter().map(|c| c.quantity).collect::<Vec<_>>(), vec![4, 2]);
         assert_eq!(b.draws(&line(dates, kids)), Err(LineRefusal::DatesNotAllowed(s.clone())));
-        let one = |q| CellDraw { sku: sku("A"), date: None, quantity: q };
+        let one = |q| CellDraw { fence: None, sku: sku("A"), date: None, quantity: q };
         assert_eq!(b.availability(&[(one(2), 5), (one(1), 9)]), Availability::Units(2));
         assert_eq!(b.availability(&[(one(2), -1)]), Availability::Units(0));
         let u = strategy(&model(Management::Unlimited, Unit::Single, Deduct::AtOrder));
         assert!(u.draws(&line(&[], &[])).unwrap().is_empty());
         assert_eq!(u.availability(&[]), Availability::Unlimited);
         let single = strategy(&InventoryModel::default());
-        assert_eq!(single.draws(&line(&[], &[])).unwrap(), vec![CellDraw { sku: s.clone(), date: None, quantity: 2 }]);
+        assert_eq!(
+            single.draws(&line(&[], &[])).unwrap(),
+            vec![CellDraw { fence: None, sku: s.clone(), date: None, quantity: 2 }]
+        );
     }
 }

@@ -140,14 +140,19 @@ pub struct Draw {
     pub date: Option<Day>,
     pub quantity: u32,
     pub pieces: Vec<Piece>,
+    /// A ring-fenced campaign item's draw: on the campaign's cell of `sku`
+    /// ([`Sku::reserve_cell`]; docs/campaigns.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<super::CampaignId>,
 }
 
 impl Draw {
     /// The SKU whose counters this draw moves.
     pub fn cell(&self) -> Sku {
-        match self.date {
-            Some(d) => self.sku.cell(d),
-            None => self.sku.clone(),
+        match (&self.fence, self.date) {
+            (Some(c), _) => self.sku.reserve_cell(c),
+            (None, Some(d)) => self.sku.cell(d),
+            (None, None) => self.sku.clone(),
         }
     }
 }

@@ -37,6 +37,11 @@ pub fn campaign_problem(e: CampaignError) -> Problem {
             Problem::new(Code::IdempotencyKeyReused, "this adjustment_id was already applied with a different change")
         }
         CampaignError::Contention => Problem::internal("contention; retry"),
+        CampaignError::NotFenceable(s) => {
+            Problem::validation(format!("{s} cannot be ring-fenced: only plain stock taken at order can"))
+                .field("items")
+                .sku(s.as_str())
+        }
         CampaignError::Store(e) => Problem::from(e),
     }
 }

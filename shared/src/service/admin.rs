@@ -73,6 +73,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
         let existing = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku);
         let Some(old) = existing else {
             let meta = SkuMeta {
+                fences: Vec::new(),
                 sku: sku.clone(),
                 name: spec.name.clone(),
                 price: spec.price,
@@ -189,6 +190,7 @@ async fn ensure_cell(app: &App, parent: &SkuMeta, day: Day) -> Result<Sku, Admin
     }
     let shards = parent.shards.clamp(1, crate::domain::allocation::MAX_SHARDS);
     let meta = SkuMeta {
+        fences: Vec::new(),
         sku: cell.clone(),
         name: format!("{} on {day}", parent.name),
         price: parent.price,
@@ -316,6 +318,9 @@ pub struct StockView {
     pub available: Option<i64>,
     /// Each shard's counters, as read.
     pub shards: Vec<ShardCounts>,
+    /// Units ring-fenced for campaigns and not sold: the `available` of the SKU's campaign
+    /// cells (whose `locked` and `sold` are in `totals`; docs/campaigns.md).
+    pub reserved: i64,
 }
 
 pub async fn view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockView>> {
@@ -349,6 +354,16 @@ async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Opt
     };
     let counts = shards_read(app, sku, meta.slots, consistent).await?;
     let mut v = totals(meta, counts);
+    let cells: Vec<Sku> = v.meta.fences.iter().map(|c| sku.reserve_cell(c)).collect();
+    if !cells.is_empty() {
+        for (cell, m) in metas_read(app, &cells, consistent).await? {
+            for c in shards_read(app, &cell, m.slots, consistent).await? {
+                v.reserved += c.available;
+                v.totals.locked += c.locked;
+                v.totals.sold += c.sold;
+            }
+        }
+    }
     let strategy = model::strategy(&v.meta.model);
     v.available = match Stocking::of(&v.meta.model) {
         Stocking::PerDate => None,
@@ -368,9 +383,12 @@ async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Opt
             }
             units(strategy.availability(&cells))
         }
-        Stocking::OwnShards | Stocking::Codes | Stocking::NoCounters | Stocking::AtSupplier => units(
-            strategy.availability(&[(CellDraw { sku: sku.clone(), date: None, quantity: 1 }, v.totals.available)]),
-        ),
+        Stocking::OwnShards | Stocking::Codes | Stocking::NoCounters | Stocking::AtSupplier => {
+            units(strategy.availability(&[(
+                CellDraw { fence: None, sku: sku.clone(), date: None, quantity: 1 },
+                v.totals.available,
+            )]))
+        }
     };
     Ok(Some(v))
 }
@@ -385,7 +403,7 @@ fn units(a: Availability) -> Option<i64> {
 fn totals(meta: SkuMeta, counts: Vec<ShardCounts>) -> StockView {
     let sku = meta.sku.clone();
     let totals = SkuSnapshot { sku, stocked: meta.stocked, shards: counts.clone(), per_user_limit: None }.totals();
-    StockView { meta, available: Some(totals.available), totals, shards: counts }
+    StockView { meta, available: Some(totals.available), totals, shards: counts, reserved: 0 }
 }
 
 /// One date of a calendar SKU.

@@ -29,6 +29,9 @@ pub enum CampaignError {
     AdjustmentReused,
     #[error("contention; retry")]
     Contention,
+    /// A ring-fenced item on a SKU whose stock is not plain (docs/campaigns.md).
+    #[error("{0} cannot be ring-fenced: only plain stock taken at order can")]
+    NotFenceable(Sku),
     #[error(transparent)]
     Store(#[from] anyhow::Error),
 }
@@ -74,6 +77,18 @@ pub async fn put_by(
     }
     for attempt in 1..=ATTEMPTS {
         let existing = app.stock.get_campaign(id, true).await?;
+        if existing.is_none() {
+            // ring-fenced items take their units out of the SKUs first: a campaign is never
+            // written that promises units it could not fence (a retry fences nothing twice)
+            for i in spec.items.iter().filter(|i| i.reserve) {
+                if metas.get(&i.sku).is_some_and(|m| !super::fence::fenceable(m)) {
+                    return Err(CampaignError::NotFenceable(i.sku.clone()));
+                }
+            }
+            for i in spec.items.iter().filter(|i| i.reserve) {
+                super::fence::fence(app, id, i, i.quota, &format!("fence-{id}"), actor).await?;
+            }
+        }
         let (next, expected) = match &existing {
             None => (
                 Campaign {
@@ -175,6 +190,11 @@ pub async fn adjust(
         };
         let (pieces, short) = adjustment_pieces(delta, item.shards, &available);
         let quota = item.quota.checked_add(delta).ok_or(CampaignError::Insufficient(delta))?;
+        let fence_id = format!("fence-{id}-{adjustment_id}");
+        if item.reserve && delta > 0 {
+            // the units first: a quota never promises what is not fenced
+            super::fence::fence(app, id, &item, delta, &fence_id, actor.map(|a| a.as_str())).await?;
+        }
         let mut next = Campaign { version: old.version + 1, ..old.clone() };
         if let Some(i) = next.items.iter_mut().find(|i| &i.sku == sku) {
             i.quota = quota;
@@ -192,6 +212,11 @@ pub async fn adjust(
         match app.stock.adjust_campaign(&adj, &next, old.version).await? {
             Ok(()) => {
                 app.caches.forget_campaign(id);
+                if item.reserve && delta < 0 {
+                    // the quota is down: its units go back to the SKU (any left behind by a
+                    // crash here return when the campaign ends)
+                    super::fence::unfence(app, id, sku, -delta, &fence_id, actor.map(|a| a.as_str())).await?;
+                }
                 tracing::info!(campaign = %id, sku = %sku, delta, adjustment_id, reason, "campaign quota adjusted");
                 return Ok(true);
             }
@@ -227,8 +252,14 @@ pub async fn view(app: &App, id: &CampaignId, consistent: bool) -> anyhow::Resul
 /// shard's sum).
 pub async fn check_quotas(app: &App) -> anyhow::Result<Vec<crate::domain::invariants::Violation>> {
     let mut items = Vec::new();
+    let mut campaigns = Vec::new();
     for id in app.stock.list_campaigns().await? {
         let Some(c) = app.stock.get_campaign(&id, true).await? else { continue };
+        campaigns.push(c);
+    }
+    // ended campaigns give their ring-fenced units back (docs/campaigns.md)
+    super::fence::return_ended(app, &campaigns).await?;
+    for c in campaigns {
         for i in &c.items {
             items.push(crate::domain::invariants::CampaignItemSnapshot {
                 campaign: c.id.clone(),

@@ -5,6 +5,7 @@ pub mod after_sale;
 pub mod campaigns;
 pub mod checks;
 pub mod codes;
+pub mod fence;
 pub mod orders;
 pub mod paying;
 pub mod payments;

@@ -466,6 +466,7 @@ mod tests {
 
     fn meta(s: &str, price: u64, currency: &str) -> SkuMeta {
         SkuMeta {
+            fences: Vec::new(),
             controls: Default::default(),
             sku: sku(s),
             name: s.into(),

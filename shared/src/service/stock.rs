@@ -156,7 +156,16 @@ async fn plan_cells(
     for l in lines {
         let meta = metas.get(&l.sku).ok_or_else(|| FreezeError::UnknownSku(l.sku.clone()))?;
         let spec = LineSpec { sku: &l.sku, quantity: l.quantity.get(), dates: &l.dates, bundle: &meta.bundle, today };
-        let d = model::strategy(&meta.model).draws(&spec)?;
+        let mut d = model::strategy(&meta.model).draws(&spec)?;
+        // a ring-fenced campaign item draws on its own cell, not the SKU's shards
+        // (docs/campaigns.md, "Ring-fenced quota")
+        if let Some(cid) = &l.campaign {
+            if campaign(app, cid).await?.item(&l.sku).is_some_and(|i| i.reserve) {
+                for draw in d.iter_mut().filter(|x| x.sku == l.sku && x.date.is_none()) {
+                    draw.fence = Some(cid.clone());
+                }
+            }
+        }
         others.extend(
             d.iter().map(CellDraw::cell).filter(|c| !metas.contains_key(c) && !others.contains(c)).collect::<Vec<_>>(),
         );
@@ -202,7 +211,13 @@ pub fn fast_path_refusal(app: &App, lines: &[LineRequest]) -> Option<FreezeError
     let ttl = app.config.soldout_cache_ms;
     lines.iter().find_map(|l| {
         let q = l.quantity.get();
-        if app.caches.known_short(&l.sku, q, now, ttl) {
+        // a ring-fenced line does not draw on the SKU's shards: their sold-out mark is not its
+        let fenced = l.campaign.as_ref().is_some_and(|c| {
+            app.caches
+                .campaign(c, now, app.config.sku_cache_ms)
+                .is_none_or(|c| c.item(&l.sku).is_some_and(|i| i.reserve))
+        });
+        if !fenced && app.caches.known_short(&l.sku, q, now, ttl) {
             return Some(FreezeError::Insufficient(l.sku.clone()));
         }
         let c = l.campaign.as_ref()?;
@@ -253,7 +268,10 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
         let kind = Kind::of(&meta.model);
         // how a stop-sale reaches this kind (docs/inventory-models.md, "Stop-sale")
+        // a ring-fenced line writes no shard of its SKU: its stop-sale is read afresh
+        let fenced = draws.iter().any(|d| d.fence.is_some());
         let paused = match kind.rules().pause {
+            _ if fenced => paused_now(app, sku).await?,
             PauseBy::Shards | PauseBy::Cells => false,
             PauseBy::CachedMetadata => meta.paused,
             PauseBy::FreshMetadata => paused_now(app, sku).await?,
@@ -313,10 +331,10 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
                 None => return refuse(app, req, FreezeError::Insufficient(cell)).await,
             };
             let pieces = vec![Piece { shard: start_shard(req.id.as_str(), &cell, shards), quantity: d.quantity }];
-            if d.sku == *sku && d.date.is_none() {
+            if d.sku == *sku && d.date.is_none() && d.fence.is_none() {
                 line.pieces = pieces;
             } else {
-                line.draws.push(Draw { sku: d.sku, date: d.date, quantity: d.quantity, pieces });
+                line.draws.push(Draw { sku: d.sku, date: d.date, quantity: d.quantity, pieces, fence: d.fence });
             }
         }
         lines.push(line);

@@ -356,3 +356,69 @@ async fn one_orders_correlation_id_reaches_the_logs_of_create_order_publish_even
     assert_eq!(t.headers.get("x-request-id").and_then(|v| v.to_str().ok()), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
     s.assert_invariants().await;
 }
+
+/// A ring-fenced campaign of 30 over 100 units: ordinary buyers get at most 70, the campaign's
+/// buyers the 30; after the end plus grace the unpaid campaign orders expire and every unsold
+/// fenced unit goes back on ordinary sale. The SKU's view reads `total = available + reserved +
+/// locked + sold` throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_ring_fenced_quota_is_kept_from_ordinary_buyers_and_returns_when_the_campaign_ends() {
+    let s = spawn().await;
+    s.sku("RF", 100, 100, 4, None).await;
+    let quota = json!([{"sku": "RF", "quota": 30, "price": 50, "reserve": true, "shards": 2}]);
+    campaign(&s, "fenced", 60, json!({"end_grace_seconds": 5}), quota).await;
+    async fn view(s: &Stack) -> (i64, i64, i64, i64, i64) {
+        let v = s.get("/admin/skus/RF", Some(&s.admin)).await.body;
+        let n = |k: &str| v[k].as_i64().unwrap_or(-1);
+        assert_eq!(n("total"), n("available") + n("reserved") + n("locked") + n("sold"), "{v}");
+        (n("available"), n("reserved"), n("locked"), n("sold"), n("total"))
+    }
+    assert_eq!(view(&s).await, (70, 30, 0, 0, 100));
+    // a quota larger than what is left cannot be fenced, and nothing is written
+    let bad = json!({"name": "x", "starts_at": at(-5), "ends_at": at(60),
+                     "items": [{"sku": "RF", "quota": 1000, "reserve": true}]});
+    let a = s.call("PUT", "/admin/campaigns/too-big", Some(&s.admin), &[], Some(bad.to_string())).await;
+    problem(&a, 409, "insufficient_stock");
+
+    let answers = join_all((0..100).map(|i| {
+        let s = &s;
+        async move { s.order(&format!("o{i}"), "k", json!([{"sku": "RF", "quantity": 1}])).await }
+    }))
+    .await;
+    let ordinary = answers.iter().filter(|a| a.status == 201).count();
+    assert_eq!(ordinary, 70, "ordinary buyers get what is not fenced");
+    for a in answers.iter().filter(|a| a.status != 201) {
+        problem(a, 409, "insufficient_stock");
+    }
+    let mut paid = Vec::new();
+    let mut unpaid = Vec::new();
+    for i in 0..20 {
+        let id =
+            s.order_id(&format!("c{i}"), "k", json!([{"sku": "RF", "quantity": 1, "campaign_id": "fenced"}])).await;
+        if i < 10 {
+            assert_eq!(s.pay(&id, &format!("p-rf-{i}"), 50, "SUCCEEDED").await.body["result"], "applied");
+            paid.push(id);
+        } else {
+            unpaid.push((format!("c{i}"), id));
+        }
+    }
+    for id in &paid {
+        s.lock_reaches(id, "SOLD").await;
+    }
+    assert_eq!(view(&s).await, (0, 10, 80, 10, 100));
+    // the end plus grace passes: the unpaid campaign orders expire, their units go back to the
+    // campaign's cell, and the sweep returns what the campaign did not sell
+    crate::common::advance_clock(Duration::from_secs(70));
+    s.reconcile().await;
+    for (user, id) in &unpaid {
+        s.order_reaches(user, id, "EXPIRED").await;
+        s.lock_reaches(id, "RELEASED").await;
+    }
+    s.reconcile().await;
+    assert_eq!(view(&s).await, (20, 0, 70, 10, 100));
+    let c = s.get("/campaigns/fenced", None).await.body;
+    assert_eq!(c["items"][0]["reserve"], true, "{c}");
+    let late = s.order("late", "k", json!([{"sku": "RF", "quantity": 1}])).await;
+    assert_eq!(late.status, 201, "returned units sell again: {}", late.body);
+    s.assert_invariants().await;
+}

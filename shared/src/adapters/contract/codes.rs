@@ -112,3 +112,31 @@ pub async fn adjustments(store: &dyn StockStore, prefix: &str) {
     assert_eq!(freeze_one(store, prefix, &j, 1).await, Ok(()));
     assert_eq!(adjust(store, &j, "a5", &[(1, -1)]).await, Err(AdjustRejection::ShardShort), "the unit is locked");
 }
+
+/// Two adjustments of two stock items together (a ring-fence, docs/campaigns.md): both or
+/// neither, a duplicate named by the first's record, a short shard refusing the pair.
+pub async fn adjustment_pairs(store: &dyn StockStore, prefix: &str) {
+    let from = sku(prefix, "F");
+    let into = sku(prefix, "F").reserve_cell(&campaign_id(prefix, "fence"));
+    stocked(store, &from, &[4, 3]).await;
+    stocked(store, &into, &[0]).await;
+    let pair =
+        |id: &str, out: &[(u16, i64)], inn: &[(u16, i64)]| (adjustment(&from, id, out), adjustment(&into, id, inn));
+    let (o, i) = pair("p1", &[(0, -4), (1, -1)], &[(0, 5)]);
+    assert_eq!(store.adjust_pair(&o, &i).await.unwrap(), Ok(()));
+    assert_eq!(shards(store, &from, 2).await, vec![(0, 0, 0), (2, 0, 0)]);
+    assert_eq!(shards(store, &into, 1).await, vec![(5, 0, 0)]);
+    assert_eq!((meta_of(store, &from).await.stocked, meta_of(store, &into).await.stocked), (2, 5));
+    assert_eq!(store.adjust_pair(&o, &i).await.unwrap(), Err(AdjustRejection::Duplicate { delta: -5 }), "replay");
+    // the source is short: neither side moves
+    let (o, i) = pair("p2", &[(1, -3)], &[(0, 3)]);
+    assert_eq!(store.adjust_pair(&o, &i).await.unwrap(), Err(AdjustRejection::ShardShort));
+    assert_eq!(shards(store, &from, 2).await, vec![(0, 0, 0), (2, 0, 0)], "all or none");
+    assert_eq!(shards(store, &into, 1).await, vec![(5, 0, 0)], "all or none");
+    assert_eq!((meta_of(store, &from).await.stocked, meta_of(store, &into).await.stocked), (2, 5));
+    // and back
+    let (back_out, back_in) = (adjustment(&into, "p3", &[(0, -2)]), adjustment(&from, "p3", &[(1, 2)]));
+    assert_eq!(store.adjust_pair(&back_out, &back_in).await.unwrap(), Ok(()));
+    assert_eq!(shards(store, &from, 2).await, vec![(0, 0, 0), (4, 0, 0)]);
+    assert_eq!(shards(store, &into, 1).await, vec![(3, 0, 0)]);
+}

@@ -24,6 +24,7 @@ pub(super) fn eur() -> Currency {
 
 pub(super) fn new_meta(sku: &Sku, shards: u16) -> SkuMeta {
     SkuMeta {
+        fences: Vec::new(),
         controls: Default::default(),
         sku: sku.clone(),
         name: format!("{sku} (contract)"),
@@ -198,6 +199,7 @@ pub(super) fn campaign(
         ends_at: window.1,
         paused: false,
         items: vec![CampaignItem {
+            reserve: false,
             admission_rate: None,
             sku: sku.clone(),
             price: None,

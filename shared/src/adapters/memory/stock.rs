@@ -509,26 +509,26 @@ impl StockStore for MemoryStock {
         crate::adapters::memory::interleave().await;
         validate_items(adj.pieces.iter().map(|(i, _)| (&adj.sku, *i)), 2)?;
         let mut s = lock(&self.state);
-        let key = (adj.sku.clone(), adj.adjustment_id.clone());
-        if let Some(prev) = s.adjustments.get(&key) {
-            return Ok(Err(AdjustRejection::Duplicate { delta: prev.delta }));
+        if let Err(e) = s.check_adjustment(adj) {
+            return Ok(Err(e));
         }
-        let meta_ok = s.metas.contains_key(&adj.sku);
-        let shards_ok =
-            adj.pieces.iter().all(|&(i, d)| s.shard(&adj.sku, i).is_some_and(|c| d >= 0 || c.available >= -d));
-        if !(meta_ok && shards_ok) {
-            return Ok(Err(AdjustRejection::ShardShort));
+        s.apply_adjustment(adj);
+        Ok(Ok(()))
+    }
+
+    async fn adjust_pair(&self, out: &Adjustment, into: &Adjustment) -> anyhow::Result<Result<(), AdjustRejection>> {
+        crate::adapters::memory::interleave().await;
+        // both in one transaction: 2 + pieces items each
+        validate_items(
+            out.pieces.iter().map(|(i, _)| (&out.sku, *i)).chain(into.pieces.iter().map(|(i, _)| (&into.sku, *i))),
+            4,
+        )?;
+        let mut s = lock(&self.state);
+        if let Err(e) = s.check_adjustment(out).and_then(|()| s.check_adjustment(into)) {
+            return Ok(Err(e));
         }
-        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
-        for &(i, d) in &adj.pieces {
-            s.shard_mut(&adj.sku, i).available += d;
-            s.causes.insert(shard_key(&adj.sku, i), cause.clone());
-        }
-        if let Some(m) = s.metas.get_mut(&adj.sku) {
-            m.stocked += adj.delta;
-            m.version += 1;
-        }
-        s.adjustments.insert(key, adj.clone());
+        s.apply_adjustment(out);
+        s.apply_adjustment(into);
         Ok(Ok(()))
     }
 
@@ -968,5 +968,39 @@ impl StockStore for MemoryStock {
         crate::adapters::memory::interleave().await;
         lock(&self.state).batches.entry((sku.clone(), batch_id.to_owned())).or_insert_with(|| result.clone());
         Ok(())
+    }
+}
+
+impl State {
+    /// An adjustment's conditions, as DynamoDB judges them: its record absent (else the
+    /// duplicate), its metadata present, and each removing piece's shard holding the units.
+    fn check_adjustment(&self, adj: &Adjustment) -> Result<(), AdjustRejection> {
+        let key = (adj.sku.clone(), adj.adjustment_id.clone());
+        if let Some(prev) = self.adjustments.get(&key) {
+            return Err(AdjustRejection::Duplicate { delta: prev.delta });
+        }
+        let meta_ok = self.metas.contains_key(&adj.sku);
+        let shards_ok =
+            adj.pieces.iter().all(|&(i, d)| self.shard(&adj.sku, i).is_some_and(|c| d >= 0 || c.available >= -d));
+        if meta_ok && shards_ok {
+            Ok(())
+        } else {
+            Err(AdjustRejection::ShardShort)
+        }
+    }
+
+    fn apply_adjustment(&mut self, adj: &Adjustment) {
+        let s = self;
+        let key = (adj.sku.clone(), adj.adjustment_id.clone());
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
+        for &(i, d) in &adj.pieces {
+            s.shard_mut(&adj.sku, i).available += d;
+            s.causes.insert(shard_key(&adj.sku, i), cause.clone());
+        }
+        if let Some(m) = s.metas.get_mut(&adj.sku) {
+            m.stocked += adj.delta;
+            m.version += 1;
+        }
+        s.adjustments.insert(key, adj.clone());
     }
 }

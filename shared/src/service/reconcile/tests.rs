@@ -19,6 +19,7 @@ async fn the_sweep_confirms_and_restocks_the_stale_lock_of_an_order_refunded_bef
     let a = Sku::parse("A").unwrap();
     w.stock.seed(
         SkuMeta {
+            fences: Vec::new(),
             controls: Default::default(),
             sku: a.clone(),
             name: "A".into(),
@@ -71,6 +72,7 @@ async fn the_sweep_confirms_and_restocks_the_stale_lock_of_an_order_refunded_bef
 
 fn plain(sku: &str, shards: u16) -> SkuMeta {
     SkuMeta {
+        fences: Vec::new(),
         controls: Default::default(),
         sku: Sku::parse(sku).unwrap(),
         name: sku.into(),
@@ -328,6 +330,7 @@ async fn quota_locked_equals_the_frozen_campaign_pieces_per_item_and_a_planted_m
         let id = format!("C{c:02}");
         let items: Vec<CampaignItem> = (0..4)
             .map(|k| CampaignItem {
+                reserve: false,
                 admission_rate: None,
                 sku: Sku::parse(&format!("S{:03}", (c + k * 7) % skus)).unwrap(),
                 price: None,

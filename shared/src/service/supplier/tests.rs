@@ -17,6 +17,7 @@ fn sku(s: &str) -> Sku {
 
 fn meta(s: &str, supplier: bool) -> SkuMeta {
     SkuMeta {
+        fences: Vec::new(),
         controls: Default::default(),
         sku: sku(s),
         name: s.into(),

@@ -62,6 +62,9 @@ pub(super) fn encode_meta(m: &SkuMeta) -> anyhow::Result<Item> {
     if let Some(l) = m.controls.low_stock_threshold {
         it.insert("low".into(), n(l));
     }
+    if !m.fences.is_empty() {
+        it.insert("fen".into(), s(serde_json::to_string(&m.fences).context("SKU fences")?));
+    }
     Ok(it)
 }
 
@@ -81,6 +84,7 @@ pub(super) fn decode_meta(it: &Item) -> anyhow::Result<SkuMeta> {
         bundle: opt_s(it, "bdl").map(serde_json::from_str).transpose().context("bundle")?.unwrap_or_default(),
         supplier: opt_s(it, "sup").map(serde_json::from_str).transpose().context("supplier settings")?,
         controls: crate::ports::SkuControls { admission_rate: opt_n(it, "adm"), low_stock_threshold: opt_n(it, "low") },
+        fences: opt_s(it, "fen").map(serde_json::from_str).transpose().context("SKU fences")?.unwrap_or_default(),
     })
 }
 

@@ -115,25 +115,29 @@ impl StockStore for DynamoStock {
     }
 
     async fn adjust(&self, adj: &Adjustment, _meta_version: u64) -> anyhow::Result<Result<(), AdjustRejection>> {
-        let t = &self.table;
-        let (mut items, mut roles) = adjustment_items(t, adj)?;
-        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
-        for &(shard, d) in &adj.pieces {
-            let cond = (d < 0).then_some("av >= :m");
-            let mut v = values([(":d", n(d))]);
-            if d < 0 {
-                v.insert(":m".into(), n(-d));
-            }
-            let cond = cond.or(Some("attribute_exists(pk)"));
-            items.push(update_stamped(t, shard_pk(&adj.sku, shard), "ADD av :d", cond, v, &cause)?);
-            roles.push(Role::Shard);
-        }
+        let (items, roles) = self.adjust_items(adj)?;
         match self.transact(items, 0.0).await? {
             Ok(()) => Ok(Ok(())),
             Err(None) => Ok(Err(AdjustRejection::Conflict)),
             Err(Some(codes)) => match classify(&codes, &roles) {
                 Cancel::Conflict | Cancel::Unexplained => Ok(Err(AdjustRejection::Conflict)),
                 Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => self.duplicate_adjustment(adj).await.map(Err),
+                Cancel::Failed(_) => Ok(Err(AdjustRejection::ShardShort)),
+            },
+        }
+    }
+
+    async fn adjust_pair(&self, out: &Adjustment, into: &Adjustment) -> anyhow::Result<Result<(), AdjustRejection>> {
+        let (mut items, mut roles) = self.adjust_items(out)?;
+        let (more, more_roles) = self.adjust_items(into)?;
+        items.extend(more);
+        roles.extend(more_roles);
+        match self.transact(items, 0.0).await? {
+            Ok(()) => Ok(Ok(())),
+            Err(None) => Ok(Err(AdjustRejection::Conflict)),
+            Err(Some(codes)) => match classify(&codes, &roles) {
+                Cancel::Conflict | Cancel::Unexplained => Ok(Err(AdjustRejection::Conflict)),
+                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => self.duplicate_adjustment(out).await.map(Err),
                 Cancel::Failed(_) => Ok(Err(AdjustRejection::ShardShort)),
             },
         }
@@ -624,4 +628,24 @@ fn read_stamp(it: &Item) -> Option<AdminStamp> {
         action: opt_s(it, "ua").unwrap_or_default().to_owned(),
         at_ms: opt_n(it, "ut").unwrap_or_default(),
     })
+}
+
+impl DynamoStock {
+    /// One adjustment's transaction items: its record, the SKU's metadata and its shards.
+    fn adjust_items(&self, adj: &Adjustment) -> anyhow::Result<(Vec<TransactWriteItem>, Vec<Role>)> {
+        let t = &self.table;
+        let (mut items, mut roles) = adjustment_items(t, adj)?;
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
+        for &(shard, d) in &adj.pieces {
+            let cond = (d < 0).then_some("av >= :m");
+            let mut v = values([(":d", n(d))]);
+            if d < 0 {
+                v.insert(":m".into(), n(-d));
+            }
+            let cond = cond.or(Some("attribute_exists(pk)"));
+            items.push(update_stamped(t, shard_pk(&adj.sku, shard), "ADD av :d", cond, v, &cause)?);
+            roles.push(Role::Shard);
+        }
+        Ok((items, roles))
+    }
 }

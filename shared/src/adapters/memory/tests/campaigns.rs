@@ -17,6 +17,7 @@ async fn sale(app: &App, starts_in: i64, quota: i64, per_user_limit: Option<u32>
         starts_at: now + starts_in,
         ends_at: now + starts_in + 3600,
         items: vec![CampaignItem {
+            reserve: false,
             admission_rate: None,
             sku: sku("A"),
             price: Some(300),
@@ -70,6 +71,7 @@ async fn a_sale_not_open_or_paused_is_refused_by_its_write_condition_and_resumes
         starts_at: clock::now_s() - 5,
         ends_at: clock::now_s() + 3600,
         items: vec![CampaignItem {
+            reserve: false,
             admission_rate: None,
             sku: sku("A"),
             price: Some(300),

@@ -42,6 +42,7 @@ fn eur() -> Currency {
 
 fn meta(s: &str, shards: u16, per_user_limit: Option<u32>) -> SkuMeta {
     SkuMeta {
+        fences: Vec::new(),
         controls: Default::default(),
         sku: sku(s),
         name: format!("{s} name"),

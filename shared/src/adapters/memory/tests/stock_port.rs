@@ -34,8 +34,13 @@ async fn a_transaction_touching_one_shard_twice_is_an_error_as_in_dynamodb() {
     let mut r = reservation("o2", "alice", clock::now_ms(), &[("A", 1, false), ("B", 1, false)]);
     r.lines[1].at_payment = true;
     r.lines[1].pieces.clear();
-    r.lines[1].draws =
-        vec![Draw { sku: sku("A"), date: None, quantity: 1, pieces: vec![Piece { shard: 0, quantity: 1 }] }];
+    r.lines[1].draws = vec![Draw {
+        fence: None,
+        sku: sku("A"),
+        date: None,
+        quantity: 1,
+        pieces: vec![Piece { shard: 0, quantity: 1 }],
+    }];
     w.stock.put_frozen(&r, &FreezeLimits::default()).await.unwrap().unwrap();
     assert_eq!(totals(&w, "A"), counts(2, 3, 0));
     assert!(w.stock.move_lock(&r, LockStatus::Sold).await.is_err());
