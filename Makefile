@@ -8,7 +8,7 @@ EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
 .PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments
-.PHONY: sim sim-long sim-mutants
+.PHONY: sim sim-long sim-mutants browser
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -21,6 +21,7 @@ help:
 	@echo "make openapi  - regenerate docs/openapi.json from the API types (a test checks it is current)"
 	@echo "make sam-local - sam build + sam local start-api on 127.0.0.1:3001 against the emulator (Docker)"
 	@echo "make test-sam - every function through sam local invoke + the checkout through start-api (Docker)"
+	@echo "make browser  - the operator console in headless Chromium (installs it), screenshots in docs/console/"
 
 venv:
 	@bash scripts/venv.sh
@@ -71,6 +72,11 @@ fuzz: venv
 openapi:
 	$(CARGO) run -q -p holdfast-local --bin openapi > docs/openapi.json.tmp
 	mv docs/openapi.json.tmp docs/openapi.json
+
+# The operator console (docs/operations.md) in a real browser: Debian's Chromium + selenium,
+# installed when missing; a live sale paused by a click; screenshots in docs/console/.
+browser: venv build
+	bash scripts/with-emulator.sh bash scripts/browser-test.sh
 
 cfn-lint: venv
 	$(VENV)/bin/cfn-lint template.yaml infra/edge-waf.yaml
