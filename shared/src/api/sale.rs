@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SalesSwitchRequest {
+    #[serde(deserialize_with = "mode")]
     pub mode: SalesMode,
     /// Why, for whoever reads the switch next.
     #[serde(deserialize_with = "fields::reason")]
@@ -21,6 +22,12 @@ pub struct SalesSwitchRequest {
         pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$"
     )]
     pub reason: String,
+}
+
+/// A mode by its name (a wrong type or an unknown name is a 422, as every other field's).
+fn mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SalesMode, D::Error> {
+    let s = String::deserialize(d)?;
+    SalesMode::parse(&s).ok_or_else(|| serde::de::Error::custom("mode must be OPEN, READ_ONLY or CLOSED"))
 }
 
 /// The sales switch: `OPEN` sells; `CLOSED` refuses new checkouts and reservations (503

@@ -422,3 +422,74 @@ async fn a_ring_fenced_quota_is_kept_from_ordinary_buyers_and_returns_when_the_c
     assert_eq!(late.status, 201, "returned units sell again: {}", late.body);
     s.assert_invariants().await;
 }
+
+/// The sale room's inputs: malformed JSON, wrong types, out-of-range numbers, unknown fields,
+/// oversize bodies, no token, a buyer's token — each a clear error that changes nothing.
+#[tokio::test]
+async fn the_sale_room_refuses_bad_input_and_changes_nothing() {
+    let s = spawn().await;
+    s.sku("BAD", 100, 10, 1, None).await;
+    let put = |path: &'static str, token: Option<String>, body: String| {
+        let s = &s;
+        async move { s.call("PUT", path, token.as_deref(), &[], Some(body)).await }
+    };
+    let admin = Some(s.admin.clone());
+    for (body, status) in [
+        ("{".to_owned(), 400),
+        (json!({"mode": 1, "reason": "x"}).to_string(), 422),
+        (json!({"mode": "CLOSED"}).to_string(), 422),
+        (json!({"mode": "CLOSED", "reason": ""}).to_string(), 422),
+        (json!({"mode": "CLOSED", "reason": "x", "extra": 1}).to_string(), 422),
+        (json!({"mode": "CLOSED", "reason": "x".repeat(20_000)}).to_string(), 413),
+    ] {
+        assert_eq!(put("/admin/sales-switch", admin.clone(), body.clone()).await.status, status, "{body:.80}");
+    }
+    assert_eq!(
+        put("/admin/sales-switch", None, json!({"mode": "CLOSED", "reason": "x"}).to_string()).await.status,
+        401
+    );
+    let buyer = Some(s.user("eve"));
+    assert_eq!(
+        put("/admin/sales-switch", buyer, json!({"mode": "CLOSED", "reason": "x"}).to_string()).await.status,
+        403
+    );
+    assert_eq!(s.get("/admin/sales-switch", Some(&s.admin)).await.body["mode"], "OPEN", "nothing changed");
+
+    let sku = |extra: Value| {
+        let mut b = json!({"name": "bad", "price": 100, "currency": "EUR"});
+        b.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        b.to_string()
+    };
+    for extra in [
+        json!({"admission_rate": 0}),
+        json!({"admission_rate": 100_001}),
+        json!({"admission_rate": "fast"}),
+        json!({"low_stock_threshold": 0}),
+        json!({"low_stock_threshold": -5}),
+    ] {
+        let a = put("/admin/skus/BAD", admin.clone(), sku(extra.clone())).await;
+        problem(&a, 422, "validation_failed");
+    }
+    let v = s.get("/admin/skus/BAD", Some(&s.admin)).await.body;
+    assert!(v.get("admission_rate").is_none() && v.get("low_stock_threshold").is_none(), "{v}");
+
+    let campaign = |extra: Value, item: Value| {
+        let mut b = json!({"name": "x", "starts_at": at(-5), "ends_at": at(60),
+                           "items": [{"sku": "BAD", "quota": 2}]});
+        b.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        b["items"][0].as_object_mut().unwrap().extend(item.as_object().unwrap().clone());
+        b.to_string()
+    };
+    for (extra, item) in [
+        (json!({"end_grace_seconds": -1}), json!({})),
+        (json!({"end_grace_seconds": 86_401}), json!({})),
+        (json!({}), json!({"admission_rate": 0})),
+        (json!({}), json!({"reserve": "yes"})),
+    ] {
+        let a = put("/admin/campaigns/bad-one", admin.clone(), campaign(extra, item)).await;
+        problem(&a, 422, "validation_failed");
+    }
+    assert_eq!(s.get("/campaigns/bad-one", None).await.status, 404, "no campaign was written");
+    assert_eq!(s.exact("BAD").await, (10, 0, 0), "no unit moved");
+    s.assert_invariants().await;
+}
