@@ -7,7 +7,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments
+.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale
 .PHONY: sim sim-long sim-mutants browser
 
 help:
@@ -163,6 +163,12 @@ bench-after-sale: venv
 bench-payments: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=payments bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# The sale room (docs/operations.md): switch and pause time to bite, admission accuracy, the
+# live stats' cost: bench/sale.json.
+bench-sale: venv
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=sale bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 # Only the inventory-model figures (write units per order placed under each model): bench/models.json.
 bench-models: venv

@@ -10,6 +10,7 @@ mod models;
 mod payments;
 mod prices;
 mod report;
+mod sale;
 
 use campaigns::*;
 use lifecycles::*;
@@ -152,6 +153,13 @@ async fn main() -> anyhow::Result<()> {
         let v = payments::payments_section(&endpoint, n).await?;
         std::fs::write(out.join("payments.json"), serde_json::to_string_pretty(&v)?)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    // `HOLDFAST_BENCH_ONLY=sale` (make bench-sale): the sale room's levers, admission and live stats
+    if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("sale") {
+        let v = sale::sale_section(&endpoint).await?;
+        std::fs::write(out.join("sale.json"), serde_json::to_string_pretty(&v)?)?;
+        println!("{}", sale::summary(&v));
         return Ok(());
     }
     if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("after-sale") {

@@ -142,8 +142,9 @@ impl SaleStore for DynamoSale {
                 .set_keys(Some(chunk.iter().map(|k| key(live_pk(k))).collect()))
                 .consistent_read(false)
                 .build()?;
-            // unprocessed keys are asked again, a bounded number of times with a pause
-            for attempt in 0..5u32 {
+            // unprocessed keys are asked again, as every batch read of the tables is
+            let mut retries = super::retry::Retries::new(super::retry::RetryPolicy::BATCH_READS);
+            loop {
                 let r = {
                     let _span = super::super::usage::call("dynamodb:BatchGetItem");
                     self.client
@@ -162,7 +163,7 @@ impl SaleStore for DynamoSale {
                 match r.unprocessed_keys().and_then(|m| m.get(&self.table)) {
                     Some(left) if !left.keys().is_empty() => {
                         pending = left.clone();
-                        tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
+                        retries.wait("BatchGetItem SALE#live").await?;
                     }
                     _ => break,
                 }
