@@ -283,7 +283,26 @@ async fn hostile_requests_on_every_route_get_a_clear_4xx_and_write_nothing() {
         ("POST", "/payments/callback".into(), None, vec![], Some(big.clone()), 413),
         // unknown routes
         ("DELETE", "/orders".into(), Some(user.as_str()), vec![], None, 404),
-        ("GET", "/admin/skus/SAFE".into(), Some(admin.as_str()), vec![], None, 404),
+        ("GET", "/admin/stock/SAFE".into(), Some(admin.as_str()), vec![], None, 404),
+        // the sale room (the rest: tests/tests/e2e/sale.rs)
+        (
+            "PUT",
+            "/admin/sales-switch".into(),
+            Some(admin.as_str()),
+            vec![],
+            Some("{\"mode\":\"SHUT\",\"reason\":\"x\"}".into()),
+            422,
+        ),
+        (
+            "PUT",
+            "/admin/sales-switch".into(),
+            Some(user.as_str()),
+            vec![],
+            Some("{\"mode\":\"OPEN\",\"reason\":\"x\"}".into()),
+            403,
+        ),
+        ("GET", "/admin/campaigns/nope/stats".into(), Some(admin.as_str()), vec![], None, 404),
+        ("GET", "/admin/machinery".into(), Some(user.as_str()), vec![], None, 403),
     ];
     for (method, path, token, headers, body, want) in cases {
         let a = s.call(method, &path, token, &headers, body).await;
