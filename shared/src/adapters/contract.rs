@@ -8,6 +8,9 @@
 //! share a table with each other and with other tests. A failed expectation panics with what
 //! differed; [`failures`] runs every check and collects them.
 
+// Test support: a failed expectation panics with what differed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use crate::domain::allocation::Piece;
 use crate::domain::campaign::{Campaign, CampaignItem};
 use crate::domain::codes::{CodeAppend, StoredCode};

@@ -210,7 +210,10 @@ impl Keyring {
     }
 
     pub fn fingerprint(&self, sku: &Sku, code: &str) -> String {
-        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.keys[0].fingerprint_key).expect("any key length");
+        let mut m = match <Hmac<Sha256> as Mac>::new_from_slice(&self.keys[0].fingerprint_key) {
+            Ok(m) => m,
+            Err(_) => unreachable!("HMAC takes a key of any length"),
+        };
         m.update(sku.as_str().as_bytes());
         m.update(&[0]);
         m.update(code.as_bytes());

@@ -411,23 +411,26 @@ pub async fn repair_orphans(app: &App, meta: &SkuMeta, now_ms: i64, quiet_ms: i6
 
 /// Ranges split into give-back transactions of at most 40 positions (two items each).
 fn orphans_chunks(ranges: &[crate::domain::reservation::CodeRange]) -> Vec<Vec<crate::domain::reservation::CodeRange>> {
-    let mut out: Vec<Vec<crate::domain::reservation::CodeRange>> = vec![Vec::new()];
+    let mut out = Vec::new();
+    let mut chunk: Vec<crate::domain::reservation::CodeRange> = Vec::new();
     let mut n = 0;
     for g in ranges {
         let mut g = *g;
         while g.count > 0 {
             let take = g.count.min(40 - n);
-            out.last_mut().expect("non-empty").push(crate::domain::reservation::CodeRange { count: take, ..g });
+            chunk.push(crate::domain::reservation::CodeRange { count: take, ..g });
             g.from += u64::from(take);
             g.count -= take;
             n += take;
             if n == 40 {
-                out.push(Vec::new());
+                out.push(std::mem::take(&mut chunk));
                 n = 0;
             }
         }
     }
-    out.retain(|c| !c.is_empty());
+    if !chunk.is_empty() {
+        out.push(chunk);
+    }
     out
 }
 
