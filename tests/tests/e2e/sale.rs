@@ -363,7 +363,10 @@ async fn one_orders_correlation_id_reaches_the_logs_of_create_order_publish_even
 /// locked + sold` throughout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_ring_fenced_quota_is_kept_from_ordinary_buyers_and_returns_when_the_campaign_ends() {
-    let s = spawn().await;
+    // reconcile expires an order this long past its deadline: the test clock then passes the
+    // campaign's end without waiting for the payment-timeout message
+    let s = spawn_with(&[("HOLDFAST_STALE_LOCK_SECONDS", "5")]).await;
+    let t0 = Instant::now();
     s.sku("RF", 100, 100, 4, None).await;
     let quota = json!([{"sku": "RF", "quota": 30, "price": 50, "reserve": true, "shards": 2}]);
     campaign(&s, "fenced", 60, json!({"end_grace_seconds": 5}), quota).await;
@@ -406,6 +409,7 @@ async fn a_ring_fenced_quota_is_kept_from_ordinary_buyers_and_returns_when_the_c
         s.lock_reaches(id, "SOLD").await;
     }
     assert_eq!(view(&s).await, (0, 10, 80, 10, 100));
+    println!("ring-fence: sold by {:?}", t0.elapsed());
     // the end plus grace passes: the unpaid campaign orders expire, their units go back to the
     // campaign's cell, and the sweep returns what the campaign did not sell
     crate::common::advance_clock(Duration::from_secs(70));
@@ -414,6 +418,7 @@ async fn a_ring_fenced_quota_is_kept_from_ordinary_buyers_and_returns_when_the_c
         s.order_reaches(user, id, "EXPIRED").await;
         s.lock_reaches(id, "RELEASED").await;
     }
+    println!("ring-fence: expired by {:?}", t0.elapsed());
     s.reconcile().await;
     assert_eq!(view(&s).await, (20, 0, 70, 10, 100));
     let c = s.get("/campaigns/fenced", None).await.body;
