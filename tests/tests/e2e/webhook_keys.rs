@@ -68,11 +68,19 @@ async fn a_previous_webhook_key_verifies_inside_its_window_and_gets_401_past_it(
 /// confirmation for a refund never issued is refused (409) and changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refund_confirmation_for_a_refund_never_issued_is_refused_and_changes_nothing() {
-    // the refunds function is not polled: the refund stays REQUESTED, never issued
-    let s = spawn_opts(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "1")], |o| o.paused = vec!["refunds".into()]).await;
+    // the refunds function is not polled: the refund stays REQUESTED, never issued. The first
+    // order's deadline passes on the test clock (reconcile expires it), so the second order's
+    // payment lands in time however loaded the machine is.
+    let s = spawn_opts(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "60"), ("HOLDFAST_STALE_LOCK_SECONDS", "1")], |o| {
+        o.paused = vec!["refunds".into()]
+    })
+    .await;
     s.sku("L1", 100, 5, 1, None).await;
     let a = s.order_id("u1", "k1", json!([{"sku": "L1", "quantity": 1}])).await;
+    crate::common::advance_clock(std::time::Duration::from_secs(65));
+    s.reconcile().await;
     s.order_reaches("u1", &a, "EXPIRED").await;
+    s.lock_reaches(&a, "RELEASED").await;
     assert_eq!(s.pay(&a, "pa", 100, "SUCCEEDED").await.body["result"], "refund_requested");
     let before = s.admin_view(&a).await;
     assert_eq!(before["refunds"][0]["status"], "REQUESTED", "{before}");
