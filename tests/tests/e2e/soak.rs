@@ -1,6 +1,6 @@
 //! A soak: thousands of checkouts with random pay / cancel / abandon, crash points in every
 //! step and duplicate deliveries; at quiescence every invariant holds.
-//! `HOLDFAST_SOAK_ORDERS` sets the number of checkouts (default 2000; `make test` runs 150, `make soak`
+//! `HOLDFAST_SOAK_ORDERS` sets the number of checkouts (default 150, as `make test` runs it; `make soak`
 //! 3,000: see the Makefile).
 
 use crate::common::{spawn_with, Stack};
@@ -50,7 +50,7 @@ async fn buyer(s: &Stack, i: usize, rng: &mut fastrand::Rng) -> &'static str {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_soak_of_random_checkouts_with_crashes_and_duplicates_ends_with_every_invariant_clean() {
-    let n: usize = std::env::var("HOLDFAST_SOAK_ORDERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let n = crate::common::size("HOLDFAST_SOAK_ORDERS", 150);
     let s = spawn_with(&[
         ("HOLDFAST_PAYMENT_TTL_SECONDS", "4"),
         ("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "3"),
