@@ -60,6 +60,30 @@ pub struct SkuMeta {
     pub fences: Vec<CampaignId>,
 }
 
+impl SkuMeta {
+    /// A stock cell of `parent` (a calendar date's, a ring-fence's): plain stock with the
+    /// parent's price and currency, `shards` shards, nothing stocked yet.
+    pub fn cell_of(parent: &SkuMeta, sku: Sku, name: String, shards: u16) -> SkuMeta {
+        SkuMeta {
+            sku,
+            name,
+            price: parent.price,
+            currency: parent.currency.clone(),
+            shards,
+            slots: shards,
+            per_user_limit: None,
+            stocked: 0,
+            version: 1,
+            paused: false,
+            model: InventoryModel::default(),
+            bundle: Vec::new(),
+            supplier: None,
+            controls: SkuControls::default(),
+            fences: Vec::new(),
+        }
+    }
+}
+
 /// A SKU's sale controls; both optional.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SkuControls {

@@ -189,23 +189,7 @@ async fn ensure_cell(app: &App, parent: &SkuMeta, day: Day) -> Result<Sku, Admin
         return Ok(cell);
     }
     let shards = parent.shards.clamp(1, crate::domain::allocation::MAX_SHARDS);
-    let meta = SkuMeta {
-        fences: Vec::new(),
-        sku: cell.clone(),
-        name: format!("{} on {day}", parent.name),
-        price: parent.price,
-        currency: parent.currency.clone(),
-        shards,
-        slots: shards,
-        per_user_limit: None,
-        stocked: 0,
-        version: 1,
-        paused: false,
-        model: InventoryModel::default(),
-        bundle: Vec::new(),
-        supplier: None,
-        controls: Default::default(),
-    };
+    let meta = SkuMeta::cell_of(parent, cell.clone(), format!("{} on {day}", parent.name), shards);
     // lost a race with another adjustment creating it: it exists now either way
     app.stock.put_sku(&meta, None).await?;
     Ok(cell)

@@ -72,23 +72,7 @@ async fn ensure_cell(app: &App, parent: &SkuMeta, c: &CampaignId, shards: u16) -
     if app.stock.get_skus(std::slice::from_ref(&cell)).await?.contains_key(&cell) {
         return Ok(cell);
     }
-    let meta = SkuMeta {
-        sku: cell.clone(),
-        name: format!("{} (ring-fenced for {c})", parent.name),
-        price: parent.price,
-        currency: parent.currency.clone(),
-        shards,
-        slots: shards,
-        per_user_limit: None,
-        stocked: 0,
-        version: 1,
-        paused: false,
-        model: InventoryModel::default(),
-        bundle: Vec::new(),
-        supplier: None,
-        controls: Default::default(),
-        fences: Vec::new(),
-    };
+    let meta = SkuMeta::cell_of(parent, cell.clone(), format!("{} (ring-fenced for {c})", parent.name), shards);
     // lost a race: the other writer created the same cell
     app.stock.put_sku(&meta, None).await?;
     Ok(cell)

@@ -33,6 +33,47 @@ impl DynamoSale {
     pub fn new(client: Client, table: String) -> Self {
         DynamoSale { client, table }
     }
+
+    /// One `UpdateItem` of the live item `key`: `<verb> c_<name><op>:value, …` over `counters`
+    /// (`ADD c :v` adds, `SET c = :v` sets), and its expiry when given.
+    async fn update_counters(
+        &self,
+        key_: &str,
+        verb: &str,
+        op: &str,
+        counters: &Counters,
+        expires_at: Option<i64>,
+    ) -> anyhow::Result<()> {
+        if counters.is_empty() {
+            return Ok(());
+        }
+        let mut names = HashMap::new();
+        let mut vals = HashMap::new();
+        let mut parts = Vec::new();
+        for (i, (k, v)) in counters.iter().enumerate() {
+            names.insert(format!("#c{i}"), format!("c_{k}"));
+            vals.insert(format!(":c{i}"), n(*v));
+            parts.push(format!("#c{i}{op}:c{i}"));
+        }
+        let mut expr = format!("{verb} {}", parts.join(", "));
+        if let Some(exp) = expires_at {
+            expr.push_str(" SET #exp = :exp");
+            names.insert("#exp".into(), "exp".into());
+            vals.insert(":exp".into(), n(exp));
+        }
+        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key(live_pk(key_))))
+            .update_expression(expr)
+            .set_expression_attribute_names(Some(names))
+            .set_expression_attribute_values(Some(vals))
+            .send()
+            .await
+            .map_err(|e| sdk_error(e, format!("UpdateItem {}", live_pk(key_))))?;
+        Ok(())
+    }
 }
 
 fn decode_switch(it: &Item) -> anyhow::Result<SalesSwitch> {
@@ -78,61 +119,11 @@ impl SaleStore for DynamoSale {
     }
 
     async fn add_live(&self, key_: &str, deltas: &Counters, expires_at: Option<i64>) -> anyhow::Result<()> {
-        if deltas.is_empty() {
-            return Ok(());
-        }
-        let mut names = HashMap::new();
-        let mut vals = HashMap::new();
-        let mut adds = Vec::new();
-        for (i, (k, d)) in deltas.iter().enumerate() {
-            names.insert(format!("#c{i}"), format!("c_{k}"));
-            vals.insert(format!(":c{i}"), n(*d));
-            adds.push(format!("#c{i} :c{i}"));
-        }
-        let mut expr = format!("ADD {}", adds.join(", "));
-        if let Some(exp) = expires_at {
-            expr.push_str(" SET #exp = :exp");
-            names.insert("#exp".into(), "exp".into());
-            vals.insert(":exp".into(), n(exp));
-        }
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(live_pk(key_))))
-            .update_expression(expr)
-            .set_expression_attribute_names(Some(names))
-            .set_expression_attribute_values(Some(vals))
-            .send()
-            .await
-            .map_err(|e| sdk_error(e, format!("UpdateItem {}", live_pk(key_))))?;
-        Ok(())
+        self.update_counters(key_, "ADD", " ", deltas, expires_at).await
     }
 
     async fn set_live(&self, key_: &str, values_: &Counters) -> anyhow::Result<()> {
-        if values_.is_empty() {
-            return Ok(());
-        }
-        let mut names = HashMap::new();
-        let mut vals = HashMap::new();
-        let mut sets = Vec::new();
-        for (i, (k, v)) in values_.iter().enumerate() {
-            names.insert(format!("#c{i}"), format!("c_{k}"));
-            vals.insert(format!(":c{i}"), n(*v));
-            sets.push(format!("#c{i} = :c{i}"));
-        }
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
-        self.client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key(live_pk(key_))))
-            .update_expression(format!("SET {}", sets.join(", ")))
-            .set_expression_attribute_names(Some(names))
-            .set_expression_attribute_values(Some(vals))
-            .send()
-            .await
-            .map_err(|e| sdk_error(e, format!("UpdateItem {}", live_pk(key_))))?;
-        Ok(())
+        self.update_counters(key_, "SET", " = ", values_, None).await
     }
 
     async fn read_live(&self, keys: &[String]) -> anyhow::Result<HashMap<String, Counters>> {
