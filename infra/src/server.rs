@@ -57,7 +57,7 @@ impl Route {
                 if part.is_empty() {
                     return None;
                 }
-                params.insert(name.to_owned(), percent_decode(part));
+                params.insert(name.to_owned(), path_param(part));
             } else if seg != part {
                 return None;
             }
@@ -72,36 +72,17 @@ pub struct Server {
     pub jwt_secret: String,
 }
 
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16) {
-                    Ok(v) => {
-                        out.push(v);
-                        i += 3;
-                        continue;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            b'+' => out.push(b' '),
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// A path segment, percent-decoded as API Gateway does (`+` stays a plus: it means a space only
+/// in a query string or form body).
+fn path_param(s: &str) -> String {
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 /// `a=1&b=x%20y` (also an `application/x-www-form-urlencoded` body) into its values.
 pub fn parse_query(q: &str) -> HashMap<String, Vec<String>> {
     let mut m: HashMap<String, Vec<String>> = HashMap::new();
-    for pair in q.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        m.entry(percent_decode(k)).or_default().push(percent_decode(v));
+    for (k, v) in form_urlencoded::parse(q.as_bytes()) {
+        m.entry(k.into_owned()).or_default().push(v.into_owned());
     }
     m
 }
@@ -271,6 +252,7 @@ mod tests {
         assert_eq!(q["limit"], vec!["5"]);
         assert_eq!(q["cursor"], vec!["a="]);
         assert_eq!(q["x"], vec![""]);
-        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(parse_query("a=%zz%4+b")["a"], vec!["%zz%4 b"]);
+        assert_eq!(path_param("a+b%2Bc%zz"), "a+b+c%zz");
     }
 }

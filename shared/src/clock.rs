@@ -1,5 +1,6 @@
 //! Wall-clock time in the units storage uses.
 
+use chrono::{DateTime, Datelike, SecondsFormat, Utc};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -71,95 +72,25 @@ pub fn now_s() -> i64 {
     now_ms() / 1000
 }
 
-/// RFC 3339 UTC for epoch milliseconds (API times).
+/// RFC 3339 UTC for epoch milliseconds (API times), millisecond precision. Beyond chrono's
+/// range (±262,000 years; no API input gets there) the nearest representable instant.
 pub fn rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+    let t = DateTime::<Utc>::from_timestamp_millis(ms)
+        .unwrap_or(if ms < 0 { DateTime::<Utc>::MIN_UTC } else { DateTime::<Utc>::MAX_UTC });
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// Epoch milliseconds of an RFC 3339 date-time (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`),
-/// years 1970–9999; `None` for anything else.
+/// years 1970–9999; `None` for anything else. chrono parses; the API is stricter than RFC 3339
+/// in two ways: the separator is `T` (not a space) and there are no leap seconds.
 pub fn parse_rfc3339(t: &str) -> Option<i64> {
-    let b = t.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't') || b[13] != b':' || b[16] != b':' {
+    if !matches!(t.as_bytes().get(10), Some(b'T' | b't')) || t.get(17..19) == Some("60") {
         return None;
     }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = t.get(r)?;
-        s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
-    };
-    let (y, mo, d, h, mi, se) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &t[19..];
-    let mut millis = 0;
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 || digits > 9 {
-            return None;
-        }
-        let ms: String = frac[..digits].chars().chain("000".chars()).take(3).collect();
-        millis = ms.parse().ok()?;
-        rest = &frac[digits..];
-    }
-    let offset_s = match rest {
-        "Z" | "z" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && o.get(3..4) == Some(":") => {
-            let oh = num_of(o.get(1..3)?)?;
-            let om = num_of(o.get(4..6)?)?;
-            if oh > 23 || om > 59 {
-                return None;
-            }
-            let v = oh * 3600 + om * 60;
-            if o.starts_with('-') {
-                -v
-            } else {
-                v
-            }
-        }
-        _ => return None,
-    };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    if !(1970..=9999).contains(&y) || !(1..=12).contains(&mo) || d < 1 || d > month_days[(mo - 1) as usize] {
-        return None;
-    }
-    if h > 23 || mi > 59 || se > 59 {
-        return None;
-    }
-    let secs = days_from_civil(y, mo as u32, d as u32) * 86_400 + h * 3600 + mi * 60 + se - offset_s;
-    Some(secs * 1000 + millis)
-}
-
-fn num_of(s: &str) -> Option<i64> {
-    s.bytes().all(|c| c.is_ascii_digit()).then(|| s.parse().ok())?
-}
-
-// Howard Hinnant's civil-to-days algorithm.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = i64::from((m + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-// Howard Hinnant's days-to-civil algorithm.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    let parsed = DateTime::parse_from_rfc3339(t).ok()?;
+    (1970..=9999).contains(&parsed.year()).then_some(())?;
+    let ms = parsed.timestamp_millis();
+    (ms >= 0).then_some(ms)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! The `create-order` Lambda: a thin main over the library.
+//! The `create-order` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("create-order").await
+    holdfast::lambda::http("create-order", holdfast::handlers::create_order::handle).await
 }

@@ -1,6 +1,6 @@
-//! The `orders-api` Lambda: a thin main over the library.
+//! The `orders-api` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("orders-api").await
+    holdfast::lambda::http("orders-api", holdfast::handlers::orders_api::handle).await
 }

@@ -1,6 +1,6 @@
-//! The `payment-callback` Lambda: a thin main over the library.
+//! The `payment-callback` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("payment-callback").await
+    holdfast::lambda::http("payment-callback", holdfast::handlers::payment_callback::handle).await
 }

@@ -1,6 +1,6 @@
-//! The `payment-timeout` Lambda: a thin main over the library.
+//! The `payment-timeout` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("payment-timeout").await
+    holdfast::lambda::sqs("payment-timeout", holdfast::handlers::payment_timeout::handle).await
 }

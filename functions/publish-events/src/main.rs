@@ -1,6 +1,6 @@
-//! The `publish-events` Lambda: a thin main over the library.
+//! The `publish-events` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("publish-events").await
+    holdfast::lambda::stream("publish-events", holdfast::handlers::publish_events::handle).await
 }

@@ -1,6 +1,6 @@
-//! The `reconcile-worker` Lambda: a thin main over the library.
+//! The `reconcile-worker` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("reconcile-worker").await
+    holdfast::lambda::sqs("reconcile-worker", holdfast::handlers::reconcile_worker::handle).await
 }

@@ -1,6 +1,6 @@
-//! The `refunds` Lambda: a thin main over the library.
+//! The `refunds` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("refunds").await
+    holdfast::lambda::sqs("refunds", holdfast::handlers::refunds::handle).await
 }

@@ -1,6 +1,6 @@
-//! The `reservation-check` Lambda: a thin main over the library.
+//! The `reservation-check` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("reservation-check").await
+    holdfast::lambda::sqs("reservation-check", holdfast::handlers::reservation_check::handle).await
 }

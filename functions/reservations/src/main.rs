@@ -1,6 +1,6 @@
-//! The `reservations` Lambda: a thin main over the library.
+//! The `reservations` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("reservations").await
+    holdfast::lambda::http("reservations", holdfast::handlers::reservations::handle).await
 }

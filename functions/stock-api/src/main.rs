@@ -1,6 +1,6 @@
-//! The `stock-api` Lambda: a thin main over the library.
+//! The `stock-api` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("stock-api").await
+    holdfast::lambda::http("stock-api", holdfast::handlers::stock_api::handle).await
 }

@@ -1,6 +1,6 @@
-//! The `stock-events` Lambda: a thin main over the library.
+//! The `stock-events` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("stock-events").await
+    holdfast::lambda::sqs("stock-events", holdfast::handlers::stock_events::handle).await
 }

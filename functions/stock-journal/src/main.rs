@@ -1,6 +1,6 @@
-//! The `stock-journal` Lambda: a thin main over the library.
+//! The `stock-journal` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("stock-journal").await
+    holdfast::lambda::stream("stock-journal", holdfast::handlers::stock_journal::handle).await
 }

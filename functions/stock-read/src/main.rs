@@ -1,7 +1,6 @@
-//! The `stock-read` Lambda: the anonymous public reads (SKU views, availability, calendar,
-//! campaigns), a thin main over the library. Read-only grants, no keyring (security review L5).
+//! The `stock-read` Lambda: its handler on the runtime; it links no other function's handler.
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::run("stock-read").await
+    holdfast::lambda::http("stock-read", holdfast::handlers::stock_read::handle).await
 }

@@ -49,18 +49,24 @@ pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {
     if !matches!(trigger_of(name), Some(Trigger::Http)) {
         return None;
     }
-    if let Some(refused) = switch_refusal(app, &req).await {
-        return Some(refused);
-    }
     Some(match name {
-        "create-order" => create_order::handle(app, req).await,
-        "orders-api" => orders_api::handle(app, req).await,
-        "payment-callback" => payment_callback::handle(app, req).await,
-        "reservations" => reservations::handle(app, req).await,
-        "stock-api" => stock_api::handle(app, req).await,
-        "stock-read" => stock_read::handle(app, req).await,
+        "create-order" => guarded(app, req, &create_order::handle).await,
+        "orders-api" => guarded(app, req, &orders_api::handle).await,
+        "payment-callback" => guarded(app, req, &payment_callback::handle).await,
+        "reservations" => guarded(app, req, &reservations::handle).await,
+        "stock-api" => guarded(app, req, &stock_api::handle).await,
+        "stock-read" => guarded(app, req, &stock_read::handle).await,
         _ => return None,
     })
+}
+
+/// One HTTP function's handler behind the sales switch: what both the Lambda binary
+/// ([`crate::lambda::http`]) and the name dispatch above run.
+pub async fn guarded(app: &App, req: Request, handle: &impl AsyncFn(&App, Request) -> Response) -> Response {
+    match switch_refusal(app, &req).await {
+        Some(refused) => refused,
+        None => handle(app, req).await,
+    }
 }
 
 /// The answer of a write the sales switch refuses; `None` = go on. A switch that cannot be read

@@ -369,7 +369,9 @@ async fn a_ring_fenced_quota_is_kept_from_ordinary_buyers_and_returns_when_the_c
     let t0 = Instant::now();
     s.sku("RF", 100, 100, 4, None).await;
     let quota = json!([{"sku": "RF", "quota": 30, "price": 50, "reserve": true, "shards": 2}]);
-    campaign(&s, "fenced", 60, json!({"end_grace_seconds": 5}), quota).await;
+    // the campaign ends on the test clock, long after the buyers below (on a loaded machine 120
+    // checkouts can take a minute of real time)
+    campaign(&s, "fenced", 600, json!({"end_grace_seconds": 5}), quota).await;
     async fn view(s: &Stack) -> (i64, i64, i64, i64, i64) {
         let v = s.get("/admin/skus/RF", Some(&s.admin)).await.body;
         let n = |k: &str| v[k].as_i64().unwrap_or(-1);
@@ -412,7 +414,7 @@ async fn a_ring_fenced_quota_is_kept_from_ordinary_buyers_and_returns_when_the_c
     println!("ring-fence: sold by {:?}", t0.elapsed());
     // the end plus grace passes: the unpaid campaign orders expire, their units go back to the
     // campaign's cell, and the sweep returns what the campaign did not sell
-    crate::common::advance_clock(Duration::from_secs(70));
+    crate::common::advance_clock(Duration::from_secs(610));
     s.reconcile().await;
     for (user, id) in &unpaid {
         s.order_reaches(user, id, "EXPIRED").await;
