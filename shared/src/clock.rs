@@ -75,8 +75,11 @@ pub fn now_s() -> i64 {
 /// RFC 3339 UTC for epoch milliseconds (API times), millisecond precision. Beyond chrono's
 /// range (±262,000 years; no API input gets there) the nearest representable instant.
 pub fn rfc3339(ms: i64) -> String {
-    let t = DateTime::<Utc>::from_timestamp_millis(ms)
-        .unwrap_or(if ms < 0 { DateTime::<Utc>::MIN_UTC } else { DateTime::<Utc>::MAX_UTC });
+    let t = DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or(if ms < 0 {
+        DateTime::<Utc>::MIN_UTC
+    } else {
+        DateTime::<Utc>::MAX_UTC
+    });
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 

@@ -54,11 +54,8 @@ impl HandlerError {
 
 impl From<anyhow::Error> for HandlerError {
     fn from(e: anyhow::Error) -> Self {
-        let kind = if e.downcast_ref::<InjectedCrash>().is_some() {
-            ErrorKind::InjectedCrash
-        } else {
-            ErrorKind::Retryable
-        };
+        let kind =
+            if e.downcast_ref::<InjectedCrash>().is_some() { ErrorKind::InjectedCrash } else { ErrorKind::Retryable };
         HandlerError { kind, message: format!("{e:#}") }
     }
 }
