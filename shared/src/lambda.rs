@@ -5,7 +5,7 @@
 //! and nothing of the other functions (no name-dispatched registry in a Lambda binary; the
 //! local runner and the tests dispatch by name through [`crate::handlers`]). A handler error
 //! reaches Lambda as a [`Diagnostic`] whose `errorType` says whether a retry can help
-//! (docs/operations.md, "Errors Lambda sees").
+//! (docs/architecture.md, "Failure handling").
 
 use crate::app::App;
 use crate::faults::InjectedCrash;

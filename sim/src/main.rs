@@ -161,6 +161,53 @@ fn merge(into: &mut Stats, s: &Stats) {
     }
 }
 
+/// The deterministic simulator (docs/simulator.md): seeds of random steps against the memory
+/// world, invariants checked after every step and at quiescence.
+#[derive(clap::Parser)]
+#[command(about)]
+struct Cli {
+    /// Seeds to run, `A..B` (end exclusive).
+    #[arg(long, value_parser = seed_range, default_value = "0..20", conflicts_with = "seed")]
+    seeds: std::ops::Range<u64>,
+    /// One seed (replay).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Steps per seed.
+    #[arg(long, default_value_t = 300)]
+    steps: u64,
+    /// Stop starting seeds after this many seconds of wall time.
+    #[arg(long)]
+    seconds: Option<u64>,
+    /// Steps to skip, `3,7-9` (what shrinking prints).
+    #[arg(long, value_parser = skip_list, default_value = "")]
+    skip: HashSet<u64>,
+    /// Print the statistics of the run.
+    #[arg(long)]
+    stats: bool,
+    /// Go on after a failing seed.
+    #[arg(long)]
+    keep_going: bool,
+    /// Report a failure as found, without shrinking it.
+    #[arg(long)]
+    no_shrink: bool,
+    /// Run every step alone (no concurrent steps).
+    #[arg(long)]
+    no_interleave: bool,
+    /// Check the strict invariants as well.
+    #[arg(long)]
+    strict: bool,
+}
+
+fn seed_range(v: &str) -> Result<std::ops::Range<u64>, String> {
+    let bad = || format!("{v:?} is not a seed range A..B");
+    let (x, y) = v.split_once("..").ok_or_else(bad)?;
+    Ok(x.parse().map_err(|_| bad())?..y.parse().map_err(|_| bad())?)
+}
+
+fn skip_list(v: &str) -> Result<HashSet<u64>, String> {
+    parse_ranges(v).map_err(|e| format!("{e:#}"))
+}
+
 struct Args {
     seeds: std::ops::Range<u64>,
     steps: u64,
@@ -172,45 +219,18 @@ struct Args {
     opts: Opts,
 }
 
-const USAGE: &str = "--seeds A..B | --seed n, --steps N, --seconds S, --skip LIST, --stats, --keep-going, \
-                     --no-shrink, --no-interleave, --strict";
-
-fn args() -> anyhow::Result<Args> {
-    let mut a = Args {
-        seeds: 0..20,
-        steps: 300,
-        seconds: None,
-        verbose: false,
-        keep_going: false,
-        shrink: true,
-        skip: HashSet::new(),
-        opts: Opts { strict: false, interleave: true },
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(k) = it.next() {
-        let mut val = || it.next().ok_or_else(|| anyhow::anyhow!("{k} needs a value"));
-        match k.as_str() {
-            "--seed" => {
-                let n: u64 = val()?.parse()?;
-                a.seeds = n..n + 1;
-            }
-            "--seeds" => {
-                let v = val()?;
-                let (x, y) = v.split_once("..").ok_or_else(|| anyhow::anyhow!("--seeds A..B"))?;
-                a.seeds = x.parse()?..y.parse()?;
-            }
-            "--steps" => a.steps = val()?.parse()?,
-            "--seconds" => a.seconds = Some(val()?.parse()?),
-            "--skip" => a.skip = parse_ranges(&val()?)?,
-            "--stats" => a.verbose = true,
-            "--keep-going" => a.keep_going = true,
-            "--no-shrink" => a.shrink = false,
-            "--no-interleave" => a.opts.interleave = false,
-            "--strict" => a.opts.strict = true,
-            other => anyhow::bail!("unknown argument {other} ({USAGE})"),
-        }
+fn args() -> Args {
+    let c = <Cli as clap::Parser>::parse();
+    Args {
+        seeds: c.seed.map_or(c.seeds, |n| n..n + 1),
+        steps: c.steps,
+        seconds: c.seconds,
+        verbose: c.stats,
+        keep_going: c.keep_going,
+        shrink: !c.no_shrink,
+        skip: c.skip,
+        opts: Opts { strict: c.strict, interleave: !c.no_interleave },
     }
-    Ok(a)
 }
 
 fn report(seed: u64, steps: u64, skip: &HashSet<u64>, o: &Opts, f: &Failure) {
@@ -239,7 +259,7 @@ fn report(seed: u64, steps: u64, skip: &HashSet<u64>, o: &Opts, f: &Failure) {
 }
 
 fn main() -> anyhow::Result<()> {
-    let a = args()?;
+    let a = args();
     // the services' EMF metric lines would drown the trace
     std::env::set_var("HOLDFAST_QUIET_METRICS", "1");
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build()?;

@@ -423,8 +423,25 @@ impl EventBus for NoBus {
     }
 }
 
-fn arg(args: &[String], name: &str, default: usize) -> usize {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+/// The reconcile sweep at scale on the memory store (docs/runbook.md, "Reconcile").
+#[derive(clap::Parser)]
+#[command(about)]
+struct Args {
+    /// SKUs in the table.
+    #[arg(long, default_value_t = 100_000)]
+    skus: usize,
+    /// Closed locks (history the sweep must not read).
+    #[arg(long, default_value_t = 1_000_000)]
+    locks: usize,
+    /// Live locks (default: as many as --locks).
+    #[arg(long)]
+    live_locks: Option<usize>,
+    /// Workers sweeping at once.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Campaign items (10 per campaign, on the first SKUs).
+    #[arg(long, default_value_t = 1_000)]
+    campaign_items: usize,
 }
 
 /// On-demand prices, us-east-1, 2024-11 list (the same as bench/REPORT.md).
@@ -441,13 +458,11 @@ const MS_TRANSACT: f64 = 15.0;
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let n_skus = arg(&args, "--skus", 100_000);
-    let n_locks = arg(&args, "--locks", 1_000_000);
-    let n_live = arg(&args, "--live-locks", n_locks);
-    let concurrency = arg(&args, "--concurrency", 64);
+    let args = <Args as clap::Parser>::parse();
+    let (n_skus, n_locks, concurrency) = (args.skus, args.locks, args.concurrency);
+    let n_live = args.live_locks.unwrap_or(n_locks);
     // campaign items (10 per campaign, on the first SKUs): the locks of those SKUs draw on them
-    let n_items = arg(&args, "--campaign-items", 1_000).min(n_skus);
+    let n_items = args.campaign_items.min(n_skus);
 
     let mut config = Config::from_lookup(&|_| None)?;
     config.sku_cache_ms = 0;

@@ -23,40 +23,56 @@ use std::time::{Duration, Instant};
 /// The demo stack's payment deadline, seconds.
 const PAYMENT_TTL_S: u64 = 15;
 
+/// A flash sale against a fresh local stack (`make demo DEMO_ARGS="--buyers 200"`).
+#[derive(clap::Parser)]
+#[command(about)]
 struct Args {
+    /// Buyers, each one checkout.
+    #[arg(long, default_value_t = 1000)]
     buyers: usize,
+    /// Buyers in flight at once.
+    #[arg(long, default_value_t = 50)]
     concurrency: usize,
+    /// Units on sale (or codes, with --codes).
+    #[arg(long, default_value_t = 100)]
     units: i64,
+    /// Shards the units are spread over.
+    #[arg(long, default_value_t = 8)]
     shards: u16,
+    /// Per-user limit.
+    #[arg(long, default_value_t = 2)]
     limit: u32,
+    /// Share of buyers who pay.
+    #[arg(long, default_value_t = 0.55, value_parser = share)]
     pay: f64,
+    /// Share who cancel.
+    #[arg(long, default_value_t = 0.15, value_parser = share)]
     cancel: f64,
+    /// Share who abandon (the payment deadline expires the order).
+    #[arg(long, default_value_t = 0.20, value_parser = share)]
     abandon: f64,
+    /// Share whose checkout crashes mid-way (fault injection).
+    #[arg(long, default_value_t = 0.10, value_parser = share)]
     crash: f64,
+    /// Share of payment webhooks delivered twice.
+    #[arg(long, default_value_t = 0.2, value_parser = share)]
     duplicate: f64,
+    /// Share of payment webhooks delivered after the deadline.
+    #[arg(long, default_value_t = 0.1, value_parser = share)]
     late: f64,
+    /// Sell a CODE_POOL of `units` unique codes instead of a quantity; payers read theirs.
+    #[arg(long)]
     codes: bool,
+    /// Write the report as JSON here too.
+    #[arg(long)]
     json: Option<PathBuf>,
 }
 
-fn parse_args() -> Args {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let get = |n: &str| argv.iter().position(|a| a == n).and_then(|i| argv.get(i + 1)).cloned();
-    let num = |n: &str, d: f64| get(n).and_then(|v| v.parse().ok()).unwrap_or(d);
-    Args {
-        buyers: num("--buyers", 1000.0) as usize,
-        concurrency: num("--concurrency", 50.0) as usize,
-        units: num("--units", 100.0) as i64,
-        shards: num("--shards", 8.0) as u16,
-        limit: num("--limit", 2.0) as u32,
-        pay: num("--pay", 0.55),
-        cancel: num("--cancel", 0.15),
-        abandon: num("--abandon", 0.20),
-        crash: num("--crash", 0.10),
-        duplicate: num("--duplicate", 0.2),
-        late: num("--late", 0.1),
-        codes: argv.iter().any(|a| a == "--codes"),
-        json: get("--json").map(PathBuf::from),
+/// A probability: a number in 0..=1.
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a share between 0 and 1")),
     }
 }
 
@@ -120,7 +136,7 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     std::env::set_var("HOLDFAST_QUIET_METRICS", "1");
-    let a = parse_args();
+    let a = <Args as clap::Parser>::parse();
     let endpoint = std::env::var("HOLDFAST_EMULATOR_ENDPOINT")
         .map_err(|_| anyhow::anyhow!("run through `make demo` (it starts the emulator)"))?;
     let mut opts = Options::new(&endpoint, PathBuf::from("template.yaml"));

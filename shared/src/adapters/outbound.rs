@@ -36,8 +36,12 @@ pub fn base_url(url: &str) -> Result<String, InsecurePeer> {
     }
 }
 
-/// A client for one peer: its timeouts, never following a redirect.
+/// A client for one peer: its timeouts, never following a redirect. TLS runs on aws-lc-rs, the
+/// crypto provider the AWS SDK already links (reqwest is built without one of its own, so ring
+/// is not in the binary: `deny.toml` bans it).
 pub fn client(timeout: Duration, connect: Duration) -> reqwest::Result<reqwest::Client> {
+    // Err = a process-wide provider is already installed (an earlier client did it): that one serves.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(connect)
