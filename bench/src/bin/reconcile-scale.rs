@@ -151,7 +151,7 @@ struct Orders(Arc<dyn OrderStore>, Arc<Meter>);
 struct Msgs(Arc<Meter>, Arc<Mutex<Vec<Message>>>);
 
 #[async_trait]
-impl StockStore for Stock {
+impl Catalogue for Stock {
     async fn get_skus(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
         self.1.add("BatchGet(sku meta)", skus.len()).await;
         self.0.get_skus(skus).await
@@ -159,6 +159,16 @@ impl StockStore for Stock {
     async fn put_sku(&self, meta: &SkuMeta, v: Option<u64>) -> anyhow::Result<bool> {
         self.journaled(vec![(meta.sku.clone(), meta.slots)], v.is_none(), self.0.put_sku(meta, v)).await
     }
+    async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
+        self.0.list_skus().await
+    }
+    async fn set_sku_paused(&self, meta: &SkuMeta, v: u64) -> anyhow::Result<bool> {
+        self.0.set_sku_paused(meta, v).await
+    }
+}
+
+#[async_trait]
+impl Shards for Stock {
     async fn read_shards(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<ShardCounts>> {
         self.1.add("BatchGet(shards)", usize::from(slots)).await;
         self.0.read_shards(sku, slots).await
@@ -180,6 +190,10 @@ impl StockStore for Stock {
     async fn adjust_pair(&self, out: &Adjustment, into: &Adjustment) -> anyhow::Result<Result<(), AdjustRejection>> {
         self.0.adjust_pair(out, into).await
     }
+}
+
+#[async_trait]
+impl Locks for Stock {
     async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
         self.journaled(Self::cells_of(r), false, self.0.put_frozen(r, limits)).await
     }
@@ -202,13 +216,6 @@ impl StockStore for Stock {
     async fn mark_oversold(&self, r: &Reservation) -> anyhow::Result<bool> {
         self.0.mark_oversold(r).await
     }
-    async fn settle_codes(
-        &self,
-        id: &ReservationId,
-        fate: holdfast::domain::reservation::CodeFate,
-    ) -> anyhow::Result<Option<holdfast::domain::reservation::CodeFate>> {
-        self.0.settle_codes(id, fate).await
-    }
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>> {
         self.0.frozen_before(before_ms).await
     }
@@ -216,12 +223,13 @@ impl StockStore for Stock {
         self.1.add("BatchGet(reservations)", ids.len()).await;
         self.0.get_reservations(ids).await
     }
-    async fn list_skus(&self) -> anyhow::Result<Vec<Sku>> {
-        self.0.list_skus().await
+    async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
+        self.0.read_counters(counters).await
     }
-    async fn set_sku_paused(&self, meta: &SkuMeta, v: u64) -> anyhow::Result<bool> {
-        self.0.set_sku_paused(meta, v).await
-    }
+}
+
+#[async_trait]
+impl Campaigns for Stock {
     async fn get_campaign(&self, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<Campaign>> {
         self.1.add("GetItem(campaign)", 1).await;
         self.0.get_campaign(id, consistent).await
@@ -250,8 +258,16 @@ impl StockStore for Stock {
     async fn list_campaigns(&self) -> anyhow::Result<Vec<CampaignId>> {
         self.0.list_campaigns().await
     }
-    async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
-        self.0.read_counters(counters).await
+}
+
+#[async_trait]
+impl CodePools for Stock {
+    async fn settle_codes(
+        &self,
+        id: &ReservationId,
+        fate: holdfast::domain::reservation::CodeFate,
+    ) -> anyhow::Result<Option<holdfast::domain::reservation::CodeFate>> {
+        self.0.settle_codes(id, fate).await
     }
     async fn read_rings(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<holdfast::domain::codes::Ring>> {
         self.0.read_rings(sku, slots).await

@@ -479,3 +479,4 @@ fn the_tree_has_files_on_every_floor_it_names() {
 }
 
 mod checker_tests;
+mod size_tests;

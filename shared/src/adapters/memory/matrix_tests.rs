@@ -15,7 +15,7 @@ use crate::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management,
 use crate::domain::reservation::{LockStatus, ReservationKind};
 use crate::domain::supplier::SupplierConfig;
 use crate::domain::{Currency, OrderId, Quantity, ReservationId, Sku, UserId};
-use crate::ports::{Counter, StockStore};
+use crate::ports::{CodePools, Counter, Locks};
 use crate::service::admin::{self, SkuSpec};
 use crate::service::orders;
 use crate::service::stock::{self, FreezeError, FreezeRequest, Frozen, LineRequest, OnReleased};

@@ -4,7 +4,7 @@ use crate::config::Config;
 use crate::domain::invariants::{check_all, ShardCounts};
 use crate::domain::reservation::LockStatus;
 use crate::domain::{Currency, IdempotencyKey, Quantity, UserId};
-use crate::ports::{Journal, SkuMeta, StockStore};
+use crate::ports::{Campaigns, CodePools, Journal, Locks, SkuMeta};
 use crate::service::after_sale::{self, Caller, Change};
 use crate::service::payments::{self, PaymentNotice};
 use crate::service::stock::{self, LineRequest, LockError};

@@ -7,7 +7,7 @@ use crate::domain::model::{Deduct, InventoryModel, Management, Unit};
 use crate::domain::reservation::LockStatus;
 use crate::domain::supplier::SupplierConfig;
 use crate::domain::{Currency, IdempotencyKey, Quantity, ReservationId, UserId};
-use crate::ports::{SkuMeta, StockStore};
+use crate::ports::{Locks, SkuMeta};
 use crate::service::orders::{self, CreateError};
 use std::sync::Arc;
 

@@ -2,6 +2,7 @@
 //! item lists of lock moves and code returns.
 
 use super::*;
+use crate::ports::CodePools;
 
 impl DynamoStock {
     /// A replayed adjustment: what the first one moved.

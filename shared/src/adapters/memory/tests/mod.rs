@@ -11,7 +11,7 @@ use crate::domain::invariants::{check_all, ShardCounts};
 use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus};
 use crate::domain::reservation::{Draw, LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{Currency, IdempotencyKey, OrderId, Quantity, ReservationId, Sku, UserId};
-use crate::ports::{FreezeLimits, FreezeRejection, OrderCursor, OrderStore, SkuMeta, StockStore};
+use crate::ports::{CodePools, FreezeLimits, FreezeRejection, Locks, OrderCursor, OrderStore, SkuMeta};
 use crate::service::admin::{self, AdminError, SkuSpec};
 use crate::service::checks::{self, CheckOutcome};
 use crate::service::orders::{self, CreateError, TimeoutOutcome};

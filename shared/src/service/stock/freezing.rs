@@ -1,0 +1,305 @@
+//! The freeze: a checkout's lines admitted, planned over the shards and written as one
+//! FROZEN lock, retried on contention; and a replayed request answered with its lock.
+
+use super::replanning::{claim_codes, give_back, resplit, resplit_quota};
+use super::{
+    admission, campaign, fast_path_refusal, paused_now, plan_cells, refuse, FreezeError, FreezeRequest, Frozen,
+    FREEZE_ATTEMPTS,
+};
+use crate::clock;
+use crate::context::App;
+use crate::domain::allocation::{start_shard, Piece, MAX_SHARDS};
+use crate::domain::kind::{Kind, PauseBy};
+use crate::domain::model::Day;
+use crate::domain::plan;
+use crate::domain::reservation::Draw;
+use crate::domain::reservation::{
+    CampaignLine, LockStatus, Reservation, ReservationKind, ReservedLine, MAX_TRANSACTION_ACTIONS,
+};
+use crate::domain::Sku;
+use crate::ports::{Counter, FreezeLimits, FreezeRejection, SkuMeta};
+use crate::telemetry::names;
+use std::collections::HashMap;
+
+/// Freezes all lines or none. Replays (same id) return the existing reservation.
+pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta>) -> Result<Frozen, FreezeError> {
+    if let Err(e) = admission(req.kind, &req.lines, metas) {
+        return refuse(app, req, e).await;
+    }
+    if let Some(e) = fast_path_refusal(app, &req.lines) {
+        app.count(names::SOLD_OUT_FAST_PATH, 1);
+        return refuse(app, req, e).await;
+    }
+    let (line_draws, other_cells) = match plan_cells(app, &req.lines, metas, Day::of_epoch_s(clock::now_s())).await {
+        Ok(c) => c,
+        Err(e @ (FreezeError::Line(_) | FreezeError::UnknownSku(_))) => return refuse(app, req, e).await,
+        Err(e) => return Err(e),
+    };
+    let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
+    let mut limits = FreezeLimits::default();
+    let mut lines = Vec::with_capacity(req.lines.len());
+    for (l, draws) in req.lines.iter().zip(line_draws) {
+        let (sku, q) = (&l.sku, l.quantity.get());
+        let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+        let kind = Kind::of(&meta.model);
+        // how a stop-sale reaches this kind (docs/inventory-models.md, "Stop-sale")
+        // a ring-fenced line writes no shard of its SKU: its stop-sale is read afresh
+        let fenced = draws.iter().any(|d| d.fence.is_some());
+        let paused = match kind.rules().pause {
+            _ if fenced => paused_now(app, sku).await?,
+            PauseBy::Shards | PauseBy::Cells => false,
+            PauseBy::CachedMetadata => meta.paused,
+            PauseBy::FreshMetadata => paused_now(app, sku).await?,
+        };
+        if paused {
+            return refuse(app, req, FreezeError::SalePaused(sku.clone())).await;
+        }
+        let limited = req.user.is_some() && meta.per_user_limit.is_some();
+        if let Some(limit) = meta.per_user_limit.filter(|_| limited) {
+            if q > limit {
+                return refuse(app, req, FreezeError::LimitExceeded(sku.clone())).await;
+            }
+            limits.per_sku.insert(sku.clone(), limit);
+        }
+        let mut unit_price = meta.price;
+        let mut campaign_line = None;
+        if let Some(cid) = &l.campaign {
+            let c = campaign(app, cid).await?;
+            let item = c.item(sku).ok_or_else(|| FreezeError::NotInCampaign(sku.clone(), cid.clone()))?;
+            unit_price = item.price.unwrap_or(meta.price);
+            let limited = req.user.is_some() && item.per_user_limit.is_some();
+            if let Some(limit) = item.per_user_limit.filter(|_| limited) {
+                if q > limit {
+                    return refuse(app, req, FreezeError::LimitExceeded(sku.clone())).await;
+                }
+                limits.per_campaign_item.insert(sku.clone(), limit);
+            }
+            let shards = item.shards.clamp(1, MAX_SHARDS);
+            campaign_line = Some(CampaignLine {
+                campaign_id: cid.clone(),
+                pieces: vec![Piece { shard: start_shard(req.id.as_str(), sku, shards), quantity: q }],
+                limited,
+            });
+        }
+        // the cells the SKU's strategy named for this line (docs/inventory-models.md)
+        let mut line = ReservedLine {
+            sku: sku.clone(),
+            quantity: q,
+            unit_price,
+            currency: meta.currency.clone(),
+            limited,
+            pieces: Vec::new(),
+            campaign: campaign_line,
+            dates: l.dates.clone(),
+            draws: Vec::new(),
+            at_payment: kind.rules().takes_at_payment(),
+            codes: kind.rules().reveals_codes.then(Vec::new),
+        };
+        if line.holds_codes() && q > crate::domain::codes::MAX_CODES_PER_LINE {
+            return refuse(app, req, FreezeError::TooManyCodes(sku.clone())).await;
+        }
+        for d in draws {
+            let cell = d.cell();
+            let shards = match cell_meta(&cell) {
+                Some(m) => m.shards.clamp(1, MAX_SHARDS),
+                // a date never stocked: short, not unknown
+                None => return refuse(app, req, FreezeError::Insufficient(cell)).await,
+            };
+            let pieces = vec![Piece { shard: start_shard(req.id.as_str(), &cell, shards), quantity: d.quantity }];
+            if d.sku == *sku && d.date.is_none() && d.fence.is_none() {
+                line.pieces = pieces;
+            } else {
+                line.draws.push(Draw { sku: d.sku, date: d.date, quantity: d.quantity, pieces, fence: d.fence });
+            }
+        }
+        lines.push(line);
+    }
+    // Anti-hoarding: a checkout of a signed-in buyer holds one of their pending slots until it is
+    // paid or released. External reservations are trusted systems' and are not capped here.
+    let pending = req.kind == ReservationKind::Order && req.user.is_some() && app.config.max_pending_per_user > 0;
+    if pending {
+        limits.max_pending = Some(app.config.max_pending_per_user);
+    }
+    let mut r = Reservation {
+        id: req.id.clone(),
+        kind: req.kind,
+        status: LockStatus::Frozen,
+        user: req.user.clone(),
+        request_hash: req.request_hash.clone(),
+        created_at_ms: clock::now_ms(),
+        expires_at: req.expires_at,
+        lines,
+        oversold: false,
+        code_fate: None,
+        pending,
+    };
+    if let Some(a) = plan::lock_move(&r, LockStatus::Frozen, LockStatus::Sold, &[]) {
+        if plan::touches_an_item_twice(&a) {
+            let sku =
+                r.lines.iter().find(|l| l.takes_at_payment()).map_or_else(|| r.lines[0].sku.clone(), |l| l.sku.clone());
+            return refuse(app, req, FreezeError::MixedDeduction(sku)).await;
+        }
+    }
+    // many code lines (one transaction item per code) can pass DynamoDB's 100 items before any
+    // split: refuse before claiming anything
+    if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
+        return refuse(app, req, FreezeError::TooFragmented).await;
+    }
+    // A code line claims its codes first, by atomic head moves (docs/code-pools.md, "Claiming
+    // under contention"); whatever the freeze then answers other than a new reservation gives
+    // them back.
+    let code_skus: Vec<Sku> = r.lines.iter().filter(|l| l.holds_codes()).map(|l| l.sku.clone()).collect();
+    // A claim costs the pool a write and, given back, a new slot: a buyer at their pending cap
+    // or limit is refused before any (review security-2 M4). The freeze's conditions still
+    // decide; this read only keeps a refused buyer from churning codes.
+    if !code_skus.is_empty() {
+        if let Err(e) = counters_allow(app, &r, &limits).await {
+            return refuse(app, req, e).await;
+        }
+    }
+    let mut pool_left = Vec::new();
+    for sku in &code_skus {
+        match claim_codes(app, &mut r, sku, cell_meta(sku)).await {
+            Ok(left) => pool_left.push((sku.clone(), left)),
+            Err(e) => {
+                give_back(app, &mut r).await;
+                return refuse(app, req, e).await;
+            }
+        }
+    }
+    if !code_skus.is_empty() && crate::fault!(app.faults, crate::faults::AFTER_CODE_CLAIM) {
+        return Err(FreezeError::Store(crate::faults::InjectedCrash(crate::faults::AFTER_CODE_CLAIM).into()));
+    }
+    let out = put_loop(app, req, &mut r, &limits, &code_skus, (&other_cells, metas)).await;
+    match &out {
+        Ok(Frozen::Created(_)) => {
+            for (sku, left) in &pool_left {
+                if *left < app.config.code_pool_low_water {
+                    app.count(names::CODE_POOL_LOW, 1);
+                    tracing::warn!(sku = %sku, left, "code pool low");
+                }
+            }
+        }
+        _ => give_back(app, &mut r).await,
+    }
+    out
+}
+
+/// Whether the buyer's pending and per-user counters, read now, leave room for this freeze
+/// (the same arithmetic as the freeze's conditions in `domain::plan::freeze`).
+async fn counters_allow(app: &App, r: &Reservation, limits: &FreezeLimits) -> Result<(), FreezeError> {
+    let Some(u) = &r.user else { return Ok(()) };
+    let mut wanted = Vec::new();
+    if let (true, Some(_)) = (r.pending, limits.max_pending) {
+        wanted.push(Counter::Pending(u.clone()));
+    }
+    for l in r.lines.iter().filter(|l| l.limited) {
+        wanted.push(Counter::Limit(l.sku.clone(), u.clone()));
+    }
+    for l in &r.lines {
+        if let Some(c) = l.campaign.as_ref().filter(|c| c.limited) {
+            wanted.push(Counter::CampaignLimit(c.campaign_id.clone(), l.sku.clone(), u.clone()));
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let got = app.stock.read_counters(&wanted).await?;
+    let held = |c: &Counter| got.get(c).copied().unwrap_or(0);
+    if let Some(max) = limits.max_pending.filter(|_| r.pending) {
+        if held(&Counter::Pending(u.clone())) >= i64::from(max) {
+            app.count(names::PENDING_CAP_REFUSED, 1);
+            return Err(FreezeError::TooManyPending);
+        }
+    }
+    for l in &r.lines {
+        let q = i64::from(l.quantity);
+        if let Some(limit) = limits.per_sku.get(&l.sku).filter(|_| l.limited) {
+            if held(&Counter::Limit(l.sku.clone(), u.clone())) + q > i64::from(*limit) {
+                return Err(FreezeError::LimitExceeded(l.sku.clone()));
+            }
+        }
+        if let (Some(c), Some(limit)) =
+            (l.campaign.as_ref().filter(|c| c.limited), limits.per_campaign_item.get(&l.sku))
+        {
+            let counter = Counter::CampaignLimit(c.campaign_id.clone(), l.sku.clone(), u.clone());
+            if held(&counter) + q > i64::from(*limit) {
+                return Err(FreezeError::LimitExceeded(l.sku.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The transaction of a freeze, re-planned and retried until it commits or is refused.
+async fn put_loop(
+    app: &App,
+    req: &FreezeRequest,
+    r: &mut Reservation,
+    limits: &FreezeLimits,
+    code_skus: &[Sku],
+    (other_cells, metas): (&HashMap<Sku, SkuMeta>, &HashMap<Sku, SkuMeta>),
+) -> Result<Frozen, FreezeError> {
+    let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
+    for attempt in 1..=FREEZE_ATTEMPTS {
+        // a campaign's window is judged at this attempt's time, not the checkout's start: a
+        // retried checkout cannot sell past `ends_at` by its retries (review protocol-2 #15)
+        r.created_at_ms = clock::now_ms();
+        match app.stock.put_frozen(r, limits).await? {
+            Ok(()) => {
+                app.count(names::FREEZE_OK, 1);
+                tracing::info!(reservation = %r.id, "frozen");
+                return Ok(Frozen::Created(r.clone()));
+            }
+            Err(FreezeRejection::AlreadyExists) => match app.stock.get_reservation(&r.id).await? {
+                Some(existing) => return replay(existing, req),
+                None => super::super::backoff(attempt).await,
+            },
+            Err(FreezeRejection::LimitExceeded(sku) | FreezeRejection::CampaignLimitExceeded(sku)) => {
+                app.count(names::FREEZE_REFUSED, 1);
+                return Err(FreezeError::LimitExceeded(sku));
+            }
+            Err(FreezeRejection::TooManyPending) => {
+                app.count(names::FREEZE_REFUSED, 1);
+                app.count(names::PENDING_CAP_REFUSED, 1);
+                return Err(FreezeError::TooManyPending);
+            }
+            Err(FreezeRejection::Conflict) => super::super::backoff(attempt).await,
+            Err(FreezeRejection::QuotaShort(skus)) => {
+                for sku in skus {
+                    resplit_quota(app, r, &sku).await?;
+                }
+                if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
+                    return Err(FreezeError::TooFragmented);
+                }
+            }
+            Err(FreezeRejection::ShardShort(skus)) => {
+                for sku in skus {
+                    if code_skus.contains(&sku) {
+                        // its codes are claimed, so its counters hold them: a stop-sale, or a
+                        // race with one; the pieces must stay on the claimed shards
+                        let fresh = app.stock.get_skus(std::slice::from_ref(&sku)).await?;
+                        if fresh.get(&sku).is_some_and(|m| m.paused) {
+                            app.count(names::FREEZE_REFUSED, 1);
+                            return Err(FreezeError::SalePaused(sku));
+                        }
+                        super::super::backoff(attempt).await;
+                    } else {
+                        resplit(app, r, &sku, cell_meta(&sku)).await?;
+                    }
+                }
+                if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
+                    return Err(FreezeError::TooFragmented);
+                }
+            }
+        }
+    }
+    Err(FreezeError::Contention)
+}
+
+pub(super) fn replay(existing: Reservation, req: &FreezeRequest) -> Result<Frozen, FreezeError> {
+    if existing.request_hash != req.request_hash || existing.kind != req.kind {
+        return Err(FreezeError::RequestMismatch);
+    }
+    Ok(Frozen::Replayed(existing))
+}
