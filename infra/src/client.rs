@@ -18,6 +18,7 @@ pub struct ApiClient {
 
 impl ApiClient {
     pub fn new(base: &str) -> Self {
+        holdfast::adapters::outbound::install_crypto();
         let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap_or_default();
         ApiClient { http, base: base.to_owned() }
     }

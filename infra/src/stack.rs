@@ -163,6 +163,8 @@ pub async fn emulator_sdk(endpoint: &str) -> aws_config::SdkConfig {
 
 impl LocalStack {
     pub async fn start(opts: Options) -> anyhow::Result<LocalStack> {
+        // the stack, its peers and the tests beside it build reqwest clients (TLS on aws-lc-rs)
+        holdfast::adapters::outbound::install_crypto();
         let template = Template::load(&opts.template)?;
         let problems = coverage_problems(&template);
         if !problems.is_empty() {

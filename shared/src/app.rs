@@ -76,44 +76,44 @@ impl App {
         let journal =
             Arc::new(crate::adapters::dynamo::journal::DynamoJournal::new(ddb.clone(), config.journal_table.clone()));
         let sale = Arc::new(crate::adapters::dynamo::sale::DynamoSale::new(ddb.clone(), config.stock_table.clone()));
-        let app =
-            Self::with_ports(function, config, stock, orders, messages, bus)?.with_sweep(sweep).with_journal(journal);
-        let app = App { sale, ..app };
-        // Stripe refunds are wired below when a Stripe API key (or its secret) is configured.
-        let stripe = Arc::new(crate::adapters::provider::Unconfigured("stripe"));
-        let providers = Providers { generic, stripe };
-        let app = App { supplier, ..app.with_providers(providers) };
-        let app = match keys {
-            Some(k) => App { webhook_keys: k, ..app },
-            None => app,
-        };
-        let app = match refund_keys {
-            Some(k) => App { refund_webhook_keys: k, ..app },
-            None => app,
-        };
-        let app = match code_keys {
-            Some(k) => App { code_keys: k, ..app },
-            None => app,
-        };
         // New codes are sealed under KMS data keys when a key is configured (docs/code-pools.md).
-        let code_key_service = (!app.config.code_kms_key_id.is_empty()).then(|| {
-            let kms =
-                crate::adapters::kms::KmsKeys::new(aws_sdk_kms::Client::new(sdk), app.config.code_kms_key_id.clone());
+        let code_key_service = (!config.code_kms_key_id.is_empty()).then(|| {
+            let kms = crate::adapters::kms::KmsKeys::new(aws_sdk_kms::Client::new(sdk), config.code_kms_key_id.clone());
             Arc::new(crate::adapters::kms::CachedKeys::new(Arc::new(kms))) as Arc<dyn crate::ports::CodeKeyService>
         });
-        let app = App { code_key_service, ..app };
-        let app = match stripe_keys.webhook {
-            Some(k) => App { stripe_webhook_keys: k, ..app },
-            None => app,
+        // Stripe refunds when a Stripe API key (or its secret) is configured.
+        let stripe: Arc<dyn crate::ports::PaymentProvider> = match stripe_keys.api {
+            Some(k) => Arc::new(crate::adapters::stripe::StripeRefunds::new(config.stripe_api_base.clone(), k)?),
+            None => Arc::new(crate::adapters::provider::Unconfigured("stripe")),
         };
-        Ok(match stripe_keys.api {
-            Some(k) => {
-                let stripe =
-                    Arc::new(crate::adapters::stripe::StripeRefunds::new(app.config.stripe_api_base.clone(), k)?);
-                let providers = Providers { stripe, ..app.providers.clone() };
-                app.with_providers(providers)
-            }
-            None => app,
+        // Keys set in the environment when no secret ARN is (the local stack, `sam local`).
+        let configured = |values: Vec<crate::config::Secret>| Arc::new(StaticKeys(values)) as Arc<dyn WebhookKeys>;
+        // Every field is an AWS (or HTTP peer) adapter: a Lambda binary links none of the
+        // in-memory ones, which only `with_ports` (unit tests) wires.
+        Ok(App {
+            webhook_keys: keys.unwrap_or_else(|| {
+                configured(vec![config.webhook_secret.clone(), config.webhook_secret_previous.clone()])
+            }),
+            stripe_webhook_keys: stripe_keys
+                .webhook
+                .unwrap_or_else(|| configured(vec![config.stripe_webhook_secret.clone()])),
+            refund_webhook_keys: refund_keys.unwrap_or_else(|| configured(vec![config.refund_webhook_secret.clone()])),
+            code_keys: code_keys.unwrap_or_else(|| configured(vec![config.code_key.clone()])),
+            code_key_service,
+            providers: Providers { generic, stripe },
+            supplier,
+            faults: Faults::parse(&config.faults)?,
+            budget,
+            sweep,
+            journal,
+            sale,
+            function: function.to_owned(),
+            stock,
+            orders,
+            messages,
+            bus,
+            caches: Caches::default(),
+            config,
         })
     }
 

@@ -458,6 +458,9 @@ struct Args {
     /// Campaign items (10 per campaign, on the first SKUs).
     #[arg(long, default_value_t = 1_000)]
     campaign_items: usize,
+    /// No injected per-call AWS latency (the sweep runs at memory speed).
+    #[arg(long)]
+    no_latency: bool,
 }
 
 /// On-demand prices, us-east-1, 2024-11 list (the same as bench/REPORT.md).
@@ -600,7 +603,7 @@ async fn main() -> anyhow::Result<()> {
         t.elapsed()
     );
 
-    let meter = Arc::new(Meter::new(!args.iter().any(|a| a == "--no-latency")));
+    let meter = Arc::new(Meter::new(!args.no_latency));
     let queue: Arc<Mutex<Vec<Message>>> = Arc::default();
     let stock: Arc<dyn StockStore> = Arc::new(Stock(world.stock.clone(), meter.clone(), Some(journaler)));
     let orders: Arc<dyn OrderStore> = Arc::new(Orders(world.orders.clone(), meter.clone()));

@@ -20,6 +20,8 @@ pub(crate) type Response = hyper::Response<Full<Bytes>>;
 
 /// A free port on 127.0.0.1 and the peer's base URL.
 pub(crate) async fn bind() -> anyhow::Result<(TcpListener, String)> {
+    // every peer builds a reqwest client (webhooks back to the stack) after binding
+    holdfast::adapters::outbound::install_crypto();
     let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
     let url = format!("http://{}", listener.local_addr()?);
     Ok((listener, url))
