@@ -3,6 +3,7 @@
 
 use crate::faults::InjectedCrash;
 use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use futures::stream::{self, StreamExt};
 use std::future::Future;
 use tracing::Instrument;
 
@@ -24,7 +25,13 @@ pub struct ConsumerFaults {
     pub fail: bool,
 }
 
-/// Runs `process` over the batch, applying the consumer's faults.
+/// Messages of one batch in flight at once. Order inside a batch does not matter: a standard
+/// queue keeps none, and every consumer checks the message against the current state (the
+/// order's status, the lock's) before it writes, conditionally.
+pub const BATCH_CONCURRENCY: usize = 4;
+
+/// Runs `process` over the batch, up to [`BATCH_CONCURRENCY`] messages at once, applying the
+/// consumer's faults (decided per message, in batch order, before anything runs).
 pub async fn each<F, Fut>(
     function: &str,
     ev: SqsEvent,
@@ -36,6 +43,8 @@ where
     Fut: Future<Output = anyhow::Result<Handled>>,
 {
     let mut failures = Vec::new();
+    let mut todo = Vec::new();
+    let mut crash = None;
     for (i, m) in ev.records.into_iter().enumerate() {
         let id = m.message_id.clone().unwrap_or_default();
         let f = faults();
@@ -47,18 +56,33 @@ where
             failures.push(BatchItemFailure { item_identifier: id });
             continue;
         }
+        if i == 0 {
+            crash = f.crash;
+        }
+        todo.push((id, m));
+    }
+    let one = |(id, m): (String, SqsMessage)| {
         let span = tracing::info_span!("message", function, message_id = %id);
-        match process(m).instrument(span).await {
-            Ok(_) => {}
-            Err(e) => {
-                tracing::warn!(message_id = id, error = format!("{e:#}"), "message failed; left for retry");
-                failures.push(BatchItemFailure { item_identifier: id });
+        let run = process(m).instrument(span);
+        async move {
+            match run.await {
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::warn!(message_id = id, error = format!("{e:#}"), "message failed; left for retry");
+                    Some(BatchItemFailure { item_identifier: id })
+                }
             }
         }
-        if let (0, Some(point)) = (i, f.crash) {
-            return Err(InjectedCrash(point).into());
+    };
+    if let Some(point) = crash {
+        // the crash point fires after the first message, the way a Lambda dies mid-batch
+        if let Some(first) = todo.into_iter().next() {
+            one(first).await;
         }
+        return Err(InjectedCrash(point).into());
     }
+    let failed: Vec<_> = stream::iter(todo).map(one).buffer_unordered(BATCH_CONCURRENCY).collect().await;
+    failures.extend(failed.into_iter().flatten());
     Ok(SqsBatchResponse { batch_item_failures: failures })
 }
 
@@ -78,4 +102,59 @@ pub fn parse_message(m: &SqsMessage) -> anyhow::Result<crate::ports::Message> {
         anyhow::bail!("rejected message: unknown schema {schema}");
     }
     Ok(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn batch(n: usize) -> SqsEvent {
+        let records = (0..n)
+            .map(|i| SqsMessage { message_id: Some(format!("m{i}")), body: Some(i.to_string()), ..Default::default() })
+            .collect();
+        SqsEvent { records }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_runs_a_bounded_number_at_once_and_reports_only_its_failures() {
+        let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let out = each("t", batch(10), ConsumerFaults::default, |m| {
+            let (now, most) = (&now, &most);
+            async move {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(n, Ordering::SeqCst);
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                now.fetch_sub(1, Ordering::SeqCst);
+                match m.body.as_deref() {
+                    Some("3" | "7") => anyhow::bail!("no"),
+                    _ => Ok(Handled::Done),
+                }
+            }
+        })
+        .await
+        .unwrap();
+        let mut failed: Vec<_> = out.batch_item_failures.into_iter().map(|f| f.item_identifier).collect();
+        failed.sort();
+        assert_eq!(failed, ["m3", "m7"]);
+        // several at once, never more than the bound
+        assert!(BATCH_CONCURRENCY > 1);
+        assert_eq!(most.load(Ordering::SeqCst), BATCH_CONCURRENCY);
+    }
+
+    #[tokio::test]
+    async fn a_crash_point_fails_the_invocation_after_the_first_message_alone() {
+        let seen = AtomicUsize::new(0);
+        let faults = || ConsumerFaults { crash: Some("t.crash"), ..Default::default() };
+        let out = each("t", batch(5), faults, |_| {
+            let seen = &seen;
+            async move {
+                seen.fetch_add(1, Ordering::SeqCst);
+                Ok(Handled::Done)
+            }
+        })
+        .await;
+        assert!(out.unwrap_err().downcast_ref::<InjectedCrash>().is_some());
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
 }
