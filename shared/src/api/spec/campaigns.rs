@@ -9,15 +9,15 @@ use super::*;
     responses(
         (status = 200, description = "Updated", body = CampaignViewBody),
         (status = 201, description = "Created", body = CampaignViewBody),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NotJson,
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
         (status = 409, description = "campaign_locked_field: the update changes what is fixed at creation",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body or unknown SKU", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn put_campaign() {}
 
@@ -29,16 +29,16 @@ pub(super) fn put_campaign() {}
     responses(
         (status = 200, description = "This adjustment_id was applied before; nothing changed", body = CampaignViewBody),
         (status = 201, description = "Applied", body = CampaignViewBody),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NotJson,
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "insufficient_stock: removes more quota than is available", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body, SKU not in the campaign, or adjustment_id reused",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn adjust_campaign() {}
 
@@ -47,11 +47,11 @@ pub(super) fn adjust_campaign() {}
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Paused (or already paused)", body = CampaignViewBody),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
+        Retry,
     ))]
 pub(super) fn pause_campaign() {}
 
@@ -61,11 +61,11 @@ pub(super) fn pause_campaign() {}
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Selling again (or was not paused)", body = CampaignViewBody),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
+        Retry,
     ))]
 pub(super) fn resume_campaign() {}
 
@@ -75,6 +75,6 @@ pub(super) fn resume_campaign() {}
     responses(
         (status = 200, description = "The campaign", body = CampaignViewBody),
         (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn get_campaign() {}

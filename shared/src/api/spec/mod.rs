@@ -54,6 +54,29 @@ pub struct GatewayError {
     pub message: String,
 }
 
+/// The rows most operations share, each written once (utoipa's `IntoResponses`) and named in
+/// an operation's `responses(...)` beside its own rows.
+///
+/// 401: API Gateway's JWT authorizer found no valid token.
+#[derive(utoipa::IntoResponses)]
+#[response(status = 401, description = "No valid token")]
+pub struct NoValidToken(GatewayError);
+
+/// 400: the body is not JSON.
+#[derive(utoipa::IntoResponses)]
+#[response(status = 400, description = "Not JSON", content_type = "application/problem+json")]
+pub struct NotJson(ProblemBody);
+
+/// 413: the body is over the 16 KiB limit.
+#[derive(utoipa::IntoResponses)]
+#[response(status = 413, description = "Body too large", content_type = "application/problem+json")]
+pub struct TooLarge(ProblemBody);
+
+/// 503: a dependency did not answer in time; the same request may be sent again.
+#[derive(utoipa::IntoResponses)]
+#[response(status = 503, description = "Retry", content_type = "application/problem+json")]
+pub struct Retry(ProblemBody);
+
 /// Name of the JWT bearer scheme (API Gateway's JWT authorizer; scopes from the `scope` claim).
 pub const JWT: &str = "jwt";
 /// Name of the webhook-signature scheme (`X-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256>`).

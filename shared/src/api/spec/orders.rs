@@ -12,13 +12,13 @@ use super::*;
          body = OrderView),
         (status = 400, description = "Not JSON, or no Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 409, description = "insufficient_stock, purchase_limit_exceeded, stock_too_fragmented, \
                                       reservation_expired, too_many_pending_orders, or a campaign's \
                                       campaign_quota_exhausted, sale_not_started, sale_ended, sale_paused",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body, unknown SKU or campaign, SKU not in the campaign, or \
                                       Idempotency-Key reused with another body",
          body = ProblemBody, content_type = "application/problem+json"),
@@ -38,11 +38,11 @@ pub(super) fn create_order() {}
     security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The caller's orders, newest first", body = OrderList),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 422, description = "Invalid limit or cursor", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn list_orders() {}
 
@@ -51,11 +51,11 @@ pub(super) fn list_orders() {}
     security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The order", body = OrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 404, description = "No such order of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn get_order() {}
 
@@ -65,14 +65,14 @@ pub(super) fn get_order() {}
     security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The order's codes (empty when it has no code pool line)", body = OrderCodes),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 404, description = "No such order of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 409, description = "not_paid: codes are shown once the order is paid; invalid_transition: the \
                                       codes went back to the pool (refunded)",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn order_codes() {}
 
@@ -81,14 +81,14 @@ pub(super) fn order_codes() {}
     security(("jwt" = ["orders:write"])),
     responses(
         (status = 200, description = "Cancelled (or already cancelled); its stock is released", body = OrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 404, description = "No such order of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not pending payment", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
+        Retry,
     ))]
 pub(super) fn cancel_order() {}
 
@@ -100,14 +100,14 @@ pub(super) fn cancel_order() {}
         (status = 201, description = "A payment was created at the provider; the order is PAYING", body = PaymentStarted),
         (status = 200, description = "The order's open payment, again", body = PaymentStarted),
         (status = 400, description = "Malformed JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 404, description = "No such order of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not payable (paid, closed, past its \
                                       deadline); too_many_payments: too many attempts", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "validation_failed: unknown provider", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 502, description = "provider_refused: the provider refused to create the payment", body = ProblemBody,
@@ -123,14 +123,14 @@ pub(super) fn start_payment() {}
     security(("jwt" = ["orders:write"])),
     responses(
         (status = 202, description = "REFUNDING: the stock goes back on sale and the payment is refunded", body = OrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:write", body = GatewayError),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not PAID (shipped orders are returned instead)", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn refund_order() {}
 
@@ -139,14 +139,14 @@ pub(super) fn refund_order() {}
     security(("jwt" = ["orders:write"])),
     responses(
         (status = 200, description = "COMPLETED", body = OrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:write", body = GatewayError),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not SHIPPED", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn confirm_receipt() {}
 
@@ -156,14 +156,14 @@ pub(super) fn confirm_receipt() {}
     security(("jwt" = ["orders:write"])),
     responses(
         (status = 202, description = "RETURN_REQUESTED", body = OrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:write", body = GatewayError),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 404, description = "No such order of the caller's", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not SHIPPED or COMPLETED", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn return_order() {}
 
@@ -173,14 +173,14 @@ pub(super) fn return_order() {}
     security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "SHIPPED", body = OrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not PAID", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn admin_ship_order() {}
 
@@ -190,14 +190,14 @@ pub(super) fn admin_ship_order() {}
     security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "RETURNED; the refund follows", body = OrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: no return was asked for", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn admin_return_received() {}
 
@@ -207,14 +207,14 @@ pub(super) fn admin_return_received() {}
     security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "CANCELLED; its stock is released", body = OrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: the order is not pending payment", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn admin_cancel_order() {}
 
@@ -226,14 +226,14 @@ pub(super) fn admin_cancel_order() {}
         (status = 200, description = "Decided: REFUNDING (approved; a code order's codes are voided) or PAID \
                                       (rejected); the same decision again answers the order as it is", body = OrderView),
         (status = 400, description = "Malformed JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:admin", body = GatewayError),
         (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: no refund is waiting for review", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "validation_failed", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn admin_refund_decision() {}
 
@@ -242,10 +242,10 @@ pub(super) fn admin_refund_decision() {}
     security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The order, its lock record, payments, refunds and journal entries", body = AdminOrderView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
         (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn admin_get_order() {}
 
@@ -254,7 +254,7 @@ pub(super) fn admin_get_order() {}
     security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The day compared afresh: matches and every mismatch by kind", body = SettlementReport),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:admin", body = GatewayError),
         (status = 422, description = "validation_failed: not a date, or in the future", body = ProblemBody,
          content_type = "application/problem+json"),
@@ -269,9 +269,9 @@ pub(super) fn get_settlement() {}
     responses(
         (status = 200, description = "The day settled now; its mismatches are counted (metric and alarm) and logged",
          body = SettlementReport),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:admin", body = GatewayError),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "validation_failed: not a date, or in the future", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 503, description = "Retry (a provider did not answer)", body = ProblemBody,

@@ -7,15 +7,15 @@ use super::*;
     security(("webhook_signature" = [])),
     responses(
         (status = 200, description = "What the notice did", body = CallbackAnswer),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 401, description = "Missing, wrong or stale signature", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 404, description = "Unknown order", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "amount_mismatch or too_many_payments", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid notice", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn payment_callback() {}
 
@@ -24,16 +24,16 @@ pub(super) fn payment_callback() {}
     security(("webhook_signature" = [])),
     responses(
         (status = 200, description = "What the confirmation did", body = RefundWebhookAnswer),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 401, description = "Missing, wrong or stale signature (signed with the refund confirmation key, \
                                       never the payment callback's)", body = ProblemBody, content_type = "application/problem+json"),
         (status = 404, description = "Unknown order or refund", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "amount_mismatch; or invalid_transition: the refund is not ISSUED to this provider \
                                       under this provider_refund_id (nothing changes)", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid confirmation", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn refund_webhook() {}
 
@@ -43,7 +43,7 @@ pub(super) fn refund_webhook() {}
     responses(
         (status = 200, description = "What the event did (`ignored`: a type Holdfast does not act on, or no \
                                       metadata.order_id)", body = StripeAnswer),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
+        NotJson,
         (status = 401, description = "Missing, wrong, stale or future Stripe-Signature", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 404, description = "Unknown order (or refund)", body = ProblemBody,
@@ -53,6 +53,6 @@ pub(super) fn refund_webhook() {}
         (status = 413, description = "Event over 256 KiB", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "A field Holdfast reads is invalid", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn stripe_webhook() {}

@@ -8,17 +8,17 @@ use super::*;
     responses(
         (status = 200, description = "The same reservation again", body = ReservationView),
         (status = 201, description = "Reserved", body = ReservationView),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NotJson,
+        NoValidToken,
         (status = 403, description = "Token lacks reservations:write", body = GatewayError),
         (status = 409, description = "insufficient_stock, purchase_limit_exceeded or stock_too_fragmented",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body, unknown SKU, or order_id reused with another body",
          body = ProblemBody, content_type = "application/problem+json"),
         (status = 429, description = "busy: the store is throttling this SKU; retry after Retry-After seconds",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn create_reservation() {}
 
@@ -28,14 +28,14 @@ pub(super) fn create_reservation() {}
     security(("jwt" = ["reservations:write"])),
     responses(
         (status = 200, description = "SOLD (or already SOLD)", body = ReservationView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks reservations:write", body = GatewayError),
         (status = 404, description = "No such reservation of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 409, description = "reservation_expired or oversold", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
+        Retry,
     ))]
 pub(super) fn confirm_reservation() {}
 
@@ -45,13 +45,13 @@ pub(super) fn confirm_reservation() {}
     security(("jwt" = ["reservations:write"])),
     responses(
         (status = 200, description = "RELEASED (or already RELEASED)", body = ReservationView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks reservations:write", body = GatewayError),
         (status = 404, description = "No such reservation of the caller's", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 409, description = "invalid_transition: already SOLD", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
+        Retry,
     ))]
 pub(super) fn release_reservation() {}

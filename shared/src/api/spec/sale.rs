@@ -7,9 +7,9 @@ use super::*;
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The switch now (OPEN when never set)", body = SalesSwitchView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn get_sales_switch() {}
 
@@ -20,12 +20,12 @@ pub(super) fn get_sales_switch() {}
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Set; the answer names who set it and when", body = SalesSwitchView),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NotJson,
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Unknown mode or missing reason", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn put_sales_switch() {}
 
@@ -34,11 +34,11 @@ pub(super) fn put_sales_switch() {}
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The SKU from strongly consistent reads, with every shard", body = AdminSkuView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Not a SKU id", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn admin_get_sku() {}
 
@@ -46,9 +46,9 @@ pub(super) fn admin_get_sku() {}
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Every campaign, with its status now", body = CampaignList),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn list_campaigns() {}
 
@@ -58,11 +58,11 @@ pub(super) fn list_campaigns() {}
     responses(
         (status = 200, description = "Counters (exact), refusals, orders by status, checkouts per second and latency \
          (a few seconds stale)", body = CampaignStats),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown campaign", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Not a campaign id", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn campaign_stats() {}
 
@@ -70,9 +70,9 @@ pub(super) fn campaign_stats() {}
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Queue depths, dead letters and the last reconcile sweep", body = Machinery),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn machinery() {}
 

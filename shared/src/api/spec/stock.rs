@@ -9,12 +9,12 @@ use super::*;
     responses(
         (status = 200, description = "Metadata updated", body = SkuView),
         (status = 201, description = "SKU created, with no stock", body = SkuView),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NotJson,
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body or SKU", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn put_sku() {}
 
@@ -25,16 +25,16 @@ pub(super) fn put_sku() {}
     responses(
         (status = 200, description = "This adjustment_id was applied before; nothing changed", body = SkuView),
         (status = 201, description = "Applied", body = SkuView),
-        (status = 400, description = "Not JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NotJson,
+        NoValidToken,
         (status = 403, description = "Token has neither stock:adjust nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "insufficient_stock: removes more than is available", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Invalid body, or adjustment_id reused with another delta", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn adjust_sku() {}
 
@@ -43,7 +43,7 @@ pub(super) fn adjust_sku() {}
     responses(
         (status = 200, description = "The SKU and its stock", body = SkuView),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn get_sku() {}
 
@@ -53,11 +53,11 @@ pub(super) fn get_sku() {}
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Paused (or already paused)", body = SkuView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
+        Retry,
     ))]
 pub(super) fn pause_sku() {}
 
@@ -66,11 +66,11 @@ pub(super) fn pause_sku() {}
     security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Selling again (or was not paused)", body = SkuView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:catalogue nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
+        Retry,
     ))]
 pub(super) fn resume_sku() {}
 
@@ -81,11 +81,11 @@ pub(super) fn resume_sku() {}
     security(("jwt" = ["stock:adjust"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The SKU's stock journal, newest first", body = JournalPage),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:adjust nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Bad limit or cursor", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn sku_journal() {}
 
@@ -99,14 +99,14 @@ pub(super) fn sku_journal() {}
         (status = 201, description = "Added (duplicates refused and counted)", body = CodeBatchView),
         (status = 200, description = "A replay of a finished batch: its first answer", body = CodeBatchView),
         (status = 400, description = "Malformed JSON", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:codes nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        TooLarge,
         (status = 422, description = "Not a code pool, an empty or oversize batch, a bad code or batch_id, or a \
                                       batch_id reused with other codes",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn upload_codes() {}
 
@@ -115,11 +115,11 @@ pub(super) fn upload_codes() {}
     security(("jwt" = ["stock:codes"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The pool's counts", body = CodePoolView),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token has neither stock:codes nor stock:admin", body = GatewayError),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Not a code pool", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn code_pool() {}
 
@@ -137,7 +137,7 @@ pub(super) fn code_pool() {}
          content_type = "application/problem+json"),
         (status = 422, description = "Invalid quantity or campaign_id, or the campaign does not sell the SKU",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn availability() {}
 
@@ -154,7 +154,7 @@ pub(super) fn availability() {}
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Missing or bad dates, a range over 366 days, or a SKU not sold by date",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn calendar() {}
 
@@ -169,12 +169,12 @@ pub(super) fn calendar() {}
     security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The answer for the caller", body = Availability),
-        (status = 401, description = "No valid token", body = GatewayError),
+        NoValidToken,
         (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 404, description = "Unknown SKU or campaign", body = ProblemBody,
          content_type = "application/problem+json"),
         (status = 422, description = "Invalid quantity or campaign_id, or the campaign does not sell the SKU",
          body = ProblemBody, content_type = "application/problem+json"),
-        (status = 503, description = "Retry", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
     ))]
 pub(super) fn my_availability() {}
