@@ -4,7 +4,8 @@
 //! bug fixed at five sites of the stock adapter). This reads every metered adapter's source and
 //! fails when
 //!
-//! - a span statement has no request (`.send()`) after it in its block: it was taken after the
+//! - a span statement has no request (`.send()`, or a paginator's `pages.next().await`) after it
+//!   in its block: it was taken after the
 //!   request it was meant for, or
 //! - a request has no span statement before it in its own or an enclosing block.
 //!
@@ -70,13 +71,26 @@ fn enclosing_fn(clean: &str, at: usize) -> Option<String> {
         .map(|(name, _, _)| name)
 }
 
+/// Offsets of the requests: every `.send()` but a paginator's (building the stream sends
+/// nothing), and every page a paginator fetches (`pages.next().await`: the adapters name an SDK
+/// paginator's stream `pages`).
+fn requests(clean: &str) -> Vec<usize> {
+    let mut at: Vec<usize> = tokens(clean, ".send()")
+        .into_iter()
+        .filter(|&i| !clean[..i].trim_end().ends_with(".into_paginator()"))
+        .collect();
+    at.extend(tokens(clean, "pages.next().await"));
+    at.sort_unstable();
+    at
+}
+
 /// The span problems of one file: (line, what).
 fn check(rel: &str, src: &str) -> Vec<(usize, String)> {
     let (clean, _) = drop_test_items(&strip(src));
     let line = |at: usize| 1 + clean[..at].matches('\n').count();
     let blocks = blocks(&clean);
     let spans = span_lets(&clean);
-    let sends = tokens(&clean, ".send()");
+    let sends = requests(&clean);
     let mut out = Vec::new();
     for &sp in &spans {
         let (_, end) = innermost(&blocks, sp);
@@ -184,6 +198,30 @@ fn the_fixed_order_and_paging_loops_pass() {
         }
     "#;
     assert!(check("adapters/dynamo/x.rs", paging).is_empty());
+}
+
+#[test]
+fn a_paginator_is_metered_per_page_and_a_span_after_the_page_is_reported() {
+    let good = r#"
+        async fn keys(&self) -> anyhow::Result<()> {
+            let mut pages = self.client.query().into_paginator().send();
+            while let Some(page) = {
+                let _span = usage::call("dynamodb:Query");
+                pages.next().await
+            } {
+                page?;
+            }
+            Ok(())
+        }
+    "#;
+    assert!(check("adapters/dynamo/x.rs", good).is_empty(), "{:?}", check("adapters/dynamo/x.rs", good));
+    let late = good.replace(
+        "let _span = usage::call(\"dynamodb:Query\");\n                pages.next().await",
+        "let p = pages.next().await;\n                let _span = usage::call(\"dynamodb:Query\");\n                p",
+    );
+    assert_ne!(late, good);
+    let found: Vec<String> = check("adapters/dynamo/x.rs", &late).into_iter().map(|(_, w)| w).collect();
+    assert_eq!(found.len(), 2, "{found:?}");
 }
 
 #[test]

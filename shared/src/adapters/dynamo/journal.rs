@@ -236,30 +236,28 @@ impl Journal for DynamoJournal {
 
     async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<Entry>> {
         let mut out = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(CAUSE_INDEX)
+            .key_condition_expression("#r = :r")
+            .expression_attribute_names("#r", "ref")
+            .expression_attribute_values(":r", AttributeValue::S(reference.to_owned()))
+            .into_paginator()
+            .send();
+        // one metered request per page (the span is taken before the page's await)
+        while let Some(page) = {
             let _span = super::super::usage::call("dynamodb:Query");
-            let r = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(CAUSE_INDEX)
-                .key_condition_expression("#r = :r")
-                .expression_attribute_names("#r", "ref")
-                .expression_attribute_values(":r", AttributeValue::S(reference.to_owned()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .with_context(|| format!("Query {CAUSE_INDEX}"))?;
+            pages.next().await
+        } {
+            let r = page.with_context(|| format!("Query {CAUSE_INDEX}"))?;
             super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
             for it in r.items() {
                 out.push(decode(it)?);
             }
-            match r.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => return Ok(out),
-            }
         }
+        Ok(out)
     }
 }
 

@@ -128,29 +128,27 @@ impl DynamoStock {
 
     pub(super) async fn query_keys(&self, index: &str, cond: &str, vals: Item) -> anyhow::Result<Vec<String>> {
         let mut out = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(index)
+            .key_condition_expression(cond)
+            .set_expression_attribute_values(Some(vals))
+            .into_paginator()
+            .send();
+        // one metered request per page (the span is taken before the page's await)
+        while let Some(page) = {
             let _span = crate::adapters::usage::call("dynamodb:Query");
-            let r = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(index)
-                .key_condition_expression(cond)
-                .set_expression_attribute_values(Some(vals.clone()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .with_context(|| format!("Query {index}"))?;
+            pages.next().await
+        } {
+            let r = page.with_context(|| format!("Query {index}"))?;
             crate::adapters::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
             for it in r.items() {
                 out.push(get_s(it, "pk")?.to_owned());
             }
-            match r.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => return Ok(out),
-            }
         }
+        Ok(out)
     }
 
     /// The reservation's status change `from` → `to`, then the counter writes of the move.
