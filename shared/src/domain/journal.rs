@@ -59,29 +59,13 @@ pub fn split_why(why: &str) -> (&str, Option<&str>) {
 /// Which counter item an image belongs to, from its key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Counted {
-    /// `SKU#<sku>#<n>`.
+    /// A product shard (its storage key is the adapter's: `adapters::dynamo::images`).
     Shard { sku: Sku, shard: u16 },
-    /// `CQ#<campaign>#<sku>#<n>`.
+    /// A campaign item's quota shard.
     Quota { campaign: CampaignId, sku: Sku, shard: u16 },
 }
 
 impl Counted {
-    /// Parses a stock-table key; `None` for items that carry no counter triple.
-    pub fn parse(pk: &str) -> Option<Counted> {
-        if let Some(rest) = pk.strip_prefix("CQ#") {
-            let (head, shard) = rest.rsplit_once('#')?;
-            let (campaign, sku) = head.split_once('#')?;
-            return Some(Counted::Quota {
-                campaign: CampaignId::parse(campaign).ok()?,
-                sku: Sku::parse(sku).ok()?,
-                shard: shard.parse().ok()?,
-            });
-        }
-        let rest = pk.strip_prefix("SKU#")?;
-        let (sku, shard) = rest.rsplit_once('#')?;
-        Some(Counted::Shard { sku: Sku::from_stored(sku).ok()?, shard: shard.parse().ok()? })
-    }
-
     pub fn sku(&self) -> &Sku {
         match self {
             Counted::Shard { sku, .. } | Counted::Quota { sku, .. } => sku,
@@ -411,22 +395,6 @@ mod tests {
 
     fn shard0() -> Counted {
         Counted::Shard { sku: Sku::parse("A-1").unwrap(), shard: 0 }
-    }
-
-    #[test]
-    fn keys_of_shards_and_quota_shards_parse_and_others_do_not() {
-        assert_eq!(Counted::parse("SKU#A-1#3"), Some(Counted::Shard { sku: Sku::parse("A-1").unwrap(), shard: 3 }));
-        assert_eq!(
-            Counted::parse("CQ#c1#A-1#0"),
-            Some(Counted::Quota {
-                campaign: CampaignId::parse("c1").unwrap(),
-                sku: Sku::parse("A-1").unwrap(),
-                shard: 0
-            })
-        );
-        assert_eq!(Counted::parse("SKU#A-1"), None, "metadata has no counters");
-        assert_eq!(Counted::parse("RES#o1"), None);
-        assert_eq!(Counted::parse("ADJ#A-1#x"), None);
     }
 
     #[test]

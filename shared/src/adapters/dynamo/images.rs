@@ -7,6 +7,7 @@ use super::orders::decode_record;
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::{self, Cause, Counted, Image};
 use crate::domain::order::{Order, OrderRecord};
+use crate::domain::{CampaignId, Sku};
 use aws_sdk_dynamodb::types::AttributeValue;
 
 /// The order an order-table image holds (`None`: not an order item, or a VOID tombstone).
@@ -22,7 +23,24 @@ pub fn order_image(item: &Item) -> anyhow::Result<Option<Order>> {
 
 /// Which counter a stock-table image is (`None`: not a product or quota shard counter).
 pub fn counted_item(item: &Item) -> Option<Counted> {
-    opt_s(item, "pk").and_then(Counted::parse)
+    opt_s(item, "pk").and_then(parse_counted)
+}
+
+/// The counter a stock-table key names: `SKU#<sku>#<n>` (a product shard) or
+/// `CQ#<campaign>#<sku>#<n>` (a quota shard); `None` for every other item.
+fn parse_counted(pk: &str) -> Option<Counted> {
+    if let Some(rest) = pk.strip_prefix("CQ#") {
+        let (head, shard) = rest.rsplit_once('#')?;
+        let (campaign, sku) = head.split_once('#')?;
+        return Some(Counted::Quota {
+            campaign: CampaignId::parse(campaign).ok()?,
+            sku: Sku::parse(sku).ok()?,
+            shard: shard.parse().ok()?,
+        });
+    }
+    let rest = pk.strip_prefix("SKU#")?;
+    let (sku, shard) = rest.rsplit_once('#')?;
+    Some(Counted::Shard { sku: Sku::from_stored(sku).ok()?, shard: shard.parse().ok()? })
 }
 
 /// The counters of a stock-table counter image and the cause its last write stamped on it.
@@ -37,4 +55,25 @@ pub fn counter_image(it: &Item) -> anyhow::Result<Image> {
         _ => None,
     };
     Ok(Image { counts, cause })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_shards_and_quota_shards_parse_and_others_do_not() {
+        assert_eq!(parse_counted("SKU#A-1#3"), Some(Counted::Shard { sku: Sku::parse("A-1").unwrap(), shard: 3 }));
+        assert_eq!(
+            parse_counted("CQ#c1#A-1#0"),
+            Some(Counted::Quota {
+                campaign: CampaignId::parse("c1").unwrap(),
+                sku: Sku::parse("A-1").unwrap(),
+                shard: 0
+            })
+        );
+        assert_eq!(parse_counted("SKU#A-1"), None, "metadata has no counters");
+        assert_eq!(parse_counted("RES#o1"), None);
+        assert_eq!(parse_counted("ADJ#A-1#x"), None);
+    }
 }
