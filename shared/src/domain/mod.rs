@@ -2,6 +2,7 @@
 
 pub mod allocation;
 pub mod campaign;
+pub mod catalogue;
 pub mod codes;
 pub mod events;
 pub mod ids;
@@ -17,6 +18,7 @@ pub mod refund;
 pub mod reservation;
 pub mod sale;
 pub mod signature;
+pub mod stock_changes;
 pub mod stripe;
 pub mod supplier;
 

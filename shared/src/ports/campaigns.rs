@@ -4,22 +4,9 @@
 use super::{AdjustRejection, AdminStamp};
 use crate::domain::campaign::Campaign;
 use crate::domain::invariants::ShardCounts;
+pub use crate::domain::stock_changes::CampaignAdjustment;
 use crate::domain::{CampaignId, Sku};
 use async_trait::async_trait;
-
-/// One audited change of a campaign item's quota, idempotent by `adjustment_id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CampaignAdjustment {
-    pub campaign_id: CampaignId,
-    pub sku: Sku,
-    pub adjustment_id: String,
-    pub delta: i64,
-    pub reason: String,
-    pub actor: Option<String>,
-    pub at_ms: i64,
-    /// Per-shard changes summing to `delta`.
-    pub pieces: Vec<(u16, i64)>,
-}
 
 /// Campaigns in the stock table (owned by the stock service).
 #[async_trait]

@@ -2,73 +2,10 @@
 //! of who wrote it.
 
 use super::{AdminStamp, Stamped};
-use crate::domain::model::{BundleChild, InventoryModel};
-use crate::domain::{CampaignId, Currency, Sku};
+pub use crate::domain::catalogue::{SkuControls, SkuMeta};
+use crate::domain::Sku;
 use async_trait::async_trait;
 use std::collections::HashMap;
-
-/// SKU metadata (docs/architecture.md, "Data model").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SkuMeta {
-    pub sku: Sku,
-    pub name: String,
-    pub price: u64,
-    pub currency: Currency,
-    /// Shards freezes allocate from (1..=64).
-    pub shards: u16,
-    /// Shard items that exist (high-water mark of `shards`); the stock view sums all of them,
-    /// because locks taken before a shard-count reduction still point at the old shards.
-    pub slots: u16,
-    pub per_user_limit: Option<u32>,
-    /// Net units added through adjustments (invariant 1: total must equal it).
-    pub stocked: i64,
-    /// Incremented on every metadata write; writes are conditional on it.
-    pub version: u64,
-    /// Stop-sale: copied onto every shard, where the freeze condition reads it.
-    pub paused: bool,
-    /// How the stock is kept and taken (docs/inventory-models.md); fixed at creation.
-    pub model: InventoryModel,
-    /// A BUNDLE's children.
-    pub bundle: Vec<BundleChild>,
-    /// A SUPPLIER SKU's adapter and settings (docs/suppliers.md).
-    pub supplier: Option<crate::domain::supplier::SupplierConfig>,
-    /// Sale controls (docs/operations.md): checkouts per second admitted per warm Lambda, and
-    /// the available level below which a `LowStock` event is sent.
-    pub controls: SkuControls,
-    /// Campaigns with a ring-fenced item of this SKU (their cells hold its reserved units).
-    pub fences: Vec<CampaignId>,
-}
-
-impl SkuMeta {
-    /// A stock cell of `parent` (a calendar date's, a ring-fence's): plain stock with the
-    /// parent's price and currency, `shards` shards, nothing stocked yet.
-    pub fn cell_of(parent: &SkuMeta, sku: Sku, name: String, shards: u16) -> SkuMeta {
-        SkuMeta {
-            sku,
-            name,
-            price: parent.price,
-            currency: parent.currency.clone(),
-            shards,
-            slots: shards,
-            per_user_limit: None,
-            stocked: 0,
-            version: 1,
-            paused: false,
-            model: InventoryModel::default(),
-            bundle: Vec::new(),
-            supplier: None,
-            controls: SkuControls::default(),
-            fences: Vec::new(),
-        }
-    }
-}
-
-/// A SKU's sale controls; both optional.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SkuControls {
-    pub admission_rate: Option<u32>,
-    pub low_stock_threshold: Option<i64>,
-}
 
 /// SKU metadata in the stock table (owned by the stock service).
 ///

@@ -1,20 +1,11 @@
 //! The code pools port (docs/code-pools.md): the sealed codes' rings on a pool's shards, their
 //! uploads, claims and returns, and what becomes of a code lock's codes.
 
-use super::{AdjustRejection, Adjustment};
+use super::AdjustRejection;
+pub use crate::domain::stock_changes::CodeUpload;
 use crate::domain::{ReservationId, Sku};
 use async_trait::async_trait;
 use std::collections::HashMap;
-
-/// Codes added to a pool: an adjustment of `+codes` whose shard pieces also append the sealed
-/// codes to their rings and register their fingerprints under `batch_id` (docs/code-pools.md).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CodeUpload {
-    pub adjustment: Adjustment,
-    pub batch_id: String,
-    /// One per shard piece of the adjustment, codes in ring order.
-    pub appends: Vec<crate::domain::codes::CodeAppend>,
-}
 
 /// Code pools in the stock table (owned by the stock service).
 #[async_trait]

@@ -3,30 +3,10 @@
 
 use crate::domain::reservation::{FreezeLimits, FreezeRejection};
 use crate::domain::reservation::{LockStatus, Reservation};
-use crate::domain::{CampaignId, ReservationId, Sku, UserId};
+pub use crate::domain::stock_changes::{Counter, MoveRejection};
+use crate::domain::ReservationId;
 use async_trait::async_trait;
 use std::collections::HashMap;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MoveRejection {
-    /// The lock's status is no longer the one the move started from.
-    StatusChanged,
-    /// (Retake only) the shards no longer hold the units.
-    ShardShort,
-    /// DynamoDB reported a transaction conflict: retry.
-    Conflict,
-}
-
-/// A counter a user's allowance is read from.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Counter {
-    /// Units of a SKU the user holds (per-user limit).
-    Limit(Sku, UserId),
-    /// Units of a campaign item the user holds (campaign per-user limit).
-    CampaignLimit(CampaignId, Sku, UserId),
-    /// The user's pending checkouts.
-    Pending(UserId),
-}
 
 /// Reservations and the counters they hold in the stock table (owned by the stock service).
 #[async_trait]

@@ -3,34 +3,9 @@
 
 use super::SkuMeta;
 use crate::domain::invariants::ShardCounts;
+pub use crate::domain::stock_changes::{AdjustRejection, Adjustment};
 use crate::domain::Sku;
 use async_trait::async_trait;
-
-/// One admin stock change, idempotent by `adjustment_id` (the audit trail of docs/architecture.md, "Data model").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Adjustment {
-    pub sku: Sku,
-    pub adjustment_id: String,
-    pub delta: i64,
-    pub reason: String,
-    /// The admin's JWT `sub` (stamped on the shards for the journal, kept on the record as `by`).
-    pub actor: Option<String>,
-    pub at_ms: i64,
-    /// Per-shard changes summing to `delta`.
-    pub pieces: Vec<(u16, i64)>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AdjustRejection {
-    /// This adjustment id was already applied; here is what it recorded.
-    Duplicate { delta: i64 },
-    /// A shard no longer had what the plan removes (re-read and retry).
-    ShardShort,
-    /// DynamoDB reported a transaction conflict (re-read and retry).
-    Conflict,
-    /// (Code upload) another batch stored one of these codes meanwhile: re-check and retry.
-    CodeTaken,
-}
 
 /// A SKU's shard counters in the stock table (owned by the stock service).
 #[async_trait]

@@ -248,7 +248,7 @@ pub async fn updated_by(app: &App, sku: &Sku) -> anyhow::Result<Option<AdminStam
 /// A metadata put, stamped with the admin who asked when there is one (security review L7).
 async fn put_meta(app: &App, meta: &SkuMeta, expected: Option<u64>, actor: Option<&str>) -> anyhow::Result<bool> {
     match actor {
-        Some(a) => app.stock.put_sku_as(meta, expected, &AdminStamp::now(a, "put")).await,
+        Some(a) => app.stock.put_sku_as(meta, expected, &AdminStamp::new(a, "put", crate::clock::now_ms())).await,
         None => app.stock.put_sku(meta, expected).await,
     }
 }
@@ -276,7 +276,7 @@ pub async fn set_paused_by(app: &App, sku: &Sku, paused: bool, actor: Option<&st
         let next = SkuMeta { paused, version: old.version + 1, ..old.clone() };
         let written = match actor {
             Some(a) => {
-                let by = AdminStamp::now(a, if paused { "pause" } else { "resume" });
+                let by = AdminStamp::new(a, if paused { "pause" } else { "resume" }, crate::clock::now_ms());
                 app.stock.set_sku_paused_as(&next, old.version, &by).await?
             }
             None => app.stock.set_sku_paused(&next, old.version).await?,

@@ -130,7 +130,7 @@ pub async fn put_by(
                 (next, Some(old.version))
             }
         };
-        if write(app, &next, expected, actor.map(|a| AdminStamp::now(a, "put"))).await? {
+        if write(app, &next, expected, actor.map(|a| AdminStamp::new(a, "put", crate::clock::now_ms()))).await? {
             app.caches.forget_campaign(id);
             tracing::info!(campaign = %id, version = next.version, "campaign written");
             return Ok((next, expected.is_none()));
@@ -159,7 +159,7 @@ pub async fn set_paused_by(
             return Ok(old);
         }
         let next = Campaign { paused, version: old.version + 1, ..old.clone() };
-        let by = actor.map(|a| AdminStamp::now(a, if paused { "pause" } else { "resume" }));
+        let by = actor.map(|a| AdminStamp::new(a, if paused { "pause" } else { "resume" }, crate::clock::now_ms()));
         if write(app, &next, Some(old.version), by).await? {
             app.caches.forget_campaign(id);
             tracing::info!(campaign = %id, paused, "campaign switch");

@@ -127,7 +127,7 @@ impl DynamoStock {
             rec.insert("by".into(), s(a.clone()));
         }
         // the campaign record keeps who adjusted it last (security review L7)
-        let by = adj.actor.as_deref().map(|a| AdminStamp::now(a, "adjust"));
+        let by = adj.actor.as_deref().map(|a| AdminStamp::new(a, "adjust", crate::clock::now_ms()));
         let mut items = vec![
             put(t, rec, "attribute_not_exists(pk)")?,
             versioned_put(t, stamped(encode(next)?, by.as_ref()), expected_version)?,

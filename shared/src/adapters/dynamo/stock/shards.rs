@@ -29,7 +29,8 @@ impl Shards for DynamoStock {
     ) -> anyhow::Result<bool> {
         let t = &self.table;
         // an admin's shard-count change: the metadata records who (security review L7)
-        let by = (cause.actor != crate::domain::journal::SYSTEM).then(|| AdminStamp::now(&cause.actor, "put"));
+        let by = (cause.actor != crate::domain::journal::SYSTEM)
+            .then(|| AdminStamp::new(&cause.actor, "put", crate::clock::now_ms()));
         let mut items = vec![versioned_put(t, stamped(encode_meta(meta)?, by.as_ref()), expected_version)?];
         for (i, &av) in new_available.iter().enumerate() {
             let pk = shard_pk(&meta.sku, i as u16);
