@@ -19,6 +19,7 @@ pub mod sale;
 pub mod signature;
 pub mod stripe;
 pub mod supplier;
+pub mod webhook_mac;
 
 pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 pub use money::{Currency, Money};
