@@ -12,10 +12,6 @@
 
 use crate::http::{Request, Response};
 use aws_lambda_events::apigw::{ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerJwtDescription};
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use std::collections::HashMap;
 
 /// Set to `true` by SAM CLI in the containers of `sam local invoke` / `start-api`.
@@ -145,6 +141,43 @@ fn gateway_error(status: u16, message: &str) -> Box<Response> {
     Box::new(crate::http::json_response(status, &serde_json::json!({ "message": message })))
 }
 
+/// What API Gateway's JWT authorizer checks, left to jsonwebtoken: the signature with HS256 only
+/// (`alg: none` and anything else are refused), `iss` the configured issuer, `aud` (a string or a
+/// list) containing the configured audience, and `exp`, `iss`, `aud`, `sub` present. The times are
+/// checked in [`verify`] against the caller's clock, as jsonwebtoken can only read the system's.
+fn validation() -> jsonwebtoken::Validation {
+    let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::HS256);
+    v.leeway = 0;
+    v.validate_exp = false;
+    v.validate_nbf = false;
+    v.set_issuer(&[LOCAL_ISSUER]);
+    v.set_audience(&[LOCAL_AUDIENCE]);
+    v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    v
+}
+
+/// The hand-written verifier's answers for jsonwebtoken's refusals (a missing claim is as wrong as
+/// a wrong one).
+fn refusal(kind: &jsonwebtoken::errors::ErrorKind) -> &'static str {
+    use jsonwebtoken::errors::ErrorKind;
+    match kind {
+        ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName | ErrorKind::UnsupportedAlgorithm => {
+            "unsupported alg"
+        }
+        ErrorKind::InvalidSignature => "bad signature",
+        ErrorKind::InvalidIssuer => "wrong issuer",
+        ErrorKind::InvalidAudience => "wrong audience",
+        ErrorKind::MissingRequiredClaim(c) | ErrorKind::InvalidClaimFormat(c) => match c.as_str() {
+            "exp" => "token expired or without exp",
+            "iss" => "wrong issuer",
+            "aud" => "wrong audience",
+            "sub" => "token has no sub",
+            _ => "malformed payload",
+        },
+        _ => "malformed token",
+    }
+}
+
 /// `Authorization: Bearer <HS256 JWT>` → (claims as strings, as API Gateway passes them; scopes).
 fn verify(
     secret: &str,
@@ -155,25 +188,12 @@ fn verify(
         .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
         .ok_or("missing bearer token")?
         .trim();
-    let mut parts = token.split('.');
-    let (Some(h), Some(p), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-        return Err("malformed token");
-    };
-    let header: serde_json::Value =
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(h).map_err(|_| "malformed header")?).map_err(|_| "header")?;
-    // Only HS256: `alg: none` and anything else are refused, as API Gateway refuses them.
-    if header.get("alg").and_then(|a| a.as_str()) != Some("HS256") {
-        return Err("unsupported alg");
-    }
-    let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| "malformed signature")?;
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).map_err(|_| "bad key")?;
-    mac.update(format!("{h}.{p}").as_bytes());
-    mac.verify_slice(&sig).map_err(|_| "bad signature")?;
-    let payload: serde_json::Value =
-        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).map_err(|_| "malformed payload")?).map_err(|_| "payload")?;
-    let obj = payload.as_object().ok_or("malformed payload")?;
-    // As API Gateway: `exp` required and not past, `nbf` (if any) reached, `iss` the configured
-    // issuer, `aud` (a string or a list) containing the configured audience.
+    let key = jsonwebtoken::DecodingKey::from_secret(secret.as_bytes()).map_err(|_| "bad key")?;
+    let data = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &validation())
+        .map_err(|e| refusal(e.kind()))?;
+    let obj = data.claims;
+    // As API Gateway, at `now_s`: `exp` an integer not past, `nbf` (if any) reached; and `iss` a
+    // single string (jsonwebtoken would take a list containing it), `sub` not empty.
     if obj.get("exp").and_then(serde_json::Value::as_i64).is_none_or(|e| e < now_s) {
         return Err("token expired or without exp");
     }
@@ -182,14 +202,6 @@ fn verify(
     }
     if obj.get("iss").and_then(|s| s.as_str()) != Some(LOCAL_ISSUER) {
         return Err("wrong issuer");
-    }
-    let aud_ok = match obj.get("aud") {
-        Some(serde_json::Value::String(a)) => a == LOCAL_AUDIENCE,
-        Some(serde_json::Value::Array(a)) => a.iter().any(|a| a.as_str() == Some(LOCAL_AUDIENCE)),
-        _ => false,
-    };
-    if !aud_ok {
-        return Err("wrong audience");
     }
     if obj.get("sub").and_then(|s| s.as_str()).is_none_or(str::is_empty) {
         return Err("token has no sub");
@@ -207,7 +219,11 @@ fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use hmac::{Hmac, Mac};
     use http::HeaderValue;
+    use sha2::Sha256;
 
     const NOW: i64 = 1_700_000_000;
 
@@ -301,6 +317,57 @@ mod tests {
         assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:read"))), NOW)), 403);
         assert_eq!(status(gate.check(req("POST /no/such/route", Some(&alice(""))), NOW)), 200, "closed, not open");
         assert_eq!(status(gate.check(req("POST /no/such/route", None), NOW)), 401);
+    }
+
+    /// The refusals one by one, with the answer for each; tokens signed by hand (`token`) and by
+    /// jsonwebtoken (other algorithms), so neither side checks itself.
+    #[test]
+    fn verify_accepts_only_a_good_hs256_token_for_this_audience_and_issuer() {
+        let bearer = |t: &str| format!("Bearer {t}");
+        let good = alice("orders:read");
+        let (got, scopes) = verify(DEFAULT_SECRET, Some(&bearer(&good)), NOW).unwrap();
+        assert_eq!(got["sub"], "alice");
+        assert_eq!(got["exp"], (NOW + 60).to_string());
+        assert_eq!(scopes, vec!["orders:read".to_owned()]);
+        assert_eq!(verify(DEFAULT_SECRET, Some(&bearer(&good)), NOW + 60).map(|_| ()), Ok(()), "exp is inclusive");
+        assert_eq!(verify(DEFAULT_SECRET, Some(&bearer(&good)), NOW + 61).err(), Some("token expired or without exp"));
+        assert_eq!(verify("another-key", Some(&bearer(&good)), NOW).err(), Some("bad signature"));
+        let payload = good.split('.').nth(1).unwrap();
+        for header in [r#"{"alg":"none"}"#, r#"{"alg":"none","typ":"JWT"}"#, r#"{"alg":"HS256"}"#] {
+            let unsigned = format!("{}.{payload}.", URL_SAFE_NO_PAD.encode(header));
+            assert!(verify(DEFAULT_SECRET, Some(&bearer(&unsigned)), NOW).is_err(), "{header}");
+        }
+        let key = jsonwebtoken::EncodingKey::from_secret(DEFAULT_SECRET.as_bytes()).unwrap();
+        let body = claims_of(&good);
+        for alg in [jsonwebtoken::Algorithm::HS384, jsonwebtoken::Algorithm::HS512] {
+            let t = jsonwebtoken::encode(&jsonwebtoken::Header::new(alg), &body, &key).unwrap();
+            assert_eq!(verify(DEFAULT_SECRET, Some(&bearer(&t)), NOW).err(), Some("unsupported alg"), "{alg:?}");
+        }
+        let hs256 = jsonwebtoken::encode(&jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256), &body, &key);
+        assert!(verify(DEFAULT_SECRET, Some(&bearer(&hs256.unwrap())), NOW).is_ok(), "jsonwebtoken's own HS256");
+        let with = |extra: serde_json::Value| {
+            let mut c = serde_json::json!({"sub": "alice"});
+            c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            verify(DEFAULT_SECRET, Some(&bearer(&token(DEFAULT_SECRET, claims(c)))), NOW).err()
+        };
+        assert_eq!(with(serde_json::json!({"aud": "another-api"})), Some("wrong audience"));
+        assert_eq!(with(serde_json::json!({"aud": null})), Some("wrong audience"));
+        assert_eq!(with(serde_json::json!({"aud": []})), Some("wrong audience"));
+        assert_eq!(with(serde_json::json!({"iss": "someone-else"})), Some("wrong issuer"));
+        assert_eq!(with(serde_json::json!({"iss": [LOCAL_ISSUER]})), Some("wrong issuer"), "iss is one string");
+        assert_eq!(with(serde_json::json!({"exp": null})), Some("token expired or without exp"));
+        assert_eq!(with(serde_json::json!({"exp": "soon"})), Some("token expired or without exp"));
+        assert_eq!(with(serde_json::json!({"nbf": NOW + 1})), Some("token not yet valid"));
+        assert_eq!(with(serde_json::json!({"nbf": NOW})), None);
+        assert_eq!(with(serde_json::json!({"sub": ""})), Some("token has no sub"));
+        assert_eq!(with(serde_json::json!({"sub": null})), Some("token has no sub"));
+        assert_eq!(verify(DEFAULT_SECRET, Some(&good), NOW).err(), Some("missing bearer token"));
+        assert!(verify(DEFAULT_SECRET, Some(&bearer(&format!("{good}.x"))), NOW).is_err(), "four parts");
+    }
+
+    fn claims_of(token: &str) -> serde_json::Value {
+        let p = token.split('.').nth(1).unwrap();
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).unwrap()).unwrap()
     }
 
     #[test]

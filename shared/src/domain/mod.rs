@@ -21,6 +21,7 @@ pub mod signature;
 pub mod stock_changes;
 pub mod stripe;
 pub mod supplier;
+pub mod webhook_mac;
 
 pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 pub use money::{Currency, Money};

@@ -218,9 +218,15 @@ impl Day {
         chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").map(Day).map_err(|_| format!("{s:?} is not a real date"))
     }
 
-    /// The UTC date of an epoch second.
+    /// The UTC date of an epoch second. Beyond chrono's range (about ±262,000 years; every caller
+    /// passes the clock's time, give or take days) the nearest representable date, as
+    /// `clock::rfc3339` does: never 1970-01-01, which would put a far-future time in the past.
     pub fn of_epoch_s(s: i64) -> Day {
-        Day(chrono::DateTime::from_timestamp(s, 0).unwrap_or_default().date_naive())
+        match chrono::DateTime::from_timestamp(s, 0) {
+            Some(t) => Day(t.date_naive()),
+            None if s < 0 => Day(chrono::NaiveDate::MIN),
+            None => Day(chrono::NaiveDate::MAX),
+        }
     }
 
     pub fn next(self) -> Day {
@@ -486,6 +492,20 @@ mod tests {
         assert_eq!(day("2026-12-30").span(day("2027-01-01")), 3);
         assert_eq!(day("2026-12-30").span(day("2026-12-29")), 0);
         assert_eq!(Day::of_epoch_s(0), day("1970-01-01"));
+        assert_eq!(Day::of_epoch_s(1_767_571_200 + 86_399), day("2026-01-05"));
+        assert_eq!(Day::of_epoch_s(-1), day("1969-12-31"));
+    }
+
+    #[test]
+    fn an_epoch_second_beyond_the_calendar_is_its_nearest_end_not_1970() {
+        for s in [i64::MAX, i64::MAX / 2, 9_000_000_000_000] {
+            assert_eq!(Day::of_epoch_s(s), Day(chrono::NaiveDate::MAX), "{s}");
+            assert!(Day::of_epoch_s(s) > day("9999-12-31"));
+        }
+        for s in [i64::MIN, i64::MIN / 2, -9_000_000_000_000] {
+            assert_eq!(Day::of_epoch_s(s), Day(chrono::NaiveDate::MIN), "{s}");
+            assert!(Day::of_epoch_s(s) < day("0001-01-01"));
+        }
         assert_eq!(serde_json::to_string(&day("2026-01-05")).unwrap(), "\"2026-01-05\"");
     }
 

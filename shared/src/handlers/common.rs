@@ -3,6 +3,7 @@
 use crate::domain::model::LineRefusal;
 use crate::domain::Sku;
 use crate::http::{Code, Problem};
+use crate::ports::WebhookKeys;
 use crate::service::codes::CodeError;
 use crate::service::stock::FreezeError;
 
@@ -119,5 +120,55 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
         ),
         FreezeError::Contention => Problem::internal("contention on the SKU; retry"),
         FreezeError::Store(e) => Problem::from_store(e),
+    }
+}
+
+/// Whether `verify` passes under one of the webhook `keys`, tried in turn: the current key, and
+/// the previous one during its window after a rotation (security review V5, M1). The caller
+/// prechecks the header first, so a request that cannot verify fetches no key (review L4). No key
+/// configured is a 500 with `not_configured`; a refusal under every key, a 401 with the last
+/// key's reason.
+pub async fn verify_with_any_key<E: std::fmt::Display>(
+    keys: &dyn WebhookKeys,
+    not_configured: &str,
+    verify: impl Fn(&[u8]) -> Result<(), E>,
+) -> Result<(), Problem> {
+    let keys = keys.keys().await.map_err(Problem::from)?;
+    let mut refusal = None;
+    for k in &keys {
+        match verify(k.expose()) {
+            Ok(()) => return Ok(()),
+            Err(e) => refusal = Some(e.to_string()),
+        }
+    }
+    Err(refusal.map_or_else(|| Problem::internal(not_configured), Problem::unauthorized))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::secrets::StaticKeys;
+    use crate::config::Secret;
+
+    fn keys(ks: &[&str]) -> StaticKeys {
+        StaticKeys(ks.iter().map(|k| Secret::new(*k)).collect())
+    }
+
+    /// `Ok` only under the key `good`; the refusal names the key it was tried with.
+    fn only(good: &'static str) -> impl Fn(&[u8]) -> Result<(), String> {
+        move |k| if k == good.as_bytes() { Ok(()) } else { Err(format!("not {}", String::from_utf8_lossy(k))) }
+    }
+
+    #[tokio::test]
+    async fn any_one_key_verifies_else_the_last_refusal_and_no_key_is_a_500() {
+        assert!(verify_with_any_key(&keys(&["new", "old"]), "none", only("old")).await.is_ok(), "the previous key");
+        assert!(verify_with_any_key(&keys(&["new", "old"]), "none", only("new")).await.is_ok(), "the current key");
+        let all_wrong = verify_with_any_key(&keys(&["new", "old"]), "none", only("other")).await.unwrap_err();
+        assert_eq!((all_wrong.status(), all_wrong.detail.as_str()), (401, "not old"));
+        let none = verify_with_any_key(&keys(&[]), "no secret configured", only("new")).await.unwrap_err();
+        assert_eq!(
+            (none.status(), none.detail.as_str()),
+            (Code::TemporarilyUnavailable.status(), "no secret configured")
+        );
     }
 }

@@ -46,18 +46,10 @@ async fn verified_body(app: &App, req: &Request, keys: &dyn WebhookKeys) -> Resu
     let now = clock::now_s();
     // A missing, malformed or stale header is refused before any key is fetched (review L4).
     signature::precheck(header, now).map_err(|e| Problem::unauthorized(e.to_string()))?;
-    let keys = keys.keys().await.map_err(Problem::from)?;
-    if keys.is_empty() {
-        return Err(Problem::internal("webhook secret not configured"));
-    }
-    let mut verdict = Err(signature::SignatureError::Mismatch);
-    for k in &keys {
-        verdict = signature::verify(k.expose(), header, &raw, now);
-        if verdict.is_ok() {
-            break;
-        }
-    }
-    verdict.map_err(|e| Problem::unauthorized(e.to_string()))?;
+    super::common::verify_with_any_key(keys, "webhook secret not configured", |k| {
+        signature::verify(k, header, &raw, now)
+    })
+    .await?;
     Ok(raw)
 }
 

@@ -32,18 +32,11 @@ pub async fn webhook(app: &App, req: &Request) -> Result<Response, Problem> {
     stripe::precheck(header, now).map_err(|e| Problem::unauthorized(e.to_string()))?;
     // While an endpoint secret is rolled Stripe signs with both; either configured one verifies
     // (the old one only within the window after the roll: review M1).
-    let keys = app.stripe_webhook_keys.keys().await.map_err(Problem::from)?;
-    if keys.is_empty() {
-        return Err(Problem::internal("Stripe webhook secret not configured"));
-    }
-    let mut verdict = Err(stripe::StripeSignatureError::Mismatch);
-    for k in &keys {
-        verdict = stripe::verify(k.expose(), header, &raw, now);
-        if verdict.is_ok() {
-            break;
-        }
-    }
-    verdict.map_err(|e| Problem::unauthorized(e.to_string()))?;
+    let keys = app.stripe_webhook_keys.as_ref();
+    super::common::verify_with_any_key(keys, "Stripe webhook secret not configured", |k| {
+        stripe::verify(k, header, &raw, now)
+    })
+    .await?;
     let event = body::parse::<StripeEvent>(&raw)?;
     // A test-mode event at a live endpoint (or the reverse) is not about real money here:
     // ignored with a 200 (Stripe would retry a 4xx for days) and counted (the Info finding).
