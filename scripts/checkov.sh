@@ -5,14 +5,17 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv-checkov"
 REQ="$ROOT/infra/emulator/requirements-checkov.txt"
 STAMP="$VENV/.stamp"
+# shellcheck source=scripts/venv-lib.sh
+source "$ROOT/scripts/venv-lib.sh"
+REAL="$(venv_link "$VENV" "$REQ")"
 if [[ ! -x "$VENV/bin/python" ]]; then
-  rm -rf "$VENV"
-  "${PYTHON:-python3}" -m venv "$VENV"
+  rm -rf "$REAL"
+  "${PYTHON:-python3}" -m venv "$REAL"
 fi
-if [[ ! -f "$STAMP" || "$REQ" -nt "$STAMP" ]]; then
+if ! stamp_current "$STAMP" "$REQ"; then
   echo "checkov.sh: installing $(basename "$REQ") into .venv-checkov" >&2
   PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install --quiet --requirement "$REQ"
-  touch "$STAMP"
+  stamp_write "$STAMP" "$REQ"
 fi
 cd "$ROOT"
 # --skip-download: no call home for guideline links (the machine may have no route there)

@@ -46,16 +46,17 @@ SAM_ENV_FILE="$SAM_DIR/env.json"
 mkdir -p "$SAM_DIR" "$SAM_LOG_DIR"
 
 _sam_pip() { # _sam_pip STAMP REQ...
-  local stamp="$1" req newer=0
+  local stamp="$1" req
   shift
-  for req in "$@"; do [[ "$req" -nt "$stamp" ]] && newer=1; done
-  if [[ ! -f "$stamp" || $newer == 1 ]]; then
+  # shellcheck source=scripts/venv-lib.sh
+  source "$SAM_ROOT/scripts/venv-lib.sh"
+  if ! stamp_current "$stamp" "$@"; then
     sam_log "installing $(for r in "$@"; do basename "$r"; done | tr '\n' ' ')into .venv"
     local args=()
     for req in "$@"; do args+=(--requirement "$req"); done
     PIP_DISABLE_PIP_VERSION_CHECK=1 "$SAM_VENV/bin/python" -m pip install --quiet "${args[@]}" ||
       sam_die "pip install failed"
-    touch "$stamp"
+    stamp_write "$stamp" "$@"
   fi
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Create/refresh the repo-local Python virtualenv (.venv) used by the emulator
-# and lint tooling. Idempotent: requirements are (re)installed only when
-# .venv/.stamp is missing or older than infra/emulator/requirements.txt.
+# Create/refresh the Python virtualenv (.venv) used by the emulator and lint
+# tooling. Idempotent: requirements are (re)installed only when .venv/.stamp
+# does not record the current infra/emulator/requirements.txt. .venv is a
+# symlink into a cache outside the clone (scripts/venv-lib.sh).
 #
 # Usage: scripts/venv.sh            (prints the venv path on success)
 # Env:   PYTHON=python3.11          interpreter used to create the venv
@@ -12,6 +13,8 @@ VENV="$ROOT/.venv"
 REQ="$ROOT/infra/emulator/requirements.txt"
 STAMP="$VENV/.stamp"
 PYTHON="${PYTHON:-python3}"
+# shellcheck source=scripts/venv-lib.sh
+source "$ROOT/scripts/venv-lib.sh"
 
 log() { echo "venv.sh: $*" >&2; }
 
@@ -20,26 +23,27 @@ if [[ ! -f "$REQ" ]]; then
   exit 1
 fi
 
+REAL="$(venv_link "$VENV" "$REQ")"
 if [[ ! -x "$VENV/bin/python" ]]; then
-  log "creating $VENV"
+  log "creating $REAL"
   # A half-created venv (e.g. interrupted run) is discarded.
-  rm -rf "$VENV"
-  if ! "$PYTHON" -m venv "$VENV"; then
+  rm -rf "$REAL"
+  if ! "$PYTHON" -m venv "$REAL"; then
     log "'$PYTHON -m venv' failed (on Debian: apt-get install python3-venv)"
-    rm -rf "$VENV"
+    rm -rf "$REAL"
     exit 1
   fi
   rm -f "$STAMP"
 fi
 
-if [[ ! -f "$STAMP" || "$REQ" -nt "$STAMP" ]]; then
+if ! stamp_current "$STAMP" "$REQ"; then
   log "installing $(basename "$REQ") into .venv"
   export PIP_DISABLE_PIP_VERSION_CHECK=1
   if ! "$VENV/bin/python" -m pip install --quiet --requirement "$REQ"; then
     log "pip install failed"
     exit 1
   fi
-  touch "$STAMP"
+  stamp_write "$STAMP" "$REQ"
 fi
 
 echo "$VENV"
