@@ -1334,3 +1334,114 @@ fn a_provider_grant_or_variable_removed_from_one_function_turns_the_walk_red() {
     assert!(provider_problems(&plain)
         .contains(&"reconcile-worker is given the secret value STRIPE_API_KEY in its environment".to_owned()));
 }
+
+// ---------- the event bus policy against the roles that publish (security review 3 L1) ----------
+
+/// The statements of the `AWS::Events::EventBusPolicy` resources on `EventBus`.
+fn bus_statements(s: &Stack) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for id in s.of_type("AWS::Events::EventBusPolicy") {
+        let p = s.properties(&id).unwrap();
+        if p["EventBusName"] != "ref:EventBus" {
+            continue;
+        }
+        assert!(p.get("Action").is_none(), "{id}: use Statement, not the legacy Action/Principal form");
+        match &p["Statement"] {
+            serde_json::Value::Array(a) => out.extend(a.iter().cloned()),
+            serde_json::Value::Null => {}
+            one => out.push(one.clone()),
+        }
+    }
+    out
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    match v {
+        serde_json::Value::Array(a) => a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect(),
+        serde_json::Value::String(s) => vec![s.clone()],
+        _ => vec![],
+    }
+}
+
+/// Whether a bus policy statement's `Condition` holds for a role of the account. Only the
+/// `aws:PrincipalArn` operators the template uses are understood; anything else fails the test
+/// rather than being guessed.
+fn bus_condition_holds(cond: &serde_json::Value, role: &str) -> bool {
+    let Some(ops) = cond.as_object() else { return true };
+    ops.iter().all(|(op, keys)| {
+        keys.as_object().unwrap().iter().all(|(key, values)| {
+            assert!(key.eq_ignore_ascii_case("aws:PrincipalArn"), "bus policy condition key {key} not understood");
+            let listed = strings(values).iter().any(|v| v == role);
+            match op.as_str() {
+                "ArnEquals" | "StringEquals" => listed,
+                "ArnNotEquals" | "StringNotEquals" => !listed,
+                other => panic!("bus policy condition operator {other} not understood by the test"),
+            }
+        })
+    })
+}
+
+/// Whether the bus policy lets `role` (an ARN) put events: no Deny statement applies to it.
+/// (An Allow in the bus policy is not needed for a role of the same account.)
+fn bus_admits(s: &Stack, role: &str) -> bool {
+    let bus = format!("arn:aws:events:{}:{}:event-bus/EventBus", cfn::REGION, cfn::ACCOUNT);
+    !bus_statements(s).iter().any(|st| {
+        st["Effect"] == "Deny"
+            && strings(&st["Action"]).iter().any(|a| a == "events:PutEvents" || a == "events:*" || a == "*")
+            && strings(&st["Resource"]).iter().any(|r| r == &bus || r == "*")
+            && (st["Principal"] == "*" || st["Principal"] == serde_json::json!({"AWS": "*"}))
+            && bus_condition_holds(&st["Condition"], role)
+    })
+}
+
+/// Every function whose role is granted `events:PutEvents` on the bus but which the bus
+/// policy denies (its explicit deny wins over the grant, so the function publishes nothing).
+fn bus_problems(template_text: &str) -> Vec<String> {
+    let model = read_model(template_text).expect("template parses");
+    let s = Stack::new(template_text, &[("OpsRoleArn", OPS_ROLE)]);
+    let mut out = Vec::new();
+    for f in &model.functions {
+        if !f.grants.contains(&("events:PutEvents".to_owned(), Resource::EventBus)) {
+            continue;
+        }
+        if !bus_admits(&s, &cfn::role_arn(&format!("{}Role", f.logical_id))) {
+            out.push(format!("{} is granted events:PutEvents on EventBus but EventBusPolicy denies it", f.binary));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_function_granted_put_events_is_admitted_by_the_event_bus_policy() {
+    let t = template_text();
+    assert_eq!(bus_problems(&t), Vec::<String>::new());
+    // the functions that publish, by the code's declared uses; the walk saw all of them
+    let publishers: Vec<String> = read_model(&t)
+        .unwrap()
+        .functions
+        .into_iter()
+        .filter(|f| f.grants.contains(&("events:PutEvents".to_owned(), Resource::EventBus)))
+        .map(|f| f.binary)
+        .collect();
+    assert_eq!(publishers, ["publish-events", "stock-journal", "stock-events", "reconcile-worker"], "{publishers:?}");
+    // and the policy still keeps everyone else out
+    let s = stack_with_ops();
+    for stranger in [cfn::role_arn("CreateOrderFunctionRole"), OPS_ROLE.to_owned(), cfn::root_arn()] {
+        assert!(!bus_admits(&s, &stranger), "{stranger} may put events on the bus");
+    }
+}
+
+#[test]
+fn a_publisher_removed_from_the_event_bus_policy_turns_the_bus_check_red() {
+    let t = template_text();
+    let m = mutate(&t, "  EventBusPolicy:", "              - !GetAtt StockJournalFunctionRole.Arn\n", "");
+    assert_eq!(
+        bus_problems(&m),
+        vec!["stock-journal is granted events:PutEvents on EventBus but EventBusPolicy denies it".to_owned()]
+    );
+    let m = mutate(&t, "  EventBusPolicy:", "              - !GetAtt PublishEventsFunctionRole.Arn\n", "");
+    assert_eq!(
+        bus_problems(&m),
+        vec!["publish-events is granted events:PutEvents on EventBus but EventBusPolicy denies it".to_owned()]
+    );
+}

@@ -48,7 +48,8 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
         return Ok(StreamBatchResponse { batch_item_failures: vec![StreamItemFailure { item_identifier: first }] });
     }
     app.count("JournalEntries", entries.len() as u64);
-    // low-stock crossings: a failure here is logged, not retried (the next change checks again)
+    // low-stock crossings: a failure here is logged, not retried; a LowStock not sent leaves
+    // its SKU unmarked, so the next change of its stock checks and sends again
     let mut moved: Vec<crate::domain::Sku> = entries
         .iter()
         .filter(|e| e.campaign.is_none() && e.before.available != e.after.available)

@@ -12,6 +12,7 @@ use crate::domain::campaign::Campaign;
 use crate::domain::sale::{latency_bucket, quantile, SalesMode, SalesSwitch, WriteKind};
 use crate::domain::{CampaignId, Sku};
 use crate::ports::Counters;
+use anyhow::Context;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 
@@ -200,12 +201,17 @@ pub async fn check_low_stock(app: &App, skus: &[Sku]) -> anyhow::Result<()> {
             "schema": 1, "sku": sku.as_str(), "available": available, "threshold": threshold,
             "at": clock::rfc3339(clock::now_ms()),
         });
-        if app.bus.publish_stock("LowStock", &detail).await? {
-            app.count(crate::telemetry::names::LOW_STOCK, 1);
-            tracing::warn!(%sku, available, threshold, "low stock");
-        } else {
-            // not accepted: clear the mark so the next change sends it
-            app.sale.mark_low_stock(&sku, false).await?;
+        match app.bus.publish_stock("LowStock", &detail).await {
+            Ok(true) => {
+                app.count(crate::telemetry::names::LOW_STOCK, 1);
+                tracing::warn!(%sku, available, threshold, "low stock");
+            }
+            // not accepted, or the call failed (throttled, denied by the bus policy): clear the
+            // mark so the next change sends it; a mark left set would silence the SKU for good
+            sent => {
+                app.sale.mark_low_stock(&sku, false).await?;
+                sent.with_context(|| format!("LowStock for {sku} not sent"))?;
+            }
         }
     }
     Ok(())
@@ -299,6 +305,53 @@ mod tests {
         assert_eq!(total["r_sale_paused"], 2);
         assert_eq!(total["o_PAID"], 1);
         assert_eq!(total["o_PENDING_PAYMENT"], 0);
+    }
+
+    /// A bus whose `PutEvents` call fails as a whole (as the bus policy's deny does in AWS).
+    struct DeniedBus;
+
+    #[async_trait::async_trait]
+    impl crate::ports::EventBus for DeniedBus {
+        async fn publish(&self, events: &[crate::domain::events::OrderEvent]) -> anyhow::Result<Vec<bool>> {
+            Ok(vec![false; events.len()])
+        }
+        async fn publish_stock(&self, _: &str, _: &serde_json::Value) -> anyhow::Result<bool> {
+            anyhow::bail!("AccessDeniedException: not authorized to perform events:PutEvents")
+        }
+    }
+
+    /// Security review 3 L1 / protocol review 3 N7: a `LowStock` whose `PutEvents` call fails
+    /// clears the SKU's low-stock mark, so the next change of its stock sends it again.
+    #[tokio::test]
+    async fn a_low_stock_event_the_bus_refuses_clears_the_mark_and_is_sent_on_the_next_check() {
+        let (app, w) = memory_app("stock-journal", Config::from_lookup(&|_| None).unwrap()).unwrap();
+        let sku = Sku::parse("LOW-1").unwrap();
+        let spec = crate::service::admin::SkuSpec {
+            controls: crate::ports::SkuControls { admission_rate: None, low_stock_threshold: Some(5) },
+            name: "low".into(),
+            price: 100,
+            currency: crate::domain::Currency::parse("EUR").unwrap(),
+            shards: 2,
+            per_user_limit: None,
+            model: Default::default(),
+            bundle: Vec::new(),
+            supplier: None,
+        };
+        crate::service::admin::put_sku(&app, &sku, &spec, Some("ops")).await.unwrap();
+        crate::service::admin::adjust(&app, &sku, "a1", 3, "stock", Some("ops"), &[]).await.unwrap();
+        let denied = App { bus: std::sync::Arc::new(DeniedBus), ..app };
+        let err = check_low_stock(&denied, std::slice::from_ref(&sku)).await.unwrap_err();
+        assert!(format!("{err:#}").contains("LowStock for LOW-1 not sent"), "{err:#}");
+        // the mark was cleared (clearing it again finds nothing)
+        assert!(!denied.sale.mark_low_stock(&sku, false).await.unwrap(), "the mark is still set");
+        let app = App { bus: w.bus.clone(), ..denied };
+        check_low_stock(&app, std::slice::from_ref(&sku)).await.unwrap();
+        let sent = w.bus.stock_events();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!((sent[0].0.as_str(), &sent[0].1["available"]), ("LowStock", &serde_json::json!(3)));
+        // sent once per crossing
+        check_low_stock(&app, std::slice::from_ref(&sku)).await.unwrap();
+        assert_eq!(w.bus.stock_events().len(), 1);
     }
 
     #[tokio::test]
