@@ -83,6 +83,46 @@ pub mod names {
     pub const SETTLEMENT_MISMATCHES: &str = "SettlementMismatches";
     /// `LowStock` events sent (docs/operations.md).
     pub const LOW_STOCK: &str = "LowStockEvents";
+    /// A cancel the provider refused because the payment is processing (a bank debit): the
+    /// attempt is left open and asked again (docs/payments.md, "Processing payments").
+    pub const PAYMENTS_NOT_CANCELLABLE: &str = "PaymentsNotCancellable";
+    /// A buyer's refund still waiting for review after `HOLDFAST_REVIEW_ALARM_SECONDS`, counted
+    /// once per sweep while it waits (`RefundReviewAgeAlarm`).
+    pub const REFUND_REVIEWS_OVERDUE: &str = "RefundReviewsOverdue";
+    /// A restock or a booking cancel the event flow lost, finished by the sweep's
+    /// stock-to-settle arm (docs/runbook.md, "Reconcile").
+    pub const STOCK_SETTLE_REPAIRS: &str = "StockSettleRepairs";
+    /// An ISSUED refund whose provider answer the sweep found final and applied.
+    pub const REFUNDS_SETTLED_BY_SWEEP: &str = "RefundsSettledBySweep";
+    /// A capture settlement found unrecorded and applied (paid, or refunded on a closed order).
+    pub const CAPTURES_APPLIED_BY_SETTLEMENT: &str = "CapturesAppliedBySettlement";
+
+    /// Checkouts of one campaign in a flushed live window ([`super::campaign_metric`]).
+    pub const CAMPAIGN_CHECKOUTS: &str = "CampaignCheckouts";
+    /// Checkouts of one campaign refused, flushed ([`super::campaign_metric`]).
+    pub const CAMPAIGN_REFUSALS: &str = "CampaignRefusals";
+    /// One warm Lambda's p99 checkout latency of a campaign's live window, in milliseconds
+    /// ([`super::campaign_metric`]; `CheckoutLatencyAlarm` watches its rollup).
+    pub const CHECKOUT_LATENCY_P99: &str = "CheckoutLatencyP99";
+    /// The metrics [`super::campaign_metric`] emits; every other name is a [`super::count`].
+    pub const CAMPAIGN_METRICS: &[&str] = &[CAMPAIGN_CHECKOUTS, CAMPAIGN_REFUSALS, CHECKOUT_LATENCY_P99];
+}
+
+/// The dimension sets of every [`count`] metric: per function, and the total the alarms watch.
+/// A CloudWatch alarm sees only the series of its exact dimension set, so an alarm without
+/// dimensions needs the empty set.
+pub const COUNT_DIMENSIONS: &[&[&str]] = &[&["Function"], &[]];
+/// The dimension sets of every [`campaign_metric`]: per campaign, and the rollup over all
+/// campaigns that `CheckoutLatencyAlarm` watches (security review 3, L1).
+pub const CAMPAIGN_DIMENSIONS: &[&[&str]] = &[&["Campaign"], &[]];
+
+/// The dimension sets metric `name` is emitted with.
+pub fn dimensions_of(name: &str) -> &'static [&'static [&'static str]] {
+    if names::CAMPAIGN_METRICS.contains(&name) {
+        CAMPAIGN_DIMENSIONS
+    } else {
+        COUNT_DIMENSIONS
+    }
 }
 
 fn counters() -> &'static Mutex<BTreeMap<String, u64>> {
@@ -98,45 +138,54 @@ pub fn count(function: &str, name: &str, n: u64) {
     if let Ok(mut c) = counters().lock() {
         *c.entry(name.to_owned()).or_default() += n;
     }
-    let ts = crate::clock::now_ms();
-    let line = serde_json::json!({
+    if std::env::var_os("HOLDFAST_QUIET_METRICS").is_none() {
+        println!("{}", count_line(function, name, n));
+    }
+}
+
+/// The EMF line of [`count`].
+fn count_line(function: &str, name: &str, n: u64) -> serde_json::Value {
+    serde_json::json!({
         "_aws": {
-            "Timestamp": ts,
+            "Timestamp": crate::clock::now_ms(),
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
                 // per function, and the total the alarms watch (whoever emits it)
-                "Dimensions": [["Function"], []],
+                "Dimensions": COUNT_DIMENSIONS,
                 "Metrics": [{"Name": name, "Unit": "Count"}],
             }],
         },
         "Function": function,
         name: n,
-    });
-    if std::env::var_os("HOLDFAST_QUIET_METRICS").is_none() {
-        println!("{line}");
-    }
+    })
 }
 
 /// One value of metric `name` for one campaign (dimension `Campaign`; bounded: campaigns are
-/// few and admin-made), as an EMF line (docs/operations.md, "Live signals").
+/// few and admin-made) and for the rollup over all campaigns, as an EMF line
+/// (docs/operations.md, "Live signals").
 pub fn campaign_metric(function: &str, campaign: &str, name: &str, value: f64, unit: &str) {
     if std::env::var_os("HOLDFAST_QUIET_METRICS").is_some() {
         return;
     }
-    let line = serde_json::json!({
+    println!("{}", campaign_line(function, campaign, name, value, unit));
+}
+
+/// The EMF line of [`campaign_metric`].
+fn campaign_line(function: &str, campaign: &str, name: &str, value: f64, unit: &str) -> serde_json::Value {
+    serde_json::json!({
         "_aws": {
             "Timestamp": crate::clock::now_ms(),
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [["Campaign"]],
+                // per campaign, and the rollup an alarm without dimensions sees
+                "Dimensions": CAMPAIGN_DIMENSIONS,
                 "Metrics": [{"Name": name, "Unit": unit}],
             }],
         },
         "Function": function,
         "Campaign": campaign,
         name: value,
-    });
-    println!("{line}");
+    })
 }
 
 tokio::task_local! {
@@ -194,4 +243,31 @@ pub fn init_logs() {
         .with_current_span(true)
         .without_time()
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Security review 3 L1: `CheckoutLatencyAlarm` has no dimensions, so the latency must also
+    /// be emitted with the empty dimension set, or the alarm watches a series nobody writes.
+    #[test]
+    fn checkout_latency_is_emitted_per_campaign_and_as_a_dimensionless_rollup() {
+        let line = campaign_line("create-order", "sale-1", names::CHECKOUT_LATENCY_P99, 812.0, "Milliseconds");
+        let cw = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(cw["Namespace"], json!("Holdfast"));
+        assert_eq!(cw["Dimensions"], json!([["Campaign"], []]));
+        assert_eq!(cw["Metrics"], json!([{"Name": "CheckoutLatencyP99", "Unit": "Milliseconds"}]));
+        assert_eq!((&line["Campaign"], &line["CheckoutLatencyP99"]), (&json!("sale-1"), &json!(812.0)));
+        assert_eq!(dimensions_of(names::CHECKOUT_LATENCY_P99), CAMPAIGN_DIMENSIONS);
+    }
+
+    #[test]
+    fn counters_are_emitted_per_function_and_as_a_dimensionless_total() {
+        let line = count_line("stock-journal", names::LOW_STOCK, 2);
+        assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function"], []]));
+        assert_eq!((&line["Function"], &line["LowStockEvents"]), (&json!("stock-journal"), &json!(2)));
+        assert_eq!(dimensions_of(names::LOW_STOCK), COUNT_DIMENSIONS);
+    }
 }

@@ -474,3 +474,72 @@ fn the_web_acl_of_edge_waf_yaml_is_the_one_the_main_template_creates() {
         assert_eq!(rules(&main).len(), if bots { 5 } else { 4 });
     }
 }
+
+// ---------- alarms on Holdfast's own metrics (security review 3 L1) ----------
+
+/// The metric names of `holdfast::telemetry::names` (its `pub const X: &str = "…"` lines).
+fn emitted_metric_names() -> Vec<String> {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/telemetry.rs"))
+        .expect("shared/src/telemetry.rs");
+    let start = src.find("pub mod names {").expect("telemetry has a names module");
+    let end = start + src[start..].find("\n}\n").expect("the names module ends");
+    src[start..end]
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub const ")?.split_once(": &str = \"")?.1.strip_suffix("\";"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every alarm on the `Holdfast` namespace whose metric the code never emits, or whose
+/// dimension set is not one the metric is emitted with (an alarm sees only the series of its
+/// exact dimension set, so such an alarm can never fire).
+fn alarm_problems(template: &str) -> Vec<String> {
+    let s = Stack::new(template, &[]);
+    let names = emitted_metric_names();
+    let mut out = Vec::new();
+    for id in s.of_type("AWS::CloudWatch::Alarm") {
+        let p = s.properties(&id).unwrap();
+        if p["Namespace"] != "Holdfast" {
+            assert!(p.get("Metrics").is_none(), "{id}: metric math alarms are not checked here");
+            continue;
+        }
+        let metric = p["MetricName"].as_str().unwrap_or("");
+        if !names.iter().any(|n| n == metric) {
+            out.push(format!("{id} watches {metric}, which the code does not emit"));
+            continue;
+        }
+        let mut dims: Vec<&str> =
+            p["Dimensions"].as_array().into_iter().flatten().filter_map(|d| d["Name"].as_str()).collect();
+        dims.sort_unstable();
+        let emitted = holdfast::telemetry::dimensions_of(metric);
+        if !emitted.iter().any(|set| {
+            let mut set = set.to_vec();
+            set.sort_unstable();
+            set == dims
+        }) {
+            out.push(format!("{id} watches {metric} with dimensions {dims:?}; it is emitted with {emitted:?}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_alarm_on_a_holdfast_metric_watches_a_name_and_dimension_set_the_code_emits() {
+    let t = text();
+    assert_eq!(alarm_problems(&t), Vec::<String>::new());
+    let names = emitted_metric_names();
+    assert!(names.len() > 40 && names.iter().any(|n| n == "CheckoutLatencyP99"), "{names:?}");
+    // the checker sees the latency alarm, and a dimension set nobody emits turns it red
+    let dims = "      MetricName: CheckoutLatencyP99\n      Dimensions: [{Name: Sku, Value: any}]\n";
+    let m = t.replacen("      MetricName: CheckoutLatencyP99\n", dims, 1);
+    assert_ne!(m, t);
+    assert_eq!(
+        alarm_problems(&m),
+        vec![
+            "CheckoutLatencyAlarm watches CheckoutLatencyP99 with dimensions [\"Sku\"]; it is emitted with [[\"Campaign\"], []]"
+                .to_owned()
+        ]
+    );
+    let m = t.replacen("      MetricName: Oversell\n", "      MetricName: Oversells\n", 1);
+    assert_eq!(alarm_problems(&m), vec!["OversellAlarm watches Oversells, which the code does not emit".to_owned()]);
+}

@@ -141,17 +141,18 @@ pub async fn flush(app: &App, force: bool) {
 
 /// Per-campaign metrics (bounded: one dimension value per campaign) from a flushed batch.
 fn emit_metrics(app: &App, key: &str, deltas: &Counters) {
+    use crate::telemetry::{campaign_metric, names};
     let Some((campaign, _window)) = key.split_once('#') else {
         let refusals: i64 = deltas.iter().filter(|(k, _)| k.starts_with("r_")).map(|(_, n)| n).sum();
         if refusals > 0 && key != RECONCILE_KEY {
-            crate::telemetry::campaign_metric(&app.function, key, "CampaignRefusals", refusals as f64, "Count");
+            campaign_metric(&app.function, key, names::CAMPAIGN_REFUSALS, refusals as f64, "Count");
         }
         return;
     };
     let checkouts: i64 = deltas.iter().filter(|(k, _)| k.starts_with("k_")).map(|(_, n)| n).sum();
-    crate::telemetry::campaign_metric(&app.function, campaign, "CampaignCheckouts", checkouts as f64, "Count");
+    campaign_metric(&app.function, campaign, names::CAMPAIGN_CHECKOUTS, checkouts as f64, "Count");
     if let Some(p99) = quantile(&histogram(deltas), 0.99) {
-        crate::telemetry::campaign_metric(&app.function, campaign, "CheckoutLatencyP99", p99 as f64, "Milliseconds");
+        campaign_metric(&app.function, campaign, names::CHECKOUT_LATENCY_P99, p99 as f64, "Milliseconds");
     }
 }
 
