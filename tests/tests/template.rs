@@ -543,3 +543,27 @@ fn every_alarm_on_a_holdfast_metric_watches_a_name_and_dimension_set_the_code_em
     let m = t.replacen("      MetricName: Oversell\n", "      MetricName: Oversells\n", 1);
     assert_eq!(alarm_problems(&m), vec!["OversellAlarm watches Oversells, which the code does not emit".to_owned()]);
 }
+
+// ---------- the anonymous calendar view's own throttle (security review 3 M3) ----------
+
+#[test]
+fn the_calendar_route_has_its_own_throttle_below_the_other_public_reads() {
+    let s = Stack::new(&text(), &[]);
+    let routes = s.properties("HttpApi").unwrap()["RouteSettings"].clone();
+    let limits = |route: &str| -> (f64, f64) {
+        let r = &routes[route];
+        let num = |v: &Value| v.as_str().and_then(|s| s.parse().ok()).or_else(|| v.as_f64()).unwrap();
+        (num(&r["ThrottlingRateLimit"]), num(&r["ThrottlingBurstLimit"]))
+    };
+    let calendar = limits("GET /skus/{sku}/calendar");
+    assert_eq!(calendar, (50.0, 100.0));
+    for other in ["GET /skus/{sku}", "GET /skus/{sku}/availability", "GET /campaigns/{campaign_id}"] {
+        let (rate, burst) = limits(other);
+        assert!(calendar.0 < rate && calendar.1 < burst, "{other}: {rate}/{burst} vs the calendar's {calendar:?}");
+    }
+    // the parameters set it, so a deployment can lower it further
+    let t = holdfast_local::template::to_json(&holdfast_local::template::yaml(&text()).unwrap());
+    let raw = &t["Resources"]["HttpApi"]["Properties"]["RouteSettings"]["GET /skus/{sku}/calendar"];
+    assert_eq!(raw["ThrottlingRateLimit"], serde_json::json!({"Ref": "CalendarReadRateLimit"}));
+    assert_eq!(raw["ThrottlingBurstLimit"], serde_json::json!({"Ref": "CalendarReadBurstLimit"}));
+}

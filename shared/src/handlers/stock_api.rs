@@ -10,7 +10,7 @@ use crate::api::stock::{
 };
 use crate::api::{Auth, Route, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ};
 use crate::app::App;
-use crate::domain::model::{Day, ModelError, MAX_DATES};
+use crate::domain::model::{Day, ModelError};
 use crate::domain::Sku;
 use crate::http::{
     self, finish, json_response, path_param, query, subject, typed_body, Code, Problem, Request, Response,
@@ -156,7 +156,9 @@ async fn code_pool(app: &App, req: &Request) -> Result<Response, Problem> {
     Ok(json_response(200, &CodePoolView::from(&p)))
 }
 
-/// `GET /skus/{sku}/calendar?from=YYYY-MM-DD&to=YYYY-MM-DD`: per-date stock, at most 366 days.
+/// `GET /skus/{sku}/calendar?from=YYYY-MM-DD&to=YYYY-MM-DD`: per-date stock, at most
+/// [`admin::CALENDAR_VIEW_DAYS`] days (the route is anonymous; security review 3, M3), each date
+/// cached per warm Lambda ([`admin::calendar`]).
 pub(crate) async fn calendar(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
     let day = |name: &'static str| -> Result<Day, Problem> {
@@ -167,16 +169,22 @@ pub(crate) async fn calendar(app: &App, req: &Request) -> Result<Response, Probl
     let (from, to) = (day("from")?, day("to")?);
     match from.span(to) {
         0 => return Err(Problem::validation("to must not be before from").field("to")),
-        n if n > MAX_DATES => return Err(Problem::validation(format!("at most {MAX_DATES} days per view")).field("to")),
+        n if n > admin::CALENDAR_VIEW_DAYS => {
+            return Err(Problem::validation(format!(
+                "from {from} to {to} is {n} days; a calendar view spans at most {} days (ask for the rest in further views)",
+                admin::CALENDAR_VIEW_DAYS
+            ))
+            .field("to"))
+        }
         _ => {}
     }
-    let Some((meta, dates)) = admin::calendar(app, &sku, from, to).await? else {
+    let Some(view) = admin::calendar(app, &sku, from, to).await? else {
         return Err(Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str()));
     };
-    if crate::domain::kind::Stocking::of(&meta.model) != crate::domain::kind::Stocking::PerDate {
+    if !view.by_date {
         return Err(Problem::validation(format!("{sku} is not sold by date")).sku(sku.as_str()));
     }
-    Ok(campaigns_api::cacheable(app, json_response(200, &CalendarView::new(sku.as_str(), &dates))))
+    Ok(campaigns_api::cacheable(app, json_response(200, &CalendarView::new(sku.as_str(), &view.dates))))
 }
 
 /// Default and largest page of `GET /admin/skus/{sku}/journal`.
@@ -210,4 +218,38 @@ async fn journal(app: &App, req: &Request) -> Result<Response, Problem> {
         200,
         &JournalPage { entries: entries.iter().map(JournalEntryBody::from).collect(), next_cursor: next },
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::memory_app;
+    use crate::config::Config;
+    use std::collections::HashMap;
+
+    fn calendar_request(sku: &str, from: &str, to: &str) -> Request {
+        Request {
+            route_key: Some("GET /skus/{sku}/calendar".into()),
+            path_parameters: HashMap::from([("sku".to_owned(), sku.to_owned())]),
+            query_string_parameters: HashMap::from([
+                ("from".to_owned(), from.to_owned()),
+                ("to".to_owned(), to.to_owned()),
+            ])
+            .into(),
+            ..Default::default()
+        }
+    }
+
+    /// Security review 3 M3: the anonymous calendar view spans at most 62 days; a longer range
+    /// is refused with 422 before anything is read.
+    #[tokio::test]
+    async fn a_calendar_view_over_62_days_is_refused_with_422_before_any_read() {
+        let (app, _w) = memory_app("stock-read", Config::from_lookup(&|_| None).unwrap()).unwrap();
+        let p = calendar(&app, &calendar_request("ROOM", "2027-01-01", "2027-03-04")).await.unwrap_err();
+        assert_eq!((p.status(), p.field.as_deref()), (422, Some("to")));
+        assert!(p.detail.contains("63 days") && p.detail.contains("at most 62 days"), "{}", p.detail);
+        // 62 days pass the cap (and find no such SKU: nothing else refused them)
+        let p = calendar(&app, &calendar_request("ROOM", "2027-01-01", "2027-03-03")).await.unwrap_err();
+        assert_eq!(p.status(), 404);
+    }
 }

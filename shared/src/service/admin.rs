@@ -397,37 +397,191 @@ pub struct DateCounts {
     pub counts: ShardCounts,
 }
 
-/// Per-date counters of a calendar SKU over `from..=to` (public, eventually consistent reads);
-/// a date never stocked counts zero. `None` for an unknown SKU.
-pub async fn calendar(app: &App, sku: &Sku, from: Day, to: Day) -> anyhow::Result<Option<(SkuMeta, Vec<DateCounts>)>> {
-    let Some(meta) = app.stock.get_skus_public(std::slice::from_ref(sku)).await?.remove(sku) else {
-        return Ok(None);
-    };
+/// Most dates one view of `GET /skus/{sku}/calendar` spans (security review 3, M3). The route
+/// is anonymous: one request reads at most this many dates' metadata and shards, instead of a
+/// year's (`model::MAX_DATES`, which still bounds an order line and an adjustment).
+pub const CALENDAR_VIEW_DAYS: usize = 62;
+
+/// A calendar SKU's per-date counters ([`calendar`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CalendarCounts {
+    /// Whether the SKU is sold by date; when not, `dates` is empty and nothing else was read.
+    pub by_date: bool,
+    pub dates: Vec<DateCounts>,
+}
+
+/// The warm-Lambda cache keys of a calendar SKU's kind and of one of its dates.
+fn calendar_key(sku: &Sku) -> String {
+    format!("calendar/{sku}")
+}
+
+fn calendar_date_key(sku: &Sku, day: Day) -> String {
+    format!("calendar/{sku}/{day}")
+}
+
+/// What the cache holds for one date: `[available, locked, sold]`.
+fn cached_counts(app: &App, key: &str, now_ms: i64) -> Option<ShardCounts> {
+    let v = app.caches.public(key, now_ms, app.config.public_cache_ms)?;
+    let n: [i64; 3] = serde_json::from_value(v).ok()?;
+    Some(ShardCounts { available: n[0], locked: n[1], sold: n[2] })
+}
+
+/// Per-date counters of a calendar SKU over `from..=to` (public, eventually consistent reads),
+/// at most [`CALENDAR_VIEW_DAYS`] dates from `from`; a date never stocked counts zero. `None`
+/// for an unknown SKU.
+///
+/// The SKU's kind and each date's counters are kept in the warm-Lambda public cache for
+/// `public_cache_ms`, per `(sku, date)`: repeated, overlapping or shifted ranges read only the
+/// dates this Lambda has not seen within that time, and concurrent misses wait for one read
+/// (the lock the SKU view's cache takes). So a flood of calendar requests costs the stock table
+/// at most one read of each date per Lambda per `public_cache_ms`.
+pub async fn calendar(app: &App, sku: &Sku, from: Day, to: Day) -> anyhow::Result<Option<CalendarCounts>> {
     let mut days = Vec::new();
     let mut d = from;
-    while d <= to && days.len() < model::MAX_DATES {
+    while d <= to && days.len() < CALENDAR_VIEW_DAYS {
         days.push(d);
         d = d.next();
     }
-    let cells: Vec<Sku> = days.iter().map(|d| sku.cell(*d)).collect();
-    let metas = if Stocking::of(&meta.model) == Stocking::PerDate {
-        app.stock.get_skus_public(&cells).await?
-    } else {
-        HashMap::new()
+    let now = clock::now_ms();
+    let ttl = app.config.public_cache_ms;
+    let cached = |now: i64| -> (Option<bool>, HashMap<Day, ShardCounts>) {
+        let by_date = app.caches.public(&calendar_key(sku), now, ttl).and_then(|v| v.as_bool());
+        let dates =
+            days.iter().filter_map(|d| Some((*d, cached_counts(app, &calendar_date_key(sku, *d), now)?))).collect();
+        (by_date, dates)
     };
-    // every date's shards in one batched read (BatchGetItem, 100 keys a request)
-    let stocked: Vec<(Sku, u16)> =
-        cells.iter().filter_map(|cell| metas.get(cell).map(|m| (cell.clone(), m.slots))).collect();
-    let mut counts: HashMap<Sku, Vec<ShardCounts>> =
-        stocked.iter().map(|(c, _)| c.clone()).zip(app.stock.read_many_shards_public(&stocked).await?).collect();
-    let out = days
-        .iter()
-        .zip(&cells)
-        .map(|(day, cell)| {
-            let shards = counts.remove(cell).unwrap_or_default();
-            let snap = SkuSnapshot { sku: cell.clone(), stocked: 0, shards, per_user_limit: None };
-            DateCounts { date: *day, counts: snap.totals() }
-        })
-        .collect();
-    Ok(Some((meta, out)))
+    let (mut by_date, mut have) = cached(now);
+    if by_date != Some(false) && (by_date.is_none() || have.len() < days.len()) {
+        // one refresh at a time; a concurrent miss finds what the first one read
+        let _refresh = app.caches.public_refresh.lock().await;
+        (by_date, have) = cached(clock::now_ms());
+        if by_date.is_none() {
+            let Some(meta) = app.stock.get_skus_public(std::slice::from_ref(sku)).await?.remove(sku) else {
+                return Ok(None);
+            };
+            let per_date = Stocking::of(&meta.model) == Stocking::PerDate;
+            app.caches.put_public(&calendar_key(sku), &serde_json::Value::Bool(per_date), clock::now_ms());
+            by_date = Some(per_date);
+        }
+        if by_date == Some(true) {
+            let missing: Vec<(Day, Sku)> =
+                days.iter().filter(|d| !have.contains_key(d)).map(|d| (*d, sku.cell(*d))).collect();
+            let cells: Vec<Sku> = missing.iter().map(|(_, c)| c.clone()).collect();
+            let metas = if cells.is_empty() { HashMap::new() } else { app.stock.get_skus_public(&cells).await? };
+            // every missing date's shards in one batched read (BatchGetItem, 100 keys a request)
+            let stocked: Vec<(Sku, u16)> =
+                cells.iter().filter_map(|cell| metas.get(cell).map(|m| (cell.clone(), m.slots))).collect();
+            let mut counts: HashMap<Sku, Vec<ShardCounts>> = stocked
+                .iter()
+                .map(|(c, _)| c.clone())
+                .zip(app.stock.read_many_shards_public(&stocked).await?)
+                .collect();
+            let at = clock::now_ms();
+            for (day, cell) in missing {
+                let shards = counts.remove(&cell).unwrap_or_default();
+                let c = SkuSnapshot { sku: cell, stocked: 0, shards, per_user_limit: None }.totals();
+                app.caches.put_public(
+                    &calendar_date_key(sku, day),
+                    &serde_json::json!([c.available, c.locked, c.sold]),
+                    at,
+                );
+                have.insert(day, c);
+            }
+        }
+    }
+    if by_date != Some(true) {
+        return Ok(Some(CalendarCounts { by_date: false, dates: Vec::new() }));
+    }
+    let dates =
+        days.iter().map(|d| DateCounts { date: *d, counts: have.get(d).copied().unwrap_or_default() }).collect();
+    Ok(Some(CalendarCounts { by_date: true, dates }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::memory::memory_app;
+    use crate::config::Config;
+    use crate::domain::model::Unit;
+
+    /// An app whose public cache keeps answers `public_cache_ms`, with a calendar SKU `ROOM`
+    /// stocked 5 a night on 2027-01-01 and 2027-01-02.
+    async fn hotel(public_cache_ms: i64) -> App {
+        let mut c = Config::from_lookup(&|_| None).unwrap();
+        c.public_cache_ms = public_cache_ms;
+        let (app, _w) = memory_app("stock-read", c).unwrap();
+        let sku = Sku::parse("ROOM").unwrap();
+        let spec = SkuSpec {
+            name: "Room".into(),
+            price: 9000,
+            currency: Currency::parse("EUR").unwrap(),
+            shards: 2,
+            per_user_limit: None,
+            model: InventoryModel { unit: Unit::Calendar, ..Default::default() },
+            bundle: Vec::new(),
+            supplier: None,
+            controls: Default::default(),
+        };
+        put_sku(&app, &sku, &spec, Some("ops")).await.unwrap();
+        adjust(&app, &sku, "a1", 5, "season", Some("ops"), &[day("2027-01-01"), day("2027-01-02")]).await.unwrap();
+        app
+    }
+
+    fn day(s: &str) -> Day {
+        Day::parse(s).unwrap()
+    }
+
+    fn available(c: &CalendarCounts) -> Vec<(String, i64)> {
+        c.dates.iter().map(|d| (d.date.to_string(), d.counts.available)).collect()
+    }
+
+    /// Security review 3 M3: each date's counters are kept per `(sku, date)` for
+    /// `public_cache_ms`, so a repeated or shifted range reads only dates not seen lately.
+    #[tokio::test]
+    async fn the_calendar_view_caches_each_date_for_the_public_cache_time() {
+        let app = hotel(60_000).await;
+        let sku = Sku::parse("ROOM").unwrap();
+        let first = calendar(&app, &sku, day("2027-01-01"), day("2027-01-02")).await.unwrap().unwrap();
+        assert_eq!(available(&first), [("2027-01-01".into(), 5), ("2027-01-02".into(), 5)]);
+        // stock changes behind the cache: the dates already seen answer from it ...
+        adjust(&app, &sku, "a2", 2, "more", Some("ops"), &[day("2027-01-02"), day("2027-01-03")]).await.unwrap();
+        let shifted = calendar(&app, &sku, day("2027-01-02"), day("2027-01-03")).await.unwrap().unwrap();
+        // ... and a date not seen yet is read
+        assert_eq!(available(&shifted), [("2027-01-02".into(), 5), ("2027-01-03".into(), 2)]);
+        // with the cache off every view reads every date
+        let fresh = hotel(0).await;
+        adjust(&fresh, &sku, "a2", 2, "more", Some("ops"), &[day("2027-01-02")]).await.unwrap();
+        let once = calendar(&fresh, &sku, day("2027-01-02"), day("2027-01-02")).await.unwrap().unwrap();
+        adjust(&fresh, &sku, "a3", 1, "more", Some("ops"), &[day("2027-01-02")]).await.unwrap();
+        let again = calendar(&fresh, &sku, day("2027-01-02"), day("2027-01-02")).await.unwrap().unwrap();
+        assert_eq!((available(&once)[0].1, available(&again)[0].1), (7, 8));
+    }
+
+    #[tokio::test]
+    async fn the_calendar_view_reads_at_most_its_day_cap_and_knows_skus_not_sold_by_date() {
+        let app = hotel(60_000).await;
+        let sku = Sku::parse("ROOM").unwrap();
+        let year = calendar(&app, &sku, day("2027-01-01"), day("2027-12-31")).await.unwrap().unwrap();
+        assert_eq!(year.dates.len(), CALENDAR_VIEW_DAYS);
+        assert_eq!(year.dates.last().unwrap().date, day("2027-03-03"));
+        assert!(calendar(&app, &Sku::parse("NOPE").unwrap(), day("2027-01-01"), day("2027-01-01"))
+            .await
+            .unwrap()
+            .is_none());
+        let plain = Sku::parse("MUG").unwrap();
+        let spec = SkuSpec {
+            name: "Mug".into(),
+            price: 100,
+            currency: Currency::parse("EUR").unwrap(),
+            shards: 1,
+            per_user_limit: None,
+            model: InventoryModel::default(),
+            bundle: Vec::new(),
+            supplier: None,
+            controls: Default::default(),
+        };
+        put_sku(&app, &plain, &spec, Some("ops")).await.unwrap();
+        let not = calendar(&app, &plain, day("2027-01-01"), day("2027-01-02")).await.unwrap().unwrap();
+        assert_eq!(not, CalendarCounts { by_date: false, dates: Vec::new() });
+    }
 }
