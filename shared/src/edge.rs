@@ -5,6 +5,11 @@
 //! answered 403 before any handler runs. With the edge off (and locally) the variable is empty
 //! and the check is off.
 //!
+//! What this does not do: close the origin. By the time a Lambda sees the request, API Gateway
+//! has matched the route, charged the route's throttle and invoked the function, so a flood sent
+//! to the origin's host name still uses up throttles and concurrency that buyers share. The
+//! origin is hidden, not closed (docs/deploy.md, "What stays open: the origin").
+//!
 //! It runs in the Lambda runtime loop (`lambda::run`), before the `sam local` gate; the local
 //! stack calls the handlers directly and has no CloudFront in front.
 

@@ -286,51 +286,92 @@ fn with_the_edge_on_cloudfront_and_waf_front_the_api_and_its_endpoint_is_closed(
     assert_eq!(logging["RedactedFields"], serde_json::json!([{"SingleHeader": {"Name": "authorization"}}]));
 }
 
+/// Every `RegexMatchStatement` under `statements`: (field, regex, transformations in order).
+fn regex_matches(statements: &Value) -> Vec<(String, String, Vec<String>)> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<(String, String, Vec<String>)>) {
+        if let Some(r) = v.get("RegexMatchStatement") {
+            let field = r["FieldToMatch"].as_object().unwrap().keys().next().unwrap().clone();
+            let mut t: Vec<(i64, String)> = r["TextTransformations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| (t["Priority"].as_i64().unwrap(), t["Type"].as_str().unwrap().to_owned()))
+                .collect();
+            t.sort();
+            out.push((field, r["RegexString"].as_str().unwrap().to_owned(), t.into_iter().map(|(_, t)| t).collect()));
+        }
+        match v {
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(m) => m.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    walk(statements, &mut out);
+    out
+}
+
+/// The transformations every path match applies before its regex (security review 3 M4): so
+/// `//orders`, `/orders/` and `/%6Frders` cannot slip past a rule API Gateway would route them to.
+const NORMALISED: [&str; 3] = ["URL_DECODE", "NORMALIZE_PATH", "LOWERCASE"];
+
+fn path_rule(rules: &[Value], name: &str, limit: &str, s: &Stack) -> (Vec<(String, String, String)>, String) {
+    let r = rule(rules, name).unwrap_or_else(|| panic!("no rule {name}"));
+    let rate = &r["Statement"]["RateBasedStatement"];
+    assert_eq!(rate["AggregateKeyType"], "IP", "{name}");
+    assert_eq!(rate["EvaluationWindowSec"], 60, "{name}");
+    assert_eq!(rate["Limit"], s.resolve(&serde_json::json!({"Ref": limit})).unwrap(), "{name}");
+    assert_eq!(r["Action"]["Block"]["CustomResponse"]["ResponseCode"], 429, "{name}");
+    let regexes = regex_matches(&rate["ScopeDownStatement"]);
+    assert_eq!(regexes.len(), 1, "{name}: {regexes:?}");
+    let (field, regex, transforms) = regexes.into_iter().next().unwrap();
+    assert_eq!(field, "UriPath", "{name}");
+    assert_eq!(transforms, NORMALISED, "{name}");
+    (byte_matches(&rate["ScopeDownStatement"]), regex)
+}
+
 #[test]
-fn the_web_acl_has_the_managed_groups_and_a_per_ip_rate_rule_on_checkout_and_on_public_reads() {
+fn the_web_acl_has_the_managed_groups_and_per_ip_rate_rules_on_checkout_payments_webhooks_and_reads() {
     let s = edge(true, false);
     let rules = rules(&s);
     let managed: Vec<&str> =
         rules.iter().filter_map(|r| r["Statement"]["ManagedRuleGroupStatement"]["Name"].as_str()).collect();
     assert_eq!(managed, vec!["AWSManagedRulesCommonRuleSet", "AWSManagedRulesKnownBadInputsRuleSet"]);
-    let checkout = rule(&rules, "checkout-per-ip").expect("checkout rate rule");
-    let rate = &checkout["Statement"]["RateBasedStatement"];
-    assert_eq!(rate["AggregateKeyType"], "IP");
-    assert_eq!(rate["Limit"], s.resolve(&serde_json::json!({"Ref": "EdgeCheckoutRateLimit"})).unwrap());
+    let post = vec![("Method".to_owned(), "EXACTLY".to_owned(), "POST".to_owned())];
+    let get = vec![("Method".to_owned(), "EXACTLY".to_owned(), "GET".to_owned())];
     assert_eq!(
-        byte_matches(&rate["ScopeDownStatement"]),
-        vec![
-            ("Method".into(), "EXACTLY".into(), "POST".into()),
-            ("UriPath".into(), "EXACTLY".into(), "/orders".into())
-        ]
+        path_rule(&rules, "checkout-per-ip", "EdgeCheckoutRateLimit", &s),
+        (post.clone(), "^/+orders/*$".into())
     );
-    assert_eq!(checkout["Action"]["Block"]["CustomResponse"]["ResponseCode"], 429);
-    let reads = rule(&rules, "public-reads-per-ip").expect("public read rate rule");
-    let rate = &reads["Statement"]["RateBasedStatement"];
-    assert_eq!(rate["AggregateKeyType"], "IP");
     assert_eq!(
-        byte_matches(&rate["ScopeDownStatement"]),
-        vec![
-            ("Method".into(), "EXACTLY".into(), "GET".into()),
-            ("UriPath".into(), "STARTS_WITH".into(), "/skus/".into()),
-            ("UriPath".into(), "STARTS_WITH".into(), "/campaigns/".into()),
-            ("UriPath".into(), "STARTS_WITH".into(), "/console/".into())
-        ]
+        path_rule(&rules, "payment-start-per-ip", "EdgePaymentStartRateLimit", &s),
+        (post, "^/+orders/+[^/]+/+payments/*$".into())
     );
-    // every public GET route is under the read rule's paths
+    // every method of the webhook paths
+    assert_eq!(path_rule(&rules, "webhooks-per-ip", "EdgeWebhookRateLimit", &s), (vec![], "^/+payments(/|$)".into()));
+    assert_eq!(
+        path_rule(&rules, "public-reads-per-ip", "EdgePublicReadRateLimit", &s),
+        (get, "^/+(skus|campaigns|console)(/|$)".into())
+    );
+    // every public route is under one of the rules' paths: the reads, or the webhooks
     for (route, _, auth) in Template::parse(&text()).unwrap().routes() {
-        if auth == Auth::Public && route.starts_with("GET ") {
-            let path = &route[4..];
-            assert!(
-                ["/skus/", "/campaigns/", "/console/"].iter().any(|p| path.starts_with(p)),
-                "{route} escapes the rate rule"
-            );
+        if auth == Auth::Public {
+            let (method, path) = route.split_once(' ').unwrap();
+            let covered = match method {
+                "GET" => ["/skus/", "/campaigns/", "/console/"].iter().any(|p| path.starts_with(p)),
+                "POST" => path.starts_with("/payments/"),
+                _ => false,
+            };
+            assert!(covered, "{route} escapes the rate rules");
         }
     }
     // rate rules come first: a flood is cut before the (costlier) managed groups look at it
     let prio = |n: &str| rule(&rules, n).unwrap()["Priority"].as_i64().unwrap();
-    assert!(prio("checkout-per-ip") < prio("aws-common") && prio("public-reads-per-ip") < prio("aws-common"));
+    for r in ["checkout-per-ip", "payment-start-per-ip", "webhooks-per-ip", "public-reads-per-ip"] {
+        assert!(prio(r) < prio("aws-common"), "{r}");
+    }
     let mut priorities: Vec<i64> = rules.iter().map(|r| r["Priority"].as_i64().unwrap()).collect();
+    priorities.sort_unstable();
     priorities.dedup();
     assert_eq!(priorities.len(), rules.len(), "priorities are unique");
     assert!(rule(&rules, "aws-bot-control").is_none(), "bot control is off unless asked for");
@@ -471,7 +512,7 @@ fn the_web_acl_of_edge_waf_yaml_is_the_one_the_main_template_creates() {
             }
             assert_eq!(alone.of_type("AWS::WAFv2::WebACL"), vec!["EdgeWebAcl".to_owned()]);
         }
-        assert_eq!(rules(&main).len(), if bots { 5 } else { 4 });
+        assert_eq!(rules(&main).len(), if bots { 7 } else { 6 });
     }
 }
 
