@@ -39,6 +39,7 @@ fn order() -> Order {
         attempts: Vec::new(),
         review: None,
         correlation: None,
+        settled_at_ms: None,
     }
 }
 

@@ -52,10 +52,17 @@ pub enum Code {
     SalesClosed,
     /// An admission rate refused this checkout before any stock was touched.
     RateLimited,
+    /// A refund of the order waits for an admin's review: its codes are not shown meanwhile.
+    RefundPending,
+    /// The order's payment is processing at its provider (a bank debit): it can be neither
+    /// cancelled nor replaced until the provider decides (docs/payments.md).
+    PaymentProcessing,
+    /// A refund decision named a request that is no longer the one waiting.
+    StaleDecision,
 }
 
 impl Code {
-    pub const ALL: [Code; 33] = [
+    pub const ALL: [Code; 36] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -89,6 +96,9 @@ impl Code {
         Code::CodesVoided,
         Code::SalesClosed,
         Code::RateLimited,
+        Code::RefundPending,
+        Code::PaymentProcessing,
+        Code::StaleDecision,
     ];
 
     /// (status, code, title)
@@ -127,6 +137,9 @@ impl Code {
             Code::CodesVoided => (409, "codes_voided", "Codes voided by a refund"),
             Code::SalesClosed => (503, "sales_closed", "Sales closed"),
             Code::RateLimited => (429, "rate_limited", "Too many checkouts, retry shortly"),
+            Code::RefundPending => (409, "refund_pending", "A refund waits for review"),
+            Code::PaymentProcessing => (409, "payment_processing", "Payment processing at the provider"),
+            Code::StaleDecision => (409, "stale_decision", "Decision names another request"),
         }
     }
 

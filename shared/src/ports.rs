@@ -63,6 +63,16 @@ pub enum OrderIndex {
     /// Orders with a refund issued at a provider, by the latest issue (epoch ms): settlement's
     /// view of a day's refunds.
     Refunded,
+    /// Orders whose buyer's refund waits for an admin (REFUND_REQUESTED), by the request (epoch
+    /// ms): `GET /admin/refund-reviews`, oldest first, and the review-age alarm.
+    ReviewsPending,
+    /// Orders with a refund ISSUED at a provider and not yet confirmed, by the oldest issue
+    /// (epoch ms): the sweep asks the provider until its answer is final (docs/runbook.md).
+    RefundsIssued,
+    /// Orders whose stock or bookings must still move (a restocking order not yet found
+    /// restocked, a closed or restocking SUPPLIER order still holding bookings), by the last
+    /// change (epoch ms): the sweep finishes the move the event flow lost (docs/runbook.md).
+    StockToSettle,
 }
 
 impl OrderIndex {
@@ -74,6 +84,9 @@ impl OrderIndex {
             OrderIndex::RefundsRequested => ("refunds-requested", "rb", "R#", "rdue"),
             OrderIndex::Captured => ("captured-by-time", "qb", "Q#", "qat"),
             OrderIndex::Refunded => ("refunded-by-time", "fb", "F#", "fat"),
+            OrderIndex::ReviewsPending => ("reviews-pending", "vb", "V#", "vat"),
+            OrderIndex::RefundsIssued => ("refunds-issued", "ib", "I#", "iat"),
+            OrderIndex::StockToSettle => ("stock-to-settle", "tb", "T#", "tat"),
         }
     }
 
@@ -97,15 +110,28 @@ impl OrderIndex {
             }
             OrderIndex::Captured => o.payments.iter().filter(|p| p.succeeded).map(|p| p.at_ms).min(),
             OrderIndex::Refunded => o.refunds.iter().filter_map(|r| r.issued_at_ms).max(),
+            OrderIndex::ReviewsPending => {
+                o.review.as_ref().filter(|_| o.status == OrderStatus::RefundRequested).map(|r| r.requested_at_ms)
+            }
+            OrderIndex::RefundsIssued => o
+                .refunds
+                .iter()
+                .filter(|r| r.status == RefundStatus::Issued)
+                .map(|r| r.issued_at_ms.unwrap_or(r.requested_at_ms))
+                .min(),
+            OrderIndex::StockToSettle => o.stock_to_settle().then_some(o.updated_at_ms),
         }
     }
 
-    pub const ALL: [OrderIndex; 5] = [
+    pub const ALL: [OrderIndex; 8] = [
         OrderIndex::Pending,
         OrderIndex::Shipped,
         OrderIndex::RefundsRequested,
         OrderIndex::Captured,
         OrderIndex::Refunded,
+        OrderIndex::ReviewsPending,
+        OrderIndex::RefundsIssued,
+        OrderIndex::StockToSettle,
     ];
 }
 

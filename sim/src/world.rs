@@ -712,7 +712,7 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
             out
         }
         Action::Decide(id, approve) => {
-            let r = after_sale::decide_refund(app, id, *approve, "sim", "ops").await;
+            let r = after_sale::decide_refund(app, id, *approve, "sim", "ops", None).await;
             format!("refund decision {id} approve={approve} -> {}", show(r, |o| o.status.as_str().into()))
         }
         Action::Deliver(q) => {

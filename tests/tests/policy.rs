@@ -944,6 +944,7 @@ fn a_grant_on_an_index_that_does_not_exist_is_reported() {
     let mut m = mutate(&t, "Binary: orders-api", "/index/by-user", "/index/by-usr");
     m = mutate(&m, "Binary: orders-api", "/index/captured-by-time", "/index/captured-by-tme");
     m = mutate(&m, "Binary: orders-api", "/index/refunded-by-time", "/index/refunded-by-tme");
+    m = mutate(&m, "Binary: orders-api", "/index/reviews-pending", "/index/reviews-pendng");
     let added = new_problems(&m);
     assert!(added.iter().any(|p| p.contains("table OrderTable has no index \"by-usr\"")), "{added:#?}");
     assert!(

@@ -26,10 +26,60 @@ pub struct ReasonRequest {
 #[serde(deny_unknown_fields)]
 pub struct RefundDecisionRequest {
     pub approve: bool,
+    /// The request decided: the held refund's `requested_at` as `GET /admin/refund-reviews` or
+    /// `GET /admin/orders/{order_id}` shows it (RFC 3339, as shown). When given and another
+    /// request waits now (the first was decided and the buyer asked again), the decision is
+    /// refused 409 `stale_decision` and nothing changes.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub requested_at: Option<String>,
     /// 1-500 characters, no control characters.
     #[serde(deserialize_with = "fields::reason")]
     #[schema(min_length = 1, max_length = 500)]
     pub reason: String,
+}
+
+/// `GET /admin/refund-reviews`: buyers' refunds held for an admin, oldest request first.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RefundReviewList {
+    pub reviews: Vec<HeldRefundView>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// One held refund: what an admin needs to decide it (`POST /admin/orders/{order_id}/refund-decision`
+/// with this `requested_at`).
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct HeldRefundView {
+    pub order_id: String,
+    pub user_id: String,
+    pub amount: u64,
+    pub currency: String,
+    /// The buyer's reason.
+    pub reason: String,
+    /// Why it waits: `codes_revealed`, `supplier_confirmed` or `amount_above_threshold`.
+    pub because: String,
+    #[schema(format = DateTime)]
+    pub requested_at: String,
+    /// Seconds since the request, when the page was read.
+    pub age_seconds: i64,
+}
+
+impl HeldRefundView {
+    /// The view of a held order (`None` if it holds no review).
+    pub fn of(o: &Order, now_ms: i64) -> Option<Self> {
+        let r = o.review.as_ref()?;
+        Some(HeldRefundView {
+            order_id: o.id.to_string(),
+            user_id: o.user.to_string(),
+            amount: o.amount,
+            currency: o.currency.to_string(),
+            reason: r.reason.clone(),
+            because: r.because.clone(),
+            requested_at: clock::rfc3339(r.requested_at_ms),
+            age_seconds: (now_ms - r.requested_at_ms).max(0) / 1000,
+        })
+    }
 }
 
 /// `POST /admin/orders/{order_id}/ship`.
@@ -137,6 +187,10 @@ pub struct LockView {
     pub reservation_id: String,
     pub status: &'static str,
     pub oversold: bool,
+    /// A code order's codes: `REVEALED` (shown to the buyer), `WITHDRAWN` (refunded unseen),
+    /// absent while neither happened (docs/code-pools.md, "Reveal and refund").
+    #[schema(value_type = Option<String>)]
+    pub code_fate: Option<&'static str>,
     pub lines: Vec<LockLineView>,
 }
 
@@ -182,6 +236,7 @@ impl AdminOrderView {
                     reservation_id: r.id.to_string(),
                     status: r.status.as_str(),
                     oversold: r.oversold,
+                    code_fate: r.code_fate.map(|f| f.as_str()),
                     lines: r
                         .lines
                         .iter()

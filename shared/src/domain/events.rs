@@ -231,6 +231,7 @@ mod tests {
             attempts: Vec::new(),
             review: None,
             correlation: None,
+            settled_at_ms: None,
         }
     }
 

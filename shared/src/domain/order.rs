@@ -344,6 +344,10 @@ pub struct Order {
     /// The correlation id of the request that created it (`X-Request-Id` or `traceparent`),
     /// carried through stream, bus and queues into every log line about the order.
     pub correlation: Option<String>,
+    /// When the reconcile sweep found the stock of a restocking order back on sale (its lock
+    /// RESTOCKED or RELEASED): from then on the order leaves the `stock-to-settle` index
+    /// (docs/runbook.md, "Reconcile"). `None` for every other order.
+    pub settled_at_ms: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -413,6 +417,15 @@ impl Order {
     /// Whether the lock should be RESTOCKED at quiescence.
     pub fn restocks(&self) -> bool {
         self.status.restocks(self.return_info.as_ref().and_then(|r| r.restock).unwrap_or(false))
+    }
+
+    /// Whether a move of this order's stock or bookings may still be owed: a restocking order
+    /// the sweep has not yet found restocked, or an order that should hold nothing at its
+    /// supplier still holding a booking (docs/runbook.md, "Reconcile": the stock-to-settle arm).
+    pub fn stock_to_settle(&self) -> bool {
+        use crate::domain::supplier::BookingStatus;
+        let held = self.supplier.iter().any(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending));
+        (self.restocks() && self.settled_at_ms.is_none()) || (held && super::events::releases_bookings(self))
     }
 }
 

@@ -80,6 +80,31 @@ fn create_problem(e: CreateError) -> Problem {
     }
 }
 
+/// The answer to a retry of a checkout that already wrote its order (same user, Idempotency-Key
+/// and body), for a request a refusal in front of the checkout (the sales switch) would turn
+/// away; `None` for anything else, which the refusal then answers.
+pub async fn replay(app: &App, req: &Request) -> Option<Response> {
+    if http::route(req) != "POST /orders" {
+        return None;
+    }
+    let user = subject(req).ok()?;
+    let key = IdempotencyKey::parse(http::header(req, "idempotency-key")?).ok()?;
+    let body: CreateOrderRequest = typed_body(req, app.config.max_body_bytes).ok()?;
+    let id = crate::domain::OrderId::derive(&user, &key);
+    match orders::replay_of(app, &id, &body.items).await {
+        Ok(Some(o)) => {
+            let mut r = finish(Ok(json_response(201, &OrderView::from(&o))));
+            r.headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+            Some(r)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error = format!("{e:#}"), "replay lookup failed; the refusal answers");
+            None
+        }
+    }
+}
+
 async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
     let key = http::header(req, "idempotency-key")
@@ -97,9 +122,32 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
     // the live numbers of the sale room (docs/operations.md, "Live stats"): in memory, flushed
     // every few seconds, nothing added to this checkout's writes
     let refusal = r.as_ref().err().map(|p| p.code.as_str());
+    // only campaigns the checkout resolved become live counters and metrics: an id a buyer made
+    // up (refused as unknown, or refused before the campaigns were read) records nothing
+    // (review security-3 M2)
+    if r.as_ref().err().is_some_and(|p| !campaigns_resolved(p.code)) {
+        campaigns.clear();
+    }
     crate::service::sale::record_checkout(app, &campaigns, refusal, started.elapsed().as_millis() as u64);
     crate::service::sale::flush(app, false).await;
     r
+}
+
+/// Whether a checkout refused with `code` had resolved its lines' campaigns: every refusal
+/// decided before the campaigns are read, or because one is not what the line says, did not.
+fn campaigns_resolved(code: Code) -> bool {
+    !matches!(
+        code,
+        Code::UnknownCampaign
+            | Code::NotInCampaign
+            | Code::UnknownSku
+            | Code::ValidationFailed
+            | Code::MalformedJson
+            | Code::PayloadTooLarge
+            | Code::IdempotencyKeyRequired
+            | Code::IdempotencyKeyReused
+            | Code::Unauthorized
+    )
 }
 
 async fn checkout(

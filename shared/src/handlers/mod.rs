@@ -64,7 +64,12 @@ pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {
 /// ([`crate::lambda::http`]) and the name dispatch above run.
 pub async fn guarded(app: &App, req: Request, handle: &impl AsyncFn(&App, Request) -> Response) -> Response {
     match switch_refusal(app, &req).await {
-        Some(refused) => refused,
+        // a retry of a committed checkout gets its order, whatever the switch says (review
+        // protocol-3 N13)
+        Some(refused) => match create_order::replay(app, &req).await {
+            Some(replayed) => replayed,
+            None => refused,
+        },
         None => handle(app, req).await,
     }
 }

@@ -3,7 +3,8 @@
 //! docs/after-sale.md).
 
 use crate::api::after_sale::{
-    AdminOrderView, ReasonRequest, RefundDecisionRequest, ReturnReceivedRequest, ShipRequest,
+    AdminOrderView, HeldRefundView, ReasonRequest, RefundDecisionRequest, RefundReviewList, ReturnReceivedRequest,
+    ShipRequest,
 };
 use crate::api::orders::{OrderCode, OrderCodes, OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
 use crate::api::payments::{PaymentStarted, SettlementReport, StartPaymentRequest};
@@ -34,6 +35,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/orders/{order_id}/return-received", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/cancel", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/refund-decision", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("GET /admin/refund-reviews", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("GET /admin/settlement/{date}", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/settlement/{date}/run", Auth::AnyScope(ADMIN_ORDERS)),
 ];
@@ -77,11 +79,18 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
         "POST /admin/orders/{order_id}/refund-decision" => {
             let b: RefundDecisionRequest = typed_body(&req, app.config.max_body_bytes)?;
             let actor = subject(&req)?.to_string();
-            let o = after_sale::decide_refund(app, &order_id(&req)?, b.approve, &b.reason, &actor)
+            let requested_at = match b.requested_at.as_deref() {
+                None => None,
+                Some(t) => Some(crate::clock::parse_rfc3339(t).ok_or_else(|| {
+                    Problem::validation("requested_at must be an RFC 3339 date-time").field("requested_at")
+                })?),
+            };
+            let o = after_sale::decide_refund(app, &order_id(&req)?, b.approve, &b.reason, &actor, requested_at)
                 .await
                 .map_err(order_problem)?;
             Ok(json_response(200, &OrderView::from(&o)))
         }
+        "GET /admin/refund-reviews" => refund_reviews(app, &req).await,
         "GET /admin/settlement/{date}" => settlement(app, &req, false).await,
         "POST /admin/settlement/{date}/run" => {
             http::body_bytes(&req, app.config.max_body_bytes)?;
@@ -112,6 +121,8 @@ fn order_problem(e: OrderError) -> Problem {
             StockRefusal::StockLost => Problem::new(Code::Oversold, r.to_string()),
             StockRefusal::NotConfirmed => Problem::invalid_transition(r.to_string()),
         },
+        e @ OrderError::PaymentProcessing => Problem::new(Code::PaymentProcessing, e.to_string()),
+        e @ OrderError::StaleDecision => Problem::new(Code::StaleDecision, e.to_string()),
         OrderError::Store(e) => e.into(),
     }
 }
@@ -167,6 +178,7 @@ async fn start_payment(app: &App, req: &Request) -> Result<Response, Problem> {
         StartError::TooManyAttempts => Problem::new(Code::TooManyPayments, e.to_string()),
         StartError::Refused(_) => Problem::new(Code::ProviderRefused, e.to_string()),
         StartError::Unavailable(_) => Problem::new(Code::TemporarilyUnavailable, e.to_string()).retry_after(2),
+        StartError::Processing => Problem::new(Code::PaymentProcessing, e.to_string()),
     })?;
     let answer = PaymentStarted::of(&o).ok_or_else(|| Problem::internal("a PAYING order without an attempt"))?;
     Ok(json_response(if created { 201 } else { 200 }, &answer))
@@ -211,15 +223,41 @@ fn decode_cursor(s: &str) -> Option<OrderCursor> {
     Some(OrderCursor { created_at_ms: ca.parse().ok()?, order_id: OrderId::parse(id).ok()? })
 }
 
+/// The `limit` query parameter of a page (default [`DEFAULT_PAGE`], 1..=[`MAX_PAGE`]).
+fn page_limit(req: &Request) -> Result<usize, Problem> {
+    match query(req, "limit") {
+        None => Ok(DEFAULT_PAGE),
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+            _ => Err(Problem::validation(format!("limit must be an integer in 1..={MAX_PAGE}")).field("limit")),
+        },
+    }
+}
+
+/// Held refunds, oldest first (docs/payments.md, "Refund review").
+async fn refund_reviews(app: &App, req: &Request) -> Result<Response, Problem> {
+    let limit = page_limit(req)?;
+    let after = match query(req, "cursor") {
+        None => None,
+        Some(c) => {
+            let c = decode_cursor(c).ok_or_else(|| Problem::validation("cursor is not valid").field("cursor"))?;
+            Some((c.created_at_ms, c.order_id))
+        }
+    };
+    let (held, next) = after_sale::held_refunds(app, after, limit).await?;
+    let now = crate::clock::now_ms();
+    Ok(json_response(
+        200,
+        &RefundReviewList {
+            reviews: held.iter().filter_map(|o| HeldRefundView::of(o, now)).collect(),
+            next_cursor: next.map(|(t, id)| encode_cursor(&OrderCursor { created_at_ms: t, order_id: id })),
+        },
+    ))
+}
+
 async fn list(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
-    let limit = match query(req, "limit") {
-        None => DEFAULT_PAGE,
-        Some(l) => match l.parse::<usize>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => return Err(Problem::validation(format!("limit must be an integer in 1..={MAX_PAGE}")).field("limit")),
-        },
-    };
+    let limit = page_limit(req)?;
     let cursor = match query(req, "cursor") {
         None => None,
         Some(c) => Some(decode_cursor(c).ok_or_else(|| Problem::validation("cursor is not valid").field("cursor"))?),

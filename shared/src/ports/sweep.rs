@@ -30,6 +30,14 @@ pub enum WorkItem {
     /// Orders of one `refunds-requested` bucket with a refund REQUESTED before `before_ms`:
     /// issue it (the event that should have was lost or failed).
     UnissuedRefunds { bucket: u32, before_ms: i64, cursor: Option<String> },
+    /// Orders of one `stock-to-settle` bucket quiet since before `before_ms`: a restock or a
+    /// booking cancel the event flow lost, finished (review protocol-3 N3).
+    StockToSettle { bucket: u32, before_ms: i64, cursor: Option<String> },
+    /// Orders of one `refunds-issued` bucket with a refund ISSUED before `before_ms` and never
+    /// confirmed: asked of the provider until its answer is final (review protocol-3 N9).
+    IssuedRefunds { bucket: u32, before_ms: i64, cursor: Option<String> },
+    /// Held refunds waiting for review longer than a day, counted (review protocol-3 N8).
+    HeldRefunds {},
     /// Settle one UTC day with every provider (docs/payments.md, "Settlement"); seeded by the
     /// daily schedule, not by the sweep.
     Settlement { date: crate::domain::model::Day },

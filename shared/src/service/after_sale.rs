@@ -156,6 +156,21 @@ pub async fn apply_as(
             (Some(because), Change::Refund { reason }) => hold_for_review(&o, reason, because, now)?,
             _ => next,
         };
+        // An admin's cancel of a PAYING order cancels its payment at the provider first, as the
+        // buyer's does (review protocol-3 N5): the provider's page must not take money after it.
+        if let (Change::AdminCancel { .. }, Some(a)) = (&change, open_paying_attempt(&o)) {
+            use super::paying::{cancel_at_provider, Cancelled};
+            match cancel_at_provider(app, &o, a).await? {
+                Cancelled::Cancelled => {
+                    if let Some(a) = next.attempts.last_mut() {
+                        a.state = crate::domain::order::AttemptState::Cancelled;
+                    }
+                }
+                Cancelled::NotCancellable => return Err(OrderError::PaymentProcessing),
+                // paid (or changed) meanwhile: decide again on what is stored now
+                Cancelled::Paid | Cancelled::Recorded => continue,
+            }
+        }
         if let (Some(by), Caller::Admin) = (actor, caller) {
             stamp_actor(&mut next, &change, by);
         }
@@ -175,6 +190,55 @@ pub async fn apply_as(
         super::backoff(attempt).await;
     }
     Err(OrderError::Store(anyhow::anyhow!("order {id} kept changing; retry")))
+}
+
+/// Most held refunds one `GET /admin/refund-reviews` page reads from the index before it sorts
+/// them: held refunds wait for people, so they are few; a backlog past this is read page by
+/// page from the oldest.
+pub const REVIEW_SCAN: usize = 500;
+
+/// Buyers' refunds held for review, oldest request first, after `after` (`(requested_at_ms,
+/// order id)` of the last one of the previous page), at most `limit`; the second value is the
+/// cursor of the next page (`None`: no more). From the `reviews-pending` index, which may lag
+/// a decision by a moment: an order no longer held when read is left out.
+pub async fn held_refunds(
+    app: &App,
+    after: Option<(i64, OrderId)>,
+    limit: usize,
+) -> anyhow::Result<(Vec<Order>, Option<(i64, OrderId)>)> {
+    use crate::ports::OrderIndex;
+    use futures::StreamExt;
+    let from = after.as_ref().map_or(0, |(t, _)| *t);
+    let mut ids = app.orders.between(OrderIndex::ReviewsPending, from, i64::MAX).await?;
+    ids.truncate(REVIEW_SCAN);
+    let mut held: Vec<Order> =
+        futures::stream::iter(ids.into_iter().map(|id| async move { app.orders.get(&id).await }))
+            .buffer_unordered(8)
+            .filter_map(|r| async move {
+                match r {
+                    Ok(Some(OrderRecord::Order(o))) => Some(Ok(*o)),
+                    Ok(_) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            })
+            .collect::<Vec<anyhow::Result<Order>>>()
+            .await
+            .into_iter()
+            .collect::<anyhow::Result<_>>()?;
+    let key = |o: &Order| (o.review.as_ref().map_or(0, |r| r.requested_at_ms), o.id.clone());
+    held.retain(|o| {
+        crate::ports::OrderIndex::ReviewsPending.value_of(o).is_some() && after.as_ref().is_none_or(|a| key(o) > *a)
+    });
+    held.sort_by_key(key);
+    let next = (held.len() > limit).then(|| key(&held[limit - 1]));
+    held.truncate(limit);
+    Ok((held, next))
+}
+
+/// The open attempt of a PAYING order: what a cancel must cancel at the provider first.
+fn open_paying_attempt(o: &Order) -> Option<&crate::domain::order::PaymentAttempt> {
+    o.current_attempt()
+        .filter(|a| o.status == OrderStatus::Paying && a.state == crate::domain::order::AttemptState::Open)
 }
 
 /// Records the admin who made `change` on what it wrote.
@@ -236,6 +300,7 @@ pub async fn decide_refund(
     approve: bool,
     reason: &str,
     actor: &str,
+    requested_at_ms: Option<i64>,
 ) -> Result<Order, OrderError> {
     for attempt in 1..=super::CAS_ATTEMPTS {
         let o = match app.orders.get(id).await? {
@@ -243,6 +308,11 @@ pub async fn decide_refund(
             _ => return Err(OrderError::NotFound),
         };
         let now = clock::now_ms();
+        // a decision names the request it decides (review protocol-3 N8): an admin's retried
+        // decision of an earlier request never decides a later one unseen
+        if requested_at_ms.is_some_and(|t| o.review.as_ref().map(|r| r.requested_at_ms) != Some(t)) {
+            return Err(OrderError::StaleDecision);
+        }
         if o.status != OrderStatus::RefundRequested {
             if o.review.as_ref().and_then(|r| r.approved) == Some(approve) {
                 return Ok(o);
@@ -386,6 +456,7 @@ mod tests {
             attempts: Vec::new(),
             review: None,
             correlation: None,
+            settled_at_ms: None,
         }
     }
 

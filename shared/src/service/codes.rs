@@ -43,6 +43,11 @@ pub enum CodeError {
     /// "Refund review"): the codes are void and never shown again.
     #[error("the order's codes were voided by its approved refund; they are never shown again")]
     CodesVoided,
+    /// A refund of the order waits for an admin's review, whatever the reason it is held for
+    /// (docs/payments.md, "Refund review"): nothing is shown until it is decided, so an approval
+    /// never refunds codes the buyer read while it waited.
+    #[error("a refund of this order waits for review; its codes are not shown until it is decided")]
+    RefundPending,
     /// Paid, but its stock is not confirmed yet (the event flow takes well under a second).
     #[error("the order's payment is being applied; its codes are shown in a moment")]
     NotReady,
@@ -274,15 +279,21 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
         Ok(o) => o,
         Err(super::orders::OrderError::NotFound) => return Err(CodeError::OrderNotFound),
         Err(super::orders::OrderError::Store(e)) => return Err(CodeError::Store(e)),
-        Err(super::orders::OrderError::Invalid(_) | super::orders::OrderError::Refused(_)) => {
-            return Err(CodeError::OrderNotFound)
-        }
+        Err(
+            super::orders::OrderError::Invalid(_)
+            | super::orders::OrderError::Refused(_)
+            | super::orders::OrderError::PaymentProcessing
+            | super::orders::OrderError::StaleDecision,
+        ) => return Err(CodeError::OrderNotFound),
     };
     if !o.status.is_paid_or_later() {
         return Err(CodeError::NotPaid(o.status.as_str()));
     }
     if o.review.as_ref().and_then(|r| r.approved) == Some(true) {
         return Err(CodeError::CodesVoided);
+    }
+    if o.status == crate::domain::order::OrderStatus::RefundRequested {
+        return Err(CodeError::RefundPending);
     }
     let Some(r) = app.stock.get_reservation(&ReservationId::for_order(id)).await? else {
         return Ok(Vec::new());

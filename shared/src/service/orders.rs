@@ -112,7 +112,14 @@ pub async fn create(
     }
     // Before anything is written: a refused checkout touches no shard. A replay of a checkout
     // that already froze is admitted again only if there is room (a retry is a new request).
-    super::sale::admit(app, &admissions).map_err(|(sku, s)| CreateError::RateLimited(sku, s))?;
+    if let Err((sku, s)) = super::sale::admit(app, &admissions) {
+        // a retry of a checkout that committed is answered its order, never refused (review
+        // protocol-3 N13): one read, on the refused path only
+        if let Some(o) = replay_of(app, &id, &lines).await? {
+            return Ok((o, true));
+        }
+        return Err(CreateError::RateLimited(sku, s));
+    }
     // A SUPPLIER order: a replay answers the order it made (its quote may have moved since);
     // otherwise every line is quoted first, and a line above its quote writes nothing.
     let supplier_lines = super::supplier::lines_of(&lines, &metas)?;
@@ -203,6 +210,16 @@ pub async fn create(
     Ok((order, replayed))
 }
 
+/// The order a committed checkout of these lines wrote under `id` (the same user, key and body),
+/// if there is one: what a retry is answered before any refusal (the sales switch, an admission
+/// rate) can turn it away.
+pub async fn replay_of(app: &App, id: &OrderId, lines: &[LineRequest]) -> anyhow::Result<Option<Order>> {
+    Ok(match app.orders.get(id).await? {
+        Some(OrderRecord::Order(o)) if o.request_hash == request_hash(lines) => Some(*o),
+        _ => None,
+    })
+}
+
 fn single_currency<'a>(mut it: impl Iterator<Item = &'a Currency>) -> Result<Currency, CreateError> {
     let first = it.next().cloned().ok_or(CreateError::MixedCurrency)?;
     if it.all(|c| *c == first) {
@@ -254,6 +271,7 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation) -> Result<Order, Creat
         attempts: Vec::new(),
         review: None,
         correlation: crate::telemetry::correlation(),
+        settled_at_ms: None,
     })
 }
 
@@ -328,6 +346,14 @@ pub enum OrderError {
     /// The order's status allows the change but its stock does not (docs/after-sale.md).
     #[error(transparent)]
     Refused(#[from] StockRefusal),
+    /// The order's payment is processing at its provider and cannot be cancelled (a bank
+    /// debit): the order waits for the provider's outcome (docs/payments.md).
+    #[error("the order's payment is processing at its provider; it cannot be cancelled until the provider decides")]
+    PaymentProcessing,
+    /// A refund decision named a request other than the one waiting (docs/payments.md,
+    /// "Refund review").
+    #[error("the refund request this decision names is not the one waiting; reload the order")]
+    StaleDecision,
     #[error(transparent)]
     Store(#[from] anyhow::Error),
 }
@@ -364,6 +390,7 @@ pub async fn cancel(app: &App, user: &UserId, id: &OrderId) -> Result<Order, Ord
         {
             match super::paying::cancel_at_provider(app, &o, a).await? {
                 super::paying::Cancelled::Cancelled => {}
+                super::paying::Cancelled::NotCancellable => return Err(OrderError::PaymentProcessing),
                 // paid (or changed) meanwhile: decide again on what is stored now
                 _ => continue,
             }
@@ -431,6 +458,13 @@ pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Re
         } else if o.attempts.iter().any(|a| a.state.unsettled()) {
             // a failed attempt may have been paid since at the provider: asked before expiring
             super::paying::settle_stray_attempts(app, &o).await?;
+            // one still processing there stays open (the sweep asks again) and the order
+            // expires anyway; anything else changed the order, which is decided again
+            if super::paying::reread(app, id).await?.is_some_and(|now| now.version == o.version)
+                && expire(app, &o).await?
+            {
+                return Ok(TimeoutOutcome::Expired);
+            }
             continue;
         } else if expire(app, &o).await? {
             return Ok(TimeoutOutcome::Expired);

@@ -37,6 +37,10 @@ pub enum StartError {
     /// The provider did not answer (retry).
     #[error("the payment provider is unavailable: {0:#}")]
     Unavailable(anyhow::Error),
+    /// The open payment is processing at its provider (a bank debit): it cannot be cancelled,
+    /// so no other payment may start until the provider decides.
+    #[error("the order's payment is processing at its provider; wait for its outcome")]
+    Processing,
 }
 
 impl From<anyhow::Error> for StartError {
@@ -93,6 +97,7 @@ pub async fn start(
                     .into())
                 }
                 Cancelled::Recorded => moved = true,
+                Cancelled::NotCancellable => return Err(StartError::Processing),
                 Cancelled::Cancelled => {}
             }
         }
@@ -156,16 +161,26 @@ pub enum Cancelled {
     Paid,
     /// It had succeeded and applying it changed the order: the caller re-reads.
     Recorded,
+    /// The provider refused: the payment is processing (Stripe answers a cancel of a
+    /// `processing` intent with `payment_intent_unexpected_state`) and may still take the
+    /// money. Never recorded as cancelled: the attempt stays unsettled, so the pending index
+    /// keeps it and the deadline and the sweep ask again until the provider decides.
+    NotCancellable,
 }
 
 /// Cancels `a` at its provider; a payment that succeeded meanwhile is applied as its webhook
-/// would have been.
+/// would have been, one still processing is [`Cancelled::NotCancellable`].
 pub async fn cancel_at_provider(app: &App, o: &Order, a: &PaymentAttempt) -> anyhow::Result<Cancelled> {
     let after = app.providers.get(a.provider).cancel_payment(&a.payment_id).await?;
     match after {
         Some(p) if p.state == PaymentState::Succeeded => {
             let r = apply_found(app, o, a, &p).await?;
             Ok(if r == Some(PaymentResult::Applied) { Cancelled::Paid } else { Cancelled::Recorded })
+        }
+        Some(p) if p.state == PaymentState::Processing => {
+            app.count(names::PAYMENTS_NOT_CANCELLABLE, 1);
+            tracing::warn!(order_id = %o.id, payment_id = a.payment_id, "payment processing at its provider: not cancellable");
+            Ok(Cancelled::NotCancellable)
         }
         _ => Ok(Cancelled::Cancelled),
     }
@@ -187,7 +202,13 @@ async fn apply_found(
         currency: p.currency.clone(),
         succeeded: true,
     };
-    match payments::apply(app, &n).await {
+    // A payment found succeeded by a deadline query is judged at the order's deadline, not at
+    // the moment it was asked (review protocol-3 N10): the provider took it while the order
+    // still held its stock, so a query that runs late (a lost timeout message, the sweep)
+    // pays the order instead of refunding a payment made in time.
+    let judged_at = (o.status == OrderStatus::Paying && o.current_attempt() == Some(a))
+        .then(|| (o.pay_expire_at * 1000).min(clock::now_ms()));
+    match payments::apply_judged(app, &n, judged_at).await {
         Ok(r) => {
             if r == PaymentResult::Applied {
                 app.count(names::PAYMENTS_RECOVERED, 1);
@@ -245,12 +266,17 @@ pub async fn at_deadline(app: &App, o: &Order) -> anyhow::Result<DeadlineOutcome
         Some(PaymentState::Open) | Some(PaymentState::Processing) => match cancel_at_provider(app, o, a).await? {
             Cancelled::Paid => return Ok(DeadlineOutcome::Paid),
             Cancelled::Recorded => return Ok(DeadlineOutcome::Moved),
-            Cancelled::Cancelled => AttemptState::Cancelled,
+            Cancelled::Cancelled => Some(AttemptState::Cancelled),
+            // still processing past the grace (review protocol-3 N1): the order closes and its
+            // stock goes back, but the attempt stays open — the order stays in the pending index
+            // and `settle_stray_attempts` asks at every sweep until the provider decides; a
+            // success then is refunded (the order is closed), a failure marks the attempt
+            Cancelled::NotCancellable => None,
         },
-        Some(PaymentState::Failed) => AttemptState::Failed,
-        _ => AttemptState::Cancelled,
+        Some(PaymentState::Failed) => Some(AttemptState::Failed),
+        _ => Some(AttemptState::Cancelled),
     };
-    expire(app, o, Some(final_state)).await
+    expire(app, o, final_state).await
 }
 
 /// CAS PAYING → EXPIRED, recording how its open attempt ended.
@@ -292,6 +318,12 @@ pub async fn settle_stray_attempts(app: &App, o: &Order) -> anyhow::Result<usize
             Some(p) if p.state == PaymentState::Succeeded => Some(p),
             _ => provider.cancel_payment(&a.payment_id).await?,
         };
+        if now_state.as_ref().is_some_and(|p| p.state == PaymentState::Processing) {
+            // not cancellable yet: left unsettled, asked again at the next sweep
+            app.count(names::PAYMENTS_NOT_CANCELLABLE, 1);
+            tracing::info!(order_id = %o.id, payment_id = a.payment_id, "stray attempt still processing; asked again later");
+            continue;
+        }
         let cur = reread(app, &o.id).await?.ok_or_else(|| anyhow::anyhow!("order {} vanished", o.id))?;
         match now_state {
             Some(p) if p.state == PaymentState::Succeeded => {
@@ -366,6 +398,7 @@ mod tests {
             attempts: Vec::new(),
             review: None,
             correlation: None,
+            settled_at_ms: None,
         }
     }
 

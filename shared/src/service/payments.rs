@@ -57,6 +57,16 @@ pub enum PaymentError {
 }
 
 pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, PaymentError> {
+    apply_judged(app, n, None).await
+}
+
+/// [`apply`], with the payment deadline judged at `judged_at_ms` instead of now: a payment a
+/// deadline query found succeeded is judged at the deadline (service/paying.rs, `apply_found`).
+pub async fn apply_judged(
+    app: &App,
+    n: &PaymentNotice,
+    judged_at_ms: Option<i64>,
+) -> Result<PaymentResult, PaymentError> {
     for attempt in 1..=super::CAS_ATTEMPTS {
         let o = match app.orders.get(&n.order_id).await? {
             Some(OrderRecord::Order(o)) => *o,
@@ -75,7 +85,8 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
         if o.payments.len() >= MAX_PAYMENTS_PER_ORDER && !n.succeeded {
             return Err(PaymentError::TooManyPayments);
         }
-        let (next, result) = decide(&o, n, clock::now_ms(), app.config.payment_grace_s);
+        let now = clock::now_ms();
+        let (next, result) = decide_at(&o, n, now, judged_at_ms.unwrap_or(now), app.config.payment_grace_s);
         if app.orders.replace(&o, &next).await? {
             match result {
                 Err(_) => app.count(names::PAYMENT_AMOUNT_MISMATCH, 1),
@@ -98,6 +109,17 @@ fn mismatched(o: &Order, amount: u64, currency: &str) -> bool {
 /// The order after this notice, and the answer. Pure. `grace_s`: how long past its deadline a
 /// PAYING order may still be paid (its payment was started in time; docs/payments.md).
 pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order, Result<PaymentResult, PaymentError>) {
+    decide_at(o, n, now_ms, now_ms, grace_s)
+}
+
+/// [`decide`] with the deadline judged at `judged_ms` (records are stamped `now_ms`).
+pub fn decide_at(
+    o: &Order,
+    n: &PaymentNotice,
+    now_ms: i64,
+    judged_ms: i64,
+    grace_s: i64,
+) -> (Order, Result<PaymentResult, PaymentError>) {
     let record = |outcome| PaymentRecord {
         payment_id: n.payment_id.clone(),
         provider: n.provider,
@@ -111,7 +133,21 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order
         // Money captured with the wrong amount is still captured: it goes back (protocol review
         // #7), and the order stays as it was. A failed notice with a wrong amount moved no money.
         let outcome = if n.succeeded { PaymentOutcome::RefundRequested } else { PaymentOutcome::AmountMismatch };
-        let next = o.next(now_ms, |x| push_payment(x, record(outcome), now_ms));
+        // A PAYING order whose current attempt captured the wrong amount can never be paid by
+        // it: it closes in the same write, as a late success does (review protocol-3 N4), so
+        // its stock goes back and nothing waits on it for ever.
+        let current = o.status == OrderStatus::Paying
+            && n.succeeded
+            && o.current_attempt().is_some_and(|a| a.payment_id == n.payment_id);
+        let base = match o.apply(OrderAction::Expire, now_ms) {
+            Ok(expired) if current => expired,
+            _ => o.next(now_ms, |_| {}),
+        };
+        let mut next = base;
+        if n.succeeded {
+            mark_attempt(&mut next, &n.payment_id, AttemptState::Succeeded);
+        }
+        push_payment(&mut next, record(outcome), now_ms);
         return (next, Err(PaymentError::AmountMismatch));
     }
     if !n.succeeded {
@@ -131,7 +167,7 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order
         _ => o.pay_expire_at,
     };
     if matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying)
-        && now_ms / 1000 >= closes_at
+        && judged_ms / 1000 >= closes_at
         && !crate::mutant!("payment-ignores-deadline")
     {
         // Past the deadline the order is expired whether or not its timeout message ran yet
@@ -217,6 +253,7 @@ mod tests {
             attempts: Vec::new(),
             review: None,
             correlation: None,
+            settled_at_ms: None,
         }
     }
 
@@ -276,6 +313,47 @@ mod tests {
         assert!(matches!(r, Err(PaymentError::AmountMismatch)));
         assert_eq!(next.payments[0].outcome, PaymentOutcome::AmountMismatch);
         assert_eq!(next.refund_requests(), 0);
+    }
+
+    fn paying_with(payment_id: &str) -> Order {
+        let mut o = order(OrderStatus::Paying);
+        o.pay_expire_at = 100;
+        o.attempts.push(crate::domain::order::PaymentAttempt {
+            attempt: 1,
+            payment_id: payment_id.into(),
+            provider: Provider::Generic,
+            state: AttemptState::Open,
+            created_at_ms: 0,
+            redirect_url: None,
+            client_secret: None,
+        });
+        o
+    }
+
+    #[test]
+    fn a_wrong_amount_captured_by_a_paying_orders_current_attempt_closes_the_order_in_the_same_write() {
+        // review protocol-3 N4: it can never be paid by that attempt, so it must not wait for ever
+        let o = paying_with("p1");
+        let (next, r) = decide(&o, &notice(499, true), 9, 600);
+        assert!(matches!(r, Err(PaymentError::AmountMismatch)));
+        assert_eq!((next.status, next.version), (OrderStatus::Expired, o.version + 1));
+        assert_eq!(next.attempts[0].state, AttemptState::Succeeded);
+        assert_eq!((next.refund_requests(), next.refunds[0].amount), (1, 499), "what was captured goes back");
+        // another attempt's wrong amount leaves the PAYING order as it is
+        let (other, _) = decide(&paying_with("p2"), &notice(499, true), 9, 600);
+        assert_eq!(other.status, OrderStatus::Paying);
+    }
+
+    #[test]
+    fn a_payment_found_by_a_late_deadline_query_is_judged_at_the_deadline() {
+        // review protocol-3 N10: the sweep asks long after the grace; the payment was made in time
+        let o = paying_with("p1");
+        let late_ms = (o.pay_expire_at + 10_000) * 1000;
+        let (refunded, r) = decide_at(&o, &notice(500, true), late_ms, late_ms, 600);
+        assert_eq!((r.unwrap(), refunded.status), (PaymentResult::RefundRequested, OrderStatus::Expired));
+        let (paid, r) = decide_at(&o, &notice(500, true), late_ms, o.pay_expire_at * 1000, 600);
+        assert_eq!((r.unwrap(), paid.status), (PaymentResult::Applied, OrderStatus::Paid));
+        assert_eq!(paid.payments[0].at_ms, late_ms, "recorded when it was found");
     }
 
     #[test]

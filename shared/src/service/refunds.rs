@@ -169,6 +169,35 @@ pub fn decide_confirmation(
 }
 
 /// Records the provider's answer. Idempotent: a confirmed refund stays confirmed.
+/// Asks the provider about each of `o`'s ISSUED refunds and applies every final answer as its
+/// webhook would have ([`confirm`]: done → the refund CONFIRMED, failed → recorded as failed and
+/// retried). A refund still pending there is left for the next ask. Answers how many were
+/// applied. What the sweep (the `refunds-issued` arm, review protocol-3 N9) and settlement run.
+pub async fn ask_provider(app: &App, o: &Order) -> anyhow::Result<usize> {
+    let mut applied = 0;
+    for r in o.refunds.iter().filter(|r| r.status == RefundStatus::Issued) {
+        let Some(prid) = r.provider_refund_id.as_deref() else { continue };
+        let Some(state) = app.providers.get(r.provider).refund_state(prid).await? else { continue };
+        let Some(succeeded) = state.succeeded else { continue };
+        let c = RefundConfirmation {
+            provider: r.provider,
+            order_id: o.id.clone(),
+            refund_id: Some(r.refund_id.clone()),
+            provider_refund_id: prid.to_owned(),
+            amount: state.amount,
+            succeeded,
+        };
+        match confirm(app, &c).await {
+            Ok(_) => applied += 1,
+            Err(RefundError::Store(e)) => return Err(e),
+            Err(e) => {
+                tracing::warn!(order_id = %o.id, refund_id = r.refund_id, error = %e, "refund answer not applied")
+            }
+        }
+    }
+    Ok(applied)
+}
+
 pub async fn confirm(app: &App, c: &RefundConfirmation) -> Result<ConfirmResult, RefundError> {
     let now = clock::now_ms();
     let outcome = cas(app, &c.order_id, |o| decide_confirmation(o, c, now), ConfirmResult::Duplicate).await;
@@ -378,6 +407,7 @@ mod tests {
             attempts: Vec::new(),
             review: None,
             correlation: None,
+            settled_at_ms: None,
         }
     }
 

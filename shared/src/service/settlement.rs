@@ -106,6 +106,12 @@ pub async fn run_and_report(app: &App, day: Day) -> anyhow::Result<Report> {
         tracing::info!(date = %day, confirmed = asked, "settlement: refunds confirmed by asking their provider");
     }
     let report = run(app, day).await?;
+    for m in report.mismatches.iter().filter(|m| m.kind == MismatchKind::CaptureNotRecorded) {
+        if let Err(e) = apply_unrecorded_capture(app, m).await {
+            tracing::warn!(date = %day, order_id = ?m.order_id, payment_id = ?m.payment_id, error = format!("{e:#}"),
+                "settlement: unrecorded capture not applied");
+        }
+    }
     app.count(names::SETTLEMENT_MISMATCHES, report.mismatches.len() as u64);
     for m in &report.mismatches {
         tracing::warn!(date = %day, kind = ?m.kind, provider = m.provider, order_id = ?m.order_id,
@@ -116,6 +122,43 @@ pub async fn run_and_report(app: &App, day: Day) -> anyhow::Result<Report> {
     Ok(report)
 }
 
+/// A capture the provider lists and its order never recorded (webhook lost, deadline query
+/// missed or judged it cancellable) is applied as its webhook would have been (review
+/// protocol-3 N1): the order is paid if it still can be, or the money is refunded (the order
+/// closed meanwhile). Only a payment Holdfast started for that order (one of its attempts) is
+/// applied; anything else stays a mismatch for a person. The report still names it.
+async fn apply_unrecorded_capture(app: &App, m: &Mismatch) -> anyhow::Result<()> {
+    let (Some(order_id), Some(payment_id)) = (m.order_id.as_deref(), m.payment_id.as_deref()) else { return Ok(()) };
+    let id = OrderId::parse(order_id)?;
+    let Some(OrderRecord::Order(o)) = app.orders.get(&id).await? else { return Ok(()) };
+    let Some(a) = o.attempts.iter().find(|a| a.payment_id == payment_id) else { return Ok(()) };
+    let Some(p) = app.providers.get(a.provider).payment(payment_id).await? else { return Ok(()) };
+    if p.state != crate::ports::PaymentState::Succeeded {
+        return Ok(());
+    }
+    let n = crate::service::payments::PaymentNotice {
+        payment_id: payment_id.to_owned(),
+        provider: a.provider,
+        order_id: id,
+        amount: p.amount,
+        currency: p.currency,
+        succeeded: true,
+    };
+    match crate::service::payments::apply(app, &n).await {
+        Ok(r) => {
+            app.count(names::CAPTURES_APPLIED_BY_SETTLEMENT, 1);
+            tracing::warn!(order_id, payment_id, result = ?r, "settlement: an unrecorded capture applied");
+            Ok(())
+        }
+        Err(crate::service::payments::PaymentError::Store(e)) => Err(e),
+        // a wrong amount is recorded and refunded by apply; nothing else to do here
+        Err(e) => {
+            tracing::warn!(order_id, payment_id, error = %e, "settlement: unrecorded capture refused");
+            Ok(())
+        }
+    }
+}
+
 /// Refunds issued on `day` whose confirmation never arrived: each is asked of its provider, and
 /// one the provider reports done is confirmed as its webhook would have (service/refunds.rs,
 /// `confirm`: only an ISSUED refund of that provider under its recorded id). Answers how many.
@@ -124,27 +167,7 @@ async fn ask_about_issued_refunds(app: &App, day: Day) -> anyhow::Result<usize> 
     let mut confirmed = 0;
     for id in app.orders.between(OrderIndex::Refunded, from, from + 86_400_000).await? {
         let Some(OrderRecord::Order(o)) = app.orders.get(&id).await? else { continue };
-        for r in o.refunds.iter().filter(|r| r.status == RefundStatus::Issued) {
-            let Some(prid) = r.provider_refund_id.as_deref() else { continue };
-            let Some(state) = app.providers.get(r.provider).refund_state(prid).await? else { continue };
-            if state.succeeded != Some(true) {
-                continue;
-            }
-            let c = crate::service::refunds::RefundConfirmation {
-                provider: r.provider,
-                order_id: o.id.clone(),
-                refund_id: Some(r.refund_id.clone()),
-                provider_refund_id: prid.to_owned(),
-                amount: state.amount,
-                succeeded: true,
-            };
-            match crate::service::refunds::confirm(app, &c).await {
-                Ok(_) => confirmed += 1,
-                Err(e) => {
-                    tracing::warn!(order_id = %o.id, refund_id = r.refund_id, error = %e, "settlement: refund not confirmed")
-                }
-            }
-        }
+        confirmed += crate::service::refunds::ask_provider(app, &o).await?;
     }
     Ok(confirmed)
 }
@@ -326,6 +349,7 @@ mod tests {
             attempts: Vec::new(),
             review: None,
             correlation: None,
+            settled_at_ms: None,
         }
     }
 

@@ -9,7 +9,8 @@
 //!   payment; the same key with another body → 422.
 //! - `GET /payments/{id}` → the payment; a decision set by `POST /control/payments/{id}` is
 //!   applied once its number of polls has passed. `POST /payments/{id}/cancel` → `CANCELLED`
-//!   unless it had succeeded (then `SUCCEEDED`, unchanged).
+//!   unless it had succeeded (then `SUCCEEDED`, unchanged) or is processing (then `PROCESSING`,
+//!   unchanged: not cancellable, as at Stripe).
 //! - `GET /refunds/{provider_refund_id}` → the refund (`PENDING` until the peer confirms it,
 //!   then `SUCCEEDED`). `GET /settlement/{YYYY-MM-DD}[?cursor=]` → that UTC day's captures and
 //!   refunds, `settlement_page_size` items a page (default 100), `next_cursor` an offset.
@@ -527,11 +528,19 @@ impl SimProvider {
         Some(p)
     }
 
+    /// A processing payment is not cancellable (as Stripe refuses to cancel a `processing`
+    /// intent): it is answered as it stands and its pending decision still applies.
     fn cancel(&self, payment_id: &str) -> Option<SimPayment> {
         let mut s = lock(&self.pay.inner);
-        s.pending.remove(payment_id);
+        let processing =
+            s.payments.iter().any(|p| p.payment_id == payment_id && !p.forgotten && p.status == WireStatus::Processing);
+        if !processing {
+            s.pending.remove(payment_id);
+        }
         let p = s.payments.iter_mut().find(|p| p.payment_id == payment_id && !p.forgotten)?;
-        move_to(p, WireStatus::Cancelled);
+        if !processing {
+            move_to(p, WireStatus::Cancelled);
+        }
         Some(p.clone())
     }
 

@@ -74,6 +74,9 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if let Some(c) = &o.correlation {
         it.insert("cor".into(), s(c.clone()));
     }
+    if let Some(t) = o.settled_at_ms {
+        it.insert("stl".into(), n(t));
+    }
     // the bucketed sparse indexes (docs/after-sale.md, "Sweeps")
     for index in OrderIndex::ALL {
         if let Some(v) = index.value_of(o) {
@@ -133,6 +136,7 @@ pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
         },
         review: opt_s(it, "rev").map(serde_json::from_str).transpose().context("order refund review")?,
         correlation: opt_s(it, "cor").map(str::to_owned),
+        settled_at_ms: it.contains_key("stl").then(|| get_n(it, "stl")).transpose()?,
     })))
 }
 

@@ -337,16 +337,16 @@ async fn a_buyers_refund_of_shown_codes_waits_for_review_and_an_approval_voids_t
     assert_eq!(held.review.as_ref().map(|r| r.because.as_str()), Some("codes_revealed"));
     assert!(held.refunds.is_empty(), "no money moves before the decision");
     assert_eq!(ask().await.unwrap().version, held.version, "asking again changes nothing");
-    let rejected = decide_refund(&app, &o.id, false, "used", "admin-1").await.unwrap();
+    let rejected = decide_refund(&app, &o.id, false, "used", "admin-1", None).await.unwrap();
     assert_eq!(rejected.status, Paid);
     assert_eq!(rejected.review.as_ref().and_then(|r| r.decided_by.as_deref()), Some("admin-1"));
     assert_eq!(reveal(&app, &buyer, &o.id).await.unwrap().len(), 1, "still the buyer's");
-    assert!(decide_refund(&app, &o.id, true, "late", "admin-1").await.is_err(), "nothing waits now");
+    assert!(decide_refund(&app, &o.id, true, "late", "admin-1", None).await.is_err(), "nothing waits now");
     assert_eq!(ask().await.unwrap().status, RefundRequested);
-    let approved = decide_refund(&app, &o.id, true, "goodwill", "admin-2").await.unwrap();
+    let approved = decide_refund(&app, &o.id, true, "goodwill", "admin-2", None).await.unwrap();
     assert_eq!(approved.status, Refunding);
     assert_eq!(approved.refunds.len(), 1, "refunded once");
-    let again = decide_refund(&app, &o.id, true, "goodwill", "admin-2").await.unwrap();
+    let again = decide_refund(&app, &o.id, true, "goodwill", "admin-2", None).await.unwrap();
     assert_eq!((again.version, again.refunds.len()), (approved.version, 1), "a repeat answers the same");
     assert!(matches!(reveal(&app, &buyer, &o.id).await, Err(CodeError::CodesVoided)));
 }

@@ -104,6 +104,10 @@ impl MemoryProvider {
         Some(p.clone())
     }
 
+    fn payment_now(&self, payment_id: &str) -> Option<crate::ports::ProviderPayment> {
+        lock(&self.state).payments.iter().find(|(_, p, _)| p.payment_id == payment_id).map(|(_, p, _)| p.clone())
+    }
+
     /// The provider finishes a refund (`true`: done).
     pub fn finish_refund(&self, provider_refund_id: &str, succeeded: bool) {
         let mut s = lock(&self.state);
@@ -148,9 +152,13 @@ impl crate::ports::PaymentProvider for MemoryProvider {
         Ok(lock(&self.state).payments.iter().find(|(_, p, _)| p.payment_id == payment_id).map(|(_, p, _)| p.clone()))
     }
 
+    /// A processing payment is not cancellable, as at Stripe: answered as it stands.
     async fn cancel_payment(&self, payment_id: &str) -> anyhow::Result<Option<crate::ports::ProviderPayment>> {
         interleave().await;
-        Ok(self.settle(payment_id, crate::ports::PaymentState::Cancelled))
+        match self.payment_now(payment_id) {
+            Some(p) if p.state == crate::ports::PaymentState::Processing => Ok(Some(p)),
+            _ => Ok(self.settle(payment_id, crate::ports::PaymentState::Cancelled)),
+        }
     }
 
     async fn refund(

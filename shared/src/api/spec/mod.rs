@@ -16,8 +16,9 @@ mod sale;
 mod stock;
 
 use super::after_sale::{
-    AdminOrderView, LockLineView, LockView, PaymentView, ReasonRequest, RefundDecisionRequest, RefundView,
-    RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus, ReturnReceivedRequest, ShipRequest,
+    AdminOrderView, HeldRefundView, LockLineView, LockView, PaymentView, ReasonRequest, RefundDecisionRequest,
+    RefundReviewList, RefundView, RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus, ReturnReceivedRequest,
+    ShipRequest,
 };
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
@@ -123,13 +124,14 @@ impl Modify for Security {
           campaigns::adjust_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::get_campaign, orders::create_order, orders::list_orders, orders::get_order, orders::order_codes, orders::cancel_order, orders::start_payment, payments::payment_callback,
           payments::stripe_webhook,
           orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_ship_order, orders::admin_return_received,
-          orders::admin_cancel_order, orders::admin_refund_decision, orders::get_settlement, orders::run_settlement,
+          orders::admin_cancel_order, orders::admin_refund_decision, orders::list_refund_reviews, orders::get_settlement, orders::run_settlement,
           payments::refund_webhook,
           reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation,
           sale::get_sales_switch, sale::put_sales_switch, sale::admin_get_sku, sale::list_campaigns, sale::campaign_stats,
           sale::machinery, sale::console),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
                        StartPaymentRequest, PaymentStarted, PaymentAttemptView, RefundDecisionRequest, RefundReviewView,
+                       RefundReviewList, HeldRefundView,
                        SettlementReport, SettlementMismatch,
                        OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
                        ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult,

@@ -249,6 +249,20 @@ pub(super) fn admin_refund_decision() {}
     ))]
 pub(super) fn admin_get_order() {}
 
+#[utoipa::path(get, path = "/admin/refund-reviews", tag = "orders", operation_id = "listRefundReviews",
+    params(("limit" = Option<u32>, Query, description = "1..=100, default 20", minimum = 1, maximum = 100),
+           ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Buyers' refunds held for review, oldest request first", body = RefundReviewList),
+        NoValidToken,
+        (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
+        (status = 422, description = "validation_failed: limit or cursor", body = ProblemBody,
+         content_type = "application/problem+json"),
+        Retry,
+    ))]
+pub(super) fn list_refund_reviews() {}
+
 #[utoipa::path(get, path = "/admin/settlement/{date}", tag = "orders", operation_id = "getSettlement",
     params(("date" = String, Path, description = "YYYY-MM-DD (UTC), not in the future")),
     security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),

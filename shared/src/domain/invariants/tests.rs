@@ -122,6 +122,7 @@ fn a_failed_order_holds_nothing_and_a_closed_orders_confirmed_booking_was_cancel
         attempts: vec![],
         review: None,
         correlation: None,
+        settled_at_ms: None,
     };
     let snap = |o: Order, lock: LockStatus| {
         let mut r = res("o1", lock, 1);

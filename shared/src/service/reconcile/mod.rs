@@ -30,6 +30,7 @@ mod invariants;
 mod journals;
 mod locked;
 mod repairs;
+mod settle;
 #[cfg(test)]
 mod tests;
 
@@ -37,6 +38,7 @@ use invariants::*;
 use journals::*;
 use locked::*;
 use repairs::*;
+use settle::*;
 
 pub use journals::{JOURNAL_ENTRY_PAGE, JOURNAL_SKU_PAGE};
 pub use locked::lock_group;
@@ -95,6 +97,12 @@ pub struct ReconcileReport {
     pub supplier_cancels: usize,
     /// Differences a settlement work item found (docs/payments.md, "Settlement").
     pub settlement_mismatches: usize,
+    /// Restocks the event flow lost, done by the stock-to-settle arm.
+    pub stock_settled: usize,
+    /// ISSUED refunds whose final provider answer the sweep applied.
+    pub refunds_settled: usize,
+    /// Held refunds waiting longer than a day.
+    pub reviews_overdue: usize,
 }
 
 impl ReconcileReport {
@@ -128,6 +136,9 @@ impl ReconcileReport {
         self.locks_restocked += o.locks_restocked;
         self.supplier_bookings_held += o.supplier_bookings_held;
         self.supplier_cancels += o.supplier_cancels;
+        self.stock_settled += o.stock_settled;
+        self.refunds_settled += o.refunds_settled;
+        self.reviews_overdue += o.reviews_overdue;
     }
 }
 
@@ -182,7 +193,10 @@ pub fn repair_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
     for bucket in 0..INDEX_BUCKETS {
         items.push(WorkItem::ShippedDue { bucket, before_s: now_ms / 1000 + 1, cursor: None });
         items.push(WorkItem::UnissuedRefunds { bucket, before_ms: now_ms - redrive_ms, cursor: None });
+        items.push(WorkItem::StockToSettle { bucket, before_ms: now_ms - stale_ms, cursor: None });
+        items.push(WorkItem::IssuedRefunds { bucket, before_ms: now_ms - redrive_ms, cursor: None });
     }
+    items.push(WorkItem::HeldRefunds {});
     items
 }
 
@@ -286,7 +300,13 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
                     match after_sale::apply(app, Caller::Admin, id, Change::AutoComplete).await {
                         Ok(_) => rep.orders_completed += 1,
                         // confirmed by the buyer, returned, or not due after all: nothing to do
-                        Err(OrderError::Invalid(_) | OrderError::NotFound | OrderError::Refused(_)) => {}
+                        Err(
+                            OrderError::Invalid(_)
+                            | OrderError::NotFound
+                            | OrderError::Refused(_)
+                            | OrderError::PaymentProcessing
+                            | OrderError::StaleDecision,
+                        ) => {}
                         Err(OrderError::Store(e)) => {
                             rep.errors += 1;
                             tracing::warn!(order_id = %id, error = format!("{e:#}"), "auto-complete failed");
@@ -333,6 +353,20 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
                     Some(c) => cursor = Some(c),
                 }
             }
+        }
+        WorkItem::StockToSettle { bucket, before_ms, cursor } => {
+            page_owed(app, Owed::Stock, (*bucket, *before_ms, cursor.clone()), (started, budget), &mut rep)
+                .await?
+                .map(|c| WorkItem::StockToSettle { bucket: *bucket, before_ms: *before_ms, cursor: Some(c) })
+        }
+        WorkItem::IssuedRefunds { bucket, before_ms, cursor } => {
+            page_owed(app, Owed::Refunds, (*bucket, *before_ms, cursor.clone()), (started, budget), &mut rep)
+                .await?
+                .map(|c| WorkItem::IssuedRefunds { bucket: *bucket, before_ms: *before_ms, cursor: Some(c) })
+        }
+        WorkItem::HeldRefunds {} => {
+            overdue_reviews(app, &mut rep).await?;
+            None
         }
         WorkItem::SkuInvariants { cursor } => {
             let mut cursor = cursor.clone();

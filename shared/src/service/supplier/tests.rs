@@ -169,7 +169,7 @@ async fn refunding_a_paid_supplier_order_cancels_its_booking_once() {
     let held = after_sale::apply(&app, Caller::Buyer(&o.user), &o.id, refund).await.unwrap();
     assert_eq!(held.status, OrderStatus::RefundRequested);
     assert_eq!(compensate(&app, &o.id).await.unwrap(), 0, "nothing cancelled while it waits");
-    let refunding = after_sale::decide_refund(&app, &o.id, true, "ok", "admin").await.unwrap();
+    let refunding = after_sale::decide_refund(&app, &o.id, true, "ok", "admin", None).await.unwrap();
     assert_eq!(refunding.status, OrderStatus::Refunding);
     crate::service::stock::restock(&app, &ReservationId::for_order(&o.id)).await.unwrap();
     // refunded before service with its booking still held: an invariant violation

@@ -25,6 +25,7 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         attempts: Vec::new(),
         review: None,
         correlation: None,
+        settled_at_ms: None,
     }
 }
 
@@ -68,4 +69,69 @@ async fn the_bus_rejects_as_many_events_as_it_was_told_to() {
     assert_eq!(w.bus.publish(&[ev.clone(), ev.clone(), ev.clone()]).await.unwrap(), [false, false, true]);
     assert_eq!(w.bus.publish(std::slice::from_ref(&ev)).await.unwrap(), [true]);
     assert_eq!(w.bus.published().len(), 2);
+}
+
+#[tokio::test]
+async fn a_processing_payment_is_not_cancellable_as_at_stripe_and_an_open_one_is() {
+    use crate::ports::{PaymentProvider, PaymentRequest, PaymentState};
+    let p = MemoryProvider::default();
+    let req = |n: u32| PaymentRequest {
+        attempt_key: format!("pay_o1_{n}"),
+        order_id: OrderId::parse("o1").unwrap(),
+        amount: 500,
+        currency: "EUR".into(),
+    };
+    let debit = p.create_payment(&req(1)).await.unwrap().unwrap().payment_id;
+    let card = p.create_payment(&req(2)).await.unwrap().unwrap().payment_id;
+    p.settle(&debit, PaymentState::Processing);
+    let after = p.cancel_payment(&debit).await.unwrap().unwrap();
+    assert_eq!(after.state, PaymentState::Processing, "refused: it may still take the money");
+    p.settle(&debit, PaymentState::Succeeded);
+    assert_eq!(p.payment(&debit).await.unwrap().unwrap().state, PaymentState::Succeeded);
+    assert_eq!(p.cancel_payment(&card).await.unwrap().unwrap().state, PaymentState::Cancelled);
+}
+
+#[test]
+fn the_backstop_indexes_hold_exactly_the_orders_that_owe_something() {
+    use crate::domain::refund::{RefundReason, RefundRecord, RefundStatus};
+    use crate::ports::OrderIndex;
+    let base = stored_order("o1", "alice", 1_000);
+    assert_eq!(OrderIndex::StockToSettle.value_of(&base), None);
+    // a refunded order owes a restock until the sweep finds it restocked
+    let refunded = base.next(5_000, |o| o.status = OrderStatus::Refunded);
+    assert_eq!(OrderIndex::StockToSettle.value_of(&refunded), Some(5_000));
+    let settled = refunded.next(6_000, |o| o.settled_at_ms = Some(6_000));
+    assert_eq!(OrderIndex::StockToSettle.value_of(&settled), None);
+    // an ISSUED refund is asked about until confirmed
+    let paid = crate::domain::order::PaymentRecord {
+        payment_id: "p1".into(),
+        provider: crate::domain::order::Provider::Generic,
+        succeeded: true,
+        amount: 500,
+        currency: "EUR".into(),
+        outcome: crate::domain::order::PaymentOutcome::Applied,
+        at_ms: 2_000,
+    };
+    let mut r = RefundRecord::requested(&paid, 500, RefundReason::BuyerRequest, 3_000);
+    r.status = RefundStatus::Issued;
+    r.issued_at_ms = Some(4_000);
+    let issued = refunded.next(7_000, |o| o.refunds.push(r.clone()));
+    assert_eq!(OrderIndex::RefundsIssued.value_of(&issued), Some(4_000));
+    let confirmed = issued.next(8_000, |o| o.refunds[0].status = RefundStatus::Confirmed);
+    assert_eq!(OrderIndex::RefundsIssued.value_of(&confirmed), None);
+    // a held refund is listed while it waits
+    let held = base.next(9_000, |o| {
+        o.status = OrderStatus::RefundRequested;
+        o.review = Some(crate::domain::order::RefundReview {
+            reason: "x".into(),
+            because: "amount_above_threshold".into(),
+            requested_at_ms: 9_000,
+            approved: None,
+            decided_by: None,
+            decision_reason: None,
+            decided_at_ms: None,
+        });
+    });
+    assert_eq!(OrderIndex::ReviewsPending.value_of(&held), Some(9_000));
+    assert_eq!(OrderIndex::ReviewsPending.value_of(&held.next(10_000, |o| o.status = OrderStatus::Paid)), None);
 }
