@@ -17,6 +17,13 @@ pub struct InsecurePeer(pub String);
 /// The base URL without a trailing slash, if it may be called ("" = not configured).
 pub fn base_url(url: &str) -> Result<String, InsecurePeer> {
     let base = url.trim_end_matches('/');
+    // credentials in the URL are never sent (review security-3 I-9): the bearer credential is
+    // the only one, and a userinfo part can disguise the host a reader sees
+    let authority =
+        base.split_once("://").map_or("", |(_, rest)| rest.split(['/', '?', '#']).next().unwrap_or_default());
+    if authority.contains('@') {
+        return Err(InsecurePeer(url.to_owned()));
+    }
     if base.is_empty() || base.starts_with("https://") {
         return Ok(base.to_owned());
     }
@@ -147,8 +154,16 @@ mod tests {
         assert_eq!(base_url("http://127.0.0.1:9001").unwrap(), "http://127.0.0.1:9001");
         assert_eq!(base_url("http://localhost:8080/x").unwrap(), "http://localhost:8080/x");
         assert_eq!(base_url("http://[::1]:9").unwrap(), "http://[::1]:9");
-        for bad in ["http://pay.example.com", "http://127.0.0.1.evil.com", "ftp://x", "http://localhost.evil:1", "pay"]
-        {
+        for bad in [
+            "http://pay.example.com",
+            "http://127.0.0.1.evil.com",
+            "ftp://x",
+            "http://localhost.evil:1",
+            "pay",
+            "https://user:pass@pay.example.com",
+            "https://pay.example.com@evil.com/v1",
+            "http://127.0.0.1@evil.com",
+        ] {
             assert!(base_url(bad).is_err(), "{bad}");
         }
     }

@@ -345,7 +345,14 @@ impl Checkpoint {
     /// shard whose last `after` shows its counters has nothing pending from before then that
     /// changes its sums (any entry still on its way nets to zero), so its mark may move up to
     /// `read_ms − SETTLE_MS` and stop holding the next read back.
+    ///
+    /// Nothing settles while a shard of `0..counters.len()` has not started (review protocol-3
+    /// N11): a new shard's creation entry may reach the journal late (stream lag), and a mark
+    /// moved past it would skip it for good, leaving the SKU `Incomplete` from then on.
     pub fn settle(&mut self, counters: &[ShardCounts], read_ms: i64) {
+        if (0..counters.len()).any(|i| self.shards.get(i).is_none_or(|m| !m.started)) {
+            return;
+        }
         let key = entry_key(read_ms - SETTLE_MS, "");
         for (m, c) in self.shards.iter_mut().zip(counters) {
             if m.started && m.last == *c && m.seq < key {
@@ -491,6 +498,11 @@ mod tests {
         assert!(cp.apply(&journal[2..], 1, 10_000));
         assert_eq!(cp.verdict(&[c(8, 0, 2)]), check(&journal, &[c(8, 0, 2)]));
         assert!(!cp.apply(&journal, 1, 10_000), "entries already applied are skipped");
+        // a second shard whose creation entry has not arrived (stream lag): nothing settles,
+        // or its creation would be read past for good (review protocol-3 N11)
+        let mut waiting = cp.clone();
+        waiting.settle(&[c(8, 0, 2), c(0, 0, 0)], 60_000);
+        assert_eq!(waiting.read_from(), Some("0000000000004.4"), "held back for the new shard");
         // nothing new and caught up: the mark settles to the counters' read time
         cp.settle(&[c(8, 0, 2)], 60_000);
         assert_eq!(cp.read_from(), Some("0000000055000."));

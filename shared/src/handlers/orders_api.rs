@@ -177,7 +177,13 @@ async fn start_payment(app: &App, req: &Request) -> Result<Response, Problem> {
         StartError::WindowClosed => Problem::invalid_transition("the order's payment deadline has passed"),
         StartError::TooManyAttempts => Problem::new(Code::TooManyPayments, e.to_string()),
         StartError::Refused(_) => Problem::new(Code::ProviderRefused, e.to_string()),
-        StartError::Unavailable(_) => Problem::new(Code::TemporarilyUnavailable, e.to_string()).retry_after(2),
+        // the provider's error stays in the log: a buyer is told what to do, never the chain
+        // (roles, URLs, key suffixes: review security-3 L2)
+        StartError::Unavailable(ref cause) => {
+            tracing::warn!(error = format!("{cause:#}"), "payment provider unavailable");
+            Problem::new(Code::TemporarilyUnavailable, "the payment provider did not answer; retry in a moment")
+                .retry_after(2)
+        }
         StartError::Processing => Problem::new(Code::PaymentProcessing, e.to_string()),
     })?;
     let answer = PaymentStarted::of(&o).ok_or_else(|| Problem::internal("a PAYING order without an attempt"))?;

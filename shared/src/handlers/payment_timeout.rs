@@ -14,6 +14,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
     each(
         &app.function,
         ev,
+        super::sqs::batch_budget(app),
         || ConsumerFaults {
             drop: crate::fault!(app.faults, faults::PAYMENT_TIMEOUT_DROP),
             crash: crate::fault!(app.faults, faults::PAYMENT_TIMEOUT_CRASH).then_some(faults::PAYMENT_TIMEOUT_CRASH),

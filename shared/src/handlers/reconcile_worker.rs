@@ -14,6 +14,8 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
     let r = each(
         &app.function,
         ev,
+        // one item at a time, bounded by its own work budget (service/reconcile)
+        std::time::Duration::from_secs(3600),
         || ConsumerFaults { drop: false, crash: None, fail: false },
         |m| async move {
             let Message::ReconcileWork { sweep_ms, item, .. } =

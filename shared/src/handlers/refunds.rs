@@ -42,7 +42,7 @@ pub fn parse(body: &str) -> anyhow::Result<RefundWork> {
 }
 
 pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse> {
-    each(&app.function, ev, ConsumerFaults::default, |m| async move {
+    each(&app.function, ev, super::sqs::batch_budget(app), ConsumerFaults::default, |m| async move {
         let work = parse(m.body.as_deref().unwrap_or("")).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?;
         let result = match &work {
             RefundWork::Issue { order_id, refund_id } => {

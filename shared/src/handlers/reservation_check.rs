@@ -13,6 +13,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
     each(
         &app.function,
         ev,
+        super::sqs::batch_budget(app),
         || ConsumerFaults {
             drop: crate::fault!(app.faults, faults::RESERVATION_CHECK_DROP),
             crash: crate::fault!(app.faults, faults::RESERVATION_CHECK_CRASH)

@@ -30,11 +30,22 @@ pub struct ConsumerFaults {
 /// order's status, the lock's) before it writes, conditionally.
 pub const BATCH_CONCURRENCY: usize = 4;
 
+/// How long one batch of a queue consumer may run: a second under its request budget, itself
+/// under the functions' 10 s timeout (8 s on AWS; scaled like every budget on the slow local
+/// emulator), so a slow dependency (a provider answering in 10 s, a supplier down) fails the
+/// messages it holds up, each alone, instead of timing the Lambda out and failing the whole
+/// batch (review protocol-3 N12). A message still running at the deadline is stopped (a crash
+/// at that point, which every consumer already survives) and left for retry.
+pub fn batch_budget(app: &crate::context::App) -> std::time::Duration {
+    app.budget.request.saturating_sub(std::time::Duration::from_secs(1))
+}
+
 /// Runs `process` over the batch, up to [`BATCH_CONCURRENCY`] messages at once, applying the
 /// consumer's faults (decided per message, in batch order, before anything runs).
 pub async fn each<F, Fut>(
     function: &str,
     ev: SqsEvent,
+    budget: std::time::Duration,
     faults: impl Fn() -> ConsumerFaults,
     process: F,
 ) -> anyhow::Result<SqsBatchResponse>
@@ -61,14 +72,19 @@ where
         }
         todo.push((id, m));
     }
+    let deadline = tokio::time::Instant::now() + budget;
     let one = |(id, m): (String, SqsMessage)| {
         let span = tracing::info_span!("message", function, message_id = %id);
         let run = process(m).instrument(span);
         async move {
-            match run.await {
-                Ok(_) => None,
-                Err(e) => {
+            match tokio::time::timeout_at(deadline, run).await {
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => {
                     tracing::warn!(message_id = id, error = format!("{e:#}"), "message failed; left for retry");
+                    Some(BatchItemFailure { item_identifier: id })
+                }
+                Err(_) => {
+                    tracing::warn!(message_id = id, "message ran past the batch's budget; left for retry");
                     Some(BatchItemFailure { item_identifier: id })
                 }
             }
@@ -119,7 +135,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_batch_runs_a_bounded_number_at_once_and_reports_only_its_failures() {
         let (now, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let out = each("t", batch(10), ConsumerFaults::default, |m| {
+        let out = each("t", batch(10), std::time::Duration::from_secs(60), ConsumerFaults::default, |m| {
             let (now, most) = (&now, &most);
             async move {
                 let n = now.fetch_add(1, Ordering::SeqCst) + 1;
@@ -142,11 +158,26 @@ mod tests {
         assert_eq!(most.load(Ordering::SeqCst), BATCH_CONCURRENCY);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_message_past_the_batch_budget_fails_alone_and_the_others_are_reported_done() {
+        let out = each("t", batch(4), std::time::Duration::from_secs(8), ConsumerFaults::default, |m| async move {
+            // one message waits on a dependency that answers in 10 s
+            if m.body.as_deref() == Some("2") {
+                tokio::time::sleep(std::time::Duration::from_secs(10)).await;
+            }
+            Ok(Handled::Done)
+        })
+        .await
+        .unwrap();
+        let failed: Vec<_> = out.batch_item_failures.into_iter().map(|f| f.item_identifier).collect();
+        assert_eq!(failed, ["m2"], "only the slow one is left for retry; the batch returns inside its budget");
+    }
+
     #[tokio::test]
     async fn a_crash_point_fails_the_invocation_after_the_first_message_alone() {
         let seen = AtomicUsize::new(0);
         let faults = || ConsumerFaults { crash: Some("t.crash"), ..Default::default() };
-        let out = each("t", batch(5), faults, |_| {
+        let out = each("t", batch(5), std::time::Duration::from_secs(60), faults, |_| {
             let seen = &seen;
             async move {
                 seen.fetch_add(1, Ordering::SeqCst);

@@ -89,6 +89,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
     each(
         &app.function,
         ev,
+        super::sqs::batch_budget(app),
         || ConsumerFaults {
             drop: crate::fault!(app.faults, faults::STOCK_EVENTS_DROP),
             crash: crate::fault!(app.faults, faults::STOCK_EVENTS_CRASH).then_some(faults::STOCK_EVENTS_CRASH),

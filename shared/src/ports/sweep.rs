@@ -38,6 +38,10 @@ pub enum WorkItem {
     IssuedRefunds { bucket: u32, before_ms: i64, cursor: Option<String> },
     /// Held refunds waiting for review longer than a day, counted (review protocol-3 N8).
     HeldRefunds {},
+    /// Campaigns after `cursor` (by id): an ended one's ring-fenced units go back to its SKUs
+    /// (docs/campaigns.md, "Ring-fenced quota"); a repair of every sweep, budgeted, not a check
+    /// that waits for an empty queue (review protocol-3 N6).
+    FenceReturns { cursor: Option<String> },
     /// Settle one UTC day with every provider (docs/payments.md, "Settlement"); seeded by the
     /// daily schedule, not by the sweep.
     Settlement { date: crate::domain::model::Day },

@@ -86,7 +86,7 @@ pub async fn put_by(
                 }
             }
             for i in spec.items.iter().filter(|i| i.reserve) {
-                super::fence::fence(app, id, i, i.quota, &format!("fence-{id}"), actor).await?;
+                super::fence::fence(app, id, i, i.quota, &super::fence::fence_id(id, None), actor).await?;
             }
         }
         let (next, expected) = match &existing {
@@ -190,7 +190,7 @@ pub async fn adjust(
         };
         let (pieces, short) = adjustment_pieces(delta, item.shards, &available);
         let quota = item.quota.checked_add(delta).ok_or(CampaignError::Insufficient(delta))?;
-        let fence_id = format!("fence-{id}-{adjustment_id}");
+        let fence_id = super::fence::fence_id(id, Some(adjustment_id));
         if item.reserve && delta > 0 {
             // the units first: a quota never promises what is not fenced
             super::fence::fence(app, id, &item, delta, &fence_id, actor.map(|a| a.as_str())).await?;
@@ -257,8 +257,6 @@ pub async fn check_quotas(app: &App) -> anyhow::Result<Vec<crate::domain::invari
         let Some(c) = app.stock.get_campaign(&id, true).await? else { continue };
         campaigns.push(c);
     }
-    // ended campaigns give their ring-fenced units back (docs/campaigns.md)
-    super::fence::return_ended(app, &campaigns).await?;
     for c in campaigns {
         for i in &c.items {
             items.push(crate::domain::invariants::CampaignItemSnapshot {

@@ -315,7 +315,9 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
         LockStatus::Frozen => return Err(CodeError::NotReady),
         LockStatus::Released | LockStatus::Restocked => return Err(CodeError::CodesReturned),
     }
-    match if early { Some(CodeFate::Revealed) } else { app.stock.settle_codes(&r.id, CodeFate::Revealed).await? } {
+    // a fate already recorded is final (review security-3 I-10): a repeat reveal writes nothing
+    let known = early || r.code_fate == Some(CodeFate::Revealed);
+    match if known { Some(CodeFate::Revealed) } else { app.stock.settle_codes(&r.id, CodeFate::Revealed).await? } {
         Some(CodeFate::Revealed) => {}
         Some(CodeFate::Withdrawn) => return Err(CodeError::CodesWithdrawn),
         None => return Err(CodeError::CodesReturned),

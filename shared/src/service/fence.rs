@@ -17,6 +17,16 @@ use crate::ports::{AdjustRejection, Adjustment, SkuMeta};
 
 const ATTEMPTS: u32 = 10;
 
+/// The adjustment id of a ring-fence move for campaign `c` (its creation, or quota adjustment
+/// `adjustment`): `fence:` and `:` cannot appear in an admin's adjustment id
+/// (`[A-Za-z0-9._-]`), so no admin adjustment can take it (review protocol-3 N6).
+pub fn fence_id(c: &CampaignId, adjustment: Option<&str>) -> String {
+    match adjustment {
+        None => format!("fence:{c}"),
+        Some(a) => format!("fence:{c}:{a}"),
+    }
+}
+
 /// Moves `q` available units from `from` to `to` (both existing stock items) once per `id`.
 /// `Ok(false)`: `from` has fewer than `q` available.
 async fn transfer(app: &App, from: &Sku, to: &Sku, q: i64, id: &str, actor: Option<&str>) -> anyhow::Result<bool> {
@@ -49,6 +59,11 @@ async fn transfer(app: &App, from: &Sku, to: &Sku, q: i64, id: &str, actor: Opti
         let out = adj(from, -q, out_pieces);
         let into = adj(to, q, in_pieces.map(|(i, d)| (i as u16, d)).collect());
         match app.stock.adjust_pair(&out, &into).await? {
+            // the same move again (a retry): done; another move under this id is never taken
+            // for it (review protocol-3 N6)
+            Err(AdjustRejection::Duplicate { delta }) if delta != -q => {
+                anyhow::bail!("ring-fence transfer {id}: the id was used for another move ({delta}, not {})", -q)
+            }
             Ok(()) | Err(AdjustRejection::Duplicate { .. }) => {
                 app.caches.forget_sku(from);
                 app.caches.forget_sku(to);
@@ -147,7 +162,7 @@ pub async fn return_ended(app: &App, campaigns: &[Campaign]) -> anyhow::Result<i
             let cell = i.sku.reserve_cell(&c.id);
             let Some(meta) = app.stock.get_skus(std::slice::from_ref(&cell)).await?.remove(&cell) else { continue };
             let left: i64 = app.stock.read_shards(&cell, meta.slots).await?.iter().map(|s| s.available).sum();
-            if left > 0 && transfer(app, &cell, &i.sku, left, &format!("end-{}-v{}", c.id, meta.version), None).await? {
+            if left > 0 && transfer(app, &cell, &i.sku, left, &format!("end:{}:v{}", c.id, meta.version), None).await? {
                 tracing::info!(campaign = %c.id, sku = %i.sku, units = left, "ring-fenced units returned at the campaign's end");
                 moved += left;
             }

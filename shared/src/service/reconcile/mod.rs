@@ -103,6 +103,8 @@ pub struct ReconcileReport {
     pub refunds_settled: usize,
     /// Held refunds waiting longer than a day.
     pub reviews_overdue: usize,
+    /// Ring-fenced units returned to their SKUs after their campaign ended.
+    pub fenced_units_returned: i64,
 }
 
 impl ReconcileReport {
@@ -139,6 +141,7 @@ impl ReconcileReport {
         self.stock_settled += o.stock_settled;
         self.refunds_settled += o.refunds_settled;
         self.reviews_overdue += o.reviews_overdue;
+        self.fenced_units_returned += o.fenced_units_returned;
     }
 }
 
@@ -197,6 +200,7 @@ pub fn repair_items(app: &App, now_ms: i64) -> Vec<WorkItem> {
         items.push(WorkItem::IssuedRefunds { bucket, before_ms: now_ms - redrive_ms, cursor: None });
     }
     items.push(WorkItem::HeldRefunds {});
+    items.push(WorkItem::FenceReturns { cursor: None });
     items
 }
 
@@ -368,6 +372,9 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
             overdue_reviews(app, &mut rep).await?;
             None
         }
+        WorkItem::FenceReturns { cursor } => fence_returns(app, cursor.as_deref(), (started, budget), &mut rep)
+            .await?
+            .map(|c| WorkItem::FenceReturns { cursor: Some(c) }),
         WorkItem::SkuInvariants { cursor } => {
             let mut cursor = cursor.clone();
             loop {

@@ -77,6 +77,31 @@ pub(super) async fn overdue_reviews(app: &App, rep: &mut ReconcileReport) -> any
     Ok(())
 }
 
+/// Ended campaigns after `cursor` give back what their ring-fenced cells still hold, inside the
+/// budget; `Some(cursor)` when the budget ran out first.
+pub(super) async fn fence_returns(
+    app: &App,
+    cursor: Option<&str>,
+    (started, budget): (Instant, Duration),
+    rep: &mut ReconcileReport,
+) -> anyhow::Result<Option<String>> {
+    let mut ids = app.stock.list_campaigns().await?;
+    ids.sort();
+    for id in ids.iter().filter(|id| cursor.is_none_or(|c| id.as_str() > c)) {
+        if started.elapsed() > budget {
+            return Ok(Some(previous(&ids, id)));
+        }
+        let Some(c) = app.stock.get_campaign(id, true).await? else { continue };
+        rep.fenced_units_returned += crate::service::fence::return_ended(app, std::slice::from_ref(&c)).await?;
+    }
+    Ok(None)
+}
+
+/// The id before `id` in `ids` (the cursor that resumes at `id`), or the empty string.
+fn previous(ids: &[crate::domain::CampaignId], id: &crate::domain::CampaignId) -> String {
+    ids.iter().take_while(|i| *i != id).last().map(|i| i.as_str().to_owned()).unwrap_or_default()
+}
+
 /// Which owed move an order of an index is settled by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Owed {
