@@ -59,10 +59,18 @@ pub enum Code {
     PaymentProcessing,
     /// A refund decision named a request that is no longer the one waiting.
     StaleDecision,
+    /// A queued campaign's item checked out without an admission token (docs/waiting-room.md).
+    AdmissionRequired,
+    /// An admission token that is forged, expired, malformed or another buyer's.
+    AdmissionInvalid,
+    /// An admission token already spent by a committed checkout.
+    AdmissionUsed,
+    /// The campaign has ended: its queue takes no one.
+    CampaignEnded,
 }
 
 impl Code {
-    pub const ALL: [Code; 36] = [
+    pub const ALL: [Code; 40] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -99,6 +107,10 @@ impl Code {
         Code::RefundPending,
         Code::PaymentProcessing,
         Code::StaleDecision,
+        Code::AdmissionRequired,
+        Code::AdmissionInvalid,
+        Code::AdmissionUsed,
+        Code::CampaignEnded,
     ];
 
     /// (status, code, title)
@@ -140,6 +152,10 @@ impl Code {
             Code::RefundPending => (409, "refund_pending", "A refund waits for review"),
             Code::PaymentProcessing => (409, "payment_processing", "Payment processing at the provider"),
             Code::StaleDecision => (409, "stale_decision", "Decision names another request"),
+            Code::AdmissionRequired => (403, "admission_required", "Admission token required"),
+            Code::AdmissionInvalid => (403, "admission_invalid", "Admission token invalid"),
+            Code::AdmissionUsed => (409, "admission_used", "Admission token already used"),
+            Code::CampaignEnded => (409, "campaign_ended", "Campaign ended"),
         }
     }
 

@@ -28,11 +28,13 @@ mod campaigns;
 mod catalogue;
 mod code_pools;
 mod locks;
+mod queues;
 mod shards;
 pub use campaigns::{CampaignAdjustment, Campaigns};
 pub use catalogue::{Catalogue, SkuControls, SkuMeta};
 pub use code_pools::{CodePools, CodeUpload};
 pub use locks::{Counter, Locks, MoveRejection};
+pub use queues::Queues;
 pub use shards::{AdjustRejection, Adjustment, Shards};
 
 /// The stock table (owned by the stock service): every port over it, so the composition root

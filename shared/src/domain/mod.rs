@@ -14,6 +14,7 @@ pub mod money;
 pub mod order;
 pub mod plan;
 pub mod quantity;
+pub mod queue;
 pub mod refund;
 pub mod reservation;
 pub mod sale;

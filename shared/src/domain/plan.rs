@@ -31,6 +31,9 @@ pub enum Target {
     Pending { user: UserId },
     /// One position of a code pool shard's ring (docs/code-pools.md).
     CodeSlot { sku: Sku, shard: u16, pos: u64 },
+    /// The use of one queue ticket's admission (docs/waiting-room.md): a counter that goes from
+    /// 0 to 1 once and never back.
+    Admission { campaign: CampaignId, ticket: u64 },
 }
 
 /// How a stock counter triple (`available`, `locked`, `sold`) moves.
@@ -129,6 +132,9 @@ pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
     }
     if let (true, Some(u), Some(max)) = (r.pending, &r.user, limits.max_pending) {
         out.push(add(Target::Pending { user: u.clone() }, 1, Some(i64::from(max) - 1)));
+    }
+    if let Some((campaign, ticket)) = &limits.admission {
+        out.push(add(Target::Admission { campaign: campaign.clone(), ticket: *ticket }, 1, Some(0)));
     }
     merged(out)
 }
@@ -257,6 +263,9 @@ pub fn freeze_rejection(failed: &[Target]) -> FreezeRejection {
     if failed.iter().any(|t| matches!(t, Target::CodeSlot { .. })) {
         return FreezeRejection::Conflict;
     }
+    if failed.iter().any(|t| matches!(t, Target::Admission { .. })) {
+        return FreezeRejection::AdmissionUsed;
+    }
     if failed.iter().any(|t| matches!(t, Target::Pending { .. })) {
         return FreezeRejection::TooManyPending;
     }
@@ -340,6 +349,7 @@ mod tests {
             per_sku: [(sku("A"), 5)].into(),
             per_campaign_item: [(sku("A"), 4)].into(),
             max_pending: Some(3),
+            admission: None,
         }
     }
 

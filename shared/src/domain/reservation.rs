@@ -308,6 +308,9 @@ pub enum FreezeRejection {
     TooManyPending,
     /// DynamoDB reported a transaction conflict: retry with jitter.
     Conflict,
+    /// The checkout's admission token was already spent by a committed checkout
+    /// (docs/waiting-room.md).
+    AdmissionUsed,
 }
 
 /// The limits a freeze charges, by line.
@@ -319,6 +322,9 @@ pub struct FreezeLimits {
     pub per_campaign_item: HashMap<Sku, u32>,
     /// Cap on the user's pending checkouts, when the reservation charges it.
     pub max_pending: Option<u32>,
+    /// The admission this checkout spends (a queued campaign's ticket): spent once, in the
+    /// freeze's own transaction (docs/waiting-room.md).
+    pub admission: Option<(super::CampaignId, u64)>,
 }
 
 #[cfg(test)]

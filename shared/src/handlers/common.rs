@@ -54,6 +54,7 @@ fn e_mixed(s: &Sku) -> String {
 
 pub fn freeze_problem(e: FreezeError) -> Problem {
     match e {
+        e @ FreezeError::AdmissionUsed => Problem::new(Code::AdmissionUsed, e.to_string()),
         FreezeError::UnknownSku(s) => Problem::new(Code::UnknownSku, format!("no SKU {s}")).sku(s.as_str()),
         FreezeError::Insufficient(s) => match s.calendar_parent() {
             Some((sku, day)) => Problem::new(Code::InsufficientStock, format!("not enough {sku} available on {day}")),

@@ -51,6 +51,7 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
         lines,
         request_hash: fingerprint,
         expires_at: clock::now_s() + ttl,
+        admission: None,
     };
     let (status, r) = match stock::freeze(app, &freeze, &metas).await.map_err(freeze_problem)? {
         Frozen::Created(r) => (201, r),

@@ -1,4 +1,4 @@
-//! The size rule (DESIGN §16, "the house carries the growth"): no source file under `src/` is over
+//! The size rule (README, "House rules"): no source file under `src/` is over
 //! [`MAX_LINES`] lines; a file that grows past it is split along its seams, not let grow.
 
 use super::{rust_files, src_root};

@@ -142,6 +142,7 @@ pub async fn create(
         lines,
         // unpaid campaign orders expire when their campaign ends, plus its grace (docs/campaigns.md)
         expires_at: (now + supplier_wait + app.config.payment_ttl_s).min(campaign_end),
+        admission: None,
     };
     let check = Message::ReservationCheck {
         schema: 1,
@@ -532,6 +533,7 @@ mod tests {
             request_hash: request_hash(&lines),
             lines,
             expires_at: clock::now_s() + app.config.payment_ttl_s,
+            admission: None,
         };
         let skus: Vec<Sku> = req.lines.iter().map(|l| l.sku.clone()).collect();
         let metas = stock::metas(app, &skus).await.unwrap();

@@ -57,16 +57,6 @@ pub enum PaymentError {
 }
 
 pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, PaymentError> {
-    apply_judged(app, n, None).await
-}
-
-/// [`apply`], with the payment deadline judged at `judged_at_ms` instead of now: a payment a
-/// deadline query found succeeded is judged at the deadline (service/paying.rs, `apply_found`).
-pub async fn apply_judged(
-    app: &App,
-    n: &PaymentNotice,
-    judged_at_ms: Option<i64>,
-) -> Result<PaymentResult, PaymentError> {
     for attempt in 1..=super::CAS_ATTEMPTS {
         let o = match app.orders.get(&n.order_id).await? {
             Some(OrderRecord::Order(o)) => *o,
@@ -85,8 +75,7 @@ pub async fn apply_judged(
         if o.payments.len() >= MAX_PAYMENTS_PER_ORDER && !n.succeeded {
             return Err(PaymentError::TooManyPayments);
         }
-        let now = clock::now_ms();
-        let (next, result) = decide_at(&o, n, now, judged_at_ms.unwrap_or(now), app.config.payment_grace_s);
+        let (next, result) = decide(&o, n, clock::now_ms(), app.config.payment_grace_s);
         if app.orders.replace(&o, &next).await? {
             match result {
                 Err(_) => app.count(names::PAYMENT_AMOUNT_MISMATCH, 1),
@@ -109,17 +98,6 @@ fn mismatched(o: &Order, amount: u64, currency: &str) -> bool {
 /// The order after this notice, and the answer. Pure. `grace_s`: how long past its deadline a
 /// PAYING order may still be paid (its payment was started in time; docs/payments.md).
 pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order, Result<PaymentResult, PaymentError>) {
-    decide_at(o, n, now_ms, now_ms, grace_s)
-}
-
-/// [`decide`] with the deadline judged at `judged_ms` (records are stamped `now_ms`).
-pub fn decide_at(
-    o: &Order,
-    n: &PaymentNotice,
-    now_ms: i64,
-    judged_ms: i64,
-    grace_s: i64,
-) -> (Order, Result<PaymentResult, PaymentError>) {
     let record = |outcome| PaymentRecord {
         payment_id: n.payment_id.clone(),
         provider: n.provider,
@@ -167,7 +145,7 @@ pub fn decide_at(
         _ => o.pay_expire_at,
     };
     if matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying)
-        && judged_ms / 1000 >= closes_at
+        && now_ms / 1000 >= closes_at
         && !crate::mutant!("payment-ignores-deadline")
     {
         // Past the deadline the order is expired whether or not its timeout message ran yet
@@ -342,18 +320,6 @@ mod tests {
         // another attempt's wrong amount leaves the PAYING order as it is
         let (other, _) = decide(&paying_with("p2"), &notice(499, true), 9, 600);
         assert_eq!(other.status, OrderStatus::Paying);
-    }
-
-    #[test]
-    fn a_payment_found_by_a_late_deadline_query_is_judged_at_the_deadline() {
-        // review protocol-3 N10: the sweep asks long after the grace; the payment was made in time
-        let o = paying_with("p1");
-        let late_ms = (o.pay_expire_at + 10_000) * 1000;
-        let (refunded, r) = decide_at(&o, &notice(500, true), late_ms, late_ms, 600);
-        assert_eq!((r.unwrap(), refunded.status), (PaymentResult::RefundRequested, OrderStatus::Expired));
-        let (paid, r) = decide_at(&o, &notice(500, true), late_ms, o.pay_expire_at * 1000, 600);
-        assert_eq!((r.unwrap(), paid.status), (PaymentResult::Applied, OrderStatus::Paid));
-        assert_eq!(paid.payments[0].at_ms, late_ms, "recorded when it was found");
     }
 
     #[test]

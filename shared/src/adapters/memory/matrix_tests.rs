@@ -114,6 +114,7 @@ fn request(id: &str, holder: ReservationKind, buyer: &str, lines: Vec<LineReques
         request_hash: orders::request_hash(&lines),
         lines,
         expires_at: crate::clock::now_s() + 900,
+        admission: None,
     }
 }
 

@@ -143,7 +143,7 @@ pub(super) fn availability() {}
 
 #[utoipa::path(get, path = "/skus/{sku}/calendar", tag = "stock", operation_id = "getCalendar",
     description = "Per-date stock of a SKU sold by date (unit `CALENDAR`), `from` to `to` inclusive, at most \
-                   366 days; a date never stocked counts zero. Eventually consistent and cached briefly.",
+                   62 days (anonymous view cap); a date never stocked counts zero. Eventually consistent and cached briefly.",
     params(
         ("sku" = String, Path),
         ("from" = String, Query, description = "First date, YYYY-MM-DD", pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"),
@@ -152,7 +152,7 @@ pub(super) fn availability() {}
     responses(
         (status = 200, description = "One entry per date", body = CalendarView),
         (status = 404, description = "Unknown SKU", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 422, description = "Missing or bad dates, a range over 366 days, or a SKU not sold by date",
+        (status = 422, description = "Missing or bad dates, a range over 62 days, or a SKU not sold by date",
          body = ProblemBody, content_type = "application/problem+json"),
         Retry,
     ))]

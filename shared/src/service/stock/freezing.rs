@@ -120,6 +120,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     if pending {
         limits.max_pending = Some(app.config.max_pending_per_user);
     }
+    limits.admission = req.admission.clone();
     let mut r = Reservation {
         id: req.id.clone(),
         kind: req.kind,
@@ -258,6 +259,10 @@ async fn put_loop(
             Err(FreezeRejection::LimitExceeded(sku) | FreezeRejection::CampaignLimitExceeded(sku)) => {
                 app.count(names::FREEZE_REFUSED, 1);
                 return Err(FreezeError::LimitExceeded(sku));
+            }
+            Err(FreezeRejection::AdmissionUsed) => {
+                app.count(names::FREEZE_REFUSED, 1);
+                return Err(FreezeError::AdmissionUsed);
             }
             Err(FreezeRejection::TooManyPending) => {
                 app.count(names::FREEZE_REFUSED, 1);

@@ -49,6 +49,8 @@ pub struct FreezeRequest {
     pub lines: Vec<LineRequest>,
     pub request_hash: String,
     pub expires_at: i64,
+    /// The queue admission this checkout spends in its freeze (docs/waiting-room.md).
+    pub admission: Option<(crate::domain::CampaignId, u64)>,
 }
 
 #[derive(Debug)]
@@ -89,6 +91,9 @@ pub enum FreezeError {
     SalePaused(Sku),
     #[error("too many pending checkouts; pay or cancel one first")]
     TooManyPending,
+    /// The admission token was spent by a committed checkout (docs/waiting-room.md).
+    #[error("this admission token was already used by a checkout")]
+    AdmissionUsed,
     #[error("this id was used with another request")]
     RequestMismatch,
     #[error("the stock is too fragmented over shards to take in one transaction")]

@@ -46,7 +46,13 @@ pub(super) fn target_pk(r: &Reservation, t: &Target) -> String {
         Target::CampaignLimit { campaign, sku, user } => campaign_limit_pk(campaign, sku, user),
         Target::Pending { user } => pending_pk(user),
         Target::CodeSlot { sku, shard, pos } => code_pk(sku, *shard, *pos),
+        Target::Admission { campaign, ticket } => admission_pk(campaign, *ticket),
     }
+}
+
+/// A queue ticket's spent admission (docs/waiting-room.md).
+pub(in crate::adapters::dynamo) fn admission_pk(c: &crate::domain::CampaignId, ticket: u64) -> String {
+    format!("QU#{c}#{ticket}")
 }
 
 pub(in crate::adapters::dynamo) fn counter_pk(c: &Counter) -> String {

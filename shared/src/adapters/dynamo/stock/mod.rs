@@ -43,6 +43,7 @@ mod campaigns;
 mod catalogue;
 mod codes;
 mod locks;
+mod queues;
 mod shards;
 
 use codec::*;

@@ -21,6 +21,7 @@ mod campaigns;
 mod catalogue;
 mod codes;
 mod locks;
+mod queues;
 mod shards;
 
 #[derive(Default)]
@@ -37,6 +38,12 @@ struct State {
     quota: HashMap<(CampaignId, Sku, u16), QuotaShard>,
     campaign_limits: BTreeMap<(CampaignId, Sku, UserId), i64>,
     pending: BTreeMap<UserId, i64>,
+    /// Spent queue admissions (docs/waiting-room.md).
+    admissions: BTreeMap<(CampaignId, u64), i64>,
+    /// The waiting rooms: ticket counters, tickets by buyer, the rooms' clocks.
+    queue_counters: HashMap<(CampaignId, u16), u64>,
+    tickets: HashMap<(CampaignId, UserId), crate::domain::queue::Ticket>,
+    rooms: HashMap<CampaignId, crate::domain::queue::Room>,
     campaign_adjustments: HashMap<(CampaignId, String), CampaignAdjustment>,
     /// The journal cause (`ref`, `actor`, `why`) last stamped on each counter item, by its
     /// DynamoDB key (`SKU#<sku>#<n>`, `CQ#<campaign>#<sku>#<n>`).
@@ -143,6 +150,9 @@ impl State {
                 self.campaign_limits.get(&(campaign.clone(), sku.clone(), user.clone())).copied().unwrap_or(0)
             }
             Target::Pending { user } => self.pending.get(user).copied().unwrap_or(0),
+            Target::Admission { campaign, ticket } => {
+                self.admissions.get(&(campaign.clone(), *ticket)).copied().unwrap_or(0)
+            }
             _ => 0,
         }
     }
@@ -154,6 +164,7 @@ impl State {
                 self.campaign_limits.entry((campaign.clone(), sku.clone(), user.clone())).or_default()
             }
             Target::Pending { user } => self.pending.entry(user.clone()).or_default(),
+            Target::Admission { campaign, ticket } => self.admissions.entry((campaign.clone(), *ticket)).or_default(),
             _ => return None,
         })
     }

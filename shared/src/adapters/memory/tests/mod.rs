@@ -80,6 +80,7 @@ fn lines(l: &[(&str, u32)]) -> Vec<LineRequest> {
 fn freeze_request(order: &str, buyer: &str, l: &[(&str, u32)]) -> FreezeRequest {
     let lines = lines(l);
     FreezeRequest {
+        admission: None,
         id: ReservationId::for_order(&OrderId::parse(order).unwrap()),
         kind: ReservationKind::Order,
         user: Some(user(buyer)),

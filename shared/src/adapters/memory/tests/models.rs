@@ -37,6 +37,7 @@ fn request(order: &str, lines: Vec<LineRequest>) -> FreezeRequest {
         request_hash: orders::request_hash(&lines),
         lines,
         expires_at: clock::now_s() + 900,
+        admission: None,
     }
 }
 
