@@ -4,6 +4,7 @@
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
 pub mod dynamo;
+pub mod emulate;
 pub mod eventbridge;
 pub mod kms;
 pub mod memory;
