@@ -96,6 +96,9 @@ pub mod names {
     pub const REFUNDS_SETTLED_BY_SWEEP: &str = "RefundsSettledBySweep";
     /// A capture settlement found unrecorded and applied (paid, or refunded on a closed order).
     pub const CAPTURES_APPLIED_BY_SETTLEMENT: &str = "CapturesAppliedBySettlement";
+    /// A freeze cancelled by a transaction conflict, or throttled, re-planned onto other shards
+    /// (docs/architecture.md, "DynamoDB as it is under load").
+    pub const FREEZE_REPLANS: &str = "FreezeReplans";
 
     /// Checkouts of one campaign in a flushed live window ([`super::campaign_metric`]).
     pub const CAMPAIGN_CHECKOUTS: &str = "CampaignCheckouts";

@@ -23,8 +23,9 @@ use crate::domain::campaign::Campaign;
 use crate::domain::codes::{BatchResult, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::plan::{self, Target};
+use crate::domain::queue::{Room, Ticket};
 use crate::domain::reservation::{CodeFate, CodeRange, LockStatus, Reservation};
-use crate::domain::{CampaignId, ReservationId, Sku};
+use crate::domain::{CampaignId, ReservationId, Sku, UserId};
 use crate::ports::{
     AdjustRejection, Adjustment, AdminStamp, CampaignAdjustment, Campaigns, Catalogue, CodePools, CodeUpload, Counter,
     FreezeLimits, FreezeRejection, Locks, MoveRejection, Shards, SkuMeta, Stamped, StockStore, Throttled,
@@ -466,6 +467,31 @@ impl<S: StockStore + ?Sized> CodePools for Emulated<S> {
     }
     async fn settle_codes(&self, id: &ReservationId, fate: CodeFate) -> anyhow::Result<Option<CodeFate>> {
         self.inner.settle_codes(id, fate).await
+    }
+}
+
+#[async_trait]
+impl<S: StockStore + crate::ports::Queues + ?Sized> crate::ports::Queues for Emulated<S> {
+    async fn next_number(&self, c: &CampaignId, k: u16) -> anyhow::Result<u64> {
+        self.inner.next_number(c, k).await
+    }
+    async fn put_ticket(&self, c: &CampaignId, user: &UserId, t: &Ticket) -> anyhow::Result<bool> {
+        self.inner.put_ticket(c, user, t).await
+    }
+    async fn ticket(&self, c: &CampaignId, user: &UserId) -> anyhow::Result<Option<Ticket>> {
+        self.inner.ticket(c, user).await
+    }
+    async fn counters(&self, c: &CampaignId, counters: u16) -> anyhow::Result<Vec<u64>> {
+        self.inner.counters(c, counters).await
+    }
+    async fn room(&self, c: &CampaignId) -> anyhow::Result<Room> {
+        self.inner.room(c).await
+    }
+    async fn put_room(&self, c: &CampaignId, next: &Room) -> anyhow::Result<bool> {
+        self.inner.put_room(c, next).await
+    }
+    async fn spent(&self, c: &CampaignId, number: u64) -> anyhow::Result<bool> {
+        self.inner.spent(c, number).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! The freeze: a checkout's lines admitted, planned over the shards and written as one
 //! FROZEN lock, retried on contention; and a replayed request answered with its lock.
 
-use super::replanning::{claim_codes, give_back, resplit, resplit_quota};
+use super::replanning::{claim_codes, give_back, replan, resplit, resplit_quota};
 use super::{
     admission, campaign, fast_path_refusal, paused_now, plan_cells, refuse, FreezeError, FreezeRequest, Frozen,
     FREEZE_ATTEMPTS,
@@ -242,11 +242,23 @@ async fn put_loop(
     (other_cells, metas): (&HashMap<Sku, SkuMeta>, &HashMap<Sku, SkuMeta>),
 ) -> Result<Frozen, FreezeError> {
     let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
+    // the shards each cell's cancelled plans were on, avoided by the next plans
+    let mut avoided: HashMap<Sku, Vec<u16>> = HashMap::new();
     for attempt in 1..=FREEZE_ATTEMPTS {
         // a campaign's window is judged at this attempt's time, not the checkout's start: a
         // retried checkout cannot sell past `ends_at` by its retries (review protocol-2 #15)
         r.created_at_ms = clock::now_ms();
-        match app.stock.put_frozen(r, limits).await? {
+        let answer = match app.stock.put_frozen(r, limits).await {
+            Ok(a) => a,
+            // a hot shard past its partition's rate: back off with jitter and spread the
+            // pieces onto other shards; the last attempt's throttle is the caller's 429 `busy`
+            Err(e) if crate::ports::is_throttled(&e) && attempt < FREEZE_ATTEMPTS => {
+                replan_away(app, r, &mut avoided, cell_meta, attempt).await?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match answer {
             Ok(()) => {
                 app.count(names::FREEZE_OK, 1);
                 tracing::info!(reservation = %r.id, "frozen");
@@ -269,7 +281,9 @@ async fn put_loop(
                 app.count(names::PENDING_CAP_REFUSED, 1);
                 return Err(FreezeError::TooManyPending);
             }
-            Err(FreezeRejection::Conflict) => super::super::backoff(attempt).await,
+            // another transaction is on one of its items: re-plan onto other shards, never
+            // the same plan again blindly
+            Err(FreezeRejection::Conflict) => replan_away(app, r, &mut avoided, cell_meta, attempt).await?,
             Err(FreezeRejection::QuotaShort(skus)) => {
                 for sku in skus {
                     resplit_quota(app, r, &sku).await?;
@@ -302,9 +316,72 @@ async fn put_loop(
     Err(FreezeError::Contention)
 }
 
+/// A freeze cancelled by a transaction conflict, or throttled, on its items: every cell whose
+/// pieces may move (not a code line's, whose codes are claimed, nor a pay-time line's, which
+/// writes no shard at freeze) is re-planned from a consistent read of its shards onto shards
+/// that no cancelled plan of this freeze used, starting from a random one so that buyers
+/// cancelled together spread apart. Only when those shards cannot hold the line does the plan
+/// go back onto the avoided ones (the conflict is transient; their units are real); the SKU is
+/// refused as short only when all its shards together are. Then a jittered backoff, growing
+/// with the attempt: the new plan is tried a moment later, spread in time as well as in space.
+async fn replan_away<'m>(
+    app: &App,
+    r: &mut Reservation,
+    avoided: &mut HashMap<Sku, Vec<u16>>,
+    cell_meta: impl Fn(&Sku) -> Option<&'m SkuMeta>,
+    attempt: u32,
+) -> Result<(), FreezeError> {
+    app.count(names::FREEZE_REPLANS, 1);
+    let movable = |l: &crate::domain::reservation::ReservedLine| !l.takes_at_payment() && !l.holds_codes();
+    let mut cells: Vec<(Sku, Vec<u16>)> = Vec::new();
+    for l in r.lines.iter().filter(|l| movable(l)) {
+        for c in l.cells() {
+            let shards = c.pieces.iter().map(|p| p.shard);
+            match cells.iter_mut().find(|(s, _)| *s == c.cell) {
+                Some((_, v)) => v.extend(shards),
+                None => cells.push((c.cell.clone(), shards.collect())),
+            }
+        }
+    }
+    for (cell, used) in cells {
+        let Some(meta) = cell_meta(&cell) else { continue };
+        let shards = meta.shards.clamp(1, MAX_SHARDS);
+        let slots = meta.slots.max(meta.shards);
+        let avoid = avoided.entry(cell.clone()).or_default();
+        avoid.extend(used);
+        avoid.sort_unstable();
+        avoid.dedup();
+        let counts = app.stock.read_shards(&cell, slots).await?;
+        let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
+        let elsewhere: Vec<i64> = available
+            .iter()
+            .enumerate()
+            .map(|(i, a)| if avoid.binary_search(&(i as u16)).is_ok() { 0 } else { *a })
+            .collect();
+        let start = fastrand::u16(..shards);
+        if replan(r, &cell, &elsewhere, start, movable).is_err() {
+            // nowhere else: every shard is fair again, the avoided ones included
+            avoid.clear();
+            replan(r, &cell, &available, start, movable).map_err(|short| {
+                app.caches.mark_short(&cell, short.available, clock::now_ms());
+                app.count(names::FREEZE_REFUSED, 1);
+                FreezeError::Insufficient(cell.clone())
+            })?;
+        }
+    }
+    if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
+        return Err(FreezeError::TooFragmented);
+    }
+    super::super::backoff(attempt).await;
+    Ok(())
+}
+
 pub(super) fn replay(existing: Reservation, req: &FreezeRequest) -> Result<Frozen, FreezeError> {
     if existing.request_hash != req.request_hash || existing.kind != req.kind {
         return Err(FreezeError::RequestMismatch);
     }
     Ok(Frozen::Replayed(existing))
 }
+
+#[cfg(test)]
+mod contention_tests;
