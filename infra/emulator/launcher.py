@@ -31,6 +31,11 @@ Environment:
     HOLDFAST_EMULATOR_SQS_PATCHES=0
                              keep the DynamoDB patches, serve moto's SQS code
                              unpatched (diagnostics)
+    HOLDFAST_EMULATE=conflicts[=W],throttle[=R],index-lag[=L]
+                             DynamoDB as it is under load, for every table
+                             (off by default, and in `make run`): see
+                             EmulateDynamoDB. A test scopes the same switches
+                             to its own tables with POST /_holdfast/emulate.
 
 Once listening, prints exactly one line on stdout:
     holdfast-emulator listening on http://127.0.0.1:PORT
@@ -176,6 +181,262 @@ class FaultHook:
         return self.app(environ, start_response)
 
 
+def parse_switches(spec: str) -> dict[str, float]:
+    """``conflicts[=W ms],throttle[=R WCU/s],index-lag[=L ms]`` -> {name: value}; '' = all off.
+
+    The same syntax and defaults as the in-memory switches (shared/src/adapters/emulate.rs).
+    """
+    defaults = {"conflicts": 5.0, "throttle": 1000.0, "index-lag": 1000.0}
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        name, _, value = part.partition("=")
+        name = name.strip()
+        if name not in defaults:
+            raise ValueError(f"HOLDFAST_EMULATE: unknown switch {name!r} (conflicts, throttle, index-lag)")
+        out[name] = float(value) if value.strip() else defaults[name]
+    return out
+
+
+class EmulateDynamoDB:
+    """WSGI middleware: DynamoDB's behaviours under load that moto lacks (DESIGN §23).
+
+    Sits inside the DynamoDB lock, so a check and the write it admits are one step. Each
+    switch is off unless ``HOLDFAST_EMULATE`` (every table) or a scope set with
+    ``POST /_holdfast/emulate`` ``{"owner": ID, "match": TABLE-SUBSTRING, "switches": SPEC}``
+    (the tables whose name contains ``match``; ``DELETE`` clears every scope, ``GET`` shows
+    the scopes and what each switch did) turns it on:
+
+    * ``conflicts=W``: a ``TransactWriteItems`` touching an item that another transaction
+      committed less than W ms ago is cancelled: ``TransactionCanceledException`` whose
+      ``CancellationReasons`` say ``TransactionConflict`` for that item and ``None`` for the
+      others, as DynamoDB answers a transaction whose item another one is touching.
+    * ``throttle=R``: each item (table and key) has a token bucket of R write units/s (a
+      partition's 1,000 WCU/s by default) with 100 ms of burst; a transactional write costs 2
+      units, any other write 1. Past it, a transaction is cancelled with ``ThrottlingError``
+      for the throttled item (DynamoDB's reason code in transactions); a single write is
+      answered ``ProvisionedThroughputExceededException`` with ``ThrottlingReasons``
+      ``[{"reason": "TableWriteKeyRangeThroughputExceeded", "resource": <table ARN>}]``.
+    * ``index-lag=L``: a ``Query`` or ``Scan`` of a secondary index leaves out the items
+      written less than L ms ago (a new entry is not in the index yet). Entries an item's
+      write removed are not kept in view: moto has no old image to serve (MOTO_NOTES.md).
+    """
+
+    PATH = "/_holdfast/emulate"
+    KEY_ATTRS = ("pk", "sk")
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], spec: str = "") -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self.everywhere = parse_switches(spec)
+        self.scopes: dict[str, tuple[str, dict[str, float]]] = {}
+        self.committed: dict[str, float] = {}
+        self.buckets: dict[str, tuple[float, float]] = {}
+        self.written: dict[str, float] = {}
+        self.stats = {"conflicts": 0, "throttles": 0, "hidden_by_lag": 0}
+
+    # ---- control ----
+
+    def _control(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        import json
+
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method == "POST":
+            size = int(environ.get("CONTENT_LENGTH") or 0)
+            try:
+                req = json.loads(environ["wsgi.input"].read(size) or b"{}")
+                owner, match, spec = req["owner"], req["match"], req.get("switches", "")
+                if not (isinstance(owner, str) and isinstance(match, str) and match and isinstance(spec, str)):
+                    raise ValueError("owner, match (non-empty) and switches are strings")
+                switches = parse_switches(spec)
+            except (ValueError, KeyError, TypeError) as e:
+                start_response("400 Bad Request", [("Content-Type", "text/plain")])
+                return [f"{e}\n".encode()]
+            with self.lock:
+                if switches:
+                    self.scopes[owner] = (match, switches)
+                else:
+                    self.scopes.pop(owner, None)
+        elif method == "DELETE":
+            with self.lock:
+                self.scopes = {}
+        with self.lock:
+            body = json.dumps(
+                {
+                    "everywhere": self.everywhere,
+                    "scopes": {o: {"match": m, "switches": sw} for o, (m, sw) in self.scopes.items()},
+                    "stats": self.stats,
+                }
+            ).encode()
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [body]
+
+    def _switches(self, table: str) -> dict[str, float]:
+        for match, switches in self.scopes.values():
+            if match in table:
+                return {**self.everywhere, **switches}
+        return self.everywhere
+
+    # ---- the model ----
+
+    @classmethod
+    def _key(cls, table: str, attrs: dict[str, Any]) -> str:
+        import json
+
+        return table + "|" + json.dumps({k: attrs.get(k) for k in cls.KEY_ATTRS if k in attrs}, sort_keys=True)
+
+    @staticmethod
+    def _error(start_response: Any, code: str, payload: dict[str, Any]) -> Iterable[bytes]:
+        import json
+
+        body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", **payload}).encode()
+        start_response(
+            "400 Bad Request",
+            [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-ErrorType", code)],
+        )
+        return [body]
+
+    def _level(self, key: str, rate: float, now: float) -> float:
+        burst = rate / 10.0
+        tokens, at = self.buckets.get(key, (burst, now))
+        return min(burst, tokens + (now - at) * rate / 1000.0)
+
+    @staticmethod
+    def _transact_items(req: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        out = []
+        for ti in req.get("TransactItems", []):
+            for kind in ("Put", "Update", "Delete", "ConditionCheck"):
+                if kind in ti:
+                    op = ti[kind]
+                    out.append((op.get("TableName", ""), op.get("Item") if kind == "Put" else op.get("Key", {})))
+        return out
+
+    def _cancel(self, start_response: Any, codes: list[str | None], message: str) -> Iterable[bytes]:
+        reasons = [{"Code": c, "Message": message} if c else {"Code": "None"} for c in codes]
+        msg = "Transaction cancelled, please refer cancellation reasons for specific reasons [{}]".format(
+            ", ".join(c or "None" for c in codes)
+        )
+        return self._error(
+            start_response, "TransactionCanceledException", {"CancellationReasons": reasons, "Message": msg}
+        )
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == self.PATH:
+            return self._control(environ, start_response)
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith("DynamoDB_20120810.") or not (self.everywhere or self.scopes):
+            return self.app(environ, start_response)
+        import io
+        import json
+
+        op = target.split(".", 1)[1]
+        if op not in ("TransactWriteItems", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan"):
+            return self.app(environ, start_response)
+        size = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(size) if size else b""
+        environ["wsgi.input"] = io.BytesIO(raw)
+        try:
+            req = json.loads(raw or b"{}")
+        except ValueError:
+            return self.app(environ, start_response)
+        now = time.monotonic() * 1000.0
+        if op in ("Query", "Scan"):
+            return self._read(environ, start_response, req, now)
+        if op == "TransactWriteItems":
+            items = self._transact_items(req)
+            cost = 2.0
+        else:
+            table = req.get("TableName", "")
+            items = [(table, req.get("Item") if op == "PutItem" else req.get("Key", {}))]
+            cost = 1.0
+        keyed = [(t, self._key(t, attrs or {}), self._switches(t)) for t, attrs in items]
+        with self.lock:
+            # every bucket is checked before any pays: a throttled request takes no units
+            levels = {k: self._level(k, sw["throttle"], now) for _, k, sw in keyed if "throttle" in sw}
+            throttled = [k for k, level in levels.items() if level < cost]
+            if not throttled:
+                for k, level in levels.items():
+                    self.buckets[k] = (level - cost, now)
+            if throttled:
+                self.stats["throttles"] += 1
+                if op == "TransactWriteItems":
+                    codes = ["ThrottlingError" if k in throttled else None for _, k, _ in keyed]
+                    return self._cancel(start_response, codes, "Throughput exceeds the current capacity for one or more items")
+                table = keyed[0][0]
+                return self._error(
+                    start_response,
+                    "ProvisionedThroughputExceededException",
+                    {
+                        "message": "Throughput exceeds the current capacity of your table or index.",
+                        "ThrottlingReasons": [
+                            {
+                                "reason": "TableWriteKeyRangeThroughputExceeded",
+                                "resource": f"arn:aws:dynamodb:us-east-1:123456789012:table/{table}",
+                            }
+                        ],
+                    },
+                )
+            if op == "TransactWriteItems":
+                conflicting = [
+                    "TransactionConflict"
+                    if "conflicts" in sw and now < self.committed.get(k, float("-inf")) + sw["conflicts"]
+                    else None
+                    for _, k, sw in keyed
+                ]
+                if any(conflicting):
+                    self.stats["conflicts"] += 1
+                    return self._cancel(start_response, conflicting, "Transaction is ongoing for the item")
+        status: list[str] = []
+
+        def recording_start_response(st: str, headers: Any, exc_info: Any = None) -> Any:
+            status.append(st)
+            return start_response(st, headers, exc_info) if exc_info else start_response(st, headers)
+
+        body = b"".join(self.app(environ, recording_start_response))
+        if status and status[0].startswith("200"):
+            with self.lock:
+                for _, k, sw in keyed:
+                    if "conflicts" in sw and op == "TransactWriteItems":
+                        self.committed[k] = now
+                    if "index-lag" in sw:
+                        self.written[k] = now
+        return [body]
+
+    def _read(self, environ: dict[str, Any], start_response: Any, req: dict[str, Any], now: float) -> Iterable[bytes]:
+        import json
+
+        table = req.get("TableName", "")
+        sw = self._switches(table)
+        if "index-lag" not in sw or not req.get("IndexName"):
+            return self.app(environ, start_response)
+        status: list[Any] = []
+
+        def recording_start_response(st: str, headers: Any, exc_info: Any = None) -> Any:
+            status.append((st, headers))
+            return lambda _data: None
+
+        body = b"".join(self.app(environ, recording_start_response))
+        st, headers = status[0]
+        if st.startswith("200"):
+            try:
+                out = json.loads(body)
+                lag = sw["index-lag"]
+                with self.lock:
+                    fresh = [i for i in out.get("Items", []) if now < self.written.get(self._key(table, i), float("-inf")) + lag]
+                    self.stats["hidden_by_lag"] += len(fresh)
+                if fresh:
+                    out["Items"] = [i for i in out["Items"] if i not in fresh]
+                    out["Count"] = len(out["Items"])
+                    body = json.dumps(out).encode()
+                    headers = [(h, v) for h, v in headers if h.lower() not in ("content-length", "x-amz-crc32")]
+                    headers.append(("Content-Length", str(len(body))))
+            except ValueError:
+                pass
+        start_response(st, headers)
+        return [body]
+
+
 def apply_moto_patches() -> None:
     """Small fixes for moto 5.2.5 DynamoDB defects and SQS costs (see MOTO_NOTES.md).
 
@@ -270,7 +531,8 @@ def build_app(serialise: bool = True) -> Any:
         for backend in WARM_BACKENDS:
             if backend not in dispatcher.app_instances:
                 dispatcher.app_instances[backend] = create_backend_app(backend)
-    return FaultHook(SerialiseDynamoDB(dispatcher) if serialise else dispatcher)
+    emulated = EmulateDynamoDB(dispatcher, os.environ.get("HOLDFAST_EMULATE", ""))
+    return FaultHook(SerialiseDynamoDB(emulated) if serialise else emulated)
 
 
 def main(argv: list[str] | None = None) -> int:

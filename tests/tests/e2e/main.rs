@@ -8,6 +8,7 @@ mod codes;
 mod combinations;
 mod common;
 mod contract;
+mod dynamo_as_is;
 mod edges;
 mod emulator;
 mod events;
