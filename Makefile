@@ -9,7 +9,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale
+.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale bench-contention
 .PHONY: sim sim-long sim-mutants browser deny checks
 
 help:
@@ -183,6 +183,11 @@ bench-payments: venv
 bench-sale: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=sale bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# The contention model (DESIGN §23): one SKU's checkouts/s x shard counts under emulated conflicts and
+# throttling, in model time (deterministic; ~30 s): bench/CONTENTION.md, the figure docs/capacity.md plans on.
+bench-contention:
+	$(CARGO) run -q -p holdfast-bench --bin contention -- --out bench/CONTENTION.md
 
 # Only the inventory-model figures (write units per order placed under each model): bench/models.json.
 bench-models: venv

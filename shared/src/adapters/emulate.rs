@@ -45,6 +45,12 @@ pub const DEFAULT_CONFLICT_WINDOW_MS: u64 = 5;
 /// The index lag when `index-lag` is given without one (ms).
 pub const DEFAULT_INDEX_LAG_MS: u64 = 1_000;
 
+/// Seeds the generator the services' jitter and re-plans draw from (`fastrand`'s, per thread):
+/// a model-time run on a current-thread runtime is then the same run every time.
+pub fn seed_model(seed: u64) {
+    fastrand::seed(seed);
+}
+
 /// Which behaviours are on, and their parameters. `Default`: all off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Switches {
@@ -91,6 +97,8 @@ pub struct EmulateStats {
     pub conflicts: AtomicU64,
     pub throttles: AtomicU64,
     pub transactions: AtomicU64,
+    /// Freeze transactions asked for (committed, cancelled or refused).
+    pub freezes_tried: AtomicU64,
 }
 
 impl EmulateStats {
@@ -102,6 +110,9 @@ impl EmulateStats {
     }
     pub fn transactions(&self) -> u64 {
         self.transactions.load(Ordering::Relaxed)
+    }
+    pub fn freezes_tried(&self) -> u64 {
+        self.freezes_tried.load(Ordering::Relaxed)
     }
 }
 
@@ -266,6 +277,7 @@ impl<S: StockStore + ?Sized> Locks for Emulated<S> {
     async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
         let mut items = vec![format!("Reservation({})", r.id)];
         items.extend(plan::freeze(r, limits).iter().map(|a| key(&a.target)));
+        self.stats.freezes_tried.fetch_add(1, Ordering::Relaxed);
         self.latency().await;
         match self.admit(&items) {
             Err(Refused::Conflict) => return Ok(Err(FreezeRejection::Conflict)),
