@@ -49,6 +49,7 @@ pub async fn env_vars(
         ("StripeApiKeySecretArn", "stripe-api-key", crate::peers::stripe::LOCAL_API_KEY),
         ("ProviderCredentialSecretArn", "provider-credential", crate::stack::DEFAULT_PROVIDER_CREDENTIAL),
         ("SupplierCredentialSecretArn", "supplier-credential", crate::stack::DEFAULT_SUPPLIER_CREDENTIAL),
+        ("AdmissionKeySecretArn", "admission-key", crate::stack::DEFAULT_ADMISSION_KEY),
     ] {
         let arn = secret(&sdk, &format!("{prefix}-{name}"), value).await.with_context(|| format!("creating {name}"))?;
         res.parameters.insert(parameter.to_owned(), Some(arn));

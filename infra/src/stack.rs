@@ -31,6 +31,9 @@ pub const DEFAULT_SUPPLIER_CREDENTIAL: &str = "holdfast-local-supplier-credentia
 /// The code pool keyring of the local stack (`HOLDFAST_CODE_KEY`; docs/code-pools.md). A
 /// well-known key for local runs only: in AWS the keyring comes from `CODE_KEY_SECRET_ARN`.
 pub const DEFAULT_CODE_KEY: &str = r#"{"kid":"local-1","key":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=","fingerprint_key":"ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM="}"#;
+/// The admission tokens' key in the local stack (`HOLDFAST_ADMISSION_KEY`; docs/waiting-room.md):
+/// in AWS it comes from `ADMISSION_KEY_SECRET_ARN`.
+pub const DEFAULT_ADMISSION_KEY: &str = "holdfast-local-admission-key";
 /// Stripe's webhook endpoint secret in the local stack (`STRIPE_WEBHOOK_SECRET`) and its fake Stripe.
 pub const DEFAULT_STRIPE_WEBHOOK_SECRET: &str = "whsec_holdfast_local";
 
@@ -253,6 +256,10 @@ impl LocalStack {
                 if k == "HOLDFAST_CODE_KEY" {
                     // likewise the code keyring (CODE_KEY_SECRET_ARN in AWS)
                     return Some(DEFAULT_CODE_KEY.to_owned());
+                }
+                if k == "HOLDFAST_ADMISSION_KEY" {
+                    // likewise the admission tokens' key (ADMISSION_KEY_SECRET_ARN in AWS)
+                    return Some(DEFAULT_ADMISSION_KEY.to_owned());
                 }
                 // likewise the refund confirmation key and the peers' credentials (*_SECRET_ARN)
                 match k {

@@ -54,6 +54,7 @@ impl App {
         let window = Some(Duration::from_secs(config.previous_key_window_s));
         let keys = secret_keys(sdk, &config.webhook_secret_arn, window);
         let refund_keys = secret_keys(sdk, &config.refund_webhook_secret_arn, window);
+        let admission_keys = secret_keys(sdk, &config.admission_key_secret_arn, window);
         let stripe_keys = stripe_secrets(sdk, &config);
         let code_keys: Option<Arc<dyn WebhookKeys>> = (!config.code_key_secret_arn.is_empty()).then(|| {
             Arc::new(SecretsManagerKeys::new(
@@ -99,6 +100,9 @@ impl App {
                 .unwrap_or_else(|| configured(vec![config.stripe_webhook_secret.clone()])),
             refund_webhook_keys: refund_keys.unwrap_or_else(|| configured(vec![config.refund_webhook_secret.clone()])),
             code_keys: code_keys.unwrap_or_else(|| configured(vec![config.code_key.clone()])),
+            admission_keys: admission_keys.unwrap_or_else(|| {
+                configured(vec![config.admission_key.clone(), config.admission_key_previous.clone()])
+            }),
             code_key_service,
             providers: Providers { generic, stripe },
             supplier,
@@ -133,8 +137,11 @@ impl App {
         let stripe_webhook_keys = Arc::new(StaticKeys(vec![config.stripe_webhook_secret.clone()]));
         let refund_webhook_keys = Arc::new(StaticKeys(vec![config.refund_webhook_secret.clone()]));
         let code_keys = Arc::new(StaticKeys(vec![config.code_key.clone()]));
+        let admission_keys =
+            Arc::new(StaticKeys(vec![config.admission_key.clone(), config.admission_key_previous.clone()]));
         Ok(App {
             code_keys,
+            admission_keys,
             code_key_service: None,
             webhook_keys,
             stripe_webhook_keys,

@@ -76,6 +76,13 @@ pub struct Config {
     /// AWSCURRENT seals, AWSPREVIOUS still opens during a rotation).
     pub code_key: Secret,
     pub code_key_secret_arn: String,
+    /// The queue admission tokens' HMAC key (docs/waiting-room.md) and a rotation's previous one
+    /// (`HOLDFAST_ADMISSION_KEY`, `…_PREVIOUS`; local stack and tests), or the Secrets Manager
+    /// secret holding it (`ADMISSION_KEY_SECRET_ARN`: AWSCURRENT signs, AWSPREVIOUS verifies for
+    /// the rotation window).
+    pub admission_key: Secret,
+    pub admission_key_previous: Secret,
+    pub admission_key_secret_arn: String,
     /// The KMS key codes are sealed under (`CODE_KMS_KEY_ID`; empty = the keyring alone seals).
     pub code_kms_key_id: String,
     /// A freeze that leaves a code pool with fewer codes counts `CodePoolLow` (the alarm's metric).
@@ -240,6 +247,9 @@ impl Config {
             stripe_api_key_secret_arn: s("STRIPE_API_KEY_SECRET_ARN"),
             code_key: Secret::new(get("HOLDFAST_CODE_KEY").unwrap_or_default()),
             code_key_secret_arn: s("CODE_KEY_SECRET_ARN"),
+            admission_key: Secret::new(get("HOLDFAST_ADMISSION_KEY").unwrap_or_default()),
+            admission_key_previous: Secret::new(get("HOLDFAST_ADMISSION_KEY_PREVIOUS").unwrap_or_default()),
+            admission_key_secret_arn: s("ADMISSION_KEY_SECRET_ARN"),
             code_kms_key_id: s("CODE_KMS_KEY_ID"),
             code_pool_low_water: parse(get, "HOLDFAST_CODE_POOL_LOW", 10)?,
             code_claim_quiet_ms: parse(get, "HOLDFAST_CODE_CLAIM_QUIET_MS", 60_000)?,

@@ -34,6 +34,9 @@ pub struct App {
     pub refund_webhook_keys: Arc<dyn WebhookKeys>,
     /// The code pool keyring's secret(s), current first (docs/code-pools.md).
     pub code_keys: Arc<dyn WebhookKeys>,
+    /// The admission tokens' HMAC keys, current first (docs/waiting-room.md): new tokens are
+    /// signed with the first, every one returned verifies (a rotation's previous key too).
+    pub admission_keys: Arc<dyn WebhookKeys>,
     /// The key service new codes are sealed under (KMS, envelope encryption; docs/code-pools.md,
     /// "Sealed under KMS"). `None`: uploads seal v2 under the keyring, and v3 codes cannot open.
     pub code_key_service: Option<Arc<dyn crate::ports::CodeKeyService>>,

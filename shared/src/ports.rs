@@ -39,9 +39,9 @@ pub use shards::{AdjustRejection, Adjustment, Shards};
 
 /// The stock table (owned by the stock service): every port over it, so the composition root
 /// holds one `Arc<dyn StockStore>`. A caller brings into scope the ports whose methods it calls.
-pub trait StockStore: Catalogue + Shards + Locks + Campaigns + CodePools {}
+pub trait StockStore: Catalogue + Shards + Locks + Campaigns + CodePools + Queues {}
 
-impl<T: Catalogue + Shards + Locks + Campaigns + CodePools + ?Sized> StockStore for T {}
+impl<T: Catalogue + Shards + Locks + Campaigns + CodePools + Queues + ?Sized> StockStore for T {}
 
 /// Page cursor for listing a user's orders.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,6 +20,7 @@ pub const FUNCTIONS: &[(&str, Trigger)] = &[
     ("create-order", Trigger::Http),
     ("orders-api", Trigger::Http),
     ("payment-callback", Trigger::Http),
+    ("queue-api", Trigger::Http),
     ("reservations", Trigger::Http),
     ("stock-api", Trigger::Http),
     ("stock-read", Trigger::Http),

@@ -82,6 +82,13 @@ pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
     ("POST /admin/campaigns/{campaign_id}/pause", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
     ("POST /admin/campaigns/{campaign_id}/resume", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
     ("GET /campaigns/{campaign_id}", RouteAuth::Public),
+    ("POST /campaigns/{campaign_id}/queue", RouteAuth::Jwt(&["orders:write"])),
+    ("GET /campaigns/{campaign_id}/queue/me", RouteAuth::Jwt(&["orders:read"])),
+    ("GET /campaigns/{campaign_id}/queue", RouteAuth::Jwt(&["orders:read"])),
+    ("POST /campaigns/{campaign_id}/checkout", RouteAuth::Jwt(&["orders:write"])),
+    ("GET /admin/campaigns/{campaign_id}/queue", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
+    ("POST /admin/campaigns/{campaign_id}/queue/pause", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
+    ("POST /admin/campaigns/{campaign_id}/queue/resume", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
 ];
 
 /// A route missing from [`ROUTE_AUTH`] needs a token with no particular scope: closed by default.

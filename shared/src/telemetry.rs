@@ -94,6 +94,8 @@ pub mod names {
     pub const STOCK_SETTLE_REPAIRS: &str = "StockSettleRepairs";
     /// An ISSUED refund whose provider answer the sweep found final and applied.
     pub const REFUNDS_SETTLED_BY_SWEEP: &str = "RefundsSettledBySweep";
+    /// A ticket taken in a campaign's waiting room (docs/waiting-room.md).
+    pub const QUEUE_JOINS: &str = "QueueJoins";
     /// A capture settlement found unrecorded and applied (paid, or refunded on a closed order).
     pub const CAPTURES_APPLIED_BY_SETTLEMENT: &str = "CapturesAppliedBySettlement";
     /// A freeze cancelled by a transaction conflict, or throttled, re-planned onto other shards

@@ -106,6 +106,7 @@ pub async fn open(app: &App) -> anyhow::Result<Vec<Item>> {
     };
     let spec = CampaignSpec {
         end_grace_s: 0,
+        queue: None,
         name: "flash sale".into(),
         starts_at: T0_MS / 1000 - 3_600,
         // ends inside most runs, so checkouts meet the window's end

@@ -538,6 +538,8 @@ fn only_the_stock_service_functions_write_the_stock_table() {
         "reservation-check",
         "reconcile-worker",
         "orders-api",
+        // the waiting rooms' tickets, counters and clocks, and the queued checkout's freeze
+        "queue-api",
         // the sale room's items only (SALE#…): see the next tests
         "stock-journal",
         "publish-events",

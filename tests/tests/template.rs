@@ -184,6 +184,7 @@ use serde_json::Value;
 
 const HTTP_FUNCTIONS: &[&str] = &[
     "CreateOrderFunction",
+    "QueueApiFunction",
     "OrdersApiFunction",
     "PaymentCallbackFunction",
     "ReservationsFunction",

@@ -150,6 +150,37 @@ impl Stock {
 struct Orders(Arc<dyn OrderStore>, Arc<Meter>);
 struct Msgs(Arc<Meter>, Arc<Mutex<Vec<Message>>>);
 
+/// The waiting rooms: passed through unmetered (the sweep never reads them).
+#[async_trait]
+impl Queues for Stock {
+    async fn next_number(&self, c: &CampaignId, k: u16) -> anyhow::Result<u64> {
+        self.0.next_number(c, k).await
+    }
+    async fn put_ticket(
+        &self,
+        c: &CampaignId,
+        u: &UserId,
+        t: &holdfast::domain::queue::Ticket,
+    ) -> anyhow::Result<bool> {
+        self.0.put_ticket(c, u, t).await
+    }
+    async fn ticket(&self, c: &CampaignId, u: &UserId) -> anyhow::Result<Option<holdfast::domain::queue::Ticket>> {
+        self.0.ticket(c, u).await
+    }
+    async fn counters(&self, c: &CampaignId, n: u16) -> anyhow::Result<Vec<u64>> {
+        self.0.counters(c, n).await
+    }
+    async fn room(&self, c: &CampaignId) -> anyhow::Result<holdfast::domain::queue::Room> {
+        self.0.room(c).await
+    }
+    async fn put_room(&self, c: &CampaignId, r: &holdfast::domain::queue::Room) -> anyhow::Result<bool> {
+        self.0.put_room(c, r).await
+    }
+    async fn spent(&self, c: &CampaignId, n: u64) -> anyhow::Result<bool> {
+        self.0.spent(c, n).await
+    }
+}
+
 #[async_trait]
 impl Catalogue for Stock {
     async fn get_skus(&self, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
@@ -546,6 +577,7 @@ async fn main() -> anyhow::Result<()> {
             .collect::<anyhow::Result<Vec<_>>>()?;
         let c = Campaign {
             end_grace_s: 0,
+            queue: None,
             id: campaign_of(first)?,
             name: "scale".into(),
             starts_at: now_s - 7_200,

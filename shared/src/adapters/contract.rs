@@ -26,7 +26,7 @@ mod codes;
 mod seed;
 
 pub use checks::{
-    batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, stop_sale,
+    batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, queues, stop_sale,
     stop_sale_on_new_shards,
 };
 pub use codes::{adjustment_pairs, adjustments, code_pools};
@@ -52,6 +52,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("adjustments", |s, p| Box::pin(adjustments(s, p))),
     ("adjustment_pairs", |s, p| Box::pin(adjustment_pairs(s, p))),
     ("batched_reads", |s, p| Box::pin(batched_reads(s, p))),
+    ("queues", |s, p| Box::pin(queues(s, p))),
 ];
 
 /// Runs every check (each under `prefix` + its name) and returns the failed ones with their

@@ -121,6 +121,36 @@ pub struct CampaignRequest {
     #[serde(default, deserialize_with = "fields::end_grace_seconds")]
     #[schema(minimum = 0, maximum = 86400)]
     pub end_grace_seconds: i64,
+    /// A waiting room in front of the items (docs/waiting-room.md): checkouts of its items need
+    /// an admission token from `POST /campaigns/{campaign_id}/queue`. Fixed at creation.
+    #[serde(default)]
+    pub queue: Option<QueueRequest>,
+}
+
+/// The queue of `PUT /admin/campaigns/{campaign_id}`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueRequest {
+    /// Admissions per second, for every Lambda together (1..=10000).
+    #[schema(minimum = 1, maximum = 10000)]
+    pub rate: u32,
+    /// How long an admission token lives once its position is admitted (10..=3600, default 120).
+    #[serde(default = "default_ttl")]
+    #[schema(minimum = 10, maximum = 3600)]
+    pub token_ttl_seconds: u32,
+    /// `fifo` (default) or `random`: tickets taken before `starts_at` in the order of a seeded
+    /// draw whose SHA-256 is published now and the seed after the start.
+    #[serde(default = "default_draw")]
+    #[schema(value_type = Option<String>, pattern = "^(fifo|random)$")]
+    pub draw: crate::domain::queue::Draw,
+}
+
+fn default_ttl() -> u32 {
+    crate::domain::queue::DEFAULT_TOKEN_TTL_S
+}
+
+fn default_draw() -> crate::domain::queue::Draw {
+    crate::domain::queue::Draw::Fifo
 }
 
 impl From<CampaignRequest> for CampaignSpec {
@@ -131,6 +161,11 @@ impl From<CampaignRequest> for CampaignSpec {
             ends_at: b.ends_at,
             items: b.items,
             end_grace_s: b.end_grace_seconds,
+            queue: b.queue.map(|q| crate::domain::campaign::QueueSettings {
+                rate: q.rate,
+                token_ttl_s: q.token_ttl_seconds,
+                draw: q.draw,
+            }),
         }
     }
 }
@@ -201,6 +236,10 @@ pub struct CampaignViewBody {
     /// The admin write that last replaced this record (in admin answers only; security review L7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<super::stock::UpdatedBy>,
+    /// The campaign's waiting room (docs/waiting-room.md): its rate and the draw's commitment
+    /// (the seed after the start; `GET /campaigns/{campaign_id}/queue` adds the live counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<super::queue::QueuePublic>,
 }
 
 impl CampaignViewBody {
@@ -232,6 +271,17 @@ impl CampaignViewBody {
                 .collect(),
             end_grace_seconds: c.end_grace_s,
             updated_by: None,
+            queue: c.queue.as_ref().map(|q| super::queue::QueuePublic {
+                rate: q.rate,
+                token_ttl_seconds: q.token_ttl_s,
+                draw: match q.draw {
+                    crate::domain::queue::Draw::Fifo => "fifo".into(),
+                    crate::domain::queue::Draw::Random => "random".into(),
+                },
+                seed_sha256: q.seed_sha256(),
+                seed: (now_s >= c.starts_at).then(|| q.seed.clone()),
+                pre_start: None,
+            }),
         }
     }
 }

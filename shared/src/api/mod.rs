@@ -10,6 +10,7 @@ pub mod campaigns;
 pub mod fields;
 pub mod orders;
 pub mod payments;
+pub mod queue;
 pub mod reservations;
 pub mod sale;
 pub mod spec;

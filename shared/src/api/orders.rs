@@ -41,6 +41,11 @@ pub struct CreateOrderRequest {
     #[serde(deserialize_with = "fields::order_lines")]
     #[schema(value_type = Vec<ItemRequest>, min_items = 1, max_items = 80)]
     pub items: Vec<LineRequest>,
+    /// The admission token of a queued campaign's items, from `GET /campaigns/{campaign_id}/queue/me`
+    /// once `ADMITTED` (docs/waiting-room.md); spent by the checkout's freeze.
+    #[serde(default)]
+    #[schema(max_length = 1024)]
+    pub admission_token: Option<String>,
 }
 
 /// One line of an order, at the unit price it was ordered at.

@@ -57,6 +57,8 @@ pub struct Campaign {
     pub version: u64,
     /// Unpaid orders of this campaign expire this long after `ends_at` (docs/campaigns.md).
     pub end_grace_s: i64,
+    /// The waiting room in front of its items, fixed at creation (docs/waiting-room.md).
+    pub queue: Option<super::queue::QueueSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -133,6 +135,16 @@ pub struct CampaignSpec {
     pub ends_at: i64,
     pub items: Vec<CampaignItem>,
     pub end_grace_s: i64,
+    /// A waiting room (docs/waiting-room.md); its seed is drawn when the campaign is created.
+    pub queue: Option<QueueSettings>,
+}
+
+/// A queue's settings as an admin gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSettings {
+    pub rate: u32,
+    pub token_ttl_s: u32,
+    pub draw: super::queue::Draw,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -153,6 +165,11 @@ pub enum SpecError {
     TooManyShards,
     #[error("name must be 1-200 characters without control characters")]
     Name,
+    #[error("{0}")]
+    Queue(String),
+    /// A queued campaign's rate is its queue's: no item has its own admission rate.
+    #[error("{0} has an admission_rate, but the campaign's queue sets the rate")]
+    QueuedRate(Sku),
 }
 
 impl SpecError {
@@ -165,6 +182,8 @@ impl SpecError {
             SpecError::Quota(_) => "items.quota",
             SpecError::Shards(_) => "items.shards",
             SpecError::Limit(_) => "items.per_user_limit",
+            SpecError::Queue(_) => "queue",
+            SpecError::QueuedRate(_) => "items.admission_rate",
         }
     }
 }
@@ -200,6 +219,12 @@ impl CampaignSpec {
         if shards > MAX_CAMPAIGN_SHARDS {
             return Err(SpecError::TooManyShards);
         }
+        if let Some(q) = &self.queue {
+            super::queue::validate(q.rate, q.token_ttl_s).map_err(SpecError::Queue)?;
+            if let Some(i) = self.items.iter().find(|i| i.admission_rate.is_some()) {
+                return Err(SpecError::QueuedRate(i.sku.clone()));
+            }
+        }
         Ok(())
     }
 }
@@ -220,6 +245,10 @@ pub fn check_update(old: &Campaign, spec: &CampaignSpec) -> Result<(), UpdateRef
             return Err(UpdateRefusal::QuotaChanged(new.sku.clone()));
         }
     }
+    let settings = old.queue.as_ref().map(|q| QueueSettings { rate: q.rate, token_ttl_s: q.token_ttl_s, draw: q.draw });
+    if settings != spec.queue {
+        return Err(UpdateRefusal::QueueChanged);
+    }
     Ok(())
 }
 
@@ -231,6 +260,9 @@ pub enum UpdateRefusal {
     ShardsChanged(Sku),
     #[error("the quota of {0} changes only through POST /admin/campaigns/{{id}}/adjustments")]
     QuotaChanged(Sku),
+    /// The queue (present or not, rate, token life, draw) is fixed at creation.
+    #[error("a campaign's queue is fixed at creation")]
+    QueueChanged,
 }
 
 #[cfg(test)]
@@ -250,7 +282,7 @@ mod tests {
     }
 
     fn spec(items: Vec<CampaignItem>) -> CampaignSpec {
-        CampaignSpec { end_grace_s: 0, name: "Flash".into(), starts_at: 100, ends_at: 200, items }
+        CampaignSpec { end_grace_s: 0, name: "Flash".into(), starts_at: 100, ends_at: 200, items, queue: None }
     }
 
     #[test]
@@ -272,6 +304,7 @@ mod tests {
     fn status_follows_the_clock() {
         let c = Campaign {
             end_grace_s: 0,
+            queue: None,
             id: CampaignId::parse("c").unwrap(),
             name: "c".into(),
             starts_at: 100,
@@ -308,6 +341,7 @@ mod tests {
     fn an_update_may_not_change_skus_shards_or_quotas() {
         let old = Campaign {
             end_grace_s: 0,
+            queue: None,
             id: CampaignId::parse("c").unwrap(),
             name: "c".into(),
             starts_at: 1,

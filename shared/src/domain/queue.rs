@@ -139,9 +139,11 @@ impl Room {
         Some(from.saturating_add(i64::try_from(ms).unwrap_or(i64::MAX)))
     }
 
-    /// The room halted at `now_ms` (the positions admitted so far stay admitted).
-    pub fn halt(&self, spec: &QueueSpec, starts_at_ms: i64, now_ms: i64, reason: HaltReason) -> Room {
-        let through = self.admitted_through(spec, starts_at_ms, now_ms);
+    /// The room halted at `now_ms`: the positions admitted so far stay admitted, but no more
+    /// than `last` (the highest position taken), so a ticket taken during the halt waits even
+    /// if the clock had run past the queue's tail while nobody was there.
+    pub fn halt(&self, spec: &QueueSpec, starts_at_ms: i64, now_ms: i64, last: u64, reason: HaltReason) -> Room {
+        let through = self.admitted_through(spec, starts_at_ms, now_ms).min(last);
         Room { version: self.version + 1, halted: Some(Halt { through, at_ms: now_ms, reason }), ..self.clone() }
     }
 
@@ -404,10 +406,13 @@ mod tests {
         assert_eq!(room.admitted_at(&s, start, 20), Some(start + 1_000));
         assert_eq!(room.admitted_at(&s, start, 21), Some(start + 1_050));
         // halted at 2 s: 40 admitted, nobody more until it resumes
-        let halted = room.halt(&s, start, start + 2_000, HaltReason::AllHeld);
+        let halted = room.halt(&s, start, start + 2_000, 1_000, HaltReason::AllHeld);
         assert_eq!(halted.admitted_through(&s, start, start + 60_000), 40);
         assert_eq!(halted.admitted_at(&s, start, 41), None);
         assert_eq!(halted.admitted_at(&s, start, 40), Some(start + 2_000), "admitted before the halt");
+        // a halt never admits past the tail: a ticket taken during it waits
+        let short = room.halt(&s, start, start + 2_000, 12, HaltReason::Paused);
+        assert_eq!(short.admitted_through(&s, start, start + 9_000), 12);
         // resumed at 10 s: the next in order one step later
         let resumed = halted.resume(start + 10_000);
         assert_eq!(resumed.admitted_through(&s, start, start + 10_000), 40);
@@ -445,6 +450,9 @@ mod tests {
         let a: Vec<u64> = pre.iter().map(|t| position(&s, &room, *t).unwrap()).collect();
         let b: Vec<u64> = pre.iter().map(|t| position(&other, &room, *t).unwrap()).collect();
         assert_ne!(a, b);
+        // the same positions as scripts/verify-draw.py computes from the published values
+        // (python3 scripts/verify-draw.py --seed abab… --seed-sha256 … --pre-start 3,2,2,1)
+        assert_eq!(a, [5, 6, 1, 3, 4, 2, 8, 7]);
         assert_eq!(a, pre.iter().map(|t| position(&s, &room, *t).unwrap()).collect::<Vec<_>>());
         for n in [1u64, 2, 3, 7, 100, 1000] {
             let mut all: Vec<u64> = (0..n).map(|i| shuffle("seed", n, i)).collect();

@@ -14,13 +14,24 @@ use ::http::header::HeaderValue;
 pub const ROUTES: &[Route] = &[Route::new("POST /orders", Auth::Scope(SCOPE_ORDERS_WRITE))];
 
 pub async fn handle(app: &App, req: Request) -> Response {
+    handle_checkout(app, req, false).await
+}
+
+/// A checkout: `POST /orders`, or (`queued`) a queued campaign's own checkout route
+/// `POST /campaigns/{campaign_id}/checkout` served by queue-api, whose lines must all be of that
+/// campaign (docs/waiting-room.md).
+pub async fn handle_checkout(app: &App, req: Request, queued: bool) -> Response {
     // one correlation id from the request through stream, bus and queues (docs/operations.md)
     let id =
         crate::telemetry::request_correlation(http::header(&req, "x-request-id"), http::header(&req, "traceparent"));
     let r = crate::telemetry::correlated(&app.function, Some(id.clone()), async {
-        let r = match http::route(&req) {
-            "POST /orders" => create(app, &req).await,
-            other => Err(Problem::not_found(format!("no route {other}"))),
+        let r = match (http::route(&req), queued) {
+            ("POST /orders", false) => create(app, &req, None).await,
+            ("POST /campaigns/{campaign_id}/checkout", true) => match super::campaigns_api::campaign_param(&req) {
+                Ok(c) => create(app, &req, Some(c)).await,
+                Err(p) => Err(p),
+            },
+            (other, _) => Err(Problem::not_found(format!("no route {other}"))),
         };
         let status = r.as_ref().map_or_else(|p| i64::from(p.status()), |ok| ok.status_code);
         tracing::info!(status, "checkout answered");
@@ -37,6 +48,15 @@ pub async fn handle(app: &App, req: Request) -> Response {
 fn create_problem(e: CreateError) -> Problem {
     match e {
         CreateError::Freeze(f) => freeze_problem(f),
+        CreateError::Admission(r) => {
+            use crate::service::queue::AdmissionRefusal;
+            let code = match r {
+                AdmissionRefusal::Required(_) => Code::AdmissionRequired,
+                AdmissionRefusal::Invalid(_) => Code::AdmissionInvalid,
+            };
+            Problem::new(code, r.to_string()).field("admission_token")
+        }
+        e @ CreateError::TwoQueues => Problem::validation(e.to_string()).field("items"),
         CreateError::KeyReused => {
             Problem::new(Code::IdempotencyKeyReused, "this Idempotency-Key was already used with a different body")
         }
@@ -105,7 +125,7 @@ pub async fn replay(app: &App, req: &Request) -> Option<Response> {
     }
 }
 
-async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
+async fn create(app: &App, req: &Request, only: Option<crate::domain::CampaignId>) -> Result<Response, Problem> {
     let user = subject(req)?;
     let key = http::header(req, "idempotency-key")
         .ok_or_else(|| {
@@ -115,6 +135,11 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
             IdempotencyKey::parse(k).map_err(|e| Problem::validation(e.to_string()).field("Idempotency-Key"))
         })?;
     let body: CreateOrderRequest = typed_body(req, app.config.max_body_bytes)?;
+    if let Some(c) = &only {
+        if body.items.iter().any(|l| l.campaign.as_ref() != Some(c)) {
+            return Err(Problem::validation(format!("every line of this checkout names campaign {c}")).field("items"));
+        }
+    }
     let started = std::time::Instant::now();
     let mut campaigns: Vec<_> = body.items.iter().filter_map(|l| l.campaign.clone()).collect();
     campaigns.dedup();
@@ -160,7 +185,12 @@ async fn checkout(
     // 503 "retry with the same key" instead of holding the caller until the Lambda timeout.
     // Dropping the use case mid-way is a crash at that point, which the fence and the
     // reservation check already cover.
-    let created = match tokio::time::timeout(app.budget.request, orders::create(app, &user, &key, body.items)).await {
+    let created = match tokio::time::timeout(
+        app.budget.request,
+        orders::create_admitted(app, &user, &key, body.items, body.admission_token.as_deref()),
+    )
+    .await
+    {
         Ok(r) => r,
         Err(_) => {
             app.count(names::CHECKOUT_BUDGET_EXCEEDED, 1);

@@ -69,7 +69,7 @@ proptest! {
     #[test]
     fn accepted_items_are_merged_bounded_and_valid(v in json_value()) {
         let body = serde_json::json!({ "items": v });
-        if let Ok(CreateOrderRequest { items: lines }) = parse_items(&body) {
+        if let Ok(CreateOrderRequest { items: lines, .. }) = parse_items(&body) {
             prop_assert!(!lines.is_empty() && lines.len() <= MAX_LINES);
             let mut skus: Vec<&str> = lines.iter().map(|l| l.sku.as_str()).collect();
             let n = skus.len();

@@ -11,6 +11,7 @@ pub mod orders_api;
 pub mod payment_callback;
 pub mod payment_timeout;
 pub mod publish_events;
+pub mod queue_api;
 pub mod reconcile;
 pub mod reconcile_worker;
 pub mod refunds;
@@ -38,6 +39,7 @@ pub const ROUTES: &[(&str, &[Route])] = &[
     ("create-order", create_order::ROUTES),
     ("orders-api", orders_api::ROUTES),
     ("payment-callback", payment_callback::ROUTES),
+    ("queue-api", queue_api::ROUTES),
     ("reservations", reservations::ROUTES),
     ("stock-api", stock_api::ROUTES),
     ("stock-read", stock_read::ROUTES),
@@ -53,6 +55,7 @@ pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {
         "create-order" => guarded(app, req, &create_order::handle).await,
         "orders-api" => guarded(app, req, &orders_api::handle).await,
         "payment-callback" => guarded(app, req, &payment_callback::handle).await,
+        "queue-api" => guarded(app, req, &queue_api::handle).await,
         "reservations" => guarded(app, req, &reservations::handle).await,
         "stock-api" => guarded(app, req, &stock_api::handle).await,
         "stock-read" => guarded(app, req, &stock_read::handle).await,

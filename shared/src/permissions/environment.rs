@@ -23,6 +23,26 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_SUPPLIER_URL",
             "SUPPLIER_CREDENTIAL_SECRET_ARN",
             "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS",
+            // a queued campaign's admission token (docs/waiting-room.md)
+            "ADMISSION_KEY_SECRET_ARN",
+        ],
+    ),
+    // the waiting room and the queued checkout: create-order's settings and the token's key
+    (
+        "queue-api",
+        &[
+            "STOCK_TABLE",
+            "ORDER_TABLE",
+            "PAYMENT_TIMEOUT_QUEUE_URL",
+            "RESERVATION_CHECK_QUEUE_URL",
+            "HOLDFAST_ORIGIN_VERIFY",
+            "HOLDFAST_PAYMENT_TTL_SECONDS",
+            "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
+            "HOLDFAST_MAX_PENDING_PER_USER",
+            "HOLDFAST_SUPPLIER_URL",
+            "SUPPLIER_CREDENTIAL_SECRET_ARN",
+            "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS",
+            "ADMISSION_KEY_SECRET_ARN",
         ],
     ),
     // GET /orders/{order_id}/codes opens the codes with the keyring the secret holds
@@ -187,6 +207,9 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "SUPPLIER_CREDENTIAL",
     // local/test builds: the code keyring itself when no CODE_KEY_SECRET_ARN is set
     "HOLDFAST_CODE_KEY",
+    // local/test builds: the admission tokens' keys when no ADMISSION_KEY_SECRET_ARN is set
+    "HOLDFAST_ADMISSION_KEY",
+    "HOLDFAST_ADMISSION_KEY_PREVIOUS",
     // the code pool level under which a freeze counts CodePoolLow (default 10)
     "HOLDFAST_CODE_POOL_LOW",
     // reconcile: how quiet a code pool shard must be before its unbound claims are returned
@@ -206,4 +229,6 @@ pub const SECRET_VALUE_ENV: &[&str] = &[
     "PROVIDER_CREDENTIAL",
     "SUPPLIER_CREDENTIAL",
     "HOLDFAST_CODE_KEY",
+    "HOLDFAST_ADMISSION_KEY",
+    "HOLDFAST_ADMISSION_KEY_PREVIOUS",
 ];

@@ -29,6 +29,30 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("sqs:SendMessage", ReservationCheckQueue),
             // SUPPLIER SKUs: quote and book with the supplier's credential (review M3)
             ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
+            // a queued campaign's items: the admission token verified (docs/waiting-room.md)
+            ("secretsmanager:GetSecretValue", AdmissionKeySecret),
+        ],
+    ),
+    // the waiting room (docs/waiting-room.md), and the queued checkout: create-order's grants
+    (
+        "queue-api",
+        &[
+            // the campaign (stock::campaign), its quota shards, SKU metadata and shards (the
+            // room's view of the stock), the stock the checkout's freeze reads
+            ("dynamodb:BatchGetItem", StockTable),
+            // tickets, counters, the room, spent admissions; the checkout's replay reads
+            ("dynamodb:GetItem", StockTable),
+            // a ticket, the room's clock (conditional PutItem); the freeze's transaction
+            ("dynamodb:PutItem", StockTable),
+            // a ticket counter (ADD); the freeze's counters; a release after a failed order put
+            ("dynamodb:UpdateItem", StockTable),
+            ("dynamodb:GetItem", OrderTable),
+            ("dynamodb:PutItem", OrderTable),
+            ("sqs:SendMessage", PaymentTimeoutQueue),
+            ("sqs:SendMessage", ReservationCheckQueue),
+            ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
+            // tokens signed (queue/me) and verified (the checkout)
+            ("secretsmanager:GetSecretValue", AdmissionKeySecret),
         ],
     ),
     (

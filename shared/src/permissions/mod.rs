@@ -76,13 +76,15 @@ pub enum Resource {
     ProviderCredentialSecret,
     /// `!Ref SupplierCredentialSecretArn`: the bearer credential of supplier calls (M3).
     SupplierCredentialSecret,
+    /// `!Ref AdmissionKeySecretArn`: the HMAC key of queue admission tokens (docs/waiting-room.md).
+    AdmissionKeySecret,
     /// `CodeKey`, the KMS key code data keys come from. Its use is granted by the key policy
     /// naming the function's role (the role's own policy cannot name the key: a cycle).
     CodeKey,
 }
 
 impl Resource {
-    pub const ALL: [Resource; 20] = [
+    pub const ALL: [Resource; 21] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -102,6 +104,7 @@ impl Resource {
         Resource::StripeApiKeySecret,
         Resource::ProviderCredentialSecret,
         Resource::SupplierCredentialSecret,
+        Resource::AdmissionKeySecret,
         Resource::CodeKey,
     ];
 
@@ -124,6 +127,7 @@ impl Resource {
             Resource::StripeApiKeySecret => "StripeApiKeySecretArn",
             Resource::ProviderCredentialSecret => "ProviderCredentialSecretArn",
             Resource::SupplierCredentialSecret => "SupplierCredentialSecretArn",
+            Resource::AdmissionKeySecret => "AdmissionKeySecretArn",
             Resource::CodeKey => "CodeKey",
         }
     }
@@ -149,7 +153,8 @@ impl Resource {
             | Resource::RefundWebhookSecret
             | Resource::StripeApiKeySecret
             | Resource::ProviderCredentialSecret
-            | Resource::SupplierCredentialSecret => "Parameter",
+            | Resource::SupplierCredentialSecret
+            | Resource::AdmissionKeySecret => "Parameter",
             Resource::CodeKey => "AWS::KMS::Key",
         }
     }
@@ -179,6 +184,7 @@ impl Resource {
             Resource::StripeApiKeySecret => Some("STRIPE_API_KEY_SECRET_ARN"),
             Resource::ProviderCredentialSecret => Some("PROVIDER_CREDENTIAL_SECRET_ARN"),
             Resource::SupplierCredentialSecret => Some("SUPPLIER_CREDENTIAL_SECRET_ARN"),
+            Resource::AdmissionKeySecret => Some("ADMISSION_KEY_SECRET_ARN"),
             Resource::CodeKey => Some("CODE_KMS_KEY_ID"),
         }
     }

@@ -100,6 +100,7 @@ pub async fn put_by(
                     items: spec.items.clone(),
                     version: 1,
                     end_grace_s: spec.end_grace_s,
+                    queue: spec.queue.map(super::queue::new_queue).transpose()?,
                 },
                 None,
             ),

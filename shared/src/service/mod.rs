@@ -9,6 +9,7 @@ pub mod fence;
 pub mod orders;
 pub mod paying;
 pub mod payments;
+pub mod queue;
 pub mod reconcile;
 pub mod refunds;
 pub mod sale;

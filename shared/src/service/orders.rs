@@ -38,6 +38,11 @@ pub fn request_hash(lines: &[LineRequest]) -> String {
 pub enum CreateError {
     #[error(transparent)]
     Freeze(#[from] FreezeError),
+    /// A queued campaign's item without a valid admission token (docs/waiting-room.md).
+    #[error(transparent)]
+    Admission(#[from] super::queue::AdmissionRefusal),
+    #[error("one order may hold the items of one queued campaign")]
+    TwoQueues,
     #[error("Idempotency-Key already used with another body")]
     KeyReused,
     #[error("the reservation of this checkout expired; start a new checkout")]
@@ -77,6 +82,18 @@ pub async fn create(
     key: &IdempotencyKey,
     lines: Vec<LineRequest>,
 ) -> Result<(Order, bool), CreateError> {
+    create_admitted(app, user, key, lines, None).await
+}
+
+/// [`create`] with the admission token a queued campaign's items need (docs/waiting-room.md):
+/// verified before anything is written, spent in the freeze's own transaction.
+pub async fn create_admitted(
+    app: &App,
+    user: &UserId,
+    key: &IdempotencyKey,
+    lines: Vec<LineRequest>,
+    admission_token: Option<&str>,
+) -> Result<(Order, bool), CreateError> {
     let id = OrderId::derive(user, key);
     let rid = ReservationId::for_order(&id);
     let skus: Vec<Sku> = lines.iter().map(|l| l.sku.clone()).collect();
@@ -99,6 +116,7 @@ pub async fn create(
     // Admission rates and campaign ends, from the (cached) campaigns of the lines.
     let mut campaign_end = i64::MAX;
     let mut admissions = Vec::with_capacity(lines.len());
+    let mut queued: Option<crate::domain::campaign::Campaign> = None;
     for l in &lines {
         let c = match &l.campaign {
             Some(id) => Some(stock::campaign(app, id).await?),
@@ -106,12 +124,31 @@ pub async fn create(
         };
         if let Some(c) = &c {
             campaign_end = campaign_end.min(c.ends_at.saturating_add(c.end_grace_s));
+            if c.queue.is_some() {
+                if queued.as_ref().is_some_and(|q| q.id != c.id) {
+                    return Err(CreateError::TwoQueues);
+                }
+                queued = Some(c.clone());
+            }
         }
         let key = super::sale::admission_key(&l.sku, metas[&l.sku].controls.admission_rate, c.as_ref());
         admissions.push((l.sku.clone(), key));
     }
     // Before anything is written: a refused checkout touches no shard. A replay of a checkout
     // that already froze is admitted again only if there is room (a retry is a new request).
+    // a queued campaign's items need an admission token (a replay is answered its order first)
+    let admission = match &queued {
+        None => None,
+        Some(c) => match super::queue::admission_of(app, c, user, admission_token).await? {
+            Ok(a) => Some(a),
+            Err(refusal) => {
+                if let Some(o) = replay_of(app, &id, &lines).await? {
+                    return Ok((o, true));
+                }
+                return Err(refusal.into());
+            }
+        },
+    };
     if let Err((sku, s)) = super::sale::admit(app, &admissions) {
         // a retry of a checkout that committed is answered its order, never refused (review
         // protocol-3 N13): one read, on the refused path only
@@ -142,7 +179,7 @@ pub async fn create(
         lines,
         // unpaid campaign orders expire when their campaign ends, plus its grace (docs/campaigns.md)
         expires_at: (now + supplier_wait + app.config.payment_ttl_s).min(campaign_end),
-        admission: None,
+        admission,
     };
     let check = Message::ReservationCheck {
         schema: 1,

@@ -194,9 +194,10 @@ async fn a_reconcile_worker_that_crashes_mid_page_is_redelivered_and_the_sweep_c
     // The schedule seeds the sweep; every worker dies half-way through its page for a while.
     s.local.set_faults("reconcile-worker.crash-mid-page").unwrap();
     let seeded = s.local.run_schedule("reconcile").await.unwrap();
-    // per bucket: stale locks, overdue orders, shipped-due, unissued refunds; then SKU
-    // invariants, locked totals, campaign quotas, SKU journals
-    assert_eq!(seeded["items_seeded"], 4 * 64 + 4, "{seeded}");
+    // per bucket: stale locks, overdue orders, shipped-due, unissued refunds, stock to settle,
+    // issued refunds; held refunds and fence returns once; then SKU invariants, locked totals,
+    // campaign quotas, SKU journals
+    assert_eq!(seeded["items_seeded"], 6 * 64 + 2 + 4, "{seeded}");
     // The next run of the schedule finds the sweep unfinished and adds nothing to it.
     let again = s.local.run_schedule("reconcile").await.unwrap();
     assert_eq!(again["items_seeded"], 0, "{again}");

@@ -17,6 +17,7 @@ mod journal;
 mod models;
 mod orders;
 mod payments;
+mod queue;
 mod sale;
 mod sam_env;
 mod scopes;

@@ -432,3 +432,46 @@ pub async fn batched_reads(store: &dyn StockStore, prefix: &str) {
     }
     assert!(store.read_many_shards_public(&[]).await.expect("no cells").is_empty());
 }
+
+/// The waiting rooms (docs/waiting-room.md): counters increment atomically from 1, one ticket per
+/// buyer, the room's clock is a compare-and-set on its version, and an admission is spent once,
+/// in the freeze's own transaction — a second freeze with it is refused whatever the stock, a
+/// freeze refused for stock spends nothing, and a release gives nothing back.
+pub async fn queues(store: &dyn StockStore, prefix: &str) {
+    use crate::domain::queue::{Room, Ticket};
+    let c = crate::domain::CampaignId::parse(&format!("{prefix}Q")).unwrap();
+    let (u, v) = (user(prefix, "qu"), user(prefix, "qv"));
+    assert_eq!(store.next_number(&c, 3).await.unwrap(), 1);
+    assert_eq!(store.next_number(&c, 3).await.unwrap(), 2);
+    assert_eq!(store.next_number(&c, 0).await.unwrap(), 1);
+    assert_eq!(store.counters(&c, 4).await.unwrap(), vec![1, 0, 0, 2]);
+    let t = Ticket { number: 4, joined_at_ms: 1 };
+    assert!(store.put_ticket(&c, &u, &t).await.unwrap());
+    assert!(!store.put_ticket(&c, &u, &Ticket { number: 8, joined_at_ms: 2 }).await.unwrap(), "one per buyer");
+    assert_eq!(store.ticket(&c, &u).await.unwrap(), Some(t));
+    assert_eq!(store.ticket(&c, &v).await.unwrap(), None);
+    // the clock: written from version 0, then only over the version it read
+    assert_eq!(store.room(&c).await.unwrap(), Room::default());
+    let first = Room { version: 1, segments: vec![(5, 100)], ..Room::default() };
+    assert!(store.put_room(&c, &first).await.unwrap());
+    assert!(!store.put_room(&c, &first).await.unwrap(), "a stale version");
+    let second = Room { version: 2, pre_start: Some(vec![1, 2]), ..first.clone() };
+    assert!(store.put_room(&c, &second).await.unwrap());
+    assert_eq!(store.room(&c).await.unwrap(), second);
+    // the spend
+    let a = sku(prefix, "QA");
+    stocked(store, &a, &[2]).await;
+    let spend = FreezeLimits { admission: Some((c.clone(), 4)), ..FreezeLimits::default() };
+    let short = reservation(rid(prefix, "q0"), Some(&u), vec![line(&a, &[(0, 5)])]);
+    assert!(freeze(store, &short, &spend).await.is_err(), "short of stock");
+    assert!(!store.spent(&c, 4).await.unwrap(), "a stock refusal spends nothing");
+    let first_use = reservation(rid(prefix, "q1"), Some(&u), vec![line(&a, &[(0, 1)])]);
+    assert_eq!(freeze(store, &first_use, &spend).await, Ok(()));
+    assert!(store.spent(&c, 4).await.unwrap());
+    let again = reservation(rid(prefix, "q2"), Some(&u), vec![line(&a, &[(0, 1)])]);
+    assert_eq!(freeze(store, &again, &spend).await, Err(FreezeRejection::AdmissionUsed));
+    assert_eq!((status(store, &again.id).await, shards(store, &a, 1).await), (None, vec![(1, 1, 0)]));
+    assert_eq!(move_lock(store, &first_use, LockStatus::Released).await, Ok(()));
+    assert!(store.spent(&c, 4).await.unwrap(), "a release does not give an admission back");
+    assert_eq!(freeze(store, &again, &spend).await, Err(FreezeRejection::AdmissionUsed));
+}

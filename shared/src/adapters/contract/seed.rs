@@ -193,6 +193,7 @@ pub(super) fn campaign(
 ) -> Campaign {
     Campaign {
         end_grace_s: 0,
+        queue: None,
         id: id.clone(),
         name: format!("{id} (contract)"),
         starts_at: window.0,

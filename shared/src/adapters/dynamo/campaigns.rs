@@ -19,7 +19,7 @@ fn campaign_pk(id: &CampaignId) -> String {
 }
 
 fn encode(c: &Campaign) -> anyhow::Result<Item> {
-    Ok(values([
+    let mut it = values([
         ("pk", s(campaign_pk(&c.id))),
         ("cid", s(c.id.as_str())),
         // the `skus` index (skl, sku) lists campaigns under CMP
@@ -32,7 +32,11 @@ fn encode(c: &Campaign) -> anyhow::Result<Item> {
         ("items", s(serde_json::to_string(&c.items)?)),
         ("v", n(c.version)),
         ("eg", n(c.end_grace_s)),
-    ]))
+    ]);
+    if let Some(q) = &c.queue {
+        it.insert("qs".into(), s(serde_json::to_string(q)?));
+    }
+    Ok(it)
 }
 
 /// Decodes a `CMP#` item (also used by the audit dump).
@@ -50,6 +54,7 @@ fn decode(it: &Item) -> anyhow::Result<Campaign> {
         items: serde_json::from_str::<Vec<CampaignItem>>(get_s(it, "items")?).context("campaign items")?,
         version: get_n(it, "v")?,
         end_grace_s: super::item::opt_n(it, "eg").unwrap_or(0),
+        queue: super::item::opt_s(it, "qs").map(serde_json::from_str).transpose().context("campaign queue")?,
     })
 }
 

@@ -15,6 +15,11 @@ async fn the_memory_store_judges_per_user_limits() {
 }
 
 #[tokio::test]
+async fn the_memory_store_judges_the_waiting_rooms_and_spends_an_admission_once() {
+    contract::queues(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
 async fn the_memory_store_judges_the_pending_cap() {
     contract::pending_cap(&MemoryStock::new(), "m").await;
 }

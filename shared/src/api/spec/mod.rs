@@ -11,6 +11,7 @@
 mod campaigns;
 mod orders;
 mod payments;
+mod queue;
 mod reservations;
 mod sale;
 mod stock;
@@ -22,6 +23,7 @@ use super::after_sale::{
 };
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
+    QueueRequest,
 };
 use super::orders::{
     CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, RefundReviewView,
@@ -31,6 +33,7 @@ use super::payments::{
     CallbackAnswer, CallbackResult, PaymentAttemptView, PaymentCallback, PaymentStarted, PaymentStatus,
     SettlementMismatch, SettlementReport, StartPaymentRequest,
 };
+use super::queue::{QueuePlace, QueuePublic, QueueStatsView};
 use super::reservations::{ReservationRequest, ReservationView, ReservedItem};
 use super::sale::{
     AdminSkuView, CampaignList, CampaignStats, CampaignSummary, LatencyView, Machinery, PerSecond, QueueView,
@@ -128,9 +131,12 @@ impl Modify for Security {
           payments::refund_webhook,
           reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation,
           sale::get_sales_switch, sale::put_sales_switch, sale::admin_get_sku, sale::list_campaigns, sale::campaign_stats,
-          sale::machinery, sale::console),
+          sale::machinery, sale::console,
+          queue::join_queue, queue::my_queue_place, queue::get_queue, queue::queued_checkout, queue::admin_queue,
+          queue::pause_queue, queue::resume_queue),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
                        StartPaymentRequest, PaymentStarted, PaymentAttemptView, RefundDecisionRequest, RefundReviewView,
+                       QueuePlace, QueuePublic, QueueStatsView, QueueRequest,
                        RefundReviewList, HeldRefundView,
                        SettlementReport, SettlementMismatch,
                        OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
@@ -148,7 +154,7 @@ impl Modify for Security {
                        CampaignSummary, CampaignStats, StatsItem, PerSecond, LatencyView, Machinery, QueueView,
                        ReconcileView)),
     modifiers(&Security),
-    tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations"), (name = "sale")),
+    tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations"), (name = "sale"), (name = "queue")),
 )]
 pub struct ApiDoc;
 

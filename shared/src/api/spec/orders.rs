@@ -13,9 +13,10 @@ use super::*;
         (status = 400, description = "Not JSON, or no Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),
         NoValidToken,
-        (status = 403, description = "Token lacks orders:write", body = GatewayError),
+        (status = 403, description = "Token lacks orders:write (`message`), or a queued campaign's item without \
+         a valid admission token: admission_required, admission_invalid (a problem)", body = GatewayError),
         (status = 409, description = "insufficient_stock, purchase_limit_exceeded, stock_too_fragmented, \
-                                      reservation_expired, too_many_pending_orders, or a campaign's \
+                                      reservation_expired, too_many_pending_orders, admission_used, or a campaign's \
                                       campaign_quota_exhausted, sale_not_started, sale_ended, sale_paused",
          body = ProblemBody, content_type = "application/problem+json"),
         TooLarge,

@@ -341,6 +341,7 @@ async fn quota_locked_equals_the_frozen_campaign_pieces_per_item_and_a_planted_m
             .collect();
         let camp = Campaign {
             end_grace_s: 0,
+            queue: None,
             id: crate::domain::CampaignId::parse(&id).unwrap(),
             name: id.clone(),
             starts_at: now - 3600,

@@ -13,6 +13,7 @@ async fn sale(app: &App, starts_in: i64, quota: i64, per_user_limit: Option<u32>
     let now = clock::now_s();
     let spec = CampaignSpec {
         end_grace_s: 0,
+        queue: None,
         name: "Flash".into(),
         starts_at: now + starts_in,
         ends_at: now + starts_in + 3600,
@@ -67,6 +68,7 @@ async fn a_sale_not_open_or_paused_is_refused_by_its_write_condition_and_resumes
     assert!(matches!(early, Err(FreezeError::SaleNotStarted(_))), "{early:?}");
     let spec = CampaignSpec {
         end_grace_s: 0,
+        queue: None,
         name: "Flash".into(),
         starts_at: clock::now_s() - 5,
         ends_at: clock::now_s() + 3600,

@@ -1,0 +1,90 @@
+//! queue-api: a drop's waiting room in its own function, with its own route throttles and
+//! reserved concurrency, so a drop's crowd never takes ordinary shoppers' capacity
+//! (docs/waiting-room.md): join, where am I, the public queue, the operators' view and lever,
+//! and the queued checkout (`POST /campaigns/{campaign_id}/checkout`, the checkout of
+//! `POST /orders` with its admission token).
+
+use super::campaigns_api::campaign_param;
+use crate::api::queue::{QueuePlace, QueuePublic, QueueStatsView};
+use crate::api::{Auth, Route, ADMIN_CATALOGUE, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
+use crate::app::App;
+use crate::http::{self, finish, json_response, subject, Code, Problem, Request, Response};
+use crate::service::queue::{self, QueueError};
+
+/// The routes this function handles (checked against template.yaml and the OpenAPI document).
+pub const ROUTES: &[Route] = &[
+    Route::new("POST /campaigns/{campaign_id}/queue", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("GET /campaigns/{campaign_id}/queue/me", Auth::Scope(SCOPE_ORDERS_READ)),
+    Route::new("GET /campaigns/{campaign_id}/queue", Auth::Scope(SCOPE_ORDERS_READ)),
+    Route::new("POST /campaigns/{campaign_id}/checkout", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("GET /admin/campaigns/{campaign_id}/queue", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("POST /admin/campaigns/{campaign_id}/queue/pause", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::new("POST /admin/campaigns/{campaign_id}/queue/resume", Auth::AnyScope(ADMIN_CATALOGUE)),
+];
+
+pub async fn handle(app: &App, req: Request) -> Response {
+    if http::route(&req) == "POST /campaigns/{campaign_id}/checkout" {
+        return super::create_order::handle_checkout(app, req, true).await;
+    }
+    finish(route(app, &req).await)
+}
+
+fn queue_problem(e: QueueError) -> Problem {
+    match e {
+        QueueError::NotFound(m) => Problem::not_found(m),
+        e @ QueueError::Ended(_) => Problem::new(Code::CampaignEnded, e.to_string()),
+        QueueError::Store(e) => e.into(),
+    }
+}
+
+async fn route(app: &App, req: &Request) -> Result<Response, Problem> {
+    let id = campaign_param(req)?;
+    match http::route(req) {
+        "POST /campaigns/{campaign_id}/queue" => {
+            let user = subject(req)?;
+            http::body_bytes(req, app.config.max_body_bytes)?;
+            let (p, created) = queue::join(app, &user, &id).await.map_err(queue_problem)?;
+            Ok(json_response(if created { 201 } else { 200 }, &QueuePlace::new(id.as_str(), p)))
+        }
+        "GET /campaigns/{campaign_id}/queue/me" => {
+            let user = subject(req)?;
+            let p = queue::me(app, &user, &id).await.map_err(queue_problem)?;
+            let mut r = json_response(200, &QueuePlace::new(id.as_str(), p));
+            // the admission token is the buyer's: no shared cache may keep it
+            r.headers
+                .insert(::http::header::CACHE_CONTROL, ::http::header::HeaderValue::from_static("private, no-store"));
+            Ok(r)
+        }
+        "GET /campaigns/{campaign_id}/queue" => {
+            let (c, spec, room, s) = queue::stats(app, &id).await.map_err(queue_problem)?;
+            let started = crate::clock::now_s() >= c.starts_at;
+            let public = QueuePublic {
+                rate: spec.rate,
+                token_ttl_seconds: spec.token_ttl_s,
+                draw: QueueStatsView::new(id.as_str(), &spec, &s).draw,
+                seed_sha256: spec.seed_sha256(),
+                seed: started.then(|| spec.seed.clone()),
+                pre_start: room.pre_start.clone(),
+            };
+            let mut v = serde_json::to_value(public).map_err(|e| Problem::internal(e.to_string()))?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("joined".into(), s.joined.into());
+                o.insert("admitted_through".into(), s.admitted_through.into());
+            }
+            Ok(json_response(200, &v))
+        }
+        "GET /admin/campaigns/{campaign_id}/queue" => {
+            let (_, spec, _, s) = queue::stats(app, &id).await.map_err(queue_problem)?;
+            Ok(json_response(200, &QueueStatsView::new(id.as_str(), &spec, &s)))
+        }
+        route @ ("POST /admin/campaigns/{campaign_id}/queue/pause"
+        | "POST /admin/campaigns/{campaign_id}/queue/resume") => {
+            http::body_bytes(req, app.config.max_body_bytes)?;
+            let paused = route.ends_with("/pause");
+            queue::set_paused(app, &id, paused).await.map_err(queue_problem)?;
+            let (_, spec, _, s) = queue::stats(app, &id).await.map_err(queue_problem)?;
+            Ok(json_response(200, &QueueStatsView::new(id.as_str(), &spec, &s)))
+        }
+        other => Err(Problem::not_found(format!("no route {other}"))),
+    }
+}
