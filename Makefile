@@ -9,7 +9,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale bench-contention
+.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale bench-contention bench-queue
 .PHONY: sim sim-long sim-mutants browser deny checks
 
 help:
@@ -180,6 +180,11 @@ bench-payments: venv
 
 # The sale room (docs/operations.md): switch and pause time to bite, admission accuracy, the
 # live stats' cost: bench/sale.json.
+# Only the waiting room's figures (docs/waiting-room.md): bench/queue.json.
+bench-queue: venv
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=queue bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
 bench-sale: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=sale bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench

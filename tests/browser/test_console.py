@@ -397,6 +397,36 @@ def main():
         ok("some checkouts succeeded", len(buyers.ordered) > 0, f"{len(buyers.ordered)} orders")
         ok("no JS exceptions on the sale page", not js_exceptions(d), "; ".join(js_exceptions(d)))
 
+        # --- 4b. a queued campaign: the waiting room's panel and its lever
+        qcid = f"console-drop-{run}"
+        qsku = f"console-cap-{run}"
+        s, b = http("PUT", f"{url}/admin/skus/{qsku}", admin, {"name": "Console cap", "price": 2500, "currency": "EUR", "shards": 1})
+        ok("PUT the drop's SKU", s in (200, 201), f"{s} {b}")
+        s, b = http("POST", f"{url}/admin/skus/{qsku}/adjustments", admin, {"adjustment_id": f"q1-{run}", "delta": 10, "reason": "stock"})
+        ok("stock the drop's SKU", s in (200, 201), f"{s} {b}")
+        s, b = http("PUT", f"{url}/admin/campaigns/{qcid}", admin, {
+            "name": "Console drop", "starts_at": rfc3339(now + timedelta(seconds=600)),
+            "ends_at": rfc3339(now + timedelta(hours=1)), "items": [{"sku": qsku, "quota": 10}],
+            "queue": {"rate": 5, "token_ttl_seconds": 60}})
+        ok("PUT a queued campaign", s in (200, 201), f"{s} {b}")
+        for i in range(3):
+            s, b = http("POST", f"{url}/campaigns/{qcid}/queue", buyer_tokens[i])
+            ok(f"buyer {i} joins the queue", s == 201, f"{s} {b}")
+        d.get(f"{page_url}/console/#/sale/{qcid}")
+        joined = wait_for(lambda: text_of(d, "queue-joined") == "3", 15)
+        ok("the queue panel shows 3 joined", bool(joined), text_of(d, "queue-joined") or "")
+        ok("admission running before the pause", text_of(d, "queue-halted") == "ADMITTING", text_of(d, "queue-halted") or "")
+        d.find_element(By.ID, "pause-queue").click()
+        wait_for(lambda: "open" in d.find_element(By.ID, "confirm-dialog").get_attribute("class"), 3)
+        ok("the confirm dialog names the queue's campaign", qcid in (text_of(d, "confirm-text") or ""), text_of(d, "confirm-text") or "")
+        d.find_element(By.ID, "confirm-ok").click()
+        halted = wait_for(lambda: d.find_element(By.ID, "queue-halted").get_attribute("data-halted") == "paused", 10)
+        ok("the panel shows admission paused", bool(halted), text_of(d, "queue-halted") or "")
+        s, b = http("GET", f"{url}/admin/campaigns/{qcid}/queue", admin)
+        ok("the server has admission paused", s == 200 and isinstance(b, dict) and b.get("halted") == "paused", f"{s} {b}")
+        shot(d, out_dir, "queue.png")
+        ok("no JS exceptions on the queue panel", not js_exceptions(d), "; ".join(js_exceptions(d)))
+
         # --- 5. other pages
         d.get(f"{page_url}/console/#/sku/{sku}")
         ok("sku page renders", wait_for(lambda: text_of(d, "sku-id") == sku, 5) is not None)

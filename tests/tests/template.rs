@@ -609,3 +609,32 @@ fn the_calendar_route_has_its_own_throttle_below_the_other_public_reads() {
     assert_eq!(raw["ThrottlingRateLimit"], serde_json::json!({"Ref": "CalendarReadRateLimit"}));
     assert_eq!(raw["ThrottlingBurstLimit"], serde_json::json!({"Ref": "CalendarReadBurstLimit"}));
 }
+
+/// A drop's waiting room has its own door (docs/waiting-room.md, "Isolation"): its routes are
+/// served by queue-api, not create-order or orders-api, each with its own route throttle from
+/// its own parameters, and queue-api's concurrency can be reserved apart from create-order's.
+#[test]
+fn a_drops_waiting_room_has_its_own_function_throttles_and_reserved_concurrency() {
+    let t = holdfast_local::template::to_json(&holdfast_local::template::yaml(&text()).unwrap());
+    let routes = &t["Resources"]["HttpApi"]["Properties"]["RouteSettings"];
+    for (route, rate, burst) in [
+        ("POST /campaigns/{campaign_id}/queue", "QueueJoinRateLimit", "QueueJoinBurstLimit"),
+        ("GET /campaigns/{campaign_id}/queue/me", "QueueJoinRateLimit", "QueueJoinBurstLimit"),
+        ("POST /campaigns/{campaign_id}/checkout", "QueueCheckoutRateLimit", "QueueCheckoutBurstLimit"),
+    ] {
+        assert_eq!(routes[route]["ThrottlingRateLimit"], serde_json::json!({"Ref": rate}), "{route}");
+        assert_eq!(routes[route]["ThrottlingBurstLimit"], serde_json::json!({"Ref": burst}), "{route}");
+    }
+    assert_eq!(routes["POST /orders"]["ThrottlingRateLimit"], serde_json::json!({"Ref": "CheckoutRateLimit"}));
+    let f = &t["Resources"]["QueueApiFunction"]["Properties"];
+    assert_eq!(
+        f["ReservedConcurrentExecutions"],
+        serde_json::json!({"Fn::If": ["ReserveQueueApi", {"Ref": "QueueApiReservedConcurrency"}, {"Ref": "AWS::NoValue"}]})
+    );
+    let served: Vec<&str> = holdfast::handlers::ROUTES
+        .iter()
+        .filter(|(_, routes)| routes.iter().any(|r| r.key.contains("/queue") || r.key.ends_with("/checkout")))
+        .map(|(f, _)| *f)
+        .collect();
+    assert_eq!(served, ["queue-api"], "only queue-api serves the room");
+}

@@ -143,6 +143,16 @@ pub struct QueueRequest {
     #[serde(default = "default_draw")]
     #[schema(value_type = Option<String>, pattern = "^(fifo|random)$")]
     pub draw: crate::domain::queue::Draw,
+    /// Ticket counters, 1..=16 (default 16): each carries ~1,000 joins/s on AWS; tickets are in
+    /// exact join order with 1, and within one round of the counters with more
+    /// (docs/waiting-room.md, "Tickets").
+    #[serde(default = "default_counters")]
+    #[schema(minimum = 1, maximum = 16)]
+    pub counters: u16,
+}
+
+fn default_counters() -> u16 {
+    crate::domain::queue::COUNTERS
 }
 
 fn default_ttl() -> u32 {
@@ -165,6 +175,7 @@ impl From<CampaignRequest> for CampaignSpec {
                 rate: q.rate,
                 token_ttl_s: q.token_ttl_seconds,
                 draw: q.draw,
+                counters: q.counters,
             }),
         }
     }

@@ -16,6 +16,7 @@ pub mod sale;
 pub mod settlement;
 pub mod stock;
 pub mod supplier;
+pub mod timeouts;
 
 use std::time::Duration;
 

@@ -52,7 +52,7 @@ pub fn new_queue(s: QueueSettings) -> anyhow::Result<QueueSpec> {
         token_ttl_s: s.token_ttl_s,
         draw: s.draw,
         seed: hex::encode(seed),
-        counters: queue::COUNTERS,
+        counters: s.counters,
     })
 }
 

@@ -9,6 +9,7 @@ mod lifecycles;
 mod models;
 mod payments;
 mod prices;
+mod queue;
 mod report;
 mod sale;
 
@@ -152,6 +153,13 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("payments") {
         let v = payments::payments_section(&endpoint, n).await?;
         std::fs::write(out.join("payments.json"), serde_json::to_string_pretty(&v)?)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    // `HOLDFAST_BENCH_ONLY=queue` (make bench-queue): the waiting room's costs and speed
+    if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("queue") {
+        let v = queue::queue_section(&endpoint).await?;
+        std::fs::write(out.join("queue.json"), serde_json::to_string_pretty(&v)?)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }

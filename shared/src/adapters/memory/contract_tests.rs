@@ -68,5 +68,5 @@ async fn the_memory_store_moves_an_adjustment_pair_together_or_not_at_all() {
 async fn the_memory_store_passes_the_whole_stock_store_contract_on_one_store() {
     let failed = contract::failures(&MemoryStock::new(), "m-").await;
     assert!(failed.is_empty(), "contract checks failed:\n{}", failed.join("\n"));
-    assert_eq!(contract::CHECKS.len(), 11, "a new check gets its own test above");
+    assert_eq!(contract::CHECKS.len(), 12, "a new check gets its own test above");
 }
