@@ -140,7 +140,7 @@ package: venv
 # profile as `make package`, host toolchain): it shares its dependency build with criterion.
 bench: venv
 	HOLDFAST_PACKAGE_BUILDER=cargo bash scripts/package.sh
-	$(CARGO) bench -p holdfast-bench -- --warm-up-time 1 --measurement-time 3
+	$(CARGO) bench -p holdfast-bench --bench domain --bench handlers -- --warm-up-time 1 --measurement-time 3
 	python3 bench/criterion_summary.py > bench/criterion.json
 	$(VENV)/bin/python scripts/coldstart.py --json bench/coldstart.json --markdown bench/coldstart-table.md
 	$(CARGO) build -p holdfast-local --bin bench
