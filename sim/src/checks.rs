@@ -5,9 +5,9 @@ use holdfast::domain::invariants::{check_all, Violation};
 use holdfast::domain::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
 use holdfast::domain::refund::RefundStatus;
 use holdfast::domain::reservation::LockStatus;
-use holdfast::domain::ReservationId;
-use holdfast::ports::PaymentState;
-use std::collections::HashSet;
+use holdfast::domain::{OrderId, ReservationId, UserId};
+use holdfast::ports::{PaymentState, Queues};
+use std::collections::{BTreeMap, HashSet};
 
 /// Everything `check_all` reports except what only holds at quiescence (a lock whose order moved
 /// and whose event is still on its way; a closed order's bookings not yet cancelled).
@@ -165,6 +165,58 @@ fn money(sim: &Sim, all: &[Order], sold: &HashSet<String>) -> Vec<String> {
     // nothing is left waiting on its provider at quiescence
     for o in all.iter().filter(|o| o.status == OrderStatus::Paying) {
         out.push(format!("PayingAtQuiescence {{ order: {} }}", o.id));
+    }
+    out
+}
+
+/// The waiting room, read from the store's Queues port: every order with a line of the queued
+/// drop spent its buyer's admission (the one ticket a buyer has), no admission carries two
+/// orders, and the drop never holds or sells more units than its quota. The caller turns the
+/// ports' interleaving off around it (a check draws nothing from the seeded generator).
+pub async fn queue(sim: &Sim) -> Vec<String> {
+    let c = &sim.drop;
+    let mut out = Vec::new();
+    let mut by_user: BTreeMap<UserId, Vec<OrderId>> = BTreeMap::new();
+    for o in orders(sim).into_iter().filter(|o| o.lines.iter().any(|l| l.campaign.as_ref() == Some(c))) {
+        by_user.entry(o.user.clone()).or_default().push(o.id.clone());
+    }
+    for (user, ids) in &by_user {
+        if ids.len() > 1 {
+            out.push(format!("TwoOrdersOneAdmission {{ campaign: {c}, user: {user}, orders: {ids:?} }}"));
+        }
+        let ticket = match sim.world.stock.ticket(c, user).await {
+            Ok(Some(t)) => t.number,
+            Ok(None) => {
+                out.push(format!("QueuedOrderWithoutTicket {{ campaign: {c}, user: {user}, orders: {ids:?} }}"));
+                continue;
+            }
+            Err(e) => {
+                out.push(format!("QueueUnreadable {{ campaign: {c}, error: {e:#} }}"));
+                continue;
+            }
+        };
+        match sim.world.stock.spent(c, ticket).await {
+            Ok(true) => {}
+            Ok(false) => out.push(format!(
+                "QueuedOrderWithoutAdmission {{ campaign: {c}, user: {user}, ticket: {ticket}, orders: {ids:?} }}"
+            )),
+            Err(e) => out.push(format!("QueueUnreadable {{ campaign: {c}, error: {e:#} }}")),
+        }
+    }
+    // units held (FROZEN) or sold (SOLD) through the drop: a released or restocked lock gave
+    // its units back to the quota
+    let units: u64 = sim
+        .world
+        .stock
+        .reservations()
+        .iter()
+        .filter(|r| matches!(r.status, LockStatus::Frozen | LockStatus::Sold) && !r.oversold)
+        .flat_map(|r| r.lines.iter())
+        .filter(|l| l.campaign.as_ref().is_some_and(|cl| cl.campaign_id == *c))
+        .map(|l| u64::from(l.quantity))
+        .sum();
+    if units > crate::shop::DROP_QUOTA.unsigned_abs() {
+        out.push(format!("QueueOverQuota {{ campaign: {c}, units: {units}, quota: {} }}", crate::shop::DROP_QUOTA));
     }
     out
 }

@@ -21,6 +21,8 @@ const TRACE_TAIL: usize = 40;
 struct Opts {
     strict: bool,
     interleave: bool,
+    /// Print each passing seed's whole trace.
+    trace: bool,
 }
 
 struct Failure {
@@ -53,7 +55,10 @@ async fn run_seed(
         sim.step(step).await;
         sim.collect();
         sim.stats.steps += 1;
-        let v = checks::check(&sim, false);
+        let mut v = checks::check(&sim, false);
+        holdfast::adapters::memory::set_interleaving(false);
+        v.extend(checks::queue(&sim).await);
+        holdfast::adapters::memory::set_interleaving(o.interleave);
         if !v.is_empty() {
             merge(stats, &sim.stats);
             return Ok(Err(fail(&sim, step, v)));
@@ -62,9 +67,16 @@ async fn run_seed(
     holdfast::adapters::memory::set_interleaving(false);
     sim.quiesce().await;
     merge(stats, &sim.stats);
-    let v = checks::check(&sim, true);
+    let mut v = checks::check(&sim, true);
+    v.extend(checks::queue(&sim).await);
     if !v.is_empty() {
         return Ok(Err(fail(&sim, steps, v)));
+    }
+    if o.trace {
+        println!("seed={seed} trace:");
+        for t in &sim.trace {
+            println!("  {t}");
+        }
     }
     Ok(Ok(()))
 }
@@ -196,6 +208,9 @@ struct Cli {
     /// Check the strict invariants as well.
     #[arg(long)]
     strict: bool,
+    /// Print the whole trace of every seed that passes.
+    #[arg(long)]
+    trace: bool,
 }
 
 fn seed_range(v: &str) -> Result<std::ops::Range<u64>, String> {
@@ -229,7 +244,7 @@ fn args() -> Args {
         keep_going: c.keep_going,
         shrink: !c.no_shrink,
         skip: c.skip,
-        opts: Opts { strict: c.strict, interleave: !c.no_interleave },
+        opts: Opts { strict: c.strict, interleave: !c.no_interleave, trace: c.trace },
     }
 }
 

@@ -1,17 +1,29 @@
-//! The simulated shop: one SKU of every kind, a bundle over a quantity SKU, and a campaign over
-//! three kinds — made through the admin services, as an operator would.
+//! The simulated shop: one SKU of every kind, a bundle over a quantity SKU, a campaign over
+//! three kinds, and a drop behind a waiting room — made through the admin services, as an
+//! operator would.
 
+use holdfast::adapters::memory::memory_app;
 use holdfast::app::App;
-use holdfast::domain::campaign::{CampaignItem, CampaignSpec};
+use holdfast::config::Config;
+use holdfast::domain::campaign::{CampaignItem, CampaignSpec, QueueSettings};
 use holdfast::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management, Unit};
+use holdfast::domain::queue::Draw;
 use holdfast::domain::supplier::SupplierConfig;
-use holdfast::domain::{CampaignId, Currency, Sku};
+use holdfast::domain::{CampaignId, Currency, Sku, UserId};
 use holdfast::service::admin::{self, SkuSpec};
-use holdfast::service::{campaigns, codes};
+use holdfast::service::{campaigns, codes, queue};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Virtual start: 2026-12-01T00:00:00Z.
 pub const T0_MS: i64 = 1_796_083_200_000;
 pub const CAMPAIGN: &str = "flash";
+/// The queued drop's SKU; its campaign's id is [`drop_id`].
+pub const DROP_SKU: &str = "drop";
+/// The drop's quota: fewer units than buyers, so the room halts, sells out and resumes.
+pub const DROP_QUOTA: i64 = 2;
+/// The drop's queue: one admission a second, a token lives fifteen minutes, first come first
+/// served over 4 interleaved ticket counters.
+pub const DROP_QUEUE: QueueSettings = QueueSettings { rate: 1, token_ttl_s: 900, draw: Draw::Fifo, counters: 4 };
 
 /// What the simulator needs to know about a SKU to order it.
 #[derive(Clone, Debug)]
@@ -49,6 +61,8 @@ fn defs() -> Vec<Def> {
             ..d("bundle", 650, 1, None, m(Management::Quantity, Unit::Bundle, Deduct::AtOrder), 0)
         },
         d("supp", 1200, 1, Some(2), m(Management::Supplier, Unit::Single, Deduct::AtOrder), 0),
+        // the drop's SKU: sold through its queued campaign and to ordinary checkouts as well
+        d(DROP_SKU, 800, 1, None, q, 4),
     ]
 }
 
@@ -115,4 +129,89 @@ pub async fn open(app: &App) -> anyhow::Result<Vec<Item>> {
     };
     campaigns::put(app, &CampaignId::parse(CAMPAIGN)?, &spec).await.map_err(|e| anyhow::anyhow!("campaign: {e}"))?;
     Ok(items)
+}
+
+/// A fresh id for this run's queued campaign. The queue service caches what it read of a
+/// campaign's stock per process, keyed by campaign id and stamped with the (virtual) clock; every
+/// run starts its clock again at [`T0_MS`], so a run must never meet an earlier run's entry.
+pub fn drop_id() -> CampaignId {
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    CampaignId::parse(&format!("drop{}", RUNS.fetch_add(1, Ordering::Relaxed))).expect("campaign id")
+}
+
+/// Opens the drop: campaign `id` over [`DROP_SKU`] with quota [`DROP_QUOTA`] (one per buyer),
+/// behind the queue [`DROP_QUEUE`]. It starts ten minutes into the run (buyers join before)
+/// and ends three hours in.
+pub async fn open_drop(app: &App, id: &CampaignId) -> anyhow::Result<()> {
+    let spec = CampaignSpec {
+        end_grace_s: 0,
+        queue: Some(DROP_QUEUE),
+        name: "queued drop".into(),
+        starts_at: T0_MS / 1000 + 600,
+        ends_at: T0_MS / 1000 + 3 * 3_600,
+        items: vec![CampaignItem {
+            reserve: false,
+            admission_rate: None,
+            sku: Sku::parse(DROP_SKU)?,
+            price: Some(600),
+            per_user_limit: Some(1),
+            shards: 1,
+            quota: DROP_QUOTA,
+        }],
+    };
+    campaigns::put(app, id, &spec).await.map_err(|e| anyhow::anyhow!("drop: {e}"))?;
+    Ok(())
+}
+
+/// Brings the queue service's process-wide ticket-counter cursor to a multiple of 16.
+///
+/// `service::queue::join` spreads a warm Lambda's joins over the counters from a cursor drawn
+/// once per process and kept across calls. Ticket numbers (and so FIFO positions and admission
+/// times) depend on it, so without this a seed would not replay the same alone as within a
+/// range. Joins to a throw-away queue with 16 counters, in a world of its own, until the last
+/// one took counter 15: the next join of any queue then starts at counter 0. The caller reseeds
+/// `fastrand` afterwards (the cursor's first draw comes from it).
+pub async fn align_ticket_cursor(config: Config) -> anyhow::Result<()> {
+    let (app, _world) = memory_app("sim-align", config)?;
+    let sku = Sku::parse("align")?;
+    let spec = SkuSpec {
+        controls: Default::default(),
+        name: "align".into(),
+        price: 1,
+        currency: Currency::parse("EUR")?,
+        shards: 1,
+        per_user_limit: None,
+        model: InventoryModel::default(),
+        bundle: Vec::new(),
+        supplier: None,
+    };
+    admin::put_sku(&app, &sku, &spec, Some("sim")).await.map_err(|e| anyhow::anyhow!("align: {e}"))?;
+    admin::adjust(&app, &sku, "init", 1, "stock", Some("sim"), &[]).await.map_err(|e| anyhow::anyhow!("align: {e}"))?;
+    let id = CampaignId::parse("align")?;
+    let c = CampaignSpec {
+        end_grace_s: 0,
+        queue: Some(QueueSettings { counters: 16, ..DROP_QUEUE }),
+        name: "align".into(),
+        starts_at: T0_MS / 1000 - 3_600,
+        ends_at: T0_MS / 1000 + 3_600,
+        items: vec![CampaignItem {
+            reserve: false,
+            admission_rate: None,
+            sku,
+            price: None,
+            per_user_limit: None,
+            shards: 1,
+            quota: 1,
+        }],
+    };
+    campaigns::put(&app, &id, &c).await.map_err(|e| anyhow::anyhow!("align: {e}"))?;
+    for i in 0..16 {
+        let (place, _) =
+            queue::join(&app, &UserId::parse(&format!("a{i}"))?, &id).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let number = place.ticket.ok_or_else(|| anyhow::anyhow!("align: no ticket"))?;
+        if (number - 1) % 16 == 15 {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("align: 16 joins never took counter 15")
 }

@@ -17,6 +17,7 @@ use holdfast::domain::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, 
 use holdfast::ports::{Message, PaymentState};
 use holdfast::service::after_sale::{self, Caller, Change};
 use holdfast::service::payments::{self, PaymentNotice};
+use holdfast::service::queue::{self, QueueError};
 use holdfast::service::refunds::{self, RefundConfirmation};
 use holdfast::service::stock::LineRequest;
 use holdfast::service::{admin, campaigns, checks, codes, orders, paying, reconcile, supplier};
@@ -72,6 +73,18 @@ pub enum Action {
     AtProvider(OrderId, String, PaymentState, u8),
     /// An admin decides a refund held for review.
     Decide(OrderId, bool),
+    /// A buyer in the drop's waiting room: where am I (joining first when they have no ticket),
+    /// and once admitted, the checkout with the token at once (`Some`) or later.
+    QueueBuyer(UserId, CampaignId, Option<Checkout>),
+    /// A buyer joins the drop's queue (a repeat is answered the same ticket).
+    Join(UserId, CampaignId),
+    /// A checkout of the drop with this admission token, or none: a later use (the token may
+    /// have expired or been spent), a replay, another buyer's token, a forged one.
+    QueuedCheckout(Checkout, Option<String>),
+    /// Two checkouts racing with one token (drawn as one, run as two concurrent actions).
+    Race(Checkout, Checkout, String),
+    /// An operator pauses (`true`) or resumes the drop's admission.
+    PauseQueue(CampaignId, bool),
 }
 
 /// What running an action left behind.
@@ -84,6 +97,8 @@ pub struct Done {
     pub buyer_refunded: Option<OrderId>,
     /// A checkout that died half-way (the client will retry it).
     pub crashed: Option<Checkout>,
+    /// An admission token a buyer was given.
+    pub token: Option<(UserId, String)>,
 }
 
 #[derive(Default, Debug)]
@@ -101,6 +116,12 @@ pub struct Sim {
     pub provider: Arc<MemoryProvider>,
     pub supplier: Arc<MemorySupplier>,
     items: Vec<Item>,
+    /// The queued drop's campaign (docs/simulator.md, "The waiting room").
+    pub drop: CampaignId,
+    /// The last admission token each buyer was given.
+    tokens: BTreeMap<UserId, String>,
+    /// Queued checkouts drawn, with the token they carry (a replay sends one again).
+    queued: Vec<(Checkout, Option<String>)>,
     queue: Vec<Queued>,
     /// The order table as the stream last saw it.
     seen: HashMap<OrderId, OrderRecord>,
@@ -130,13 +151,16 @@ fn now() -> i64 {
 
 impl Sim {
     pub async fn new(seed: u64, interleave: bool) -> anyhow::Result<Sim> {
-        fastrand::seed(seed);
         clock::set_virtual_ms(Some(T0_MS));
         holdfast::adapters::memory::set_interleaving(false);
         let mut c = Config::from_lookup(&|_| None).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         c.sku_cache_ms = 0;
         c.soldout_cache_ms = 0;
         c.code_key = holdfast::config::Secret::new(holdfast::domain::codes::Keyring::generate_secret("sim1"));
+        c.admission_key = holdfast::config::Secret::new("sim-admission-key");
+        // the queue's process-wide ticket cursor, then the seed: the same run alone or in a range
+        shop::align_ticket_cursor(c.clone()).await?;
+        fastrand::seed(seed);
         let (app, world) = memory_app("sim", c)?;
         let provider = Arc::new(MemoryProvider::new());
         let supplier = Arc::new(MemorySupplier::new());
@@ -144,6 +168,8 @@ impl Sim {
             .with_providers(Providers { generic: provider.clone(), stripe: Arc::new(MemoryProvider::new()) })
             .with_supplier(supplier.clone());
         let items = shop::open(&app).await?;
+        let drop = shop::drop_id();
+        shop::open_drop(&app, &drop).await?;
         holdfast::adapters::memory::set_interleaving(interleave);
         Ok(Sim {
             rng: fastrand::Rng::with_seed(seed),
@@ -152,6 +178,9 @@ impl Sim {
             provider,
             supplier,
             items,
+            drop,
+            tokens: BTreeMap::new(),
+            queued: Vec::new(),
             queue: Vec::new(),
             seen: HashMap::new(),
             sent_seen: 0,
@@ -289,6 +318,10 @@ impl Sim {
                 self.log(format!("two consumers get {}", label(&q.what)));
                 vec![Action::Deliver(q.clone()), Action::Deliver(q)]
             }
+            Some(Action::Race(a, b, token)) => {
+                self.log(format!("two checkouts race with {}'s token", a.user));
+                vec![Action::QueuedCheckout(a, Some(token.clone())), Action::QueuedCheckout(b, Some(token))]
+            }
             a => a.into_iter().collect(),
         }
     }
@@ -401,8 +434,77 @@ impl Sim {
                 let o = self.pick_order(|o| o.status == OrderStatus::RefundRequested)?;
                 Action::Decide(o.id, self.rng.bool())
             }
+            69..=78 => self.draw_queue()?,
             _ => Action::Deliver(self.take_due(true)?),
         })
+    }
+
+    /// The drop's waiting room: buyers join, ask where they stand and check out when admitted
+    /// (or later, when the token may have expired); two checkouts race with one token; a replay;
+    /// a checkout with no token, another buyer's or a forged one; the operator's pause.
+    fn draw_queue(&mut self) -> Option<Action> {
+        let user = self.user();
+        let drop = self.drop.clone();
+        Some(match self.rng.u8(..20) {
+            0..=9 => {
+                let then = (self.rng.u8(..4) != 0).then(|| self.queued_checkout(user.clone(), None));
+                Action::QueueBuyer(user, drop, then)
+            }
+            10..=12 => {
+                let token = self.tokens.get(&user)?.clone();
+                Action::QueuedCheckout(self.queued_checkout(user, Some(token.clone())), Some(token))
+            }
+            13..=14 => {
+                let tokens: Vec<(UserId, String)> = self.tokens.iter().map(|(u, t)| (u.clone(), t.clone())).collect();
+                let (u, token) = tokens.get(self.rng.usize(..tokens.len().max(1)))?.clone();
+                let a = self.queued_checkout(u.clone(), Some(token.clone()));
+                let b = self.queued_checkout(u, Some(token.clone()));
+                Action::Race(a, b, token)
+            }
+            // a retry with the same Idempotency-Key (and the token it carried)
+            15 => {
+                let (c, token) = self.queued.get(self.rng.usize(..self.queued.len().max(1)))?.clone();
+                Action::QueuedCheckout(c, token)
+            }
+            16 => {
+                let others: Vec<String> =
+                    self.tokens.iter().filter(|(u, _)| **u != user).map(|(_, t)| t.clone()).collect();
+                let how = self.rng.u8(..3);
+                let what = ["no token", "another buyer's token", "a forged token"][usize::from(how)];
+                self.log(format!("{user} checks out the drop with {what}"));
+                let token = match how {
+                    0 => None,
+                    1 => others.get(self.rng.usize(..others.len().max(1))).cloned(),
+                    // a forged one: the buyer's own token with its MAC's last character changed
+                    _ => self.tokens.get(&user).map(|t| {
+                        let last = if t.ends_with('A') { 'B' } else { 'A' };
+                        format!("{}{last}", &t[..t.len().saturating_sub(1)])
+                    }),
+                };
+                Action::QueuedCheckout(self.queued_checkout(user, token.clone()), token)
+            }
+            17 => Action::PauseQueue(drop, self.rng.u8(..3) == 0),
+            _ => Action::Join(user, drop),
+        })
+    }
+
+    /// A checkout of the drop (one unit, sometimes two: over the buyer's limit of one),
+    /// sometimes with a line of another item beside it; recorded for replays.
+    fn queued_checkout(&mut self, user: UserId, token: Option<String>) -> Checkout {
+        let key = IdempotencyKey::parse(&format!("q{}", self.queued.len())).expect("idempotency key");
+        let q = if self.rng.u8(..6) == 0 { 2 } else { 1 };
+        let mut l = LineRequest::plain(Sku::parse(shop::DROP_SKU).expect("sku"), Quantity::new(q).expect("quantity"));
+        l.campaign = Some(self.drop.clone());
+        let mut lines = vec![l];
+        if self.rng.u8(..5) == 0 {
+            let i = self.rng.usize(..self.items.len());
+            if self.items[i].sku.as_str() != shop::DROP_SKU {
+                lines.push(self.line(i, 1));
+            }
+        }
+        let c = Checkout { user, key, lines };
+        self.queued.push((c.clone(), token));
+        c
     }
 
     fn notice(&mut self) -> Option<PaymentNotice> {
@@ -465,6 +567,9 @@ impl Sim {
             self.log(format!("{tag}{}", d.log));
             self.queue.extend(d.requeue);
             self.crashed.extend(d.crashed);
+            if let Some((u, t)) = d.token {
+                self.tokens.insert(u, t);
+            }
             if let Some(o) = d.buyer_refunded {
                 self.buyer_refunded.insert(o);
             }
@@ -607,25 +712,85 @@ fn show<T, E: std::fmt::Display>(r: Result<T, E>, f: impl FnOnce(T) -> String) -
     }
 }
 
+/// A queue place as the trace shows it.
+fn place(p: &queue::Place) -> String {
+    let token = if p.admission_token.is_some() { " token" } else { "" };
+    format!("{} ticket={:?} position={:?} eta={:?}{token}", p.state.as_str(), p.ticket, p.position, p.eta_seconds)
+}
+
+/// A checkout through `orders::create_admitted` (with a queued campaign's admission token, or
+/// none); `true` = it crashed at an injected fault point (the client will retry it).
+async fn checkout(app: &App, c: &Checkout, token: Option<&str>) -> (String, bool) {
+    let r = orders::create_admitted(app, &c.user, &c.key, c.lines.clone(), token).await;
+    let crashed = matches!(&r, Err(e) if e.to_string().contains("injected crash"));
+    let desc: Vec<String> = c
+        .lines
+        .iter()
+        .map(|l| {
+            let camp = match &l.campaign {
+                Some(id) if id.as_str() == shop::CAMPAIGN => "@campaign",
+                Some(_) => "@queue",
+                None => "",
+            };
+            format!("{}x{}{camp}", l.sku, l.quantity.get())
+        })
+        .collect();
+    // the token's text names the run's campaign id: left out, so a replay's trace is the same
+    let admitted = if token.is_some() { " with token" } else { "" };
+    let out = show(r, |(o, replay)| format!("ok {} {} replay={replay}", o.id, o.status.as_str()));
+    (format!("create {} key={}{admitted} [{}] -> {out}", c.user, c.key.as_str(), desc.join(",")), crashed)
+}
+
 /// Runs one action through the real services and consumers.
 pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvider, a: &Action) -> Done {
     let mut d = Done::default();
     d.log = match a {
         Action::Checkout(c) => {
-            let r = orders::create(app, &c.user, &c.key, c.lines.clone()).await;
-            if matches!(&r, Err(e) if e.to_string().contains("injected crash")) {
+            let (out, crashed) = checkout(app, c, None).await;
+            if crashed {
                 d.crashed = Some(c.clone());
             }
-            let desc: Vec<String> = c
-                .lines
-                .iter()
-                .map(|l| {
-                    let camp = if l.campaign.is_some() { "@campaign" } else { "" };
-                    format!("{}x{}{camp}", l.sku, l.quantity.get())
-                })
-                .collect();
-            let out = show(r, |(o, replay)| format!("ok {} {} replay={replay}", o.id, o.status.as_str()));
-            format!("create {} key={} [{}] -> {out}", c.user, c.key.as_str(), desc.join(","))
+            out
+        }
+        Action::QueueBuyer(u, id, then) => {
+            let mut out = String::new();
+            let mut r = queue::me(app, u, id).await;
+            if matches!(r, Err(QueueError::NotFound(_))) {
+                let j = queue::join(app, u, id).await;
+                out.push_str(&format!(
+                    "queue join {u} -> {}; ",
+                    show(j.as_ref(), |(p, new)| place(p) + &format!(" new={new}"))
+                ));
+                r = j.map(|(p, _)| p);
+            }
+            out.push_str(&format!("queue me {u} -> {}", show(r.as_ref(), place)));
+            if let Ok(queue::Place { admission_token: Some(token), .. }) = &r {
+                d.token = Some((u.clone(), token.clone()));
+                if let Some(c) = then {
+                    out.push_str(&format!("; {}", checkout(app, c, Some(token)).await.0));
+                }
+            }
+            out
+        }
+        Action::Join(u, id) => {
+            let r = queue::join(app, u, id).await;
+            format!("queue join {u} -> {}", show(r.as_ref(), |(p, new)| place(p) + &format!(" new={new}")))
+        }
+        Action::QueuedCheckout(c, token) => checkout(app, c, token.as_deref()).await.0,
+        Action::Race(a, b, token) => {
+            // drawn as two concurrent actions (`Sim::draw`); run one after the other if ever here
+            let x = checkout(app, a, Some(token)).await.0;
+            format!("{x}; {}", checkout(app, b, Some(token)).await.0)
+        }
+        Action::PauseQueue(id, p) => {
+            let r = queue::set_paused(app, id, *p).await;
+            format!(
+                "queue paused={p} -> {}",
+                show(r, |s| format!(
+                    "admitted_through={} halted={:?} stock={:?}",
+                    s.admitted_through, s.halted, s.stock
+                ))
+            )
         }
         Action::Pay(n) => {
             let r = payments::apply(app, n).await;
