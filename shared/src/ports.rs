@@ -209,6 +209,15 @@ pub trait EventBus: Send + Sync {
     async fn publish(&self, events: &[OrderEvent]) -> anyhow::Result<Vec<bool>>;
     /// Publishes one stock event (`source = holdfast.stock`, e.g. `LowStock`); `true` = accepted.
     async fn publish_stock(&self, detail_type: &str, detail: &serde_json::Value) -> anyhow::Result<bool>;
+    /// Publishes stock events of one type (e.g. a stream batch's `StockChanged`); how many were
+    /// accepted. An adapter may batch them (EventBridge: ten per `PutEvents`).
+    async fn publish_stock_batch(&self, detail_type: &str, details: &[serde_json::Value]) -> anyhow::Result<usize> {
+        let mut accepted = 0;
+        for d in details {
+            accepted += usize::from(self.publish_stock(detail_type, d).await?);
+        }
+        Ok(accepted)
+    }
 }
 
 /// Marker error: the store refused the request for capacity (DynamoDB throttling: a hot

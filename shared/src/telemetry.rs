@@ -94,6 +94,10 @@ pub mod names {
     pub const STOCK_SETTLE_REPAIRS: &str = "StockSettleRepairs";
     /// An ISSUED refund whose provider answer the sweep found final and applied.
     pub const REFUNDS_SETTLED_BY_SWEEP: &str = "RefundsSettledBySweep";
+    /// `StockChanged` events sent (docs/operations.md, "Stock change feed").
+    pub const STOCK_CHANGED: &str = "StockChangedEvents";
+    /// `StockChanged` events the bus refused or a failed call lost (not retried).
+    pub const STOCK_CHANGED_NOT_SENT: &str = "StockChangedNotSent";
     /// A ticket taken in a campaign's waiting room (docs/waiting-room.md).
     pub const QUEUE_JOINS: &str = "QueueJoins";
     /// A capture settlement found unrecorded and applied (paid, or refunded on a closed order).

@@ -267,6 +267,8 @@ async fn the_http_samples_run_through_their_handlers_without_a_server_error() {
         ("payment-callback.json", 401),
         ("orders-api-cancel.json", 200),
         ("reservations.json", 201),
+        // a campaign without a queue (none exists here): 404, no server error
+        ("queue-api-me.json", 404),
     ];
     let all = fixtures();
     for (function, _) in FUNCTIONS.iter().filter(|(_, t)| *t == Trigger::Http) {

@@ -47,6 +47,28 @@ impl EventBus for EventBridgeBus {
         Ok(accepted)
     }
 
+    async fn publish_stock_batch(&self, detail_type: &str, details: &[serde_json::Value]) -> anyhow::Result<usize> {
+        let mut accepted = 0;
+        for chunk in details.chunks(10) {
+            let mut entries = Vec::with_capacity(chunk.len());
+            for d in chunk {
+                entries.push(
+                    PutEventsRequestEntry::builder()
+                        .event_bus_name(&self.bus)
+                        .source(STOCK_SOURCE)
+                        .detail_type(detail_type)
+                        .detail(serde_json::to_string(d)?)
+                        .build(),
+                );
+            }
+            let _span = super::usage::call("events:PutEvents");
+            let out = self.client.put_events().set_entries(Some(entries)).send().await.context("PutEvents")?;
+            super::usage::events(chunk.len() as u64);
+            accepted += out.entries().iter().filter(|r| r.error_code().is_none() && r.event_id().is_some()).count();
+        }
+        Ok(accepted)
+    }
+
     async fn publish_stock(&self, detail_type: &str, detail: &serde_json::Value) -> anyhow::Result<bool> {
         let entry = PutEventsRequestEntry::builder()
             .event_bus_name(&self.bus)

@@ -20,6 +20,7 @@ pub mod reservation;
 pub mod sale;
 pub mod signature;
 pub mod stock_changes;
+pub mod stock_feed;
 pub mod stripe;
 pub mod supplier;
 pub mod webhook_mac;

@@ -60,6 +60,25 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
     if let Err(e) = crate::service::sale::check_low_stock(app, &moved).await {
         tracing::warn!(error = format!("{e:#}"), "low-stock check failed");
     }
+    // the stock change feed for downstream caches (docs/operations.md, "Stock change feed"):
+    // best effort, never retried (a cache re-reads the SKU view when it misses one)
+    let changes: Vec<serde_json::Value> = crate::domain::stock_feed::stock_changes(&entries)
+        .iter()
+        .filter_map(|c| serde_json::to_value(c).ok())
+        .collect();
+    if !changes.is_empty() {
+        use crate::telemetry::names;
+        match app.bus.publish_stock_batch("StockChanged", &changes).await {
+            Ok(n) => {
+                app.count(names::STOCK_CHANGED, n as u64);
+                app.count(names::STOCK_CHANGED_NOT_SENT, (changes.len() - n) as u64);
+            }
+            Err(e) => {
+                app.count(names::STOCK_CHANGED_NOT_SENT, changes.len() as u64);
+                tracing::warn!(error = format!("{e:#}"), "StockChanged not sent");
+            }
+        }
+    }
     Ok(StreamBatchResponse { batch_item_failures: Vec::new() })
 }
 

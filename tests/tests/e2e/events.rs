@@ -1,7 +1,7 @@
 //! The event flow and self-healing (docs/architecture.md, "Orphan check", "Events and self-healing"): every failure is survived automatically,
 //! and the invariants hold at the end of each scenario.
 
-use crate::common::{advance_clock, eventually, spawn_opts, spawn_with};
+use crate::common::{advance_clock, eventually, spawn, spawn_opts, spawn_with};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use serde_json::json;
 use std::time::Duration;
@@ -229,5 +229,29 @@ async fn a_retry_after_the_payment_deadline_is_refused_and_gives_the_stock_back(
     assert_eq!((retry.status, retry.body["code"].as_str()), (409, Some("reservation_expired")), "{}", retry.body);
     let v = s.view("LATE").await;
     assert_eq!((v["available"].as_i64(), v["locked"].as_i64()), (Some(2), Some(0)));
+    s.assert_invariants().await;
+}
+
+/// The stock change feed (docs/operations.md, "Stock change feed"): an adjustment, a sale's
+/// freeze and a release each reach the bus as `StockChanged` (per SKU and cause, per stream
+/// batch), and nothing is refused.
+#[tokio::test]
+async fn stock_changed_events_reach_the_bus_for_an_adjustment_a_freeze_and_a_release() {
+    let s = spawn().await;
+    let sent = || {
+        let m = holdfast::telemetry::snapshot();
+        let get = |n: &str| m.get(n).copied().unwrap_or(0);
+        (get(holdfast::telemetry::names::STOCK_CHANGED), get(holdfast::telemetry::names::STOCK_CHANGED_NOT_SENT))
+    };
+    s.sku("FEED", 100, 5, 1, None).await;
+    eventually("the adjustment's StockChanged", WAIT, || async { (sent().0 >= 1).then_some(()) }).await;
+    let after_adjust = sent().0;
+    let id = s.order_id("fee", "k", json!([{"sku": "FEED", "quantity": 2}])).await;
+    eventually("the freeze's StockChanged", WAIT, || async { (sent().0 > after_adjust).then_some(()) }).await;
+    let after_freeze = sent().0;
+    s.cancel("fee", &id).await;
+    s.lock_reaches(&id, "RELEASED").await;
+    eventually("the release's StockChanged", WAIT, || async { (sent().0 > after_freeze).then_some(()) }).await;
+    assert_eq!(sent().1, 0, "the bus refused none");
     s.assert_invariants().await;
 }
