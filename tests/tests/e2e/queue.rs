@@ -244,3 +244,30 @@ async fn a_drawn_queue_publishes_its_seeds_hash_first_and_anyone_can_recompute_i
     assert_eq!(positions, (1..=12).collect::<Vec<_>>());
     s.assert_invariants().await;
 }
+
+/// After its end a campaign's queue takes no one (409 `campaign_ended`, nothing written), and a
+/// token whose time ran out admits nothing (403 `admission_invalid`).
+#[tokio::test]
+async fn an_ended_campaign_takes_no_one_and_an_expired_token_admits_nothing() {
+    let s = spawn().await;
+    s.sku("END", 1000, 5, 1, None).await;
+    let now = holdfast::clock::now_ms();
+    let body = json!({"name": "short drop", "starts_at": at_ms(now - 1_000), "ends_at": at_ms(now + 30_000),
+                      "items": [{"sku": "END", "quota": 5}], "queue": {"rate": 100, "token_ttl_seconds": 10}});
+    assert_eq!(s.call("PUT", "/admin/campaigns/short", Some(&s.admin), &[], Some(body.to_string())).await.status, 201);
+    assert_eq!(join(&s, "short", "ed").await.status, 201);
+    let token = eventually("ed admitted", SIGNAL_WAIT, || async {
+        let p = me(&s, "short", "ed").await.body;
+        p["admission_token"].as_str().map(str::to_owned)
+    })
+    .await;
+    // the token's life is 10 s from admission: past it, it admits nothing
+    crate::common::advance_clock(Duration::from_secs(11));
+    problem(&checkout(&s, "ed", "k", "END", "short", Some(&token)).await, 403, "admission_invalid");
+    assert_eq!(me(&s, "short", "ed").await.body["state"], "EXPIRED");
+    // past the campaign's end
+    crate::common::advance_clock(Duration::from_secs(30));
+    problem(&join(&s, "short", "late").await, 409, "campaign_ended");
+    assert_eq!(me(&s, "short", "late").await.status, 404, "nothing written");
+    s.assert_invariants().await;
+}
