@@ -8,6 +8,7 @@
 
 mod checks;
 mod shop;
+mod sometimes;
 mod world;
 
 use holdfast::clock;
@@ -171,6 +172,7 @@ fn merge(into: &mut Stats, s: &Stats) {
     for (k, n) in &s.faults_hit {
         *into.faults_hit.entry(k).or_default() += n;
     }
+    into.sometimes.merge(&s.sometimes);
 }
 
 /// The deterministic simulator (docs/simulator.md): seeds of random steps against the memory
@@ -279,6 +281,7 @@ fn main() -> anyhow::Result<()> {
     std::env::set_var("HOLDFAST_QUIET_METRICS", "1");
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build()?;
     let started = Instant::now();
+    let counters_before = holdfast::telemetry::snapshot();
     let mut stats = Stats::default();
     let mut seeds = 0u64;
     let mut failed = 0u64;
@@ -326,8 +329,19 @@ fn main() -> anyhow::Result<()> {
             seeds as f64 * 60.0 / secs
         );
     }
-    println!("sim: {seeds} seeds, {} steps, {failed} violations", stats.steps);
-    if failed > 0 {
+    // the rare paths of a multi-seed run; one as large as `make sim`'s must reach each listed one
+    let mut never = Vec::new();
+    if seeds > 1 {
+        stats.sometimes.metrics(&counters_before, &holdfast::telemetry::snapshot());
+        let gate = seeds >= sometimes::MIN_SEEDS && a.steps >= sometimes::MIN_STEPS;
+        never = sometimes::report(&stats.sometimes, gate);
+        for p in &never {
+            println!("sometimes: never reached: {p}");
+        }
+    }
+    let rare = if never.is_empty() { String::new() } else { format!(", {} rare paths never reached", never.len()) };
+    println!("sim: {seeds} seeds, {} steps, {failed} violations{rare}", stats.steps);
+    if failed > 0 || !never.is_empty() {
         std::process::exit(1);
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! the real services, and the event pipeline played by the scheduler.
 
 use crate::shop::{self, Item, T0_MS};
+use crate::sometimes::Tally;
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use holdfast::adapters::memory::{memory_app, MemoryProvider, MemoryWorld};
 use holdfast::adapters::supplier::MemorySupplier;
@@ -11,20 +12,23 @@ use holdfast::config::Config;
 use holdfast::domain::events::{events_for_change, EventKind, OrderEvent, SOURCE};
 use holdfast::domain::order::{AttemptState, OrderRecord, OrderStatus, Provider};
 use holdfast::domain::quantity::Quantity;
+use holdfast::domain::queue::{HaltReason, TicketState};
 use holdfast::domain::refund::RefundStatus;
 use holdfast::domain::supplier::BookingStatus;
-use holdfast::domain::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
+use holdfast::domain::{CampaignId, IdempotencyKey, OrderId, Sku, UserId};
 use holdfast::ports::{Message, PaymentState};
 use holdfast::service::after_sale::{self, Caller, Change};
 use holdfast::service::payments::{self, PaymentNotice};
 use holdfast::service::queue::{self, QueueError};
 use holdfast::service::refunds::{self, RefundConfirmation};
 use holdfast::service::stock::LineRequest;
-use holdfast::service::{admin, campaigns, checks, codes, orders, paying, reconcile, supplier};
+use holdfast::service::{admin, campaigns, codes, orders, paying, reconcile};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 pub const USERS: usize = 6;
+/// The probability an armed fault point fires at each of its draws.
+const FAULT_P: f64 = 0.3;
 
 /// A queued delivery: an order event (stream → EventBridge → SQS, at least once, retried) or a
 /// delay-queue message (SQS, at least once; a lost one is what reconcile heals).
@@ -62,6 +66,8 @@ pub enum Action {
     Adjust(Sku, String, i64, Vec<holdfast::domain::model::Day>),
     PauseCampaign(bool),
     Supplier(BookingStatus),
+    /// A reconcile sweep, inline (`reconcile::run`). When the armed `reconcile.crash` fires,
+    /// the scheduled handler is invoked instead and dies before it seeds anything.
     Reconcile,
     Deliver(Queued),
     /// A hostile or stray `OversellDetected` for an order whose lock was never oversold.
@@ -80,7 +86,8 @@ pub enum Action {
     Join(UserId, CampaignId),
     /// A checkout of the drop with this admission token, or none: a later use (the token may
     /// have expired or been spent), a replay, another buyer's token, a forged one.
-    QueuedCheckout(Checkout, Option<String>),
+    /// `true`: one of two racing with the same token.
+    QueuedCheckout(Checkout, Option<String>, bool),
     /// Two checkouts racing with one token (drawn as one, run as two concurrent actions).
     Race(Checkout, Checkout, String),
     /// An operator pauses (`true`) or resumes the drop's admission.
@@ -99,6 +106,10 @@ pub struct Done {
     pub crashed: Option<Checkout>,
     /// An admission token a buyer was given.
     pub token: Option<(UserId, String)>,
+    /// A buyer's queue state as read, with the room's halt when waiting without an ETA.
+    pub queue_seen: Option<(UserId, TicketState, Option<HaltReason>)>,
+    /// Rare paths reached ([`crate::sometimes`]).
+    pub hits: Vec<&'static str>,
 }
 
 #[derive(Default, Debug)]
@@ -107,6 +118,8 @@ pub struct Stats {
     pub concurrent_steps: u64,
     pub statuses: HashMap<String, u64>,
     pub faults_hit: HashMap<&'static str, u64>,
+    /// Rare paths reached (docs/simulator.md, "Sometimes").
+    pub sometimes: Tally,
 }
 
 pub struct Sim {
@@ -122,6 +135,10 @@ pub struct Sim {
     tokens: BTreeMap<UserId, String>,
     /// Queued checkouts drawn, with the token they carry (a replay sends one again).
     queued: Vec<(Checkout, Option<String>)>,
+    /// Buyers seen waiting while every unit of the drop was held.
+    waited_all_held: HashSet<UserId>,
+    /// The fault point armed now (at [`FAULT_P`]).
+    armed: Option<&'static str>,
     queue: Vec<Queued>,
     /// The order table as the stream last saw it.
     seen: HashMap<OrderId, OrderRecord>,
@@ -181,6 +198,8 @@ impl Sim {
             drop,
             tokens: BTreeMap::new(),
             queued: Vec::new(),
+            waited_all_held: HashSet::new(),
+            armed: None,
             queue: Vec::new(),
             seen: HashMap::new(),
             sent_seen: 0,
@@ -240,6 +259,7 @@ impl Sim {
                 // the publisher dropping a stream record: lost for good. Reconcile heals a lost
                 // event only while the lock is FROZEN (F2), so without --strict only those drop.
                 if (self.strict || heals(e.kind)) && self.app.faults.hit(holdfast::faults::PUBLISH_EVENTS_DROP) {
+                    self.stats.sometimes.hit("fault publish-events.drop");
                     self.log(format!("DROPPED by publish-events {} {}", e.kind.as_str(), e.detail.order_id));
                     continue;
                 }
@@ -277,14 +297,19 @@ impl Sim {
         if faults && self.rng.u8(..100) < 3 {
             match q.what {
                 Delivery::Event(_) => {
+                    self.stats.sometimes.hit("delivery: event lost, redelivered a minute later");
                     self.log(format!("LOST (redelivered later) {}", label(&q.what)));
                     self.queue.push(Queued { due_ms: now() + 60_000, ..q.clone() });
                 }
-                Delivery::Queue(_) => self.log(format!("LOST {}", label(&q.what))),
+                Delivery::Queue(_) => {
+                    self.stats.sometimes.hit("delivery: delay message lost");
+                    self.log(format!("LOST {}", label(&q.what)))
+                }
             }
             return self.take_due(faults);
         }
         if faults && self.rng.u8(..100) < 10 {
+            self.stats.sometimes.hit("delivery: queued again (a duplicate)");
             self.log(format!("duplicate queued: {}", label(&q.what)));
             self.queue.push(Queued { due_ms: now() + self.rng.i64(0..60_000), ..q.clone() });
         }
@@ -315,12 +340,13 @@ impl Sim {
     fn draw(&mut self) -> Vec<Action> {
         match self.draw_one() {
             Some(Action::Deliver(q)) if self.rng.u8(..100) < 8 => {
+                self.stats.sometimes.hit("delivery: two consumers at once");
                 self.log(format!("two consumers get {}", label(&q.what)));
                 vec![Action::Deliver(q.clone()), Action::Deliver(q)]
             }
             Some(Action::Race(a, b, token)) => {
                 self.log(format!("two checkouts race with {}'s token", a.user));
-                vec![Action::QueuedCheckout(a, Some(token.clone())), Action::QueuedCheckout(b, Some(token))]
+                vec![Action::QueuedCheckout(a, Some(token.clone()), true), Action::QueuedCheckout(b, Some(token), true)]
             }
             a => a.into_iter().collect(),
         }
@@ -348,6 +374,7 @@ impl Sim {
             }
             // a retry with the same Idempotency-Key: half of them of a checkout that crashed
             20..=25 if !self.crashed.is_empty() && self.rng.bool() => {
+                self.stats.sometimes.hit("checkout: retry of a crashed checkout");
                 Action::Checkout(self.crashed[self.rng.usize(..self.crashed.len())].clone())
             }
             20..=25 => Action::Checkout(self.checkouts.get(self.rng.usize(..self.checkouts.len().max(1)))?.clone()),
@@ -452,7 +479,7 @@ impl Sim {
             }
             10..=12 => {
                 let token = self.tokens.get(&user)?.clone();
-                Action::QueuedCheckout(self.queued_checkout(user, Some(token.clone())), Some(token))
+                Action::QueuedCheckout(self.queued_checkout(user, Some(token.clone())), Some(token), false)
             }
             13..=14 => {
                 let tokens: Vec<(UserId, String)> = self.tokens.iter().map(|(u, t)| (u.clone(), t.clone())).collect();
@@ -464,7 +491,7 @@ impl Sim {
             // a retry with the same Idempotency-Key (and the token it carried)
             15 => {
                 let (c, token) = self.queued.get(self.rng.usize(..self.queued.len().max(1)))?.clone();
-                Action::QueuedCheckout(c, token)
+                Action::QueuedCheckout(c, token, false)
             }
             16 => {
                 let others: Vec<String> =
@@ -481,7 +508,7 @@ impl Sim {
                         format!("{}{last}", &t[..t.len().saturating_sub(1)])
                     }),
                 };
-                Action::QueuedCheckout(self.queued_checkout(user, token.clone()), token)
+                Action::QueuedCheckout(self.queued_checkout(user, token.clone()), token, false)
             }
             17 => Action::PauseQueue(drop, self.rng.u8(..3) == 0),
             _ => Action::Join(user, drop),
@@ -536,8 +563,10 @@ impl Sim {
             if skipped {
                 return;
             }
-            clock::set_virtual_ms(Some(now() + ms));
+            let before = now();
+            clock::set_virtual_ms(Some(before + ms));
             self.log(format!("time +{}s", ms / 1000));
+            self.deadlines_passed(before);
             return;
         }
         if roll < 15 {
@@ -561,10 +590,23 @@ impl Sim {
         let app = &self.app;
         let supplier = &self.supplier;
         let provider = &self.provider;
-        let done = futures_join_all(actions.iter().map(|a| exec(app, supplier, provider, a))).await;
+        let armed = self.armed;
+        let done = futures_join_all(actions.iter().map(|a| exec(app, supplier, provider, armed, a))).await;
         let tag = if done.len() > 1 { "|| " } else { "" };
         for d in done {
             self.log(format!("{tag}{}", d.log));
+            for h in &d.hits {
+                self.stats.sometimes.hit(h);
+            }
+            match d.queue_seen {
+                Some((u, TicketState::Waiting, Some(HaltReason::AllHeld))) => {
+                    self.waited_all_held.insert(u);
+                }
+                Some((u, TicketState::Admitted, _)) if self.waited_all_held.remove(&u) => {
+                    self.stats.sometimes.hit("queue: next admitted after a hold came back");
+                }
+                _ => {}
+            }
             self.queue.extend(d.requeue);
             self.crashed.extend(d.crashed);
             if let Some((u, t)) = d.token {
@@ -595,6 +637,25 @@ impl Sim {
         }
     }
 
+    /// Counts the PAYING orders whose deadline the clock just passed while their provider was
+    /// still processing the payment: what the deadline query must not guess at.
+    fn deadlines_passed(&mut self, since_ms: i64) {
+        let processing: HashSet<String> = self
+            .provider
+            .payments()
+            .into_iter()
+            .filter(|p| p.state == PaymentState::Processing)
+            .map(|p| p.payment_id)
+            .collect();
+        let (from, to) = (since_ms / 1000, now() / 1000);
+        for o in self.orders() {
+            let passed = o.status == OrderStatus::Paying && from < o.pay_expire_at && o.pay_expire_at <= to;
+            if passed && o.current_attempt().is_some_and(|a| processing.contains(&a.payment_id)) {
+                self.stats.sometimes.hit("payment: processing when its deadline passed");
+            }
+        }
+    }
+
     fn toggle_faults(&mut self, skipped: bool) {
         let spec = if self.rng.bool() {
             String::new()
@@ -609,12 +670,13 @@ impl Sim {
                 return;
             }
             *self.stats.faults_hit.entry(p).or_default() += 1;
-            format!("{p}@0.3")
+            format!("{p}@{FAULT_P}")
         };
         if skipped {
             return;
         }
         let _ = self.app.faults.set(&spec);
+        self.armed = spec.split('@').next().and_then(|p| holdfast::faults::ALL.iter().copied().find(|q| *q == p));
         self.log(format!("faults = '{spec}'"));
     }
 
@@ -622,6 +684,7 @@ impl Sim {
     /// deadline, reconcile — six rounds.
     pub async fn quiesce(&mut self) {
         let _ = self.app.faults.set("");
+        self.armed = None;
         self.log("--- quiesce".into());
         for round in 0..6 {
             if round == 1 {
@@ -630,7 +693,7 @@ impl Sim {
             self.drain().await;
             clock::set_virtual_ms(Some(now() + 1_200_000));
             self.drain().await;
-            let d = exec(&self.app, &self.supplier, &self.provider, &Action::Reconcile).await;
+            let d = exec(&self.app, &self.supplier, &self.provider, None, &Action::Reconcile).await;
             self.log(d.log);
             self.collect();
         }
@@ -640,7 +703,7 @@ impl Sim {
         for _ in 0..10_000 {
             self.collect();
             let Some(q) = self.take_due(false) else { break };
-            let d = exec(&self.app, &self.supplier, &self.provider, &Action::Deliver(q)).await;
+            let d = exec(&self.app, &self.supplier, &self.provider, None, &Action::Deliver(q)).await;
             self.log(d.log);
             self.queue.extend(d.requeue);
         }
@@ -720,9 +783,39 @@ fn place(p: &queue::Place) -> String {
 
 /// A checkout through `orders::create_admitted` (with a queued campaign's admission token, or
 /// none); `true` = it crashed at an injected fault point (the client will retry it).
-async fn checkout(app: &App, c: &Checkout, token: Option<&str>) -> (String, bool) {
+async fn checkout(app: &App, c: &Checkout, token: Option<&str>, race: bool, d: &mut Done) -> (String, bool) {
     let r = orders::create_admitted(app, &c.user, &c.key, c.lines.clone(), token).await;
     let crashed = matches!(&r, Err(e) if e.to_string().contains("injected crash"));
+    let queued = c.lines.iter().any(|l| l.campaign.as_ref().is_some_and(|id| id.as_str() != shop::CAMPAIGN));
+    match &r {
+        Ok((_, true)) if queued => d.hits.push("queue: replay answered its order"),
+        Ok((_, true)) => d.hits.push("checkout: replay answered its order"),
+        Ok((_, false)) if queued => d.hits.push("queue: checkout with the token"),
+        Ok(_) => {}
+        Err(e) => {
+            let e = e.to_string();
+            if let Some(p) = crash_point(&e) {
+                d.hits.push(p);
+            }
+            let refusals: [(&str, &'static str); 9] = [
+                ("already used by a checkout", "queue: admission_used"),
+                ("admission token has expired", "queue: expired token refused"),
+                ("issued to another buyer", "queue: another buyer's token refused"),
+                ("signature does not verify", "queue: forged token refused"),
+                ("with an admission token from its queue", "queue: admission_required"),
+                ("too many pending checkouts", "checkout: refused, too many pending"),
+                ("campaign quota of", "checkout: refused, campaign quota exhausted"),
+                ("has ended", "checkout: refused, sale ended"),
+                ("reservation of this checkout expired", "checkout: reservation expired"),
+            ];
+            if let Some((_, h)) = refusals.iter().find(|(text, _)| e.contains(text)) {
+                d.hits.push(h);
+            }
+            if race && e.contains("already used by a checkout") {
+                d.hits.push("queue: race sold once, the other admission_used");
+            }
+        }
+    }
     let desc: Vec<String> = c
         .lines
         .iter()
@@ -742,11 +835,17 @@ async fn checkout(app: &App, c: &Checkout, token: Option<&str>) -> (String, bool
 }
 
 /// Runs one action through the real services and consumers.
-pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvider, a: &Action) -> Done {
+pub async fn exec(
+    app: &App,
+    supplier: &MemorySupplier,
+    provider: &MemoryProvider,
+    armed: Option<&'static str>,
+    a: &Action,
+) -> Done {
     let mut d = Done::default();
     d.log = match a {
         Action::Checkout(c) => {
-            let (out, crashed) = checkout(app, c, None).await;
+            let (out, crashed) = checkout(app, c, None, false, &mut d).await;
             if crashed {
                 d.crashed = Some(c.clone());
             }
@@ -764,25 +863,37 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
                 r = j.map(|(p, _)| p);
             }
             out.push_str(&format!("queue me {u} -> {}", show(r.as_ref(), place)));
+            if let Ok(p) = &r {
+                seen(app, u, id, p, &mut d).await;
+            }
             if let Ok(queue::Place { admission_token: Some(token), .. }) = &r {
                 d.token = Some((u.clone(), token.clone()));
                 if let Some(c) = then {
-                    out.push_str(&format!("; {}", checkout(app, c, Some(token)).await.0));
+                    out.push_str(&format!("; {}", checkout(app, c, Some(token), false, &mut d).await.0));
                 }
             }
             out
         }
         Action::Join(u, id) => {
             let r = queue::join(app, u, id).await;
+            if let Ok((p, _)) = &r {
+                if p.ticket.is_none() && p.state == TicketState::SoldOut {
+                    d.hits.push("queue: join answered SOLD_OUT without a ticket");
+                }
+                seen(app, u, id, p, &mut d).await;
+            }
             format!("queue join {u} -> {}", show(r.as_ref(), |(p, new)| place(p) + &format!(" new={new}")))
         }
-        Action::QueuedCheckout(c, token) => checkout(app, c, token.as_deref()).await.0,
+        Action::QueuedCheckout(c, token, race) => checkout(app, c, token.as_deref(), *race, &mut d).await.0,
         Action::Race(a, b, token) => {
             // drawn as two concurrent actions (`Sim::draw`); run one after the other if ever here
-            let x = checkout(app, a, Some(token)).await.0;
-            format!("{x}; {}", checkout(app, b, Some(token)).await.0)
+            let x = checkout(app, a, Some(token), true, &mut d).await.0;
+            format!("{x}; {}", checkout(app, b, Some(token), true, &mut d).await.0)
         }
         Action::PauseQueue(id, p) => {
+            if *p {
+                d.hits.push("queue: halted, paused by the operator");
+            }
             let r = queue::set_paused(app, id, *p).await;
             format!(
                 "queue paused={p} -> {}",
@@ -794,6 +905,7 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
         }
         Action::Pay(n) => {
             let r = payments::apply(app, n).await;
+            webhook_hit(&r, &mut d);
             format!("pay {} {} ok={} -> {}", n.order_id, n.payment_id, n.succeeded, show(r, |r| r.as_str().to_owned()))
         }
         Action::Cancel(u, id) => {
@@ -826,6 +938,9 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
         }
         Action::RefundWebhook(c) => {
             let r = refunds::confirm(app, c).await;
+            if r.is_ok() {
+                d.hits.push("refund: confirmed by the provider's webhook");
+            }
             format!("refund webhook {} {:?} -> {}", c.order_id, c.refund_id, show(r, |r| format!("{r:?}")))
         }
         Action::Pause(sku, p) => format!("admin paused={p} {sku} -> {}", admin::set_paused(app, sku, *p).await.is_ok()),
@@ -841,9 +956,26 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
             supplier.set_all(*st);
             format!("supplier answers {}", st.as_str())
         }
-        Action::Reconcile => {
-            format!("reconcile run -> {}", show(reconcile::run(app).await, |r| format!("{:?}", r.errors)))
-        }
+        Action::Reconcile => match fires(armed, &[holdfast::faults::RECONCILE_CRASH]) {
+            // the scheduled handler's crash comes first, before it seeds any work; a sweep that
+            // runs is run inline (seeded, its ~400 items would crowd the scheduler's queue)
+            Some(_) => {
+                let r = holdfast::handlers::reconcile::handle(app, serde_json::json!({})).await;
+                if let Err(e) = &r {
+                    d.hits.extend(crash_point(&format!("{e:#}")));
+                }
+                format!("reconcile scheduled -> {}", show(r, |v| v.to_string()))
+            }
+            None => {
+                let r = reconcile::run(app).await;
+                // a work item that failed inside the inline sweep while the worker's crash point
+                // was armed: the in-memory ports fail nothing else
+                if armed == Some(holdfast::faults::RECONCILE_WORKER_CRASH) && r.as_ref().is_ok_and(|r| r.errors > 0) {
+                    d.hits.extend(fault_path(holdfast::faults::RECONCILE_WORKER_CRASH));
+                }
+                format!("reconcile run -> {}", show(r, |r| format!("{:?}", r.errors)))
+            }
+        },
         Action::ForgedOversell(e) => {
             let r = holdfast::handlers::refunds::handle(app, sqs(envelope(e))).await;
             format!("forged OversellDetected {} -> {}", e.detail.order_id, r.is_ok())
@@ -858,6 +990,14 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
         Action::AtProvider(id, pid, state, webhooks) => {
             let after = provider.settle(pid, *state).map(|p| p.state);
             let mut out = format!("at provider {id} {pid} {state:?} -> {after:?}");
+            match (after, webhooks) {
+                (Some(PaymentState::Processing), _) => d.hits.push("payment: processing at the provider"),
+                (Some(PaymentState::Succeeded), 0) if *state == PaymentState::Succeeded => {
+                    d.hits.push("payment: captured, webhook never sent")
+                }
+                (Some(PaymentState::Succeeded | PaymentState::Failed), 2) => d.hits.push("payment: webhook sent twice"),
+                _ => {}
+            }
             if let Some(st @ (PaymentState::Succeeded | PaymentState::Failed)) = after {
                 if let Ok(Some(OrderRecord::Order(o))) = app.orders.get(id).await {
                     let n = PaymentNotice {
@@ -870,6 +1010,7 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
                     };
                     for _ in 0..*webhooks {
                         let r = payments::apply(app, &n).await;
+                        webhook_hit(&r, &mut d);
                         out.push_str(&format!("; webhook -> {}", show(r, |r| r.as_str().to_owned())));
                     }
                 }
@@ -878,11 +1019,15 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
         }
         Action::Decide(id, approve) => {
             let r = after_sale::decide_refund(app, id, *approve, "sim", "ops", None).await;
+            if r.is_ok() {
+                d.hits.push("refund review: an admin decided");
+            }
             format!("refund decision {id} approve={approve} -> {}", show(r, |o| o.status.as_str().into()))
         }
         Action::Deliver(q) => {
-            let (ok, next) = deliver(app, &q.what).await;
+            let (ok, next) = deliver(app, armed, &q.what, &mut d).await;
             if !ok {
+                d.hits.push("delivery: consumer failed, retried");
                 d.requeue.push(Queued { due_ms: now() + 30_000, ..q.clone() });
             }
             d.requeue.extend(next);
@@ -892,57 +1037,142 @@ pub async fn exec(app: &App, supplier: &MemorySupplier, provider: &MemoryProvide
     d
 }
 
-/// Delivers one item; `false` = it failed and goes back on its queue. Returns the reconcile
-/// work left over.
-async fn deliver(app: &App, d: &Delivery) -> (bool, Vec<Queued>) {
-    match d {
+/// The fault point a crash's error names (`injected crash at <point>`).
+fn crash_point(error: &str) -> Option<&'static str> {
+    let at = error.split("injected crash at ").nth(1)?;
+    holdfast::faults::ALL.iter().copied().find(|p| at.starts_with(p)).and_then(fault_path)
+}
+
+/// The sometimes-path of a fault point.
+fn fault_path(point: &str) -> Option<&'static str> {
+    crate::sometimes::PATHS.iter().map(|(p, _)| *p).find(|p| p.strip_prefix("fault ") == Some(point))
+}
+
+/// Which of `points` (a consumer's, in the order it draws them) fires on the message about to be
+/// handled. The consumer draws each armed point of its own from the services' thread-local
+/// `fastrand` as the first thing it does; only one point is armed at a time, so that draw is the
+/// generator's next `f64`, read here from a copy of its state without moving it. Call
+/// immediately before the handler, with no await in between.
+fn fires(armed: Option<&'static str>, points: &[&'static str]) -> Option<&'static str> {
+    let p = armed.filter(|a| points.contains(a))?;
+    (fastrand::Rng::with_seed(fastrand::get_seed()).f64() < FAULT_P).then_some(p)
+}
+
+/// A payment webhook's outcome as a rare path.
+fn webhook_hit(r: &Result<payments::PaymentResult, payments::PaymentError>, d: &mut Done) {
+    d.hits.push(match r {
+        Ok(payments::PaymentResult::Applied) => "payment webhook: applied",
+        Ok(payments::PaymentResult::Duplicate) => "payment webhook: duplicate",
+        Ok(payments::PaymentResult::RefundRequested) => "payment webhook: refund_requested",
+        Ok(payments::PaymentResult::FailedRecorded) => "payment webhook: failed_recorded",
+        Err(payments::PaymentError::AmountMismatch) => "payment webhook: amount mismatch",
+        Err(_) => return,
+    });
+}
+
+/// Notes a buyer's queue state as read: the state itself and, for a ticket waiting with no ETA,
+/// why the room is halted (read from the Queues port).
+async fn seen(app: &App, u: &UserId, id: &CampaignId, p: &queue::Place, d: &mut Done) {
+    d.hits.push(match p.state {
+        TicketState::Waiting => "queue: WAITING",
+        TicketState::Admitted => "queue: ADMITTED",
+        TicketState::Used => "queue: USED",
+        TicketState::Expired => "queue: EXPIRED",
+        TicketState::SoldOut => "queue: SOLD_OUT",
+    });
+    let mut halt = None;
+    if p.state == TicketState::Waiting && p.position.is_some() && p.eta_seconds.is_none() {
+        halt = app.stock.room(id).await.ok().and_then(|r| r.halted).map(|h| h.reason);
+        if halt == Some(HaltReason::AllHeld) {
+            d.hits.push("queue: halted, every unit held");
+        }
+    }
+    d.queue_seen = Some((u.clone(), p.state, halt));
+}
+
+/// Delivers one item through its real consumer; `false` = it failed and goes back on its queue.
+/// Returns the reconcile work left over.
+async fn deliver(app: &App, armed: Option<&'static str>, q: &Delivery, d: &mut Done) -> (bool, Vec<Queued>) {
+    use holdfast::faults::*;
+    use holdfast::handlers as h;
+    let batch = |r: anyhow::Result<aws_lambda_events::sqs::SqsBatchResponse>, d: &mut Done| match r {
+        Ok(b) => b.batch_item_failures.is_empty(),
+        Err(e) => {
+            d.hits.extend(crash_point(&format!("{e:#}")));
+            false
+        }
+    };
+    match q {
         Delivery::Event(e) => {
             let ev = sqs(envelope(e));
-            let r = match e.kind {
+            let stock = match e.kind {
                 EventKind::OrderPaid
                 | EventKind::OrderCancelled
                 | EventKind::OrderExpired
                 | EventKind::OrderFailed
                 | EventKind::OrderRefunding
-                | EventKind::OrderRefunded => holdfast::handlers::stock_events::handle(app, ev).await,
-                EventKind::OrderReturned if e.detail.restock == Some(true) => {
-                    holdfast::handlers::stock_events::handle(app, ev).await
-                }
+                | EventKind::OrderRefunded => true,
+                EventKind::OrderReturned => e.detail.restock == Some(true),
+                _ => false,
+            };
+            if stock {
+                let fired = fires(armed, &[STOCK_EVENTS_DROP, STOCK_EVENTS_CRASH, STOCK_EVENTS_FAIL]);
+                d.hits.extend(fired.and_then(fault_path));
+                let r = h::stock_events::handle(app, ev).await;
+                return (batch(r, d), Vec::new());
+            }
+            match e.kind {
                 EventKind::RefundRequested | EventKind::OversellDetected | EventKind::SupplierCancelRequested => {
-                    holdfast::handlers::refunds::handle(app, ev).await
+                    let r = h::refunds::handle(app, ev).await;
+                    (batch(r, d), Vec::new())
                 }
-                _ => return (true, Vec::new()),
-            };
-            (matches!(r, Ok(b) if b.batch_item_failures.is_empty()), Vec::new())
+                _ => (true, Vec::new()),
+            }
         }
-        Delivery::Queue(m) => {
+        Delivery::Queue(m @ (Message::PaymentTimeout { .. } | Message::SupplierPoll { .. })) => {
+            if let Message::PaymentTimeout { order_id, due_at, .. } = m {
+                if processing_at_deadline(app, order_id, *due_at).await {
+                    d.hits.push("payment: timeout met a processing payment at its deadline");
+                }
+            }
+            let ev = sqs(serde_json::to_string(m).unwrap_or_default());
+            let fired = fires(armed, &[PAYMENT_TIMEOUT_DROP, PAYMENT_TIMEOUT_CRASH]);
+            d.hits.extend(fired.and_then(fault_path));
+            let r = h::payment_timeout::handle(app, ev).await;
+            (batch(r, d), Vec::new())
+        }
+        Delivery::Queue(m @ Message::ReservationCheck { .. }) => {
+            let ev = sqs(serde_json::to_string(m).unwrap_or_default());
+            let fired = fires(armed, &[RESERVATION_CHECK_DROP, RESERVATION_CHECK_CRASH]);
+            d.hits.extend(fired.and_then(fault_path));
+            let r = h::reservation_check::handle(app, ev).await;
+            (batch(r, d), Vec::new())
+        }
+        Delivery::Queue(Message::ReconcileWork { item, .. }) => {
             let mut next = Vec::new();
-            let r: anyhow::Result<()> = match m {
-                Message::PaymentTimeout { order_id, due_at, .. } => match OrderId::parse(order_id) {
-                    Ok(id) => orders::payment_timeout(app, &id, *due_at).await.map(|_| ()),
-                    Err(e) => Err(e.into()),
-                },
-                Message::ReservationCheck { reservation_id, kind, due_at, .. } => {
-                    match ReservationId::from_stored(reservation_id) {
-                        Ok(id) => checks::reservation_check(app, &id, *kind, *due_at).await.map(|_| ()),
-                        Err(e) => Err(e.into()),
-                    }
+            let r = reconcile::work(app, item, std::time::Duration::from_secs(50)).await.map(|o| {
+                // the rest of a page goes back on the reconcile queue
+                if let Some(item) = o.next {
+                    let m = Message::ReconcileWork { schema: 1, sweep_ms: now(), item };
+                    next.push(Queued { due_ms: now(), what: Delivery::Queue(m) });
                 }
-                Message::ReconcileWork { item, .. } => {
-                    reconcile::work(app, item, std::time::Duration::from_secs(50)).await.map(|o| {
-                        // the rest of a page goes back on the reconcile queue
-                        if let Some(item) = o.next {
-                            let m = Message::ReconcileWork { schema: 1, sweep_ms: now(), item };
-                            next.push(Queued { due_ms: now(), what: Delivery::Queue(m) });
-                        }
-                    })
-                }
-                Message::SupplierPoll { order_id, attempt, started_at, .. } => match OrderId::parse(order_id) {
-                    Ok(id) => supplier::poll(app, &id, *attempt, *started_at).await.map(|_| ()),
-                    Err(e) => Err(e.into()),
-                },
-            };
+            });
+            if let Err(e) = &r {
+                d.hits.extend(crash_point(&format!("{e:#}")));
+            }
             (r.is_ok(), next)
         }
     }
+}
+
+/// Whether this payment-timeout message meets a PAYING order at its deadline whose payment the
+/// provider is still processing (what `paying::at_deadline` must not guess at).
+async fn processing_at_deadline(app: &App, order_id: &str, due_at: i64) -> bool {
+    let Ok(id) = OrderId::parse(order_id) else { return false };
+    let Ok(Some(OrderRecord::Order(o))) = app.orders.get(&id).await else { return false };
+    if o.status != OrderStatus::Paying || clock::now_s() < o.pay_expire_at.max(due_at) {
+        return false;
+    }
+    let Some(a) = o.current_attempt() else { return false };
+    matches!(app.providers.get(a.provider).payment(&a.payment_id).await, Ok(Some(p)) if p.state == PaymentState::Processing)
 }
