@@ -251,9 +251,13 @@ async fn put_loop(
         let answer = match app.stock.put_frozen(r, limits).await {
             Ok(a) => a,
             // a hot shard past its partition's rate: back off with jitter and spread the
-            // pieces onto other shards; the last attempt's throttle is the caller's 429 `busy`
+            // pieces onto other shards; with nowhere else to go (or on the last attempt) the
+            // throttle is the caller's 429 `busy` with Retry-After — never a blind retry of the
+            // same plan on the same throttled shard
             Err(e) if crate::ports::is_throttled(&e) && attempt < FREEZE_ATTEMPTS => {
-                replan_away(app, r, &mut avoided, cell_meta, attempt).await?;
+                if !replan_away(app, r, &mut avoided, cell_meta, attempt).await? {
+                    return Err(e.into());
+                }
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -283,7 +287,9 @@ async fn put_loop(
             }
             // another transaction is on one of its items: re-plan onto other shards, never
             // the same plan again blindly
-            Err(FreezeRejection::Conflict) => replan_away(app, r, &mut avoided, cell_meta, attempt).await?,
+            Err(FreezeRejection::Conflict) => {
+                replan_away(app, r, &mut avoided, cell_meta, attempt).await?;
+            }
             Err(FreezeRejection::QuotaShort(skus)) => {
                 for sku in skus {
                     resplit_quota(app, r, &sku).await?;
@@ -324,13 +330,16 @@ async fn put_loop(
 /// go back onto the avoided ones (the conflict is transient; their units are real); the SKU is
 /// refused as short only when all its shards together are. Then a jittered backoff, growing
 /// with the attempt: the new plan is tried a moment later, spread in time as well as in space.
+/// Answers whether every moved cell found room away from the shards it avoids (`false`: some
+/// went back onto an avoided shard).
 async fn replan_away<'m>(
     app: &App,
     r: &mut Reservation,
     avoided: &mut HashMap<Sku, Vec<u16>>,
     cell_meta: impl Fn(&Sku) -> Option<&'m SkuMeta>,
     attempt: u32,
-) -> Result<(), FreezeError> {
+) -> Result<bool, FreezeError> {
+    let mut spread = true;
     app.count(names::FREEZE_REPLANS, 1);
     let movable = |l: &crate::domain::reservation::ReservedLine| !l.takes_at_payment() && !l.holds_codes();
     let mut cells: Vec<(Sku, Vec<u16>)> = Vec::new();
@@ -361,6 +370,7 @@ async fn replan_away<'m>(
         let start = fastrand::u16(..shards);
         if replan(r, &cell, &elsewhere, start, movable).is_err() {
             // nowhere else: every shard is fair again, the avoided ones included
+            spread = false;
             avoid.clear();
             replan(r, &cell, &available, start, movable).map_err(|short| {
                 app.caches.mark_short(&cell, short.available, clock::now_ms());
@@ -373,7 +383,7 @@ async fn replan_away<'m>(
         return Err(FreezeError::TooFragmented);
     }
     super::super::backoff(attempt).await;
-    Ok(())
+    Ok(spread)
 }
 
 pub(super) fn replay(existing: Reservation, req: &FreezeRequest) -> Result<Frozen, FreezeError> {
