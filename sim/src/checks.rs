@@ -88,7 +88,52 @@ pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
             .filter(|r| r.status == LockStatus::Sold && !r.oversold)
             .map(|r| r.id.to_string())
             .collect();
+        out.extend(provider_money(sim, &all, &sold));
         out.extend(money(sim, &all, &sold));
+    }
+    out
+}
+
+/// Money at quiescence from the payment provider's own ledger (what the in-memory provider
+/// captured and refunded), not from Holdfast's records: for every order, captured − refunded
+/// there = what Holdfast kept (the amount of an order paid and not taken back, else 0). An
+/// order closed unpaid (EXPIRED, CANCELLED, FAILED) keeps nothing there, and the provider holds
+/// money for no order Holdfast does not know.
+fn provider_money(sim: &Sim, all: &[Order], sold: &HashSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut captured: BTreeMap<String, u64> = BTreeMap::new();
+    for p in sim.provider.payments().into_iter().filter(|p| p.state == PaymentState::Succeeded) {
+        match p.order_id {
+            Some(id) => *captured.entry(id).or_default() += p.amount,
+            None => out.push(format!("CaptureWithoutOrder {{ payment: {}, amount: {} }}", p.payment_id, p.amount)),
+        }
+    }
+    // every refund the provider accepted (none fails in the simulator: accepted is money back)
+    let mut refunded: BTreeMap<String, u64> = BTreeMap::new();
+    for r in sim.provider.refunds() {
+        *refunded.entry(r.order_id.to_string()).or_default() += r.amount;
+    }
+    let known: HashSet<&str> = all.iter().map(|o| o.id.as_str()).collect();
+    for id in captured.keys().chain(refunded.keys()).filter(|id| !known.contains(id.as_str())) {
+        out.push(format!("ProviderMoneyWithoutOrder {{ order: {id} }}"));
+    }
+    for o in all {
+        let c = captured.get(o.id.as_str()).copied().unwrap_or(0);
+        let r = refunded.get(o.id.as_str()).copied().unwrap_or(0);
+        let kept = if kept(o, sold) { o.amount } else { 0 };
+        if c.checked_sub(r) == Some(kept) {
+            continue;
+        }
+        let name = if matches!(o.status, OrderStatus::Expired | OrderStatus::Cancelled | OrderStatus::Failed) {
+            "UnpaidOrderKeepsMoney"
+        } else {
+            "ProviderMoneyIdentity"
+        };
+        out.push(format!(
+            "{name} {{ order: {}, status: {}, captured: {c}, refunded: {r}, kept: {kept} }}",
+            o.id,
+            o.status.as_str()
+        ));
     }
     out
 }
@@ -106,9 +151,9 @@ fn kept(o: &Order, sold: &HashSet<String>) -> bool {
     ) && sold.contains(&ReservationId::for_order(&o.id).to_string())
 }
 
-/// Money at quiescence: for every order, captured − refunded = the price of what it delivered;
-/// every refund asked for reached the provider exactly once, and the provider refunded nothing
-/// else.
+/// Money at quiescence as Holdfast recorded it: for every order, the payments it recorded
+/// captured − the refunds it recorded = the price of what it delivered; every refund asked for
+/// reached the provider exactly once, and the provider refunded nothing else.
 fn money(sim: &Sim, all: &[Order], sold: &HashSet<String>) -> Vec<String> {
     let mut out = Vec::new();
     let at_provider = sim.provider.refunds();
@@ -130,7 +175,7 @@ fn money(sim: &Sim, all: &[Order], sold: &HashSet<String>) -> Vec<String> {
         let delivered = if kept(o, sold) { o.amount } else { 0 };
         if captured.checked_sub(refunded) != Some(delivered) {
             out.push(format!(
-                "MoneyIdentity {{ order: {}, status: {}, captured: {captured}, refunded: {refunded}, delivered: {delivered} }}",
+                "RecordedMoneyIdentity {{ order: {}, status: {}, captured: {captured}, refunded: {refunded}, delivered: {delivered} }}",
                 o.id,
                 o.status.as_str()
             ));

@@ -73,6 +73,7 @@ pub const PATHS: &[(&str, Need)] = &[
     // refunds
     ("refund review: an admin decided", Required),
     ("refund: confirmed by the provider's webhook", Required),
+    ("refund: done, webhook never sent", Required),
     // the waiting room
     ("queue: WAITING", Required),
     ("queue: ADMITTED", Required),
@@ -101,7 +102,7 @@ pub const PATHS: &[(&str, Need)] = &[
     ("metric Restocks", Required),
     ("metric Repairs", Required),
     ("metric StockSettleRepairs", Required),
-    ("metric RefundsSettledBySweep", Optional("the in-memory provider never finishes a refund by itself")),
+    ("metric RefundsSettledBySweep", Required),
     ("metric CapturesAppliedBySettlement", Optional("the daily settlement is not run: a run lasts hours of one day")),
     ("metric CodeClaimRetries", Optional("two claims of the same ring positions at once: about once in 300 seeds")),
     ("metric RejectedMessages", Required),

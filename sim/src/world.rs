@@ -9,14 +9,14 @@ use holdfast::adapters::supplier::MemorySupplier;
 use holdfast::app::{App, Providers};
 use holdfast::clock;
 use holdfast::config::Config;
-use holdfast::domain::events::{events_for_change, EventKind, OrderEvent, SOURCE};
+use holdfast::domain::events::{events_for_change, releases_bookings, EventKind, OrderEvent, SOURCE};
 use holdfast::domain::order::{AttemptState, OrderRecord, OrderStatus, Provider};
 use holdfast::domain::quantity::Quantity;
 use holdfast::domain::queue::{HaltReason, TicketState};
 use holdfast::domain::refund::RefundStatus;
 use holdfast::domain::supplier::BookingStatus;
 use holdfast::domain::{CampaignId, IdempotencyKey, OrderId, Sku, UserId};
-use holdfast::ports::{Message, PaymentState};
+use holdfast::ports::{Message, PaymentProvider, PaymentRequest, PaymentState};
 use holdfast::service::after_sale::{self, Caller, Change};
 use holdfast::service::payments::{self, PaymentNotice};
 use holdfast::service::queue::{self, QueueError};
@@ -61,7 +61,9 @@ pub enum Action {
     Admin(OrderId, Change),
     Buyer(UserId, OrderId, Change),
     Reveal(UserId, OrderId),
-    RefundWebhook(RefundConfirmation),
+    /// The provider finishes a refund; its webhook is then delivered 0, 1 or 2 times (0: what
+    /// the sweep's `refunds-issued` arm must find).
+    RefundWebhook(RefundConfirmation, u8),
     Pause(Sku, bool),
     Adjust(Sku, String, i64, Vec<holdfast::domain::model::Day>),
     PauseCampaign(bool),
@@ -255,7 +257,25 @@ impl Sim {
                 Some(OrderRecord::Order(o)) => Some((**o).clone()),
                 _ => None,
             };
-            for e in events_for_change(as_order(old).as_ref(), as_order(Some(&rec)).as_ref()) {
+            let (before, after) = (as_order(old), as_order(Some(&rec)));
+            let events = events_for_change(before.as_ref(), after.as_ref());
+            // the stream's contract, not a backstop's: a SUPPLIER order entering a state that
+            // releases its bookings announces SupplierCancelRequested (reconcile's booking arm
+            // would otherwise hide a lost announcement at quiescence)
+            if let Some(n) = &after {
+                let entering = releases_bookings(n) && !before.as_ref().is_some_and(releases_bookings);
+                if !n.supplier.is_empty()
+                    && entering
+                    && !events.iter().any(|e| e.kind == EventKind::SupplierCancelRequested)
+                {
+                    self.extra.push(format!(
+                        "BookingCancelNotAnnounced {{ order: {}, status: {} }}",
+                        n.id,
+                        n.status.as_str()
+                    ));
+                }
+            }
+            for e in events {
                 // the publisher dropping a stream record: lost for good. Reconcile heals a lost
                 // event only while the lock is FROZEN (F2), so without --strict only those drop.
                 if (self.strict || heals(e.kind)) && self.app.faults.hit(holdfast::faults::PUBLISH_EVENTS_DROP) {
@@ -426,14 +446,17 @@ impl Sim {
             57..=58 => {
                 let o = self.pick_order(|o| o.refunds.iter().any(|r| r.status == RefundStatus::Issued))?;
                 let r = o.refunds.iter().find(|r| r.status == RefundStatus::Issued)?;
-                Action::RefundWebhook(RefundConfirmation {
-                    provider: r.provider,
-                    order_id: o.id.clone(),
-                    refund_id: Some(r.refund_id.clone()),
-                    provider_refund_id: r.provider_refund_id.clone().unwrap_or_default(),
-                    amount: r.amount,
-                    succeeded: true,
-                })
+                Action::RefundWebhook(
+                    RefundConfirmation {
+                        provider: r.provider,
+                        order_id: o.id.clone(),
+                        refund_id: Some(r.refund_id.clone()),
+                        provider_refund_id: r.provider_refund_id.clone().unwrap_or_default(),
+                        amount: r.amount,
+                        succeeded: true,
+                    },
+                    [0, 1, 1, 2][self.rng.usize(..4)],
+                )
             }
             59 => {
                 let i = self.rng.usize(..self.items.len());
@@ -904,7 +927,22 @@ pub async fn exec(
             )
         }
         Action::Pay(n) => {
-            let r = payments::apply(app, n).await;
+            // the money moves at the provider first (a payment made there for the order, outside
+            // Holdfast's attempts); its webhook carries the provider's payment id. The same
+            // webhook again is the same payment (same key, already final).
+            let req = PaymentRequest {
+                attempt_key: format!("sim_{}", n.payment_id),
+                order_id: n.order_id.clone(),
+                amount: n.amount,
+                currency: n.currency.clone(),
+            };
+            let pid = match provider.create_payment(&req).await {
+                Ok(Ok(p)) => p.payment_id,
+                _ => n.payment_id.clone(),
+            };
+            provider.settle(&pid, if n.succeeded { PaymentState::Succeeded } else { PaymentState::Failed });
+            let n = PaymentNotice { payment_id: pid, ..n.clone() };
+            let r = payments::apply(app, &n).await;
             webhook_hit(&r, &mut d);
             format!("pay {} {} ok={} -> {}", n.order_id, n.payment_id, n.succeeded, show(r, |r| r.as_str().to_owned()))
         }
@@ -936,12 +974,20 @@ pub async fn exec(
             }
             format!("reveal {id} -> {}", show(r, |cs| format!("{} codes", cs.len())))
         }
-        Action::RefundWebhook(c) => {
-            let r = refunds::confirm(app, c).await;
-            if r.is_ok() {
-                d.hits.push("refund: confirmed by the provider's webhook");
+        Action::RefundWebhook(c, webhooks) => {
+            provider.finish_refund(&c.provider_refund_id, c.succeeded);
+            let mut out = format!("refund done at provider {} {:?}", c.order_id, c.refund_id);
+            if *webhooks == 0 {
+                d.hits.push("refund: done, webhook never sent");
             }
-            format!("refund webhook {} {:?} -> {}", c.order_id, c.refund_id, show(r, |r| format!("{r:?}")))
+            for _ in 0..*webhooks {
+                let r = refunds::confirm(app, c).await;
+                if r.is_ok() {
+                    d.hits.push("refund: confirmed by the provider's webhook");
+                }
+                out.push_str(&format!("; webhook -> {}", show(r, |r| format!("{r:?}"))));
+            }
+            out
         }
         Action::Pause(sku, p) => format!("admin paused={p} {sku} -> {}", admin::set_paused(app, sku, *p).await.is_ok()),
         Action::Adjust(sku, id, delta, dates) => {
