@@ -9,7 +9,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale bench-contention bench-queue
+.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale bench-contention bench-queue bench-isolation
 .PHONY: sim sim-long sim-mutants browser deny checks
 
 help:
@@ -23,7 +23,7 @@ help:
 	@echo "make openapi  - regenerate docs/openapi.json from the API types (a test checks it is current)"
 	@echo "make sam-local - sam build + sam local start-api on 127.0.0.1:3001 against the emulator (Docker)"
 	@echo "make test-sam - every function through sam local invoke + the checkout through start-api (Docker)"
-	@echo "make browser  - the operator console in headless Chromium (installs it), screenshots in docs/console/"
+	@echo "make browser  - the operator console and the storefront in headless Chromium (installs it), screenshots in docs/console/, docs/shop/"
 
 venv:
 	@bash scripts/venv.sh
@@ -75,8 +75,9 @@ openapi:
 	$(CARGO) run -q -p holdfast-local --bin openapi > docs/openapi.json.tmp
 	mv docs/openapi.json.tmp docs/openapi.json
 
-# The operator console (docs/operations.md) in a real browser: Debian's Chromium + selenium,
-# installed when missing; a live sale paused by a click; screenshots in docs/console/.
+# The operator console (docs/operations.md) and the storefront (docs/shop.md) in a real browser:
+# Debian's Chromium + selenium, installed when missing; a live sale paused by a click, a buyer
+# through a queued drop to its codes; screenshots in docs/console/ and docs/shop/.
 browser: venv build
 	bash scripts/with-emulator.sh bash scripts/browser-test.sh
 
@@ -184,6 +185,12 @@ bench-payments: venv
 bench-queue: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=queue bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# Ordinary checkouts beside a drop's flood, with the template's door and without (docs/waiting-room.md,
+# "Isolation"): bench/isolation.json. Knobs: HOLDFAST_ISOLATION_{RATE,WINDOW_S,PAIRS,FLOOD_RPS}.
+bench-isolation: venv
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=isolation bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 bench-sale: venv
 	$(CARGO) build -p holdfast-local --bin bench

@@ -4,6 +4,7 @@
 use holdfast::domain::signature;
 use serde_json::{json, Value};
 
+#[derive(Debug)]
 pub struct Answer {
     pub status: u16,
     pub body: Value,

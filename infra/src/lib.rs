@@ -6,6 +6,7 @@ pub mod auth;
 pub mod client;
 pub mod contract;
 pub mod docs;
+pub mod door;
 pub mod peers;
 pub mod pollers;
 pub mod resources;

@@ -43,6 +43,10 @@ async fn run() -> anyhow::Result<()> {
     opts.port = std::env::var("HOLDFAST_LOCAL_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(3000);
     opts.prefix = std::env::var("HOLDFAST_STACK_NAME").unwrap_or_else(|_| "holdfast".into());
     opts.inherit_env = true;
+    // the template's parameters as a deployment would override them (the door's throttles and
+    // reserved concurrency, docs/waiting-room.md); HOLDFAST_LOCAL_DOOR=0 lets everything in
+    opts.parameters = holdfast_local::door::parse_overrides(&std::env::var("HOLDFAST_PARAMETERS").unwrap_or_default())?;
+    opts.door = std::env::var("HOLDFAST_LOCAL_DOOR").as_deref() != Ok("0");
     let every = std::env::var("HOLDFAST_RECONCILE_INTERVAL_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(600);
     opts.schedule_every = Some(Duration::from_secs(every));
     let stack = LocalStack::start(opts).await?;

@@ -68,6 +68,8 @@ impl Route {
 
 pub struct Server {
     pub routes: Vec<Route>,
+    /// Route throttles and reserved concurrency, as the template sets them (door.rs).
+    pub door: crate::door::Door,
     pub apps: HashMap<String, Arc<App>>,
     pub jwt_secret: String,
 }
@@ -123,6 +125,12 @@ impl Server {
         let raw_query = req.uri().query().unwrap_or("").to_owned();
         let Some((route, params)) = self.routes.iter().find_map(|r| r.matches(&method, &path).map(|p| (r, p))) else {
             return gateway_error(404, "Not Found");
+        };
+        // held until the response is made: the function's concurrency in use
+        let _pass = match self.door.admit(&route.route_key, &route.function) {
+            Ok(pass) => pass,
+            Err(crate::door::Refused::Throttled) => return gateway_error(429, "Too Many Requests"),
+            Err(crate::door::Refused::NoConcurrency) => return gateway_error(500, "Internal Server Error"),
         };
         let (parts, body) = req.into_parts();
         let body = match Limited::new(body, MAX_PAYLOAD).collect().await {

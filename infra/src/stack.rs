@@ -67,6 +67,11 @@ pub struct Options {
     pub paused: Vec<String>,
     /// Upper bound on queue visibility timeouts, so redrive-to-DLQ takes seconds in tests.
     pub visibility_timeout_cap: Option<i64>,
+    /// The template's parameters overridden, as `sam deploy --parameter-overrides` would
+    /// (`HOLDFAST_PARAMETERS` for `make run`); they set the door's throttles and concurrency.
+    pub parameters: BTreeMap<String, String>,
+    /// Route throttles and reserved concurrency enforced (door.rs); off lets everything in.
+    pub door: bool,
 }
 
 impl Options {
@@ -83,6 +88,8 @@ impl Options {
             inherit_env: false,
             paused: Vec::new(),
             visibility_timeout_cap: None,
+            parameters: BTreeMap::new(),
+            door: true,
         }
     }
 }
@@ -287,7 +294,13 @@ impl LocalStack {
         }
 
         let routes = template.routes().into_iter().map(|(k, f, a)| Route::new(&k, &f, a)).collect();
-        let server = Arc::new(Server { routes, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone() });
+        let door = if opts.door {
+            let doc = crate::template::yaml(&std::fs::read_to_string(&opts.template)?)?;
+            crate::door::Door::from_template(&doc, &opts.parameters).context("the API's throttles")?
+        } else {
+            crate::door::Door::open()
+        };
+        let server = Arc::new(Server { routes, door, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone() });
         tasks.push(tokio::spawn(serve(listener, server, rx.clone())));
 
         let sqs = aws_sdk_sqs::Client::new(&sdk);

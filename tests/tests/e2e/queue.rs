@@ -273,3 +273,74 @@ async fn an_ended_campaign_takes_no_one_and_an_expired_token_admits_nothing() {
     assert_eq!(me(&s, "short", "late").await.status, 404, "nothing written");
     s.assert_invariants().await;
 }
+
+/// The drop's door is its own (docs/waiting-room.md, "Isolation"): with the template's join
+/// throttle set low (as a deployment's parameters would), a burst of joins past it is turned
+/// away at the door with 429 and writes no ticket, while ordinary checkouts on `POST /orders`
+/// — another route, another function — go through in the same second; and with queue-api's
+/// reserved concurrency in use, the next queue request is refused (500, as the HTTP API answers a
+/// throttled Lambda) while `POST /orders` still serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_drops_crowd_is_throttled_at_its_own_door_and_ordinary_checkouts_go_through() {
+    let s = crate::common::spawn_opts(&[], |o| {
+        o.parameters = [("QueueJoinRateLimit", "1"), ("QueueJoinBurstLimit", "3")]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+    })
+    .await;
+    drop_campaign(&s, "door", "DOOR-SKU", 10, json!({"rate": 1000, "token_ttl_seconds": 120}), -1000).await;
+    s.sku("PLAIN-SKU", 1000, 100, 2, None).await;
+    let joins = join_all((0..12).map(|i| {
+        let s = &s;
+        async move { join(s, "door", &format!("crowd{i}")).await }
+    }))
+    .await;
+    let admitted: Vec<&Answer> = joins.iter().filter(|a| a.status == 201).collect();
+    let throttled: Vec<&Answer> = joins.iter().filter(|a| a.status == 429).collect();
+    assert!((3..=4).contains(&admitted.len()), "burst 3 (+1 refilled at most): {joins:?}");
+    assert_eq!(admitted.len() + throttled.len(), 12, "{joins:?}");
+    assert_eq!(throttled[0].body["message"], "Too Many Requests");
+    // a throttled buyer has no ticket: the door wrote nothing
+    let refused: Vec<usize> = (0..12).filter(|i| joins[*i].status == 429).collect();
+    assert_eq!(me(&s, "door", &format!("crowd{}", refused[0])).await.status, 404);
+    // ordinary checkouts in the same second are not behind the drop's door
+    let orders = join_all((0..5).map(|i| {
+        let s = &s;
+        async move {
+            let body = json!({"items": [{"sku": "PLAIN-SKU", "quantity": 1}]}).to_string();
+            s.call("POST", "/orders", Some(&s.user(&format!("shopper{i}"))), &[("idempotency-key", "k")], Some(body))
+                .await
+        }
+    }))
+    .await;
+    assert!(orders.iter().all(|a| a.status == 201), "{orders:?}");
+    let stats = s.get("/admin/campaigns/door/queue", Some(&s.admin)).await;
+    assert_eq!(stats.status, 200, "{}", stats.body);
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+
+    // queue-api's reserved concurrency: 1, held by a slow request, refuses the next
+    let s = crate::common::spawn_opts(&[], |o| {
+        o.parameters = [("QueueApiReservedConcurrency", "1")]
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+    })
+    .await;
+    drop_campaign(&s, "door2", "DOOR2-SKU", 10, json!({"rate": 1000, "token_ttl_seconds": 120}), -1000).await;
+    s.sku("PLAIN2-SKU", 1000, 100, 2, None).await;
+    let many = join_all((0..16).map(|i| {
+        let s = &s;
+        async move { join(s, "door2", &format!("crowd{i}")).await }
+    }))
+    .await;
+    let statuses: HashSet<u16> = many.iter().map(|a| a.status).collect();
+    assert!(many.iter().any(|a| a.status == 201), "{many:?}");
+    assert!(many.iter().any(|a| a.status == 500), "16 at once, one at a time served: {many:?}");
+    assert!(statuses.is_subset(&HashSet::from([201, 500])), "{many:?}");
+    let body = json!({"items": [{"sku": "PLAIN2-SKU", "quantity": 1}]}).to_string();
+    let a = s.call("POST", "/orders", Some(&s.user("shopper")), &[("idempotency-key", "k")], Some(body)).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    s.assert_invariants().await;
+}

@@ -5,6 +5,7 @@
 //! and bench/ceiling.svg.
 
 mod campaigns;
+mod isolation;
 mod lifecycles;
 mod models;
 mod payments;
@@ -37,10 +38,23 @@ struct Bench {
 
 impl Bench {
     async fn start(endpoint: &str, env: &[(&str, &str)]) -> anyhow::Result<Bench> {
+        Bench::start_with(endpoint, env, &[], true).await
+    }
+
+    /// A stack with the template's `parameters` overridden and its door (throttles, reserved
+    /// concurrency) on or off.
+    async fn start_with(
+        endpoint: &str,
+        env: &[(&str, &str)],
+        parameters: &[(&str, &str)],
+        door: bool,
+    ) -> anyhow::Result<Bench> {
         let mut o = Options::new(endpoint, PathBuf::from("template.yaml"));
         for (k, v) in env {
             o.env.insert((*k).into(), (*v).into());
         }
+        o.parameters = parameters.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        o.door = door;
         let stack = LocalStack::start(o).await?;
         let admin = stack.token("admin", &["stock:admin"]);
         let api = ApiClient::new(&stack.base_url);
@@ -153,6 +167,13 @@ async fn main() -> anyhow::Result<()> {
     if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("payments") {
         let v = payments::payments_section(&endpoint, n).await?;
         std::fs::write(out.join("payments.json"), serde_json::to_string_pretty(&v)?)?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    // `HOLDFAST_BENCH_ONLY=isolation` (make bench-isolation): ordinary checkouts beside a drop's flood
+    if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("isolation") {
+        let v = isolation::isolation_section(&endpoint).await?;
+        std::fs::write(out.join("isolation.json"), serde_json::to_string_pretty(&v)?)?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
