@@ -102,6 +102,11 @@ pub struct Config {
     pub auto_complete_after_s: i64,
     /// Reconcile issues a refund still REQUESTED this long after it was asked for (the event
     /// that should have issued it was lost or failed).
+    /// Waitlists (docs/waitlist.md): most active entries on one SKU's waitlist, most waitlists
+    /// one buyer is on, and a told buyer's admission token's life (10..=3600 s).
+    pub waitlist_max_per_sku: u32,
+    pub waitlist_max_per_user: u32,
+    pub waitlist_token_ttl_s: u32,
     pub refund_redrive_after_s: i64,
     /// Base URL of the generic payment provider's refund API (`POST {url}/refunds`); empty = no
     /// generic provider (its refunds fail into the refunds DLQ).
@@ -271,6 +276,22 @@ impl Config {
             auto_complete_after_s: parse(get, "HOLDFAST_AUTO_COMPLETE_SECONDS", 7 * 24 * 3600)?,
             refund_redrive_after_s: parse(get, "HOLDFAST_REFUND_REDRIVE_SECONDS", 300)?,
             provider_url: s("HOLDFAST_PROVIDER_URL"),
+            waitlist_max_per_sku: parse(
+                get,
+                "HOLDFAST_WAITLIST_MAX_PER_SKU",
+                crate::domain::waitlist::DEFAULT_MAX_PER_SKU,
+            )?,
+            waitlist_max_per_user: parse(
+                get,
+                "HOLDFAST_WAITLIST_MAX_PER_USER",
+                crate::domain::waitlist::DEFAULT_MAX_PER_USER,
+            )?,
+            waitlist_token_ttl_s: parse(
+                get,
+                "HOLDFAST_WAITLIST_TOKEN_TTL_SECONDS",
+                crate::domain::waitlist::DEFAULT_TOKEN_TTL_S,
+            )?
+            .clamp(crate::domain::waitlist::MIN_TOKEN_TTL_S, crate::domain::waitlist::MAX_TOKEN_TTL_S),
             supplier_url: s("HOLDFAST_SUPPLIER_URL"),
             supplier_timeout_s: parse(get, "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS", 1800)?,
             supplier_quote_cache_ms: parse(get, "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS", MAX_SUPPLIER_QUOTE_CACHE_MS)?,

@@ -21,6 +21,8 @@ pub struct App {
     pub bus: Arc<dyn EventBus>,
     /// Paged reads of the sparse indexes (the reconcile sweep).
     pub sweep: Arc<dyn SweepIndex>,
+    /// "Notify me" waitlists of sold-out SKUs (docs/waitlist.md).
+    pub waitlists: Arc<dyn crate::ports::Waitlists>,
     /// The stock journal (docs/after-sale.md, "Stock journal").
     pub journal: Arc<dyn crate::ports::Journal>,
     /// The sale room: the sales switch, live counters, low-stock marks (docs/operations.md).

@@ -67,10 +67,19 @@ pub enum Code {
     AdmissionUsed,
     /// The campaign has ended: its queue takes no one.
     CampaignEnded,
+    /// A waitlist join for a SKU that has units available (docs/waitlist.md).
+    NotSoldOut,
+    /// The SKU's waitlist holds its most entries.
+    WaitlistFull,
+    /// The buyer is on the most waitlists one buyer may be on.
+    TooManyWaitlists,
+    /// A SKU whose kind has no waitlist (calendar, bundle, code pool, unlimited, pay-time,
+    /// supplier).
+    NotWaitlistable,
 }
 
 impl Code {
-    pub const ALL: [Code; 40] = [
+    pub const ALL: [Code; 44] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -111,6 +120,10 @@ impl Code {
         Code::AdmissionInvalid,
         Code::AdmissionUsed,
         Code::CampaignEnded,
+        Code::NotSoldOut,
+        Code::WaitlistFull,
+        Code::TooManyWaitlists,
+        Code::NotWaitlistable,
     ];
 
     /// (status, code, title)
@@ -156,6 +169,10 @@ impl Code {
             Code::AdmissionInvalid => (403, "admission_invalid", "Admission token invalid"),
             Code::AdmissionUsed => (409, "admission_used", "Admission token already used"),
             Code::CampaignEnded => (409, "campaign_ended", "Campaign ended"),
+            Code::NotSoldOut => (409, "not_sold_out", "Not sold out"),
+            Code::WaitlistFull => (409, "waitlist_full", "Waitlist full"),
+            Code::TooManyWaitlists => (409, "too_many_waitlists", "Too many waitlists"),
+            Code::NotWaitlistable => (422, "not_waitlistable", "SKU has no waitlist"),
         }
     }
 

@@ -35,6 +35,10 @@ pub use catalogue::{Catalogue, SkuControls, SkuMeta};
 pub use code_pools::{CodePools, CodeUpload};
 pub use locks::{Counter, Locks, MoveRejection};
 pub use queues::Queues;
+mod waitlists;
+pub use waitlists::{WaitCommit, Waitlists};
+/// The push channel (docs/push.md).
+pub mod push;
 pub use shards::{AdjustRejection, Adjustment, Shards};
 
 /// The stock table (owned by the stock service): every port over it, so the composition root

@@ -100,6 +100,12 @@ pub mod names {
     pub const STOCK_CHANGED_NOT_SENT: &str = "StockChangedNotSent";
     /// A ticket taken in a campaign's waiting room (docs/waiting-room.md).
     pub const QUEUE_JOINS: &str = "QueueJoins";
+    /// Waitlisted buyers told that units came back, and `WaitlistNotified` events not sent
+    /// (docs/waitlist.md).
+    pub const WAITLIST_NOTIFIED: &str = "WaitlistNotified";
+    pub const WAITLIST_NOT_SENT: &str = "WaitlistNotifiedNotSent";
+    /// Told waitlist entries whose token ran out unused (their unit goes to the next in line).
+    pub const WAITLIST_EXPIRED: &str = "WaitlistExpired";
     /// A capture settlement found unrecorded and applied (paid, or refunded on a closed order).
     pub const CAPTURES_APPLIED_BY_SETTLEMENT: &str = "CapturesAppliedBySettlement";
     /// A freeze cancelled by a transaction conflict, or throttled, re-planned onto other shards

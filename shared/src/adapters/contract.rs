@@ -20,48 +20,53 @@ use crate::domain::reservation::{CampaignLine, CodeRange, LockStatus, Reservatio
 use crate::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
 use crate::ports::{
     AdjustRejection, Adjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta, StockStore,
+    Waitlists,
 };
 mod checks;
 mod codes;
 mod seed;
 
+mod waitlists;
 pub use checks::{
     batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, queues, stop_sale,
     stop_sale_on_new_shards,
 };
 pub use codes::{adjustment_pairs, adjustments, code_pools};
 use seed::*;
+pub use waitlists::waitlists;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 
 /// One check of the contract.
-pub type Check = for<'a> fn(&'a dyn StockStore, &'a str) -> BoxFuture<'a, ()>;
+/// (The waitlists' store is checked beside the stock store: docs/waitlist.md.)
+pub type Check = for<'a> fn(&'a dyn StockStore, &'a dyn Waitlists, &'a str) -> BoxFuture<'a, ()>;
 
 /// Every check, by name.
 pub const CHECKS: &[(&str, Check)] = &[
-    ("freezes", |s, p| Box::pin(freezes(s, p))),
-    ("per_user_limits", |s, p| Box::pin(per_user_limits(s, p))),
-    ("pending_cap", |s, p| Box::pin(pending_cap(s, p))),
-    ("campaign_gates", |s, p| Box::pin(campaign_gates(s, p))),
-    ("lock_moves", |s, p| Box::pin(lock_moves(s, p))),
-    ("stop_sale", |s, p| Box::pin(stop_sale(s, p))),
-    ("stop_sale_on_new_shards", |s, p| Box::pin(stop_sale_on_new_shards(s, p))),
-    ("code_pools", |s, p| Box::pin(code_pools(s, p))),
-    ("adjustments", |s, p| Box::pin(adjustments(s, p))),
-    ("adjustment_pairs", |s, p| Box::pin(adjustment_pairs(s, p))),
-    ("batched_reads", |s, p| Box::pin(batched_reads(s, p))),
-    ("queues", |s, p| Box::pin(queues(s, p))),
+    ("freezes", |s, _, p| Box::pin(freezes(s, p))),
+    ("per_user_limits", |s, _, p| Box::pin(per_user_limits(s, p))),
+    ("pending_cap", |s, _, p| Box::pin(pending_cap(s, p))),
+    ("campaign_gates", |s, _, p| Box::pin(campaign_gates(s, p))),
+    ("lock_moves", |s, _, p| Box::pin(lock_moves(s, p))),
+    ("stop_sale", |s, _, p| Box::pin(stop_sale(s, p))),
+    ("stop_sale_on_new_shards", |s, _, p| Box::pin(stop_sale_on_new_shards(s, p))),
+    ("code_pools", |s, _, p| Box::pin(code_pools(s, p))),
+    ("adjustments", |s, _, p| Box::pin(adjustments(s, p))),
+    ("adjustment_pairs", |s, _, p| Box::pin(adjustment_pairs(s, p))),
+    ("batched_reads", |s, _, p| Box::pin(batched_reads(s, p))),
+    ("queues", |s, _, p| Box::pin(queues(s, p))),
+    ("waitlists", |s, w, p| Box::pin(waitlists(s, w, p))),
 ];
 
 /// Runs every check (each under `prefix` + its name) and returns the failed ones with their
 /// panic message; empty when the store keeps the whole contract.
-pub async fn failures(store: &dyn StockStore, prefix: &str) -> Vec<String> {
+pub async fn failures(store: &dyn StockStore, waitlists: &dyn Waitlists, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
     for (name, check) in CHECKS {
         let p = format!("{prefix}{name}");
-        if let Err(e) = AssertUnwindSafe(check(store, &p)).catch_unwind().await {
+        if let Err(e) = AssertUnwindSafe(check(store, waitlists, &p)).catch_unwind().await {
             let msg = e
                 .downcast_ref::<String>()
                 .cloned()

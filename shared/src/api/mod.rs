@@ -16,6 +16,7 @@ pub mod sale;
 pub mod spec;
 pub mod stock;
 pub mod stripe;
+pub mod waitlist;
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -115,6 +115,14 @@ token_id!(
     /// A campaign id: 1–64 characters of `[A-Za-z0-9._-]`.
     CampaignId, "campaign_id", 64
 );
+impl CampaignId {
+    /// The spend scope of a SKU's waitlist admissions (docs/waitlist.md): `wl!<sku>`. `!` is
+    /// outside the alphabet, so no campaign has it and a queue's token never names it.
+    pub fn waitlist_scope(sku: &Sku) -> CampaignId {
+        CampaignId(format!("wl!{sku}"))
+    }
+}
+
 token_id!(
     /// An order id: Holdfast derives its own (see [`OrderId::derive`]); other order systems bring
     /// theirs to `/reservations` under the same alphabet.

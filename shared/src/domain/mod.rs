@@ -24,6 +24,7 @@ pub mod stock_feed;
 pub mod stripe;
 pub mod supplier;
 pub mod webhook_mac;
+pub mod waitlist;
 
 pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 pub use money::{Currency, Money};

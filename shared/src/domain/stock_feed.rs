@@ -54,6 +54,20 @@ pub fn stock_changes(entries: &[Entry]) -> Vec<StockChanged> {
     by.into_values().collect()
 }
 
+/// The plain SKUs (no date cell, no ring-fence cell, no campaign quota) whose available units
+/// rose in the batch, net: the ones whose waitlists may be told (docs/waitlist.md).
+pub fn risen(entries: &[Entry]) -> Vec<Sku> {
+    let mut out: Vec<Sku> = Vec::new();
+    for c in stock_changes(entries).into_iter().filter(|c| c.available_delta > 0) {
+        if let Ok(s) = Sku::parse(&c.sku) {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +113,13 @@ mod tests {
         );
         assert_eq!((out[1].cause.as_str(), out[1].available_delta, out[1].at_ms), ("release", 1, 4));
         assert_eq!((out[2].sku.as_str(), out[2].cause.as_str(), out[2].available_delta), ("B", "adjustment", 5));
+    }
+
+    #[test]
+    fn only_skus_whose_free_units_rose_may_tell_their_waitlists() {
+        let mut quota = e("Q", 0, 0, 1, "release", 1);
+        quota.campaign = Some(crate::domain::CampaignId::parse("c").unwrap());
+        let batch = [e("A", 0, 0, 2, "release", 1), e("B", 0, 3, 2, "freeze", 2), e("A", 1, 0, 1, "restock", 3), quota];
+        assert_eq!(risen(&batch), vec![Sku::parse("A").unwrap()]);
     }
 }

@@ -26,6 +26,7 @@ pub mod stock_read;
 pub mod stream;
 pub mod stripe_webhook;
 
+pub mod waitlist_api;
 use crate::api::Route;
 use crate::app::App;
 use crate::http::{Request, Response};

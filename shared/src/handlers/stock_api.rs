@@ -8,7 +8,9 @@ use crate::api::stock::{
     AdjustmentRequest, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, JournalEntryBody, JournalPage,
     PutSkuRequest, SkuView, UpdatedBy,
 };
-use crate::api::{Auth, Route, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ};
+use crate::api::{
+    Auth, Route, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE,
+};
 use crate::app::App;
 use crate::domain::model::{Day, ModelError};
 use crate::domain::Sku;
@@ -27,6 +29,10 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES)),
     Route::new("GET /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES)),
     Route::new("GET /skus/{sku}/availability/me", Auth::Scope(SCOPE_ORDERS_READ)),
+    // notify-me waitlists (docs/waitlist.md)
+    Route::new("POST /skus/{sku}/waitlist", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("DELETE /skus/{sku}/waitlist", Auth::Scope(SCOPE_ORDERS_WRITE)),
+    Route::new("GET /skus/{sku}/waitlist/me", Auth::Scope(SCOPE_ORDERS_READ)),
     Route::new("PUT /admin/campaigns/{campaign_id}", Auth::AnyScope(ADMIN_CATALOGUE)),
     Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::AnyScope(ADMIN_CATALOGUE)),
     Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::AnyScope(ADMIN_CATALOGUE)),
@@ -49,6 +55,9 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "POST /admin/skus/{sku}/codes" => upload_codes(app, &req).await,
         "GET /admin/skus/{sku}/codes" => code_pool(app, &req).await,
         "GET /skus/{sku}/availability/me" => campaigns_api::availability(app, &req, true).await,
+        "POST /skus/{sku}/waitlist" => super::waitlist_api::join(app, &req).await,
+        "DELETE /skus/{sku}/waitlist" => super::waitlist_api::leave(app, &req).await,
+        "GET /skus/{sku}/waitlist/me" => super::waitlist_api::me(app, &req).await,
         "PUT /admin/campaigns/{campaign_id}" => campaigns_api::put_campaign(app, &req).await,
         "POST /admin/campaigns/{campaign_id}/adjustments" => campaigns_api::adjust_campaign(app, &req).await,
         "POST /admin/campaigns/{campaign_id}/pause" => campaigns_api::pause_campaign(app, &req, true).await,

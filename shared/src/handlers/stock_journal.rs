@@ -79,6 +79,13 @@ pub async fn handle(app: &App, ev: StreamEvent) -> anyhow::Result<StreamBatchRes
             }
         }
     }
+    // notify-me waitlists (docs/waitlist.md): a SKU whose free units rose tells its next
+    // waitlisted buyers; best effort (a miss is done again by the next change, a buyer's read or
+    // the sweep)
+    let risen = crate::domain::stock_feed::risen(&entries);
+    if !risen.is_empty() {
+        crate::service::waitlist::upkeep_all(app, &risen).await;
+    }
     Ok(StreamBatchResponse { batch_item_failures: Vec::new() })
 }
 

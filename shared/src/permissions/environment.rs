@@ -115,6 +115,9 @@ pub const ENV: &[(&str, &[&str])] = &[
             "PAYMENT_TIMEOUT_QUEUE_URL",
             "RESERVATION_CHECK_QUEUE_URL",
             "RECONCILE_WORK_QUEUE_URL",
+            // waitlists (docs/waitlist.md): the told buyer's token, WaitlistNotified
+            "ADMISSION_KEY_SECRET_ARN",
+            "EVENT_BUS_NAME",
         ],
     ),
     // the public views' cache lifetime; no keyring (CODE_KEY_SECRET_ARN), no journal
@@ -186,6 +189,10 @@ pub const DEFAULTED_ENV: &[&str] = &[
     // publish-events: which event kinds go on the bus (default `config::DEFAULT_PUBLISHED`)
     "HOLDFAST_PUBLISH_EVENTS",
     // local/test builds: the webhook keys themselves when no secret ARN is set
+    // waitlists' bounds and token life (docs/waitlist.md; defaults 10,000 / 20 / 300 s)
+    "HOLDFAST_WAITLIST_MAX_PER_SKU",
+    "HOLDFAST_WAITLIST_MAX_PER_USER",
+    "HOLDFAST_WAITLIST_TOKEN_TTL_SECONDS",
     "PAYMENT_WEBHOOK_SECRET",
     "PAYMENT_WEBHOOK_SECRET_PREVIOUS",
     // `sam local` only: the emulator's URL for every SDK client (`app::AWS_ENDPOINT_VAR`);

@@ -135,6 +135,11 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("sqs:GetQueueAttributes", PaymentTimeoutQueue),
             ("sqs:GetQueueAttributes", ReservationCheckQueue),
             ("sqs:GetQueueAttributes", ReconcileWorkQueue),
+            // waitlists (docs/waitlist.md): a told buyer's admission token signed (…/waitlist/me;
+            // the WL* items and the spend QU# read and written through the grants above) and
+            // WaitlistNotified when a leave or a read tells the next buyers
+            ("secretsmanager:GetSecretValue", AdmissionKeySecret),
+            ("events:PutEvents", EventBus),
         ],
     ),
     (
@@ -158,6 +163,10 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:BatchGetItem", StockTable),
             ("dynamodb:PutItem", StockTable),
             ("dynamodb:DeleteItem", StockTable),
+            // waitlist::upkeep for SKUs whose free units rose (docs/waitlist.md): the head, the
+            // told entries' spends (GetItem WLH#, QU#), entries and shards (BatchGetItem WLE#,
+            // SKU#), buyers' lists (GetItem WLU#), the commit (a transaction of Puts of WL* items)
+            ("dynamodb:GetItem", StockTable),
             ("events:PutEvents", EventBus),
             // Not the code: the stream event source's OnFailure destination (as publish-events)
             ("sqs:SendMessage", StockJournalFailureQueue),

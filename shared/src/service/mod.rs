@@ -18,6 +18,7 @@ pub mod stock;
 pub mod supplier;
 pub mod timeouts;
 
+pub mod waitlist;
 use std::time::Duration;
 
 /// Attempts of a compare-and-set loop on one order before giving up with a retryable error.

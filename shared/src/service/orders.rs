@@ -137,7 +137,16 @@ pub async fn create_admitted(
     // that already froze is admitted again only if there is room (a retry is a new request).
     // a queued campaign's items need an admission token (a replay is answered its order first)
     let admission = match &queued {
-        None => None,
+        // a token without a queued campaign is a waitlist's (docs/waitlist.md)
+        None => match super::waitlist::admission_of(app, &lines, user, admission_token).await? {
+            Ok(a) => a,
+            Err(refusal) => {
+                if let Some(o) = replay_of(app, &id, &lines).await? {
+                    return Ok((o, true));
+                }
+                return Err(refusal.into());
+            }
+        },
         Some(c) => match super::queue::admission_of(app, c, user, admission_token).await? {
             Ok(a) => Some(a),
             Err(refusal) => {

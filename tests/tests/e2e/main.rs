@@ -27,3 +27,4 @@ mod store_contract;
 mod stripe;
 mod supplier;
 mod webhook_keys;
+mod waitlist;

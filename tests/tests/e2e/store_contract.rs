@@ -7,9 +7,10 @@ use crate::common::spawn;
 #[tokio::test]
 async fn the_dynamodb_store_passes_the_stock_store_contract() {
     let s = spawn().await;
-    let stock = s.local.app("create-order").expect("create-order").stock.clone();
+    let app = s.local.app("create-order").expect("create-order");
+    let (stock, waitlists) = (app.stock.clone(), app.waitlists.clone());
     // every check, each under its own names, so one failure does not hide the others
     let prefix = format!("sc{}-", fastrand::u32(..));
-    let failed = holdfast::adapters::contract::failures(stock.as_ref(), &prefix).await;
+    let failed = holdfast::adapters::contract::failures(stock.as_ref(), waitlists.as_ref(), &prefix).await;
     assert!(failed.is_empty(), "the DynamoDB store broke the contract:\n{}", failed.join("\n"));
 }

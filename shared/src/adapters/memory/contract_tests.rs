@@ -20,6 +20,11 @@ async fn the_memory_store_judges_the_waiting_rooms_and_spends_an_admission_once(
 }
 
 #[tokio::test]
+async fn the_memory_stores_judge_waitlist_commits_and_spend_a_told_entrys_admission_once() {
+    contract::waitlists(&MemoryStock::new(), &super::MemoryWaitlists::new(), "m").await;
+}
+
+#[tokio::test]
 async fn the_memory_store_judges_the_pending_cap() {
     contract::pending_cap(&MemoryStock::new(), "m").await;
 }
@@ -66,7 +71,7 @@ async fn the_memory_store_moves_an_adjustment_pair_together_or_not_at_all() {
 
 #[tokio::test]
 async fn the_memory_store_passes_the_whole_stock_store_contract_on_one_store() {
-    let failed = contract::failures(&MemoryStock::new(), "m-").await;
+    let failed = contract::failures(&MemoryStock::new(), &super::MemoryWaitlists::new(), "m-").await;
     assert!(failed.is_empty(), "contract checks failed:\n{}", failed.join("\n"));
-    assert_eq!(contract::CHECKS.len(), 12, "a new check gets its own test above");
+    assert_eq!(contract::CHECKS.len(), 13, "a new check gets its own test above");
 }

@@ -17,12 +17,14 @@ mod stock;
 #[cfg(test)]
 mod tests;
 
+mod waitlists;
 pub use journal::MemoryJournal;
 pub use orders::MemoryOrders;
 pub use sale::MemorySale;
 pub use stock::MemoryStock;
 
 use crate::config::Config;
+pub use waitlists::MemoryWaitlists;
 use crate::context::App;
 use crate::domain::events::OrderEvent;
 use crate::domain::invariants::{SkuSnapshot, Snapshot};

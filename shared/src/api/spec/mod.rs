@@ -15,6 +15,7 @@ mod queue;
 mod reservations;
 mod sale;
 mod stock;
+mod waitlist;
 
 use super::after_sale::{
     AdminOrderView, HeldRefundView, LockLineView, LockView, PaymentView, ReasonRequest, RefundDecisionRequest,
@@ -44,6 +45,7 @@ use super::stock::{
     JournalEntryBody, JournalPage, PutSkuRequest, SkuView,
 };
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
+use super::waitlist::WaitlistEntryView;
 use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
 use crate::domain::sale::SalesMode;
 use crate::domain::supplier::{BookingStatus, SimOutcome, SupplierAdapter, SupplierConfig};
@@ -133,10 +135,11 @@ impl Modify for Security {
           sale::get_sales_switch, sale::put_sales_switch, sale::admin_get_sku, sale::list_campaigns, sale::campaign_stats,
           sale::machinery, sale::console,
           queue::join_queue, queue::my_queue_place, queue::get_queue, queue::queued_checkout, queue::admin_queue,
-          queue::pause_queue, queue::resume_queue),
+          queue::pause_queue, queue::resume_queue,
+          waitlist::join_waitlist, waitlist::leave_waitlist, waitlist::my_waitlist_entry),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
                        StartPaymentRequest, PaymentStarted, PaymentAttemptView, RefundDecisionRequest, RefundReviewView,
-                       QueuePlace, QueuePublic, QueueStatsView, QueueRequest,
+                       QueuePlace, QueuePublic, QueueStatsView, QueueRequest, WaitlistEntryView,
                        RefundReviewList, HeldRefundView,
                        SettlementReport, SettlementMismatch,
                        OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
@@ -154,7 +157,7 @@ impl Modify for Security {
                        CampaignSummary, CampaignStats, StatsItem, PerSecond, LatencyView, Machinery, QueueView,
                        ReconcileView)),
     modifiers(&Security),
-    tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations"), (name = "sale"), (name = "queue")),
+    tags((name = "stock"), (name = "campaigns"), (name = "orders"), (name = "payments"), (name = "reservations"), (name = "sale"), (name = "queue"), (name = "waitlist")),
 )]
 pub struct ApiDoc;
 

@@ -53,6 +53,11 @@ pub(super) async fn sku_invariants(
     };
     let snaps = settled(app, skus, rep).await?;
     rep.skus_checked += snaps.len();
+    // notify-me waitlists (docs/waitlist.md): told buyers whose tokens ran out unused hand their
+    // unit to the next in line — the backstop when nothing else touches the SKU
+    let free: Vec<Sku> =
+        snaps.iter().filter(|s| s.shards.iter().any(|c| c.available > 0)).map(|s| s.sku.clone()).collect();
+    crate::service::waitlist::upkeep_all(app, &free).await;
     let first = identity(&snaps);
     let pools: Vec<SkuSnapshot> = snaps.iter().filter(|s| code_pools.contains(&s.sku)).cloned().collect();
     let first = [first, ring_identity(app, &pools).await?].concat();

@@ -45,6 +45,7 @@ mod codes;
 mod locks;
 mod queues;
 mod shards;
+mod waitlists;
 
 use codec::*;
 use keys::*;

@@ -1,0 +1,294 @@
+//! "Notify me" waitlists of sold-out SKUs (docs/waitlist.md): joining within the bounds,
+//! leaving, where a buyer stands (with the admission token once told), and the upkeep that
+//! settles told entries (spent or expired) and tells the next buyers in join order, as many as
+//! units are free. The upkeep runs when the stock journal sees a SKU's available units rise,
+//! on every waitlist request for the SKU, and in the reconcile sweep (the backstop for tokens
+//! that expire unused while nothing else happens).
+
+use crate::clock;
+use crate::context::App;
+use crate::domain::waitlist::{self as wl, Bounds, Entry, Head, JoinRefusal, WaitState};
+use crate::domain::{Sku, UserId};
+use crate::ports::{SkuMeta, WaitCommit};
+use crate::telemetry::names;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WaitlistError {
+    #[error("no SKU {0}")]
+    UnknownSku(Sku),
+    #[error(
+        "{0} is not a plain stocked SKU: calendar, bundle, code pool, unlimited, pay-time and supplier SKUs have no waitlist"
+    )]
+    NotWaitlistable(Sku),
+    #[error("{0} is not sold out ({1} available): buy it now")]
+    NotSoldOut(Sku, i64),
+    #[error(transparent)]
+    Refused(#[from] JoinRefusal),
+    #[error("you are not on this SKU's waitlist")]
+    NotFound,
+    #[error("the waitlist is busy; retry")]
+    Contention,
+    #[error(transparent)]
+    Store(#[from] anyhow::Error),
+}
+
+/// A buyer's entry as they see it: once told, with the token their checkout spends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub entry: Entry,
+    pub admission_token: Option<String>,
+}
+
+async fn meta(app: &App, sku: &Sku) -> Result<SkuMeta, WaitlistError> {
+    let meta = app
+        .stock
+        .get_skus(std::slice::from_ref(sku))
+        .await?
+        .remove(sku)
+        .ok_or_else(|| WaitlistError::UnknownSku(sku.clone()))?;
+    if !super::fence::fenceable(&meta) {
+        return Err(WaitlistError::NotWaitlistable(sku.clone()));
+    }
+    Ok(meta)
+}
+
+/// The SKU's units free for anyone now (its own shards; ring-fenced units are a campaign's).
+async fn available(app: &App, meta: &SkuMeta) -> anyhow::Result<i64> {
+    Ok(app.stock.read_shards(&meta.sku, meta.slots).await?.iter().map(|s| s.available.max(0)).sum())
+}
+
+async fn place(app: &App, sku: &Sku, e: Entry) -> anyhow::Result<Place> {
+    let admission_token = match e.state {
+        WaitState::Notified if e.expires_at_ms.is_some_and(|x| clock::now_ms() < x) => {
+            // signed with the current key (the first); the previous one still verifies
+            let keys = app.admission_keys.keys().await?;
+            let key = keys.first().ok_or_else(|| anyhow::anyhow!("no admission key"))?;
+            wl::token(sku, &e, key.expose())
+        }
+        _ => None,
+    };
+    Ok(Place { entry: e, admission_token })
+}
+
+/// `user` joins `sku`'s waitlist: `true` when the entry was made now, `false` for the one they
+/// have (waiting or told). Only a sold-out plain SKU takes joins, within the bounds.
+pub async fn join(app: &App, user: &UserId, sku: &Sku) -> Result<(Place, bool), WaitlistError> {
+    let meta = meta(app, sku).await?;
+    if let Some(e) = app.waitlists.wait_entry_of(sku, user).await?.filter(|e| e.state.active()) {
+        return Ok((place(app, sku, e).await?, false));
+    }
+    let free = available(app, &meta).await?;
+    if free > 0 {
+        return Err(WaitlistError::NotSoldOut(sku.clone(), free));
+    }
+    let bounds =
+        Bounds { max_per_sku: app.config.waitlist_max_per_sku, max_per_user: app.config.waitlist_max_per_user };
+    for attempt in 1..=super::CAS_ATTEMPTS {
+        let (head, waits) = (app.waitlists.waitlist(sku).await?, app.waitlists.user_waits(user).await?);
+        let j = wl::join(&head, &waits, sku, user, clock::now_ms(), bounds)?;
+        let commit = WaitCommit {
+            sku: sku.clone(),
+            head: j.head,
+            entries: vec![j.entry.clone()],
+            pointer: Some((user.clone(), j.entry.number)),
+            users: vec![(user.clone(), j.user)],
+        };
+        if app.waitlists.commit_waitlist(&commit).await? {
+            tracing::info!(sku = %sku, number = j.entry.number, "waitlist joined");
+            return Ok((place(app, sku, j.entry).await?, true));
+        }
+        // a concurrent join of the same buyer may have won: theirs is the entry
+        if let Some(e) = app.waitlists.wait_entry_of(sku, user).await?.filter(|e| e.state.active()) {
+            return Ok((place(app, sku, e).await?, false));
+        }
+        super::backoff(attempt).await;
+    }
+    Err(WaitlistError::Contention)
+}
+
+/// `user` leaves `sku`'s waitlist (a told entry's unit goes to the next in line).
+pub async fn leave(app: &App, user: &UserId, sku: &Sku) -> Result<(), WaitlistError> {
+    meta(app, sku).await?;
+    for attempt in 1..=super::CAS_ATTEMPTS {
+        let e = app.waitlists.wait_entry_of(sku, user).await?.ok_or(WaitlistError::NotFound)?;
+        let head = app.waitlists.waitlist(sku).await?;
+        let Some((next, left)) = wl::leave(&head, &e) else { return Ok(()) };
+        let waits = app.waitlists.user_waits(user).await?;
+        let commit = WaitCommit {
+            sku: sku.clone(),
+            head: next,
+            entries: vec![left],
+            pointer: None,
+            users: vec![(user.clone(), wl::without(&waits, sku))],
+        };
+        if app.waitlists.commit_waitlist(&commit).await? {
+            if e.state == WaitState::Notified {
+                upkeep(app, sku).await?;
+            }
+            return Ok(());
+        }
+        super::backoff(attempt).await;
+    }
+    Err(WaitlistError::Contention)
+}
+
+/// Where `user` stands on `sku`'s waitlist (the upkeep runs first, so a spent or lapsed token
+/// reads as such and a free unit is told at once).
+pub async fn me(app: &App, user: &UserId, sku: &Sku) -> Result<Place, WaitlistError> {
+    meta(app, sku).await?;
+    upkeep(app, sku).await?;
+    let e = app.waitlists.wait_entry_of(sku, user).await?.ok_or(WaitlistError::NotFound)?;
+    Ok(place(app, sku, e).await?)
+}
+
+/// Settles the told entries that are done (spent → USED, lapsed → EXPIRED): one commit.
+/// `Ok(None)`: a version moved (retry).
+async fn settle_once(app: &App, sku: &Sku, head: &Head) -> anyhow::Result<Option<Head>> {
+    if head.live.is_empty() {
+        return Ok(Some(head.clone()));
+    }
+    let scope = wl::scope(sku);
+    let mut told = Vec::new();
+    for e in app.waitlists.wait_entries(sku, &head.live).await? {
+        let spent = app.stock.spent(&scope, e.number).await?;
+        told.push((e, spent));
+    }
+    let Some((next, done)) = wl::settle(head, &told, clock::now_ms()) else { return Ok(Some(head.clone())) };
+    let mut users = Vec::with_capacity(done.len());
+    for e in &done {
+        let u = UserId::parse(&e.user).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let waits = app.waitlists.user_waits(&u).await?;
+        users.push((u, wl::without(&waits, sku)));
+    }
+    let commit = WaitCommit { sku: sku.clone(), head: next.clone(), entries: done.clone(), pointer: None, users };
+    if !app.waitlists.commit_waitlist(&commit).await? {
+        return Ok(None);
+    }
+    let expired = done.iter().filter(|e| e.state == WaitState::Expired).count();
+    app.count(names::WAITLIST_EXPIRED, expired as u64);
+    Ok(Some(next))
+}
+
+/// Tells the next waiting buyers, as many as units are free beyond the tokens out: one
+/// commit, then one `WaitlistNotified` event each. `Ok(None)`: a version moved (retry);
+/// `Ok(Some((told, more)))`: how many were told, whether another round may tell more.
+async fn tell_once(app: &App, meta: &SkuMeta, head: &Head) -> anyhow::Result<Option<(usize, bool)>> {
+    if head.cursor >= head.next {
+        return Ok(Some((0, false)));
+    }
+    let k = wl::owed(available(app, meta).await?, head);
+    if k == 0 {
+        return Ok(Some((0, false)));
+    }
+    let numbers: Vec<u64> = wl::candidates(head).collect();
+    let after = app.waitlists.wait_entries(&meta.sku, &numbers).await?;
+    let ttl = app.config.waitlist_token_ttl_s;
+    let Some((next, told)) = wl::notify(head, &after, k, clock::now_ms(), ttl) else { return Ok(Some((0, false))) };
+    let commit =
+        WaitCommit { sku: meta.sku.clone(), head: next.clone(), entries: told.clone(), pointer: None, users: vec![] };
+    if !app.waitlists.commit_waitlist(&commit).await? {
+        return Ok(None);
+    }
+    announce(app, &meta.sku, &told).await;
+    Ok(Some((told.len(), told.len() < k && next.cursor < next.next)))
+}
+
+/// `WaitlistNotified` on the bus, one per told buyer (docs/waitlist.md, "The event"): best
+/// effort and counted; the buyer's `GET …/waitlist/me` reads the state and the token either way.
+async fn announce(app: &App, sku: &Sku, told: &[Entry]) {
+    if told.is_empty() {
+        return;
+    }
+    let details: Vec<serde_json::Value> = told
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "type": "waitlist", "sku": sku.as_str(), "user_id": e.user, "position": e.number,
+                "state": e.state.as_str(), "notified_at_ms": e.notified_at_ms, "expires_at_ms": e.expires_at_ms,
+            })
+        })
+        .collect();
+    app.count(names::WAITLIST_NOTIFIED, told.len() as u64);
+    match app.bus.publish_stock_batch("WaitlistNotified", &details).await {
+        Ok(n) => app.count(names::WAITLIST_NOT_SENT, (details.len() - n) as u64),
+        Err(e) => {
+            app.count(names::WAITLIST_NOT_SENT, details.len() as u64);
+            tracing::warn!(sku = %sku, error = format!("{e:#}"), "WaitlistNotified not sent");
+        }
+    }
+    tracing::info!(sku = %sku, told = told.len(), "waitlisted buyers told");
+}
+
+/// Settles `sku`'s told entries and tells the next ones (see the module docs). Returns how many
+/// were told. A SKU without a waitlist costs one read.
+pub async fn upkeep(app: &App, sku: &Sku) -> anyhow::Result<usize> {
+    let mut told_total = 0;
+    let mut meta_of: Option<SkuMeta> = None;
+    for attempt in 1..=super::CAS_ATTEMPTS {
+        let head = app.waitlists.waitlist(sku).await?;
+        if head.version == 0 {
+            return Ok(0);
+        }
+        let Some(head) = settle_once(app, sku, &head).await? else {
+            super::backoff(attempt).await;
+            continue;
+        };
+        let m = match &meta_of {
+            Some(m) => m.clone(),
+            None => match meta(app, sku).await {
+                Ok(m) => meta_of.insert(m).clone(),
+                Err(_) => return Ok(told_total),
+            },
+        };
+        match tell_once(app, &m, &head).await? {
+            None => super::backoff(attempt).await,
+            Some((told, more)) => {
+                told_total += told;
+                if !more {
+                    return Ok(told_total);
+                }
+            }
+        }
+    }
+    Ok(told_total)
+}
+
+/// The upkeep of every SKU in `skus` (the stock journal's SKUs whose units rose; the sweep's
+/// pages): failures are logged, never raised (the next trigger or sweep does it again).
+pub async fn upkeep_all(app: &App, skus: &[Sku]) -> usize {
+    let mut told = 0;
+    for sku in skus {
+        match upkeep(app, sku).await {
+            Ok(n) => told += n,
+            Err(e) => tracing::warn!(sku = %sku, error = format!("{e:#}"), "waitlist upkeep failed"),
+        }
+    }
+    told
+}
+
+/// The waitlist admission a checkout without a queued campaign spends: `None` without a token;
+/// with one, it must be a told entry's token of this buyer for one of the order's own
+/// (campaign-less) lines, unexpired, under the current or the previous key.
+#[allow(clippy::type_complexity)]
+pub async fn admission_of(
+    app: &App,
+    lines: &[super::stock::LineRequest],
+    user: &UserId,
+    token: Option<&str>,
+) -> anyhow::Result<Result<Option<(crate::domain::CampaignId, u64)>, super::queue::AdmissionRefusal>> {
+    use crate::domain::queue::TokenError;
+    let Some(token) = token else { return Ok(Ok(None)) };
+    let keys = app.admission_keys.keys().await?;
+    let refs: Vec<&[u8]> = keys.iter().map(|k| k.expose()).collect();
+    let now = clock::now_ms();
+    let mut refusal = TokenError::Foreign;
+    for l in lines.iter().filter(|l| l.campaign.is_none()) {
+        match wl::verify(token, &refs, user, &l.sku, now) {
+            Ok(number) => return Ok(Ok(Some((wl::scope(&l.sku), number)))),
+            // the most telling refusal: malformed, forged or expired before "not for this line"
+            Err(TokenError::Foreign) => {}
+            Err(e) => refusal = e,
+        }
+    }
+    Ok(Err(super::queue::AdmissionRefusal::Invalid(refusal)))
+}
