@@ -108,9 +108,10 @@ async fn bad_input_writes_nothing_tokens_bind_and_spend_once_and_an_expired_toke
     problem(&call("{not json").await, 400, "malformed_json");
     problem(&call("[1]").await, 422, "validation_failed");
     problem(&call(r#"{"sku": 7}"#).await, 422, "validation_failed");
-    for sku in ["WLB", "WLFREE", "WLROOM"] {
+    for sku in ["WLB", "WLFREE"] {
         assert_eq!(me(&s, sku, "ann").await.status, 404, "{sku}: nothing written");
     }
+    problem(&me(&s, "WLROOM", "ann").await, 422, "not_waitlistable");
     problem(&leave(&s, "WLB", "ann").await, 404, "not_found");
     // the bounds: two per SKU, two per buyer
     assert_eq!(join(&s, "WLB", "ann").await.status, 201);
