@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Real-browser test of the operator console (console/index.html at GET /console/):
-# installs headless Chromium + chromedriver (Debian) and selenium (into .venv) when missing,
-# starts the local stack, mints the tokens and runs tests/browser/test_console.py, which
-# writes docs/console/{sale,sku,order,machinery}.png.
+# Real-browser tests of the operator console (console/index.html at GET /console/) and the
+# storefront (shop/index.html at GET /shop/): installs headless Chromium + chromedriver (Debian)
+# and selenium (into .venv) when missing, starts the local stack, mints the tokens and runs
+# tests/browser/test_console.py (docs/console/*.png) and tests/browser/test_shop.py
+# (docs/shop/*.png), both even when the first fails.
 #
 # Usage (needs the emulator):
 #   bash scripts/with-emulator.sh bash scripts/browser-test.sh
@@ -11,6 +12,7 @@
 #   HOLDFAST_LOCAL_PORT         the stack's port (default 3057)
 #   HOLDFAST_CONSOLE_FROM_FILE  =1: serve console/index.html through the test's own proxy
 #                               (for a binary that does not embed the console yet)
+#   HOLDFAST_BROWSER_TESTS      which tests to run (default "console shop")
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -96,8 +98,9 @@ if [[ "${HOLDFAST_CONSOLE_FROM_FILE:-}" == 1 ]]; then
   export CONSOLE_FILE="$ROOT/console/index.html"
 fi
 
-set +e
-"$PY" -u "$ROOT/tests/browser/test_console.py"
-rc=$?
-set -e
+rc=0
+for t in ${HOLDFAST_BROWSER_TESTS:-console shop}; do
+  log "tests/browser/test_$t.py"
+  "$PY" -u "$ROOT/tests/browser/test_$t.py" || rc=1
+done
 exit "$rc"

@@ -21,7 +21,8 @@
 //! `FAILED` one cannot go back to `PROCESSING`) and, for `succeed`/`fail`, POSTs the signed
 //! `PaymentCallback` to the stack's `POST /payments/callback` once, never or twice (each delivery
 //! retried on a non-2xx answer, 5 attempts). `process` sends nothing: a later decision does.
-//! Answers the payment (409 with it when it can no longer move). `GET /pay/{id}` shows it.
+//! Answers the payment (409 with it when it can no longer move). `GET /pay/{id}` shows it (as an
+//! HTML page with Pay/Decline buttons to a browser: `page.rs`).
 //!
 //! Controls (open, not the provider's API):
 //! - `POST /control/payments/{id}` `{"status","webhook"?,"after_polls"?}`: the provider decides a
@@ -424,6 +425,7 @@ impl SimProvider {
                 Err(e) => bad(e),
             },
             ("GET", ["pay", id]) => match self.payment(id).filter(|p| !p.forgotten) {
+                Some(p) if page::wants_html(headers) => page::render(&p),
                 Some(p) => json(200, &p),
                 None => not_found("payment"),
             },
@@ -689,5 +691,6 @@ fn oversized(answer: super::super::Response) -> super::super::Response {
     r
 }
 
+mod page;
 #[cfg(test)]
 mod tests;
