@@ -11,6 +11,8 @@ use super::*;
     responses(
         (status = 200, description = "The buyer's entry again", body = WaitlistEntryView),
         (status = 201, description = "Joined now", body = WaitlistEntryView),
+        (status = 400, description = "malformed_json: a body was sent that is not JSON (send none, or {})",
+         body = ProblemBody, content_type = "application/problem+json"),
         NoValidToken,
         (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 404, description = "No such SKU", body = ProblemBody, content_type = "application/problem+json"),
@@ -18,7 +20,8 @@ use super::*;
          body = ProblemBody, content_type = "application/problem+json"),
         TooLarge,
         (status = 422, description = "not_waitlistable: not a plain stocked SKU (calendar, bundle, code pool, \
-                                      unlimited, pay-time, supplier)", body = ProblemBody,
+                                      unlimited, pay-time, supplier); validation_failed: a bad SKU or a body \
+                                      other than {}", body = ProblemBody,
          content_type = "application/problem+json"),
         Retry,
     ))]
@@ -35,7 +38,8 @@ pub(super) fn join_waitlist() {}
         (status = 403, description = "Token lacks orders:write", body = GatewayError),
         (status = 404, description = "No such SKU, or the buyer never joined its waitlist", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 422, description = "not_waitlistable", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "not_waitlistable, or validation_failed (a bad SKU)", body = ProblemBody,
+         content_type = "application/problem+json"),
         Retry,
     ))]
 pub(super) fn leave_waitlist() {}
@@ -51,7 +55,8 @@ pub(super) fn leave_waitlist() {}
         (status = 403, description = "Token lacks orders:read", body = GatewayError),
         (status = 404, description = "No such SKU, or the buyer never joined its waitlist", body = ProblemBody,
          content_type = "application/problem+json"),
-        (status = 422, description = "not_waitlistable", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "not_waitlistable, or validation_failed (a bad SKU)", body = ProblemBody,
+         content_type = "application/problem+json"),
         Retry,
     ))]
 pub(super) fn my_waitlist_entry() {}
