@@ -220,6 +220,8 @@ def main():
         ok("no navigation: the same document", d.execute_script("return performance.timeOrigin") == origin)
         how = attr(d, "order-status", "data-via")
         measure("PAID delivered by", how)
+        frames = d.execute_script("return (window.__shopFrames || []).map(function (x) { return x.frame; })")
+        print(f"frames received: {frames}", flush=True)
         ok("the PAID outcome was pushed over the WebSocket (not polled)", how == "pushed",
            f"data-via={how!r}; push state {attr(d, 'push-state', 'data-state')!r}")
         got = wait_for(lambda: [li.text.strip() for li in d.find_elements(By.CSS_SELECTOR, "#codes li[data-sku]")], 15)
