@@ -14,5 +14,6 @@ pub mod sam;
 pub mod server;
 pub mod stack;
 pub mod template;
+pub mod websocket;
 
 pub use stack::{LocalStack, Options};

@@ -62,6 +62,20 @@ pub async fn env_vars(
         for (k, v) in &f.env {
             let value = if k == holdfast::app::AWS_ENDPOINT_VAR {
                 Some(container_endpoint.to_owned())
+            } else if k == "PUSH_ENDPOINT" {
+                // no WebSocket API under `sam local`: nothing listens there, and the fixtures'
+                // buyers have no connection to post to (docs/push.md)
+                Some(UNREACHABLE_PROVIDER.to_owned())
+            } else if k == "PUSH_JWT_ISSUER" || k == "PUSH_JWT_AUDIENCE" {
+                // the local tokens' issuer and audience, as sam_local checks them
+                Some(
+                    if k == "PUSH_JWT_ISSUER" {
+                        holdfast::sam_local::LOCAL_ISSUER
+                    } else {
+                        holdfast::sam_local::LOCAL_AUDIENCE
+                    }
+                    .to_owned(),
+                )
             } else if k == holdfast::edge::ORIGIN_VERIFY_VAR {
                 // no CloudFront in front of `sam local`: the edge is off, so is its origin check
                 Some(String::new())

@@ -72,6 +72,8 @@ pub struct Server {
     pub door: crate::door::Door,
     pub apps: HashMap<String, Arc<App>>,
     pub jwt_secret: String,
+    /// The template's WebSocket API and its management endpoint (websocket.rs), on this port.
+    pub websocket: Option<Arc<crate::websocket::WebSocketServer>>,
 }
 
 /// A path segment, percent-decoded as API Gateway does (`+` stays a plus: it means a space only
@@ -121,6 +123,9 @@ impl Server {
         let path = req.uri().path().to_owned();
         if let Some(r) = api_pages(&method, &path) {
             return r;
+        }
+        if let Some(ws) = self.websocket.as_ref().filter(|_| crate::websocket::WebSocketServer::serves(&path)) {
+            return ws.clone().handle(req).await;
         }
         let raw_query = req.uri().query().unwrap_or("").to_owned();
         let Some((route, params)) = self.routes.iter().find_map(|r| r.matches(&method, &path).map(|p| (r, p))) else {
@@ -233,7 +238,7 @@ pub async fn serve(listener: TcpListener, server: Arc<Server>, mut shutdown: tok
                         let server = server.clone();
                         async move { Ok::<_, std::convert::Infallible>(server.handle(req).await) }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).with_upgrades().await;
                 });
             }
         }

@@ -122,6 +122,7 @@ pub fn coverage_problems(t: &Template) -> Vec<String> {
             out.push(format!("function {name} is in the library but not in template.yaml"));
         }
     }
+    out.extend(crate::websocket::coverage_problems(t));
     let declared: Vec<(String, String)> = t.routes().into_iter().map(|(k, f, _)| (k, f)).collect();
     for (name, routes) in holdfast::handlers::ROUTES {
         for r in *routes {
@@ -264,6 +265,13 @@ impl LocalStack {
                     // likewise the code keyring (CODE_KEY_SECRET_ARN in AWS)
                     return Some(DEFAULT_CODE_KEY.to_owned());
                 }
+                // the push channel (docs/push.md): the WebSocket API's management endpoint is this
+                // stack's own port, and $connect checks this stack's HS256 tokens
+                match k {
+                    "PUSH_ENDPOINT" => return Some(base_url.clone()),
+                    "LOCAL_JWT_SECRET" => return Some(opts.jwt_secret.clone()),
+                    _ => {}
+                }
                 if k == "HOLDFAST_ADMISSION_KEY" {
                     // likewise the admission tokens' key (ADMISSION_KEY_SECRET_ARN in AWS)
                     return Some(DEFAULT_ADMISSION_KEY.to_owned());
@@ -300,7 +308,9 @@ impl LocalStack {
         } else {
             crate::door::Door::open()
         };
-        let server = Arc::new(Server { routes, door, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone() });
+        let websocket = crate::websocket::WebSocketServer::from_template(&template, &apps);
+        let server =
+            Arc::new(Server { routes, door, apps: apps.clone(), jwt_secret: opts.jwt_secret.clone(), websocket });
         tasks.push(tokio::spawn(serve(listener, server, rx.clone())));
 
         let sqs = aws_sdk_sqs::Client::new(&sdk);

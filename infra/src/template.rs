@@ -17,6 +17,19 @@ pub struct Template {
     pub functions: Vec<Function>,
     /// Logical ids of the KMS keys (`AWS::KMS::Key`; the code key).
     pub kms_keys: Vec<String>,
+    /// The WebSocket APIs (`AWS::ApiGatewayV2::Api` with `ProtocolType: WEBSOCKET`) with their
+    /// routes, each resolved through its integration to the function it invokes (docs/push.md).
+    pub websockets: Vec<WebSocketApi>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebSocketApi {
+    pub logical_id: String,
+    pub route_selection: String,
+    /// (route key, function binary)
+    pub routes: Vec<(String, String)>,
+    /// The stage's name (`AWS::ApiGatewayV2::Stage`), if one is declared.
+    pub stage: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -240,7 +253,9 @@ impl Template {
             rules: vec![],
             functions: vec![],
             kms_keys: vec![],
+            websockets: vec![],
         };
+        let mut ws = WebSocketParts::default();
         if let Some(params) = get(&doc, "Parameters").and_then(Value::as_mapping) {
             for (k, v) in params {
                 let name = k.as_str().ok_or_else(|| anyhow!("parameter name"))?.to_owned();
@@ -301,9 +316,11 @@ impl Template {
                     });
                 }
                 "AWS::Serverless::Function" => t.functions.push(parse_function(&id, r, &props, globals_env.as_ref())?),
+                ty if ty.starts_with("AWS::ApiGatewayV2::") => ws.read(&id, ty, &props),
                 _ => {}
             }
         }
+        t.websockets = ws.resolve(&t.functions)?;
         Ok(t)
     }
 
@@ -322,6 +339,83 @@ impl Template {
             }
         }
         out
+    }
+}
+
+/// The WebSocket API resources as read, before their references are followed.
+#[derive(Default)]
+struct WebSocketParts {
+    /// (api, route selection expression)
+    apis: Vec<(String, String)>,
+    /// integration → function logical id (from `${F.Arn}` in its `IntegrationUri`)
+    integrations: BTreeMap<String, String>,
+    /// (api, route key, integration)
+    routes: Vec<(String, String, String)>,
+    /// api → stage name
+    stages: BTreeMap<String, String>,
+}
+
+/// `${X}` or `${X.Attr}` inside a `!Sub` text that ends at `suffix`: `X`.
+fn sub_reference(v: &Value, before: &str) -> Option<String> {
+    let Expr::Sub(text) = expr(v) else { return None };
+    let start = text.find(before)? + before.len();
+    let rest = text[start..].strip_prefix("${")?;
+    let name = &rest[..rest.find('}')?];
+    Some(name.split('.').next().unwrap_or(name).to_owned())
+}
+
+impl WebSocketParts {
+    fn read(&mut self, id: &str, ty: &str, props: &Value) {
+        let api = get(props, "ApiId").and_then(ref_target);
+        match ty {
+            "AWS::ApiGatewayV2::Api" if get(props, "ProtocolType").and_then(Value::as_str) == Some("WEBSOCKET") => {
+                let selection = get(props, "RouteSelectionExpression").and_then(scalar).unwrap_or_default();
+                self.apis.push((id.to_owned(), selection));
+            }
+            "AWS::ApiGatewayV2::Integration" => {
+                if let Some(f) = get(props, "IntegrationUri").and_then(|u| sub_reference(u, "/functions/")) {
+                    self.integrations.insert(id.to_owned(), f);
+                }
+            }
+            "AWS::ApiGatewayV2::Route" => {
+                let key = get(props, "RouteKey").and_then(scalar);
+                let target = get(props, "Target").and_then(|t| sub_reference(t, "integrations/"));
+                if let (Some(api), Some(key), Some(target)) = (api, key, target) {
+                    self.routes.push((api, key, target));
+                }
+            }
+            "AWS::ApiGatewayV2::Stage" => {
+                if let (Some(api), Some(name)) = (api, get(props, "StageName").and_then(scalar)) {
+                    self.stages.insert(api, name);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn resolve(self, functions: &[Function]) -> anyhow::Result<Vec<WebSocketApi>> {
+        let mut out = Vec::new();
+        for (api, route_selection) in &self.apis {
+            let mut routes = Vec::new();
+            for (_, key, integration) in self.routes.iter().filter(|(a, _, _)| a == api) {
+                let f = self
+                    .integrations
+                    .get(integration)
+                    .ok_or_else(|| anyhow!("{api} route {key}: integration {integration} invokes no function"))?;
+                let binary = functions
+                    .iter()
+                    .find(|x| &x.logical_id == f)
+                    .ok_or_else(|| anyhow!("{api} route {key}: {f} is not a function of the template"))?;
+                routes.push((key.clone(), binary.binary.clone()));
+            }
+            out.push(WebSocketApi {
+                logical_id: api.clone(),
+                route_selection: route_selection.clone(),
+                routes,
+                stage: self.stages.get(api).cloned(),
+            });
+        }
+        Ok(out)
     }
 }
 

@@ -118,6 +118,7 @@ impl App {
             messages,
             bus,
             caches: Caches::default(),
+            push: push_ports(sdk, &config),
             config,
         })
     }
@@ -153,8 +154,8 @@ impl App {
             sweep,
             journal: Arc::new(crate::adapters::memory::MemoryJournal::new()),
             sale: Arc::new(crate::adapters::memory::MemorySale::new()),
-            function: function.to_owned(),
             waitlists: Arc::new(crate::adapters::memory::MemoryWaitlists::new()),
+            function: function.to_owned(),
             config,
             stock,
             orders,
@@ -162,7 +163,23 @@ impl App {
             bus,
             faults,
             caches: Caches::default(),
+            push: crate::adapters::memory::MemoryPush::new().ports(),
         })
+    }
+}
+
+/// The push channel over AWS (docs/push.md): the connection table, the management endpoint,
+/// the push queue.
+fn push_ports(sdk: &aws_config::SdkConfig, config: &Config) -> crate::ports::push::PushPorts {
+    use crate::adapters::push::{ManagementApi, SqsPushTimers};
+    let ddb = aws_sdk_dynamodb::Client::new(sdk);
+    crate::ports::push::PushPorts {
+        connections: Arc::new(crate::adapters::dynamo::connections::DynamoConnections::new(
+            ddb,
+            config.connection_table.clone(),
+        )),
+        pusher: Arc::new(ManagementApi::new(sdk, &config.push_endpoint)),
+        timers: Arc::new(SqsPushTimers::new(aws_sdk_sqs::Client::new(sdk), config.push_queue_url.clone())),
     }
 }
 

@@ -83,6 +83,18 @@ pub struct Config {
     pub admission_key: Secret,
     pub admission_key_previous: Secret,
     pub admission_key_secret_arn: String,
+    /// The push channel (docs/push.md): the connection table (`CONNECTION_TABLE`), the WebSocket
+    /// API's management endpoint (`PUSH_ENDPOINT`, `https://{api}.execute-api.{region}.amazonaws.com/{stage}`;
+    /// locally the stack's own port), the push queue its watch timers ride (`PUSH_QUEUE_URL`),
+    /// and whose tokens `$connect` accepts (`PUSH_JWT_ISSUER`, `PUSH_JWT_AUDIENCE`: the HTTP API's
+    /// `JwtIssuer`/`JwtAudience`; `LOCAL_JWT_SECRET`, the local stack's HS256 key, only where the
+    /// template does not set it).
+    pub connection_table: String,
+    pub push_endpoint: String,
+    pub push_queue_url: String,
+    pub push_jwt_issuer: String,
+    pub push_jwt_audience: String,
+    pub local_jwt_secret: Secret,
     /// The KMS key codes are sealed under (`CODE_KMS_KEY_ID`; empty = the keyring alone seals).
     pub code_kms_key_id: String,
     /// A freeze that leaves a code pool with fewer codes counts `CodePoolLow` (the alarm's metric).
@@ -90,6 +102,11 @@ pub struct Config {
     /// Reconcile returns claimed, unbound codes of a shard whose head has not moved for this
     /// long (a checkout that claimed them has died; docs/code-pools.md, "Crashes").
     pub code_claim_quiet_ms: i64,
+    /// Waitlists (docs/waitlist.md): most active entries on one SKU's waitlist, most waitlists
+    /// one buyer is on, and a told buyer's admission token's life (10..=3600 s).
+    pub waitlist_max_per_sku: u32,
+    pub waitlist_max_per_user: u32,
+    pub waitlist_token_ttl_s: u32,
     pub faults: String,
     pub max_body_bytes: usize,
     /// Multiplies every SDK timeout of [`crate::app::SdkBudget`] (1 in AWS; the local stack
@@ -102,11 +119,6 @@ pub struct Config {
     pub auto_complete_after_s: i64,
     /// Reconcile issues a refund still REQUESTED this long after it was asked for (the event
     /// that should have issued it was lost or failed).
-    /// Waitlists (docs/waitlist.md): most active entries on one SKU's waitlist, most waitlists
-    /// one buyer is on, and a told buyer's admission token's life (10..=3600 s).
-    pub waitlist_max_per_sku: u32,
-    pub waitlist_max_per_user: u32,
-    pub waitlist_token_ttl_s: u32,
     pub refund_redrive_after_s: i64,
     /// Base URL of the generic payment provider's refund API (`POST {url}/refunds`); empty = no
     /// generic provider (its refunds fail into the refunds DLQ).
@@ -255,9 +267,31 @@ impl Config {
             admission_key: Secret::new(get("HOLDFAST_ADMISSION_KEY").unwrap_or_default()),
             admission_key_previous: Secret::new(get("HOLDFAST_ADMISSION_KEY_PREVIOUS").unwrap_or_default()),
             admission_key_secret_arn: s("ADMISSION_KEY_SECRET_ARN"),
+            connection_table: s("CONNECTION_TABLE"),
+            push_endpoint: s("PUSH_ENDPOINT"),
+            push_queue_url: s("PUSH_QUEUE_URL"),
+            push_jwt_issuer: s("PUSH_JWT_ISSUER"),
+            push_jwt_audience: s("PUSH_JWT_AUDIENCE"),
+            local_jwt_secret: Secret::new(get("LOCAL_JWT_SECRET").unwrap_or_default()),
             code_kms_key_id: s("CODE_KMS_KEY_ID"),
             code_pool_low_water: parse(get, "HOLDFAST_CODE_POOL_LOW", 10)?,
             code_claim_quiet_ms: parse(get, "HOLDFAST_CODE_CLAIM_QUIET_MS", 60_000)?,
+            waitlist_max_per_sku: parse(
+                get,
+                "HOLDFAST_WAITLIST_MAX_PER_SKU",
+                crate::domain::waitlist::DEFAULT_MAX_PER_SKU,
+            )?,
+            waitlist_max_per_user: parse(
+                get,
+                "HOLDFAST_WAITLIST_MAX_PER_USER",
+                crate::domain::waitlist::DEFAULT_MAX_PER_USER,
+            )?,
+            waitlist_token_ttl_s: parse(
+                get,
+                "HOLDFAST_WAITLIST_TOKEN_TTL_SECONDS",
+                crate::domain::waitlist::DEFAULT_TOKEN_TTL_S,
+            )?
+            .clamp(crate::domain::waitlist::MIN_TOKEN_TTL_S, crate::domain::waitlist::MAX_TOKEN_TTL_S),
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
             sdk_timeout_scale: parse(get, "HOLDFAST_SDK_TIMEOUT_SCALE", 1.0)?,
@@ -276,22 +310,6 @@ impl Config {
             auto_complete_after_s: parse(get, "HOLDFAST_AUTO_COMPLETE_SECONDS", 7 * 24 * 3600)?,
             refund_redrive_after_s: parse(get, "HOLDFAST_REFUND_REDRIVE_SECONDS", 300)?,
             provider_url: s("HOLDFAST_PROVIDER_URL"),
-            waitlist_max_per_sku: parse(
-                get,
-                "HOLDFAST_WAITLIST_MAX_PER_SKU",
-                crate::domain::waitlist::DEFAULT_MAX_PER_SKU,
-            )?,
-            waitlist_max_per_user: parse(
-                get,
-                "HOLDFAST_WAITLIST_MAX_PER_USER",
-                crate::domain::waitlist::DEFAULT_MAX_PER_USER,
-            )?,
-            waitlist_token_ttl_s: parse(
-                get,
-                "HOLDFAST_WAITLIST_TOKEN_TTL_SECONDS",
-                crate::domain::waitlist::DEFAULT_TOKEN_TTL_S,
-            )?
-            .clamp(crate::domain::waitlist::MIN_TOKEN_TTL_S, crate::domain::waitlist::MAX_TOKEN_TTL_S),
             supplier_url: s("HOLDFAST_SUPPLIER_URL"),
             supplier_timeout_s: parse(get, "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS", 1800)?,
             supplier_quote_cache_ms: parse(get, "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS", MAX_SUPPLIER_QUOTE_CACHE_MS)?,

@@ -52,6 +52,9 @@ pub struct App {
     /// Time limits of this function's AWS calls and of one HTTP request (docs/runbook.md,
     /// "Timeouts and retries").
     pub budget: SdkBudget,
+    /// The push channel: connections, the WebSocket API's management endpoint, watch timers
+    /// (docs/push.md).
+    pub push: crate::ports::push::PushPorts,
 }
 
 /// Connect/attempt/operation timeouts and retry attempts of every AWS client, chosen per path:

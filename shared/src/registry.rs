@@ -32,6 +32,8 @@ pub const FUNCTIONS: &[(&str, Trigger)] = &[
     ("reconcile", Trigger::Schedule),
     ("reconcile-worker", Trigger::Sqs),
     ("refunds", Trigger::Sqs),
+    // the WebSocket API's routes too (handlers::push_api::WS_ROUTES; docs/push.md)
+    ("push-api", Trigger::Sqs),
 ];
 
 pub fn trigger_of(name: &str) -> Option<Trigger> {

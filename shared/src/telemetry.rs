@@ -111,6 +111,14 @@ pub mod names {
     /// A freeze cancelled by a transaction conflict, or throttled, re-planned onto other shards
     /// (docs/architecture.md, "DynamoDB as it is under load").
     pub const FREEZE_REPLANS: &str = "FreezeReplans";
+    /// Frames posted to a buyer's WebSocket connection (docs/push.md).
+    pub const PUSH_FRAMES_SENT: &str = "PushFramesSent";
+    /// Frames not posted again: this connection was sent this event before (a redelivery).
+    pub const PUSH_DUPLICATES_SKIPPED: &str = "PushDuplicatesSkipped";
+    /// Connections found gone when posting (410) and removed.
+    pub const PUSH_CONNECTIONS_GONE: &str = "PushConnectionsGone";
+    /// Frames over the 32 KB limit: not sent (never cut).
+    pub const PUSH_FRAME_TOO_LARGE: &str = "PushFrameTooLarge";
 
     /// Checkouts of one campaign in a flushed live window ([`super::campaign_metric`]).
     pub const CAMPAIGN_CHECKOUTS: &str = "CampaignCheckouts";

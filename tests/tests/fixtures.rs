@@ -99,6 +99,9 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
                     if function == "stock-events" {
                         parse_event(body)
                             .unwrap_or_else(|e| panic!("events/{name}: stock-events refuses its body: {e:#}"));
+                    } else if function == "push-api" {
+                        handlers::push_api::parse(body)
+                            .unwrap_or_else(|e| panic!("events/{name}: push-api refuses its body: {e:#}"));
                     } else if function == "refunds" {
                         handlers::refunds::parse(body)
                             .unwrap_or_else(|e| panic!("events/{name}: refunds refuses its body: {e:#}"));

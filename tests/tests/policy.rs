@@ -8,7 +8,7 @@
 //! be named), so a checker that silently accepts everything cannot pass.
 
 use holdfast::handlers::FUNCTIONS;
-use holdfast::permissions::{is_write_action, Resource, DEFAULTED_ENV, ENV, USES};
+use holdfast::permissions::{is_write_action, Resource, DEFAULTED_ENV, ENV, PUSH_CONNECTIONS_ARN, USES};
 use holdfast_local::template::{expr, get, Expr, Value};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -96,6 +96,8 @@ impl Resources {
             Expr::Ref(id) => Err(format!(
                 "{e} is the name or URL of {id}, not its ARN (IAM would match nothing); grant on !GetAtt {id}.Arn"
             )),
+            // the push API's connections (the one wildcard: connection ids are not known)
+            Expr::Sub(s) if s == PUSH_CONNECTIONS_ARN => Ok(Resource::PushConnections),
             Expr::Sub(s) => {
                 let Some((inner, rest)) = s.strip_prefix("${").and_then(|t| t.split_once('}')) else {
                     return Err(format!("{e} is not an ARN the permission map knows"));
@@ -129,6 +131,7 @@ impl Resources {
 fn wildcard_in_resource(e: &Expr) -> bool {
     match e {
         Expr::Literal(s) | Expr::Other(s) => s.contains('*'),
+        Expr::Sub(s) if s == PUSH_CONNECTIONS_ARN => false,
         Expr::Sub(s) => s.strip_suffix("/index/*").unwrap_or(s).contains('*'),
         Expr::Ref(_) | Expr::GetAtt(..) => false,
     }
@@ -540,6 +543,8 @@ fn only_the_stock_service_functions_write_the_stock_table() {
         "orders-api",
         // the waiting rooms' tickets, counters and clocks, and the queued checkout's freeze
         "queue-api",
+        // the room's clock only (QR#…), moved when a watched ticket is read: see below
+        "push-api",
         // the sale room's items only (SALE#…): see the next tests
         "stock-journal",
         "publish-events",
@@ -570,14 +575,14 @@ fn the_sale_room_writers_may_write_sale_items_only() {
             .collect();
         assert!(!writes.is_empty(), "{function}: no stock-table write statement found");
         for s in writes {
+            // stock-journal also tells waitlisted buyers (docs/waitlist.md): waitlist items only
+            let waitlist = function == "StockJournalFunction"
+                && s.contains("dynamodb:LeadingKeys: [\"WLH#*\", \"WLE#*\", \"WLU#*\"]");
             assert!(
                 s.contains("dynamodb:LeadingKeys: [\"SALE#*\"]") || waitlist,
                 "{function} may write more than SALE# items:\n{s}"
             );
         }
-            // stock-journal also tells waitlisted buyers (docs/waitlist.md): waitlist items only
-            let waitlist = function == "StockJournalFunction"
-                && s.contains("dynamodb:LeadingKeys: [\"WLH#*\", \"WLE#*\", \"WLU#*\"]");
     }
 }
 
@@ -1024,6 +1029,7 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<String>> {
         (".get_secret_value()", "secretsmanager:GetSecretValue"),
         (".generate_data_key()", "kms:GenerateDataKey"),
         (".decrypt()", "kms:Decrypt"),
+        (".post_to_connection()", "execute-api:ManageConnections"),
     ];
     let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/adapters/"));
     // every source file of the DynamoDB adapter (however it is split into modules) and the
@@ -1040,7 +1046,7 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<String>> {
             }
         }
     }
-    files.extend(["sqs.rs", "eventbridge.rs", "secrets.rs", "kms.rs"].map(|f| root.join(f)));
+    files.extend(["sqs.rs", "eventbridge.rs", "secrets.rs", "kms.rs", "push.rs"].map(|f| root.join(f)));
     assert!(files.len() > 4, "the adapters' sources: {files:?}");
     let mut out: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
     for path in files {
@@ -1073,6 +1079,51 @@ fn every_aws_call_the_adapters_can_make_is_declared_for_some_function() {
         assert!(issued.contains_key(action), "USES declares {action}, which no adapter issues");
     }
     assert!(!declared.contains("dynamodb:Scan"), "no function may Scan");
+}
+
+/// The push channel (docs/push.md): only push-api may post to connections, only on its own
+/// API's stage, and the only stock-table item it may write is a waiting room's clock.
+#[test]
+fn only_push_api_posts_to_connections_and_it_writes_nothing_but_connections_and_a_rooms_clock() {
+    let g = grants(&template_text());
+    for (binary, grants) in &g {
+        let posts = grants.iter().any(|(a, r)| a == "execute-api:ManageConnections" || *r == Resource::PushConnections);
+        assert_eq!(posts, binary == "push-api", "{binary} may post to connections: {posts}");
+    }
+    let push = &g["push-api"];
+    for (a, r) in push.iter().filter(|(a, _)| is_write_action(a)) {
+        assert!(
+            *r == Resource::ConnectionTable || (*r == Resource::StockTable && a == "dynamodb:PutItem"),
+            "push-api may {a} on {r:?}"
+        );
+    }
+    for table in [Resource::OrderTable, Resource::JournalTable] {
+        assert!(!push.iter().any(|(_, r)| *r == table), "push-api reaches {table:?}");
+    }
+    let text = template_text();
+    let block = &text[text.find("  PushApiFunction:").expect("PushApiFunction")..];
+    let end = block.match_indices("\n  ").map(|(i, _)| i).find(|i| block[i + 3..].starts_with(|c: char| c != ' '));
+    let block = &block[..end.unwrap_or(block.len())];
+    let put =
+        block.split("- Effect").find(|s| s.contains("StockTable.Arn") && s.contains("PutItem")).expect("a stock put");
+    assert!(put.contains("dynamodb:LeadingKeys: [\"QR#*\"]"), "push-api may write more than a room's clock:\n{put}");
+    // the endpoint it posts through is this API's stage, the one its grant names
+    assert!(
+        block.contains(r#"PUSH_ENDPOINT: !Sub "https://${PushApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/live""#),
+        "push-api's PUSH_ENDPOINT is not the push API's stage"
+    );
+    // no other table of the stack is reached through the connection table's grant
+    assert!(g.iter().all(|(b, gs)| b == "push-api" || !gs.iter().any(|(_, r)| *r == Resource::ConnectionTable)));
+}
+
+#[test]
+fn a_wider_connections_grant_in_a_copy_of_the_template_is_reported() {
+    let wider = template_text().replace("${PushApi}/live/POST/@connections/*", "${PushApi}/*");
+    assert!(
+        new_problems(&wider).iter().any(|p| p.contains("push-api") && p.contains("wildcard")),
+        "{:?}",
+        new_problems(&wider)
+    );
 }
 
 // ---------- queue resource policies (security review L3) ----------
@@ -1112,7 +1163,8 @@ const REDRIVE_ON_DLQ: &[&str] =
 fn the_operators_role_can_redrive_every_dlq_and_no_one_else_can() {
     let s = stack_with_ops();
     let pairs = redrives(&s);
-    assert_eq!(pairs.len(), 7, "{pairs:?}");
+    // … PushDLQ → PushQueue (docs/push.md)
+    assert_eq!(pairs.len(), 8, "{pairs:?}");
     let ops = Caller::Role(OPS_ROLE.into());
     let other = Caller::Role("arn:aws:iam::123456789012:role/some-admin".into());
     for (dlq, target) in &pairs {
@@ -1145,7 +1197,8 @@ fn every_queue_and_dlq_has_a_policy_that_denies_unknown_principals() {
     let s = stack_with_ops();
     let stranger = Caller::Role("arn:aws:iam::123456789012:role/stranger".into());
     let queues = s.of_type("AWS::SQS::Queue");
-    assert_eq!(queues.len(), 14, "{queues:?}");
+    // … PushQueue and PushDLQ (docs/push.md)
+    assert_eq!(queues.len(), 16, "{queues:?}");
     for q in &queues {
         for a in ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:PurgeQueue"] {
             assert_eq!(decide(&s, q, a, &stranger), Decision::ExplicitDeny, "{a} on {q}");

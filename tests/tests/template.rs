@@ -90,12 +90,14 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
             "GET /skus/{sku}/availability",
             "GET /skus/{sku}/calendar",
             "GET /campaigns/{campaign_id}",
-            "GET /console/"
+            "GET /console/",
+            "GET /shop/"
         ],
         "no other route is public"
     );
     let queues: Vec<_> = t.queues.iter().filter(|q| q.redrive.is_some()).map(|q| q.logical_id.as_str()).collect();
-    assert_eq!(queues.len(), 5, "{queues:?}");
+    // … and PushQueue (docs/push.md)
+    assert_eq!(queues.len(), 6, "{queues:?}");
     let stream = t.function("publish-events").unwrap().events.iter().find_map(|(_, e)| match e {
         Event::Stream { table, on_failure, .. } => Some((table.clone(), on_failure.clone())),
         _ => None,
@@ -355,14 +357,14 @@ fn the_web_acl_has_the_managed_groups_and_per_ip_rate_rules_on_checkout_payments
     assert_eq!(path_rule(&rules, "webhooks-per-ip", "EdgeWebhookRateLimit", &s), (vec![], "^/+payments(/|$)".into()));
     assert_eq!(
         path_rule(&rules, "public-reads-per-ip", "EdgePublicReadRateLimit", &s),
-        (get, "^/+(skus|campaigns|console)(/|$)".into())
+        (get, "^/+(skus|campaigns|console|shop)(/|$)".into())
     );
     // every public route is under one of the rules' paths: the reads, or the webhooks
     for (route, _, auth) in Template::parse(&text()).unwrap().routes() {
         if auth == Auth::Public {
             let (method, path) = route.split_once(' ').unwrap();
             let covered = match method {
-                "GET" => ["/skus/", "/campaigns/", "/console/"].iter().any(|p| path.starts_with(p)),
+                "GET" => ["/skus/", "/campaigns/", "/console/", "/shop/"].iter().any(|p| path.starts_with(p)),
                 "POST" => path.starts_with("/payments/"),
                 _ => false,
             };

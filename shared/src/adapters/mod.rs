@@ -6,10 +6,12 @@ pub mod contract;
 pub mod dynamo;
 pub mod emulate;
 pub mod eventbridge;
+pub mod jwks;
 pub mod kms;
 pub mod memory;
 pub mod outbound;
 pub mod provider;
+pub mod push;
 pub mod secrets;
 #[cfg(test)]
 mod span_tests;

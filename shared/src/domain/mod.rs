@@ -13,6 +13,7 @@ pub mod model;
 pub mod money;
 pub mod order;
 pub mod plan;
+pub mod push;
 pub mod quantity;
 pub mod queue;
 pub mod refund;
@@ -23,8 +24,8 @@ pub mod stock_changes;
 pub mod stock_feed;
 pub mod stripe;
 pub mod supplier;
-pub mod webhook_mac;
 pub mod waitlist;
+pub mod webhook_mac;
 
 pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 pub use money::{Currency, Money};

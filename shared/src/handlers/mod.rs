@@ -11,6 +11,7 @@ pub mod orders_api;
 pub mod payment_callback;
 pub mod payment_timeout;
 pub mod publish_events;
+pub mod push_api;
 pub mod queue_api;
 pub mod reconcile;
 pub mod reconcile_worker;
@@ -25,8 +26,8 @@ pub mod stock_journal;
 pub mod stock_read;
 pub mod stream;
 pub mod stripe_webhook;
-
 pub mod waitlist_api;
+
 use crate::api::Route;
 use crate::app::App;
 use crate::http::{Request, Response};
@@ -107,8 +108,21 @@ pub async fn sqs(name: &str, app: &App, ev: SqsEvent) -> Option<anyhow::Result<S
         "reservation-check" => reservation_check::handle(app, ev).await,
         "reconcile-worker" => reconcile_worker::handle(app, ev).await,
         "refunds" => refunds::handle(app, ev).await,
+        "push-api" => push_api::handle_sqs(app, ev).await,
         _ => return None,
     })
+}
+
+/// Invokes a WebSocket API route's function by name (docs/push.md); `None` if it serves none.
+pub async fn websocket(
+    name: &str,
+    app: &App,
+    req: aws_lambda_events::apigw::ApiGatewayWebsocketProxyRequest,
+) -> Option<aws_lambda_events::apigw::ApiGatewayProxyResponse> {
+    match name {
+        "push-api" => Some(push_api::handle_ws(app, req).await),
+        _ => None,
+    }
 }
 
 pub async fn stream(name: &str, app: &App, ev: StreamEvent) -> Option<anyhow::Result<StreamBatchResponse>> {

@@ -124,6 +124,20 @@ pub const ENV: &[(&str, &[&str])] = &[
     ("stock-read", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_ORIGIN_VERIFY"]),
     ("stock-journal", &["JOURNAL_TABLE", "STOCK_TABLE", "EVENT_BUS_NAME"]),
     ("publish-events", &["EVENT_BUS_NAME", "STOCK_TABLE"]),
+    // the push channel (docs/push.md): its table, queue and management endpoint, whose tokens
+    // $connect takes, and the waiting room's read of a watched ticket
+    (
+        "push-api",
+        &[
+            "CONNECTION_TABLE",
+            "PUSH_QUEUE_URL",
+            "PUSH_ENDPOINT",
+            "PUSH_JWT_ISSUER",
+            "PUSH_JWT_AUDIENCE",
+            "STOCK_TABLE",
+            "ADMISSION_KEY_SECRET_ARN",
+        ],
+    ),
     ("stock-events", &["STOCK_TABLE", "ORDER_TABLE", "EVENT_BUS_NAME"]),
     // SUPPLIER polls: the supplier, and the payment deadline that starts at confirmation
     (
@@ -175,6 +189,10 @@ pub const ENV: &[(&str, &[&str])] = &[
 /// set them. (The log level is Lambda's own `ApplicationLogLevel`, not a variable of ours.)
 pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_SOLDOUT_CACHE_MS",
+    // waitlists' bounds and token life (docs/waitlist.md; defaults 10,000 / 20 / 300 s)
+    "HOLDFAST_WAITLIST_MAX_PER_SKU",
+    "HOLDFAST_WAITLIST_MAX_PER_USER",
+    "HOLDFAST_WAITLIST_TOKEN_TTL_SECONDS",
     // the sale room: the switch's cache time and the live counters' flush interval
     "HOLDFAST_SWITCH_CACHE_MS",
     "HOLDFAST_LIVE_FLUSH_MS",
@@ -189,10 +207,6 @@ pub const DEFAULTED_ENV: &[&str] = &[
     // publish-events: which event kinds go on the bus (default `config::DEFAULT_PUBLISHED`)
     "HOLDFAST_PUBLISH_EVENTS",
     // local/test builds: the webhook keys themselves when no secret ARN is set
-    // waitlists' bounds and token life (docs/waitlist.md; defaults 10,000 / 20 / 300 s)
-    "HOLDFAST_WAITLIST_MAX_PER_SKU",
-    "HOLDFAST_WAITLIST_MAX_PER_USER",
-    "HOLDFAST_WAITLIST_TOKEN_TTL_SECONDS",
     "PAYMENT_WEBHOOK_SECRET",
     "PAYMENT_WEBHOOK_SECRET_PREVIOUS",
     // `sam local` only: the emulator's URL for every SDK client (`app::AWS_ENDPOINT_VAR`);
@@ -223,11 +237,15 @@ pub const DEFAULTED_ENV: &[&str] = &[
     "HOLDFAST_CODE_CLAIM_QUIET_MS",
     // a warm Lambda's supplier quote lifetime (default and maximum 30 s, docs/suppliers.md)
     "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS",
+    // local/test builds: the local stack's HS256 token key, which push-api's $connect checks
+    // instead of the issuer's keys (never set by the template: SECRET_VALUE_ENV)
+    "LOCAL_JWT_SECRET",
 ];
 
 /// Variables that would carry a secret's value itself: set only by the local stack and tests,
 /// never by template.yaml (security review V5, L8).
 pub const SECRET_VALUE_ENV: &[&str] = &[
+    "LOCAL_JWT_SECRET",
     "PAYMENT_WEBHOOK_SECRET",
     "PAYMENT_WEBHOOK_SECRET_PREVIOUS",
     "REFUND_WEBHOOK_SECRET",

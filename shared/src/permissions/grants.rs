@@ -302,4 +302,29 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
         ],
     ),
+    // the push channel (docs/push.md): connections and sent-marks (adapters::dynamo::connections),
+    // a watched ticket read as `GET …/queue/me` reads it (service::queue::me), watch timers on its
+    // own queue, frames posted through this API's management endpoint (adapters::push)
+    (
+        "push-api",
+        &[
+            // open (two puts), claim (a conditional put)
+            ("dynamodb:PutItem", ConnectionTable),
+            // close: both directions
+            ("dynamodb:DeleteItem", ConnectionTable),
+            // of_user, user_of (Queries on the key)
+            ("dynamodb:Query", ConnectionTable),
+            // queue::me: the campaign, stock shards, counters (BatchGetItem); ticket, room,
+            // spent (GetItem); the room's clock moved on a halt or resume (conditional PutItem)
+            ("dynamodb:BatchGetItem", StockTable),
+            ("dynamodb:GetItem", StockTable),
+            ("dynamodb:PutItem", StockTable),
+            // the admission token of an ADMITTED ticket, signed
+            ("secretsmanager:GetSecretValue", AdmissionKeySecret),
+            // watch timers
+            ("sqs:SendMessage", PushQueue),
+            // PostToConnection
+            ("execute-api:ManageConnections", PushConnections),
+        ],
+    ),
 ];

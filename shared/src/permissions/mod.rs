@@ -81,10 +81,22 @@ pub enum Resource {
     /// `CodeKey`, the KMS key code data keys come from. Its use is granted by the key policy
     /// naming the function's role (the role's own policy cannot name the key: a cycle).
     CodeKey,
+    /// `!GetAtt ConnectionTable.Arn`: the push channel's connections (docs/push.md).
+    ConnectionTable,
+    /// `!GetAtt PushQueue.Arn`: order events for push-api and its watch timers.
+    PushQueue,
+    /// The WebSocket API's connections, `!Sub "arn:${AWS::Partition}:execute-api:…:${PushApi}/live/POST/@connections/*"`
+    /// ([`PUSH_CONNECTIONS_ARN`]): `PostToConnection` on this API's stage and nothing else.
+    PushConnections,
 }
 
+/// The one grant with a wildcard the policy test accepts: every connection id of the push API's
+/// stage (connection ids are not known in advance), for `execute-api:ManageConnections`.
+pub const PUSH_CONNECTIONS_ARN: &str =
+    "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${PushApi}/live/POST/@connections/*";
+
 impl Resource {
-    pub const ALL: [Resource; 21] = [
+    pub const ALL: [Resource; 24] = [
         Resource::StockTable,
         Resource::StockTableIndexes,
         Resource::OrderTable,
@@ -106,6 +118,9 @@ impl Resource {
         Resource::SupplierCredentialSecret,
         Resource::AdmissionKeySecret,
         Resource::CodeKey,
+        Resource::ConnectionTable,
+        Resource::PushQueue,
+        Resource::PushConnections,
     ];
 
     /// The template's logical id of the resource (for indexes: of their table).
@@ -129,6 +144,9 @@ impl Resource {
             Resource::SupplierCredentialSecret => "SupplierCredentialSecretArn",
             Resource::AdmissionKeySecret => "AdmissionKeySecretArn",
             Resource::CodeKey => "CodeKey",
+            Resource::ConnectionTable => "ConnectionTable",
+            Resource::PushQueue => "PushQueue",
+            Resource::PushConnections => "PushApi",
         }
     }
 
@@ -156,6 +174,9 @@ impl Resource {
             | Resource::SupplierCredentialSecret
             | Resource::AdmissionKeySecret => "Parameter",
             Resource::CodeKey => "AWS::KMS::Key",
+            Resource::ConnectionTable => "AWS::DynamoDB::Table",
+            Resource::PushQueue => "AWS::SQS::Queue",
+            Resource::PushConnections => "AWS::ApiGatewayV2::Api",
         }
     }
 
@@ -186,6 +207,10 @@ impl Resource {
             Resource::SupplierCredentialSecret => Some("SUPPLIER_CREDENTIAL_SECRET_ARN"),
             Resource::AdmissionKeySecret => Some("ADMISSION_KEY_SECRET_ARN"),
             Resource::CodeKey => Some("CODE_KMS_KEY_ID"),
+            Resource::ConnectionTable => Some("CONNECTION_TABLE"),
+            Resource::PushQueue => Some("PUSH_QUEUE_URL"),
+            // addressed through PUSH_ENDPOINT, the stage's URL (a !Sub, checked by the policy test)
+            Resource::PushConnections => None,
         }
     }
 }

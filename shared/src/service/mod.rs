@@ -9,6 +9,7 @@ pub mod fence;
 pub mod orders;
 pub mod paying;
 pub mod payments;
+pub mod push;
 pub mod queue;
 pub mod reconcile;
 pub mod refunds;
@@ -17,8 +18,8 @@ pub mod settlement;
 pub mod stock;
 pub mod supplier;
 pub mod timeouts;
-
 pub mod waitlist;
+
 use std::time::Duration;
 
 /// Attempts of a compare-and-set loop on one order before giving up with a retryable error.

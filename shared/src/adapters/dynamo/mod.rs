@@ -1,6 +1,7 @@
 //! DynamoDB adapters for the stock and order tables.
 
 pub mod campaigns;
+pub mod connections;
 pub mod images;
 pub mod item;
 pub mod journal;

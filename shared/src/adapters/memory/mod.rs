@@ -12,19 +12,21 @@ mod journal;
 #[cfg(test)]
 mod matrix_tests;
 mod orders;
+mod push;
 mod sale;
 mod stock;
 #[cfg(test)]
 mod tests;
-
 mod waitlists;
+
 pub use journal::MemoryJournal;
 pub use orders::MemoryOrders;
+pub use push::MemoryPush;
 pub use sale::MemorySale;
 pub use stock::MemoryStock;
+pub use waitlists::MemoryWaitlists;
 
 use crate::config::Config;
-pub use waitlists::MemoryWaitlists;
 use crate::context::App;
 use crate::domain::events::OrderEvent;
 use crate::domain::invariants::{SkuSnapshot, Snapshot};

@@ -1,0 +1,121 @@
+//! The push channel's connection table (docs/push.md): `pk`/`sk` strings and the `ttl`
+//! attribute DynamoDB expires items by. A buyer's connection is two items, one per direction:
+//! `U#<user>` / `C#<connection>` (whom to push to) and `C#<connection>` / `U#<user>` (whose
+//! connection closed); a frame sent is the mark `S#<connection>` / `<key>`, written before the
+//! post on the condition that it is absent (at most once per event per connection).
+
+use super::item::{opt_n, s};
+use super::{charge, sdk_error};
+use crate::ports::push::Connections;
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::Client;
+use std::collections::HashMap;
+
+#[derive(Clone)]
+pub struct DynamoConnections {
+    client: Client,
+    table: String,
+}
+
+type Item = HashMap<String, AttributeValue>;
+
+fn item(pk: String, sk: String, ttl: i64) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), s(pk)),
+        ("sk".to_owned(), s(sk)),
+        ("ttl".to_owned(), AttributeValue::N(ttl.to_string())),
+    ])
+}
+
+impl DynamoConnections {
+    pub fn new(client: Client, table: String) -> Self {
+        DynamoConnections { client, table }
+    }
+
+    async fn put(&self, it: Item, only_new: bool) -> anyhow::Result<bool> {
+        let _span = charge("dynamodb:PutItem", 0.0, 1.0);
+        let mut req = self.client.put_item().table_name(&self.table).set_item(Some(it));
+        if only_new {
+            req = req.condition_expression("attribute_not_exists(pk)");
+        }
+        match req.send().await {
+            Ok(_) => Ok(true),
+            Err(e) if e.as_service_error().is_some_and(|x| x.is_conditional_check_failed_exception()) => Ok(false),
+            Err(e) => Err(sdk_error(e, format!("PutItem on {}", self.table))),
+        }
+    }
+
+    /// The sort keys under `pk` (with their expiry).
+    async fn sort_keys(&self, pk: String) -> anyhow::Result<Vec<(String, Option<i64>)>> {
+        let _span = charge("dynamodb:Query", 0.5, 0.0);
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(pk))
+            .send()
+            .await
+            .map_err(|e| sdk_error(e, format!("Query on {}", self.table)))?;
+        Ok(out
+            .items()
+            .iter()
+            .filter_map(|i| Some((i.get("sk")?.as_s().ok()?.clone(), opt_n::<i64>(i, "ttl"))))
+            .collect())
+    }
+
+    async fn delete(&self, pk: String, sk: String) -> anyhow::Result<()> {
+        let _span = charge("dynamodb:DeleteItem", 0.0, 1.0);
+        self.client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .key("sk", s(sk))
+            .send()
+            .await
+            .map_err(|e| sdk_error(e, format!("DeleteItem on {}", self.table)))?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Connections for DynamoConnections {
+    async fn open(&self, user: &str, connection: &str, expires_at_s: i64) -> anyhow::Result<()> {
+        self.put(item(format!("U#{user}"), format!("C#{connection}"), expires_at_s), false).await?;
+        self.put(item(format!("C#{connection}"), format!("U#{user}"), expires_at_s), false).await?;
+        Ok(())
+    }
+
+    async fn close(&self, connection: &str) -> anyhow::Result<Option<String>> {
+        let user = self.user_of(connection).await?;
+        if let Some(u) = &user {
+            self.delete(format!("U#{u}"), format!("C#{connection}")).await?;
+            self.delete(format!("C#{connection}"), format!("U#{u}")).await?;
+        }
+        Ok(user)
+    }
+
+    async fn of_user(&self, user: &str, now_s: i64) -> anyhow::Result<Vec<String>> {
+        // TTL deletes lazily: an expired item may still be read
+        Ok(self
+            .sort_keys(format!("U#{user}"))
+            .await?
+            .into_iter()
+            .filter(|(_, ttl)| ttl.is_none_or(|t| t > now_s))
+            .filter_map(|(sk, _)| sk.strip_prefix("C#").map(str::to_owned))
+            .collect())
+    }
+
+    async fn user_of(&self, connection: &str) -> anyhow::Result<Option<String>> {
+        Ok(self
+            .sort_keys(format!("C#{connection}"))
+            .await?
+            .into_iter()
+            .find_map(|(sk, _)| sk.strip_prefix("U#").map(str::to_owned)))
+    }
+
+    async fn claim(&self, connection: &str, key: &str, expires_at_s: i64) -> anyhow::Result<bool> {
+        self.put(item(format!("S#{connection}"), key.to_owned(), expires_at_s), true).await
+    }
+}

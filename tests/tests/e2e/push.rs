@@ -1,0 +1,219 @@
+//! Pushed outcomes (docs/push.md) end to end on the local stack: buyers connected over
+//! WebSocket (`ws://…/ws?token=`) are told their own orders' outcomes and nobody else's, a
+//! connection without a valid token is refused at the upgrade, ping answers pong, a connection
+//! the API no longer has is removed on the first push to it, and a queued buyer is pushed
+//! ADMITTED with their token. Invariants are clean at the end of each.
+
+use crate::common::{eventually, size, spawn, Stack, SIGNAL_WAIT};
+use futures::{SinkExt, StreamExt};
+use holdfast::ports::push::Connections;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::Message;
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+fn ws_url(s: &Stack, query: &str) -> String {
+    format!("{}/ws?{query}", s.local.base_url.replacen("http://", "ws://", 1))
+}
+
+async fn connect(s: &Stack, query: &str) -> Socket {
+    let (ws, resp) = tokio_tungstenite::connect_async(ws_url(s, query)).await.expect("the upgrade is accepted");
+    assert_eq!(resp.status(), 101);
+    ws
+}
+
+/// The next JSON text frame, within `wait`.
+async fn next_frame(ws: &mut Socket, wait: Duration) -> Option<Value> {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Ok(Some(Ok(Message::Text(t)))) => return Some(serde_json::from_str(&t).expect("a JSON frame")),
+            Ok(Some(Ok(_))) => continue,
+            _ => return None,
+        }
+    }
+}
+
+/// Frames until one satisfies `want` (the others returned too, in order).
+async fn frame_where(ws: &mut Socket, what: &str, want: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+    let mut seen = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < SIGNAL_WAIT {
+        if let Some(f) = next_frame(ws, Duration::from_secs(5)).await {
+            if want(&f) {
+                return (f, seen);
+            }
+            seen.push(f);
+        }
+    }
+    panic!("no frame {what} within {SIGNAL_WAIT:?}; saw {seen:?}");
+}
+
+async fn ping(ws: &mut Socket) {
+    ws.send(Message::text(r#"{"action":"ping"}"#)).await.expect("ping sent");
+    let (pong, _) = frame_where(ws, "pong", |f| f["type"] == "pong").await;
+    assert_eq!(pong, json!({"type": "pong"}));
+}
+
+async fn paid_order(s: &Stack, user: &str, key: &str, sku: &str) -> (String, Instant) {
+    let a = s.order(user, key, json!([{"sku": sku, "quantity": 1}])).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let id = a.body["order_id"].as_str().expect("an order id").to_owned();
+    let paid = s.pay(&id, &format!("pay-{key}"), 500, "succeeded").await;
+    assert_eq!(paid.status, 200, "{}", paid.body);
+    (id, Instant::now())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Two buyers connected: each is told PAID for their own orders, with the order id, and never
+/// hears of the other's; ping → pong. The event → message latency is printed (p50/p99 over
+/// `HOLDFAST_PUSH_ORDERS` orders, 10 in `make test`; docs/push.md has a 50-order run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_buyer_is_told_their_order_is_paid_and_another_buyer_hears_nothing_of_it() {
+    let n = size("HOLDFAST_PUSH_ORDERS", 10);
+    let s = spawn().await;
+    s.sku("PUSHMUG", 500, (2 * n) as i64, 2, None).await;
+    let mut ann = connect(&s, &format!("token={}", s.user("ann"))).await;
+    let mut bob = connect(&s, &format!("token={}", s.user("bob"))).await;
+    ping(&mut ann).await;
+    ping(&mut bob).await;
+
+    let mut latencies = Vec::new();
+    let mut ann_orders = Vec::new();
+    for i in 0..n {
+        let (id, paid_at) = paid_order(&s, "ann", &format!("ann-{i}"), "PUSHMUG").await;
+        let (frame, _) = frame_where(&mut ann, "PAID for ann's order", |f| f["order_id"] == id.as_str()).await;
+        latencies.push(paid_at.elapsed());
+        assert_eq!((frame["type"].as_str(), frame["status"].as_str()), (Some("order"), Some("PAID")), "{frame}");
+        assert!(frame["at"].as_str().is_some_and(|a| !a.is_empty()), "{frame}");
+        ann_orders.push(id);
+    }
+    // bob's own order reaches bob; nothing of ann's came to him before it, or with it
+    let (bobs, _) = paid_order(&s, "bob", "bob-0", "PUSHMUG").await;
+    let (frame, before) = frame_where(&mut bob, "PAID for bob's order", |f| f["order_id"] == bobs.as_str()).await;
+    assert_eq!(frame["status"], "PAID");
+    for f in &before {
+        assert!(!ann_orders.iter().any(|o| f["order_id"] == o.as_str()), "bob was told of ann's order: {f}");
+    }
+    while let Some(f) = next_frame(&mut ann, Duration::from_millis(300)).await {
+        assert_ne!(f["order_id"], bobs.as_str(), "ann was told of bob's order: {f}");
+    }
+    latencies.sort();
+    println!(
+        "push latency, payment answered → PAID frame received, {n} orders: p50 {:?}, p99 {:?}, max {:?}",
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        latencies[latencies.len() - 1]
+    );
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}
+
+/// No token, a token signed with another key, an expired one: the upgrade is refused (401) and
+/// no connection is recorded; a good one is let through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_without_a_valid_token_is_refused_at_the_upgrade() {
+    let s = spawn().await;
+    let forged = holdfast_local::auth::mint("not-the-stacks-key", "ann", holdfast_local::auth::USER_SCOPES, 3600);
+    let expired = holdfast_local::auth::mint(&s.local.jwt_secret, "ann", holdfast_local::auth::USER_SCOPES, -60);
+    for query in ["".to_owned(), "token=".to_owned(), format!("token={forged}"), format!("token={expired}")] {
+        match tokio_tungstenite::connect_async(ws_url(&s, &query)).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 401, "{query}"),
+            Err(e) => panic!("{query}: refused otherwise than by HTTP: {e}"),
+            Ok(_) => panic!("{query}: a connection without a valid token was let through"),
+        }
+    }
+    let mut ok = connect(&s, &format!("token={}", s.user("ann"))).await;
+    ping(&mut ok).await;
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}
+
+/// A connection the API no longer has (its client vanished, `$disconnect` never came) is still
+/// in the connection table: the first push to it gets 410 and removes it; the buyer's live
+/// connection is told all the same, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gone_connection_is_removed_on_the_first_push_to_it() {
+    let s = spawn().await;
+    s.sku("PUSHGONE", 500, 5, 1, None).await;
+    let table = s.local.resources.table("ConnectionTable").expect("the connection table").to_owned();
+    let connections = holdfast::adapters::dynamo::connections::DynamoConnections::new(
+        aws_sdk_dynamodb::Client::new(&s.local.sdk),
+        table,
+    );
+    connections.open("cat", "vanished0000000=", holdfast::clock::now_s() + 600).await.unwrap();
+    let mut live = connect(&s, &format!("token={}", s.user("cat"))).await;
+    ping(&mut live).await;
+    assert_eq!(connections.of_user("cat", holdfast::clock::now_s()).await.unwrap().len(), 2);
+
+    let (id, _) = paid_order(&s, "cat", "cat-0", "PUSHGONE").await;
+    let (frame, _) = frame_where(&mut live, "PAID", |f| f["order_id"] == id.as_str()).await;
+    assert_eq!(frame["status"], "PAID");
+    let left = eventually("the gone connection removed", SIGNAL_WAIT, || {
+        let c = &connections;
+        async move {
+            let open = c.of_user("cat", holdfast::clock::now_s()).await.unwrap();
+            (!open.contains(&"vanished0000000=".to_owned())).then_some(open)
+        }
+    })
+    .await;
+    assert_eq!(left.len(), 1, "the live connection stays: {left:?}");
+    assert_eq!(connections.user_of("vanished0000000=").await.unwrap(), None);
+    // closing the live one runs $disconnect: nothing of cat is left
+    live.close(None).await.unwrap();
+    eventually("the closed connection forgotten", SIGNAL_WAIT, || {
+        let c = &connections;
+        async move { c.of_user("cat", holdfast::clock::now_s()).await.unwrap().is_empty().then_some(()) }
+    })
+    .await;
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}
+
+/// A buyer in a drop's queue watches their ticket (`{"action":"watch"}`): told WAITING with
+/// their position at once, then pushed ADMITTED with the admission token when their time
+/// comes (no polling), and the token checks out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_queued_buyer_is_pushed_admitted_with_their_token() {
+    let s = spawn().await;
+    s.sku("PUSHSNKR", 1000, 3, 1, None).await;
+    let starts = holdfast::clock::now_ms() + 4_000;
+    let body = json!({
+        "name": "push drop",
+        "starts_at": holdfast::clock::rfc3339(starts),
+        "ends_at": holdfast::clock::rfc3339(starts + 3_600_000),
+        "items": [{"sku": "PUSHSNKR", "quota": 3, "shards": 1}],
+        "queue": {"rate": 1, "token_ttl_seconds": 120},
+    });
+    let a = s.call("PUT", "/admin/campaigns/pushdrop", Some(&s.admin), &[], Some(body.to_string())).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    for u in ["dee", "eve"] {
+        let j = s.call("POST", "/campaigns/pushdrop/queue", Some(&s.user(u)), &[], None).await;
+        assert_eq!(j.status, 201, "{}", j.body);
+    }
+    let mut eve = connect(&s, &format!("token={}", s.user("eve"))).await;
+    eve.send(Message::text(r#"{"action":"watch","campaign_id":"pushdrop"}"#)).await.unwrap();
+    let (waiting, _) = frame_where(&mut eve, "the ticket now", |f| f["type"] == "queue").await;
+    assert_eq!((waiting["state"].as_str(), waiting["campaign_id"].as_str()), (Some("WAITING"), Some("pushdrop")));
+    assert!(waiting["position"].as_u64().is_some() && waiting.get("admission_token").is_none(), "{waiting}");
+
+    let (admitted, _) = frame_where(&mut eve, "ADMITTED", |f| f["type"] == "queue" && f["state"] == "ADMITTED").await;
+    let pushed_at = holdfast::clock::now_ms();
+    let position = admitted["position"].as_u64().expect("a position") as i64;
+    // rate 1/s: position n is admitted at the (stored, whole-second) start + n s
+    let due = (starts / 1000) * 1000 + position * 1000;
+    assert!(pushed_at >= due, "pushed before its time: {admitted}");
+    println!("ADMITTED pushed {} ms after position {position}'s admission time", pushed_at - due);
+    let token = admitted["admission_token"].as_str().expect("the token comes with ADMITTED");
+    let body =
+        json!({"items": [{"sku": "PUSHSNKR", "quantity": 1, "campaign_id": "pushdrop"}], "admission_token": token});
+    let order =
+        s.call("POST", "/orders", Some(&s.user("eve")), &[("idempotency-key", "eve-1")], Some(body.to_string())).await;
+    assert_eq!(order.status, 201, "the pushed token checks out: {}", order.body);
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}
