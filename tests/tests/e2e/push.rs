@@ -60,7 +60,7 @@ async fn paid_order(s: &Stack, user: &str, key: &str, sku: &str) -> (String, Ins
     let a = s.order(user, key, json!([{"sku": sku, "quantity": 1}])).await;
     assert_eq!(a.status, 201, "{}", a.body);
     let id = a.body["order_id"].as_str().expect("an order id").to_owned();
-    let paid = s.pay(&id, &format!("pay-{key}"), 500, "succeeded").await;
+    let paid = s.pay(&id, &format!("pay-{key}"), 500, "SUCCEEDED").await;
     assert_eq!(paid.status, 200, "{}", paid.body);
     (id, Instant::now())
 }
