@@ -14,7 +14,9 @@ use super::*;
          content_type = "application/problem+json"),
         NoValidToken,
         (status = 403, description = "Token lacks orders:write (`message`), or a queued campaign's item without \
-         a valid admission token: admission_required, admission_invalid (a problem)", body = GatewayError),
+         a valid admission token, or an admission_token that is no valid waitlist token of this buyer for a line's \
+         SKU (docs/waitlist.md): admission_required, admission_invalid (a problem)",
+         content((GatewayError = "application/json"), (ProblemBody = "application/problem+json"))),
         (status = 409, description = "insufficient_stock, purchase_limit_exceeded, stock_too_fragmented, \
                                       reservation_expired, too_many_pending_orders, admission_used, or a campaign's \
                                       campaign_quota_exhausted, sale_not_started, sale_ended, sale_paused",
