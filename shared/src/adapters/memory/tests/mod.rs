@@ -182,3 +182,4 @@ mod order_port;
 mod order_service;
 mod stock_port;
 mod stock_service;
+mod waitlist;
