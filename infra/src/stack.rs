@@ -270,6 +270,8 @@ impl LocalStack {
                 match k {
                     "PUSH_ENDPOINT" => return Some(base_url.clone()),
                     "LOCAL_JWT_SECRET" => return Some(opts.jwt_secret.clone()),
+                    "PUSH_JWT_ISSUER" => return Some(holdfast::sam_local::LOCAL_ISSUER.to_owned()),
+                    "PUSH_JWT_AUDIENCE" => return Some(holdfast::sam_local::LOCAL_AUDIENCE.to_owned()),
                     _ => {}
                 }
                 if k == "HOLDFAST_ADMISSION_KEY" {

@@ -16,6 +16,10 @@ pub use crate::context::{App, Caches, Providers, SdkBudget};
 /// How the tables' items are laid out, for the stream functions that read their change images:
 /// the streams come from the DynamoDB tables, so their decoder is that adapter's.
 pub use crate::adapters::dynamo::images as table_images;
+/// The push channel's `$connect` token check (docs/push.md, "Who may connect") and the stock
+/// events' bus source, for push-api.
+pub use crate::adapters::eventbridge::STOCK_SOURCE;
+pub use crate::adapters::jwks::TokenCheck;
 
 /// Overrides the AWS endpoint of every SDK client when set and non-empty (`sam local` only).
 pub const AWS_ENDPOINT_VAR: &str = "HOLDFAST_AWS_ENDPOINT";

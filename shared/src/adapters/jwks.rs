@@ -4,7 +4,7 @@
 //! `{issuer}/.well-known/openid-configuration` → `jwks_uri`, fetched once per warm Lambda and
 //! again for an unknown `kid`), `iss` = `JwtIssuer`, `aud` ∋ `JwtAudience`, `exp`, `nbf`, a
 //! `sub`. The local stack (and only it: the template never sets `LOCAL_JWT_SECRET`) signs its
-//! tokens HS256 with its own key, issuer `holdfast-local`.
+//! tokens HS256 with its own key (its issuer and audience are the configured ones there).
 
 use jsonwebtoken::{jwk::JwkSet, Algorithm, DecodingKey, Validation};
 use std::sync::Mutex;
@@ -33,14 +33,12 @@ fn validation(alg: Algorithm, issuer: &str, audience: &str) -> Validation {
 }
 
 impl TokenCheck {
-    /// `local_secret` non-empty: the local stack's HS256 tokens (issuer `holdfast-local`,
-    /// audience `holdfast`); else the issuer's keys.
+    /// `local_secret` non-empty: the local stack's HS256 tokens; else the issuer's keys.
     pub fn new(issuer: &str, audience: &str, local_secret: &str) -> Self {
-        let local = !local_secret.is_empty();
         TokenCheck {
-            issuer: if local { crate::sam_local::LOCAL_ISSUER.to_owned() } else { issuer.to_owned() },
-            audience: if local { crate::sam_local::LOCAL_AUDIENCE.to_owned() } else { audience.to_owned() },
-            local_secret: local.then(|| local_secret.to_owned()),
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+            local_secret: (!local_secret.is_empty()).then(|| local_secret.to_owned()),
             keys: Mutex::new(None),
         }
     }
@@ -117,7 +115,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_local_check_takes_the_stacks_own_tokens_only() {
-        let check = TokenCheck::new("https://idp.example", "holdfast", "k");
+        let check = TokenCheck::new("holdfast-local", "holdfast", "k");
         let exp = crate::clock::now_s() + 60;
         let good = mint("k", serde_json::json!({"sub":"alice","iss":"holdfast-local","aud":"holdfast","exp":exp}));
         assert_eq!(check.check(&good).await.unwrap(), Ok(Claims { sub: "alice".into() }));
@@ -126,6 +124,8 @@ mod tests {
         assert!(check.check(&forged).await.unwrap().is_err());
         let expired = mint("k", serde_json::json!({"sub":"alice","iss":"holdfast-local","aud":"holdfast","exp":1}));
         assert!(check.check(&expired).await.unwrap().is_err());
+        let other_issuer = mint("k", serde_json::json!({"sub":"ann","iss":"elsewhere","aud":"holdfast","exp":exp}));
+        assert!(check.check(&other_issuer).await.unwrap().is_err());
         let no_sub = mint("k", serde_json::json!({"sub":"","iss":"holdfast-local","aud":"holdfast","exp":exp}));
         assert!(check.check(&no_sub).await.unwrap().is_err());
         assert!(check.check("not.a.jwt").await.unwrap().is_err());

@@ -38,6 +38,15 @@ pub enum Frame {
         #[serde(skip_serializing_if = "Option::is_none")]
         admission_token: Option<String>,
     },
+    /// A waitlisted buyer told units came back (`WaitlistNotified` on the bus; docs/waitlist.md):
+    /// their token is read with `GET /skus/{sku}/waitlist/me`.
+    Waitlist {
+        sku: String,
+        position: Option<u64>,
+        state: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expires_at_ms: Option<i64>,
+    },
     /// The answer to `{"action":"ping"}`.
     Pong,
 }
@@ -119,6 +128,33 @@ pub fn codes_ready_push(user: &str, order_id: &str, at: &str) -> Push {
             at: at.to_owned(),
             codes_ready: Some(true),
         },
+    }
+}
+
+/// A stock-side event a buyer is told about (source `holdfast.stock`): a code pool order's
+/// codes readable (`CodesReady` `{"order_id","user_id"}`), or a waitlist telling them units came
+/// back (`WaitlistNotified` `{"user_id","sku","position","state","expires_at_ms"}`).
+pub fn stock_push(detail_type: &str, d: &serde_json::Value, at: &str) -> Option<Push> {
+    let text = |k: &str| d.get(k).and_then(serde_json::Value::as_str).map(str::to_owned);
+    let user = text("user_id").filter(|u| !u.is_empty())?;
+    match detail_type {
+        "CodesReady" => Some(codes_ready_push(&user, &text("order_id")?, at)),
+        "WaitlistNotified" => {
+            let sku = text("sku")?;
+            let state = text("state")?;
+            let position = d.get("position").and_then(serde_json::Value::as_u64);
+            Some(Push {
+                key: format!("w#{sku}#{}#{state}", position.unwrap_or_default()),
+                user,
+                frame: Frame::Waitlist {
+                    sku,
+                    position,
+                    state,
+                    expires_at_ms: d.get("expires_at_ms").and_then(serde_json::Value::as_i64),
+                },
+            })
+        }
+        _ => None,
     }
 }
 
@@ -238,6 +274,22 @@ mod tests {
             r#"{"type":"order","order_id":"o1","status":"PAID","at":"t","codes_ready":true}"#
         );
         assert_eq!(queue_key("drop", Some(7), "ADMITTED"), "q#drop#7#ADMITTED");
+    }
+
+    #[test]
+    fn codes_ready_and_a_waitlist_turn_become_frames_for_their_buyer() {
+        let c = stock_push("CodesReady", &serde_json::json!({"order_id": "o1", "user_id": "ann"}), "t").unwrap();
+        assert_eq!((c.user.as_str(), c.key.as_str()), ("ann", "c#o1"));
+        let w = serde_json::json!({"type": "waitlist", "sku": "MUG", "user_id": "bob", "position": 3,
+                                   "state": "NOTIFIED", "notified_at_ms": 1, "expires_at_ms": 9});
+        let p = stock_push("WaitlistNotified", &w, "t").unwrap();
+        assert_eq!(p.user, "bob");
+        assert_eq!(
+            p.frame.encode().unwrap(),
+            r#"{"type":"waitlist","sku":"MUG","position":3,"state":"NOTIFIED","expires_at_ms":9}"#
+        );
+        assert!(stock_push("StockChanged", &w, "t").is_none(), "no buyer in it");
+        assert!(stock_push("CodesReady", &serde_json::json!({"order_id": "o1"}), "t").is_none());
     }
 
     #[test]

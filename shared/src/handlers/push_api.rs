@@ -4,8 +4,7 @@
 //! (docs/push.md). One function for both: a WebSocket event or an SQS batch.
 
 use super::sqs::{each, ConsumerFaults, Handled};
-use crate::adapters::jwks::TokenCheck;
-use crate::app::App;
+use crate::app::{App, TokenCheck, STOCK_SOURCE};
 use crate::domain::events::{EventDetail, EventKind, SCHEMA_VERSION, SOURCE};
 use crate::domain::push::{ClientMessage, Watch};
 use crate::service::push;
@@ -23,7 +22,17 @@ pub const WS_ROUTES: &[&str] = &["$connect", "$disconnect", "$default", "ping", 
 /// What the push queue carries: a bus event (its EventBridge envelope) or a watch timer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PushMessage {
-    Event { kind: Option<EventKind>, detail: EventDetail, at: String },
+    Event {
+        kind: Option<EventKind>,
+        detail: EventDetail,
+        at: String,
+    },
+    /// `holdfast.stock`: `CodesReady`, `WaitlistNotified` (domain::push::stock_push).
+    Stock {
+        detail_type: String,
+        detail: serde_json::Value,
+        at: String,
+    },
     Watch(Watch),
 }
 
@@ -34,7 +43,7 @@ struct Envelope {
     detail_type: String,
     #[serde(default)]
     time: String,
-    detail: EventDetail,
+    detail: serde_json::Value,
 }
 
 /// One push queue message, refused (to the DLQ) when it is neither.
@@ -44,9 +53,13 @@ pub fn parse(body: &str) -> anyhow::Result<PushMessage> {
         return Ok(PushMessage::Watch(w));
     }
     let env: Envelope = serde_json::from_str(body).map_err(|e| anyhow::anyhow!("rejected message: {e}"))?;
+    if env.source == STOCK_SOURCE {
+        return Ok(PushMessage::Stock { detail_type: env.detail_type, detail: env.detail, at: env.time });
+    }
     anyhow::ensure!(env.source == SOURCE, "rejected event: source {}", env.source);
-    anyhow::ensure!(env.detail.schema == SCHEMA_VERSION, "rejected event: schema {}", env.detail.schema);
-    Ok(PushMessage::Event { kind: EventKind::parse(&env.detail_type), detail: env.detail, at: env.time })
+    let detail: EventDetail = serde_json::from_value(env.detail).map_err(|e| anyhow::anyhow!("rejected event: {e}"))?;
+    anyhow::ensure!(detail.schema == SCHEMA_VERSION, "rejected event: schema {}", detail.schema);
+    Ok(PushMessage::Event { kind: EventKind::parse(&env.detail_type), detail, at: env.time })
 }
 
 /// Either trigger: a WebSocket route event, or an SQS batch (`Records`).
@@ -68,6 +81,9 @@ pub async fn handle_sqs(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchRespo
             }
             // an event kind this build does not know is no news to push
             PushMessage::Event { kind: None, .. } => {}
+            PushMessage::Stock { detail_type, detail, at } => {
+                push::on_stock_event(app, &detail_type, &detail, &at).await?;
+            }
             PushMessage::Watch(w) => {
                 push::on_watch(app, w).await?;
             }
@@ -164,6 +180,8 @@ mod tests {
         let w = r#"{"schema":1,"user":"alice","campaign_id":"drop","due_ms":5}"#;
         assert!(matches!(parse(w).unwrap(), PushMessage::Watch(_)));
         assert!(parse(&ev.replace("holdfast.orders", "someone.else")).is_err());
+        let codes = r#"{"detail-type":"CodesReady","source":"holdfast.stock","time":"t","detail":{"order_id":"o1","user_id":"ann"}}"#;
+        assert!(matches!(parse(codes).unwrap(), PushMessage::Stock { .. }));
         assert!(parse(r#"{"schema":2,"user":"a","campaign_id":"d","due_ms":5}"#).is_err());
         assert!(parse("{}").is_err());
     }

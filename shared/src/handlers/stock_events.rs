@@ -119,6 +119,10 @@ async fn apply(app: &App, m: aws_lambda_events::sqs::SqsMessage) -> anyhow::Resu
             StockAction::Restock(id) => (id, stock::restock(app, id).await),
         };
         match result {
+            Ok(LockChange::Moved(r) | LockChange::Retaken(r)) if matches!(action, StockAction::Confirm(_)) => {
+                codes_ready(app, &r).await;
+                Ok(Handled::Done)
+            }
             Ok(LockChange::Moved(_) | LockChange::Unchanged(_) | LockChange::Retaken(_) | LockChange::Oversold(_)) => {
                 Ok(Handled::Done)
             }
@@ -134,6 +138,22 @@ async fn apply(app: &App, m: aws_lambda_events::sqs::SqsMessage) -> anyhow::Resu
             }
             Err(LockError::Store(e)) => Err(e),
         }
+    }
+}
+
+/// A code pool order's lock just sold: its codes can be read now. `CodesReady` on the bus tells
+/// push-api (docs/push.md, "Which events"); best effort, like `LowStock`: a lost one only means
+/// the buyer is not pushed `codes_ready` and reads the codes when they look.
+async fn codes_ready(app: &App, lock: &crate::domain::reservation::Reservation) {
+    let (Some(order), Some(user)) = (lock.id.order_id(), lock.user.as_ref()) else { return };
+    if !lock.lines.iter().any(|l| l.holds_codes()) {
+        return;
+    }
+    let detail = serde_json::json!({"order_id": order.to_string(), "user_id": user.to_string()});
+    match app.bus.publish_stock("CodesReady", &detail).await {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!(order_id = %order, "CodesReady refused by the bus"),
+        Err(e) => tracing::warn!(order_id = %order, error = format!("{e:#}"), "CodesReady not sent"),
     }
 }
 

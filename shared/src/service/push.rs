@@ -108,6 +108,19 @@ pub async fn on_order_event(app: &App, kind: EventKind, detail: &EventDetail, at
     }
 }
 
+/// A stock-side event (`CodesReady`, `WaitlistNotified`), pushed to the buyer it names.
+pub async fn on_stock_event(
+    app: &App,
+    detail_type: &str,
+    detail: &serde_json::Value,
+    at: &str,
+) -> anyhow::Result<Delivery> {
+    match push::stock_push(detail_type, detail, at) {
+        Some(p) => deliver(app, &p).await,
+        None => Ok(Delivery::default()),
+    }
+}
+
 /// `p` to every open connection of its buyer: each connection's send claimed first (a
 /// conditional write of the event's key), so a redelivered event is not sent twice; a gone
 /// connection is removed. A frame over the limit is not sent (counted), never cut.

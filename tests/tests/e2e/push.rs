@@ -217,3 +217,27 @@ async fn a_queued_buyer_is_pushed_admitted_with_their_token() {
     s.assert_invariants().await;
     s.local.shutdown().await;
 }
+
+/// A code pool order: PAID is pushed, then `codes_ready` once its lock sold (`CodesReady` from
+/// stock-events), and the codes read at once after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_code_buyer_is_told_when_the_codes_can_be_read() {
+    let s = spawn().await;
+    let spec = json!({"name": "gift card", "price": 500, "currency": "EUR", "shards": 1,
+                      "model": {"management": "CODE_POOL"}});
+    let a = s.call("PUT", "/admin/skus/PUSHCARD", Some(&s.admin), &[], Some(spec.to_string())).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let up = s.post("/admin/skus/PUSHCARD/codes", &s.admin, json!({"batch_id": "b1", "codes": ["PUSH-CODE-1"]})).await;
+    assert_eq!(up.status, 201, "{}", up.body);
+    let mut fay = connect(&s, &format!("token={}", s.user("fay"))).await;
+    ping(&mut fay).await;
+    let (id, _) = paid_order(&s, "fay", "fay-0", "PUSHCARD").await;
+    let (ready, _) =
+        frame_where(&mut fay, "codes_ready", |f| f["order_id"] == id.as_str() && f["codes_ready"] == true).await;
+    assert_eq!((ready["type"].as_str(), ready["status"].as_str()), (Some("order"), Some("PAID")), "{ready}");
+    let codes = s.codes_of("fay", &id).await;
+    assert_eq!(codes.status, 200, "readable once pushed: {}", codes.body);
+    assert_eq!(codes.body["codes"][0]["code"], "PUSH-CODE-1");
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}
