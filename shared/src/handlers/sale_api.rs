@@ -1,6 +1,7 @@
 //! The sale room's admin routes (docs/operations.md), served by stock-api: the sales switch,
 //! the exact SKU view, the campaign list and statistics, the machinery page; and the console's
-//! HTML shell, served by stock-read (public: everything it shows comes from admin routes).
+//! HTML shell and the buyers' storefront, served by stock-read (public: everything they show comes
+//! from the admin or the buyer's routes).
 
 use super::campaigns_api::campaign_param;
 use super::stock_api::{admin_sku_view, sku_param};
@@ -18,16 +19,30 @@ use ::http::header::HeaderValue;
 pub const CONSOLE_HTML: &str = include_str!("../../../console/index.html");
 
 pub fn console() -> Result<Response, Problem> {
-    let mut r = respond(200, "text/html; charset=utf-8", CONSOLE_HTML.to_owned());
+    Ok(page(
+        CONSOLE_HTML,
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    ))
+}
+
+/// The storefront: one self-contained page (docs/shop.md).
+pub const SHOP_HTML: &str = include_str!("../../../shop/index.html");
+
+/// `GET /shop/`. It may also connect to the push endpoint, which on AWS is a WebSocket API on a
+/// host of its own (`ws:`/`wss:`); everything else it reads is this origin's.
+pub fn shop() -> Result<Response, Problem> {
+    Ok(page(
+        SHOP_HTML,
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self' ws: wss:; img-src 'self' data:; frame-ancestors 'none'",
+    ))
+}
+
+fn page(html: &'static str, csp: &'static str) -> Response {
+    let mut r = respond(200, "text/html; charset=utf-8", html.to_owned());
     r.headers.insert("cache-control", HeaderValue::from_static("no-cache"));
-    r.headers.insert(
-        "content-security-policy",
-        HeaderValue::from_static(
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
-        ),
-    );
+    r.headers.insert("content-security-policy", HeaderValue::from_static(csp));
     r.headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    Ok(r)
+    r
 }
 
 pub async fn get_switch(app: &App) -> Result<Response, Problem> {

@@ -16,6 +16,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET /skus/{sku}/calendar", Auth::Public),
     Route::new("GET /campaigns/{campaign_id}", Auth::Public),
     Route::new("GET /console/", Auth::Public),
+    Route::new("GET /shop/", Auth::Public),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
@@ -25,6 +26,7 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "GET /skus/{sku}/calendar" => super::stock_api::calendar(app, &req).await,
         "GET /campaigns/{campaign_id}" => campaigns_api::get_campaign(app, &req).await,
         "GET /console/" => super::sale_api::console(),
+        "GET /shop/" => super::sale_api::shop(),
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)

@@ -133,7 +133,7 @@ impl Modify for Security {
           payments::refund_webhook,
           reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation,
           sale::get_sales_switch, sale::put_sales_switch, sale::admin_get_sku, sale::list_campaigns, sale::campaign_stats,
-          sale::machinery, sale::console,
+          sale::machinery, sale::console, sale::shop,
           queue::join_queue, queue::my_queue_place, queue::get_queue, queue::queued_checkout, queue::admin_queue,
           queue::pause_queue, queue::resume_queue,
           waitlist::join_waitlist, waitlist::leave_waitlist, waitlist::my_waitlist_entry),

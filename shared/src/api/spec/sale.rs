@@ -83,3 +83,12 @@ pub(super) fn machinery() {}
         (status = 200, description = "The console", content_type = "text/html"),
     ))]
 pub(super) fn console() {}
+
+#[utoipa::path(get, path = "/shop/", tag = "sale", operation_id = "shop",
+    description = "The storefront (docs/shop.md): one HTML page where a buyer sees a drop, joins its queue, checks \
+                   out, pays and reads the codes. Public; everything it shows or changes goes through the buyer's \
+                   routes with the buyer's token, and updates come pushed over the WebSocket endpoint.",
+    responses(
+        (status = 200, description = "The storefront", content_type = "text/html"),
+    ))]
+pub(super) fn shop() {}
