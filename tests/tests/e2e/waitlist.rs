@@ -42,14 +42,25 @@ async fn reaches(s: &Stack, sku: &str, user: &str, state: &str) -> Value {
 /// third stays WAITING. A repeat join answers the same entry.
 #[tokio::test]
 async fn two_units_back_by_hold_expiry_tell_exactly_the_first_two_waitlisted_buyers_who_check_out() {
-    let s = spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "3")]).await;
+    // the holds live 20 s: long enough for the three joins (measured one by one, apart) to find
+    // the SKU sold out on a loaded machine
+    let s = spawn_with(&[("HOLDFAST_PAYMENT_TTL_SECONDS", "20")]).await;
     s.sku("WLA", 1000, 2, 1, None).await;
     // two holders take the last units and never pay
     for h in ["h1", "h2"] {
         assert_eq!(checkout(&s, h, "k", "WLA", None).await.status, 201);
     }
     for (i, u) in ["ann", "bob", "cy"].iter().enumerate() {
+        // what one join costs, measured in the adapters (printed; docs/waitlist.md, "Costs")
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        let before = holdfast::adapters::usage::snapshot();
         let a = join(&s, "WLA", u).await;
+        let used = holdfast::adapters::usage::snapshot();
+        eprintln!(
+            "waitlist join {u}: {:.1} WRU, {:.1} RRU",
+            used.write_units - before.write_units,
+            used.read_units - before.read_units
+        );
         assert_eq!(a.status, 201, "{}", a.body);
         assert_eq!((a.body["sku"].as_str(), a.body["state"].as_str()), (Some("WLA"), Some("WAITING")));
         assert_eq!(a.body["position"].as_u64(), Some(i as u64 + 1), "{}", a.body);
@@ -67,7 +78,15 @@ async fn two_units_back_by_hold_expiry_tell_exactly_the_first_two_waitlisted_buy
     }
     // the third stays waiting, after a sweep too
     s.reconcile().await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let before = holdfast::adapters::usage::snapshot();
     let cy = me(&s, "WLA", "cy").await;
+    let used = holdfast::adapters::usage::snapshot();
+    eprintln!(
+        "waitlist me (2 tokens out): {:.1} WRU, {:.1} RRU",
+        used.write_units - before.write_units,
+        used.read_units - before.read_units
+    );
     assert_eq!((cy.status, cy.body["state"].as_str()), (200, Some("WAITING")), "{}", cy.body);
     assert!(cy.body.get("admission_token").is_none());
     // both check out with their tokens; the entries read USED
