@@ -102,6 +102,35 @@ async fn a_buyer_is_told_their_order_is_paid_and_another_buyer_hears_nothing_of_
     while let Some(f) = next_frame(&mut ann, Duration::from_millis(300)).await {
         assert_ne!(f["order_id"], bobs.as_str(), "ann was told of bob's order: {f}");
     }
+    // both leave: $disconnect forgets them; what the connection table cost, per buyer
+    ann.close(None).await.unwrap();
+    bob.close(None).await.unwrap();
+    let table = s.local.resources.table("ConnectionTable").unwrap().to_owned();
+    let connections = holdfast::adapters::dynamo::connections::DynamoConnections::new(
+        aws_sdk_dynamodb::Client::new(&s.local.sdk),
+        table,
+    );
+    for u in ["ann", "bob"] {
+        eventually("the buyer's connection forgotten", SIGNAL_WAIT, || {
+            let c = &connections;
+            async move { c.of_user(u, holdfast::clock::now_s()).await.unwrap().is_empty().then_some(()) }
+        })
+        .await;
+    }
+    let usage = holdfast::adapters::usage::snapshot();
+    let conn: Vec<(&String, u64)> =
+        usage.writes.iter().filter(|(k, _)| k.contains(" CONN ")).map(|(k, w)| (k, w.requests)).collect();
+    let frames = n + 1;
+    println!(
+        "connection table writes for 2 buyers, {frames} order frames and 2 pongs: {conn:?}; push-api invocations {}, PostToConnection {}",
+        usage.calls.get("lambda:Invoke:push-api").copied().unwrap_or(0),
+        usage.calls.get("execute-api:ManageConnections").copied().unwrap_or(0),
+    );
+    // by construction: 2 puts at connect and 2 deletes at disconnect per buyer, 1 mark per frame
+    let count = |label: &str| conn.iter().filter(|(k, _)| k.as_str() == label).map(|(_, n)| n).sum::<u64>();
+    assert_eq!((count("PutItem CONN U"), count("PutItem CONN C")), (2, 2), "{conn:?}");
+    assert_eq!(count("PutItem CONN S"), frames as u64, "{conn:?}");
+    assert_eq!(count("DeleteItem CONN U") + count("DeleteItem CONN C"), 4, "{conn:?}");
     latencies.sort();
     println!(
         "push latency, payment answered → PAID frame received, {n} orders: p50 {:?}, p99 {:?}, max {:?}",

@@ -6,6 +6,7 @@
 
 use super::item::{opt_n, s};
 use super::{charge, sdk_error};
+use crate::adapters::usage::{kind_of, write_detail};
 use crate::ports::push::Connections;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -35,6 +36,8 @@ impl DynamoConnections {
 
     async fn put(&self, it: Item, only_new: bool) -> anyhow::Result<bool> {
         let _span = charge("dynamodb:PutItem", 0.0, 1.0);
+        let kind = it.get("pk").and_then(|v| v.as_s().ok()).map(|pk| kind_of(pk).to_owned()).unwrap_or_default();
+        write_detail(&format!("PutItem CONN {kind}"), 1.0);
         let mut req = self.client.put_item().table_name(&self.table).set_item(Some(it));
         if only_new {
             req = req.condition_expression("attribute_not_exists(pk)");
@@ -67,6 +70,7 @@ impl DynamoConnections {
 
     async fn delete(&self, pk: String, sk: String) -> anyhow::Result<()> {
         let _span = charge("dynamodb:DeleteItem", 0.0, 1.0);
+        write_detail(&format!("DeleteItem CONN {}", kind_of(&pk)), 1.0);
         self.client
             .delete_item()
             .table_name(&self.table)
