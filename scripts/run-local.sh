@@ -18,6 +18,7 @@ Holdfast is running on http://127.0.0.1:'"$PORT"'  (emulator: $HOLDFAST_EMULATOR
 
   console (paste \$ADMIN): http://127.0.0.1:'"$PORT"'/console/
   shop (as alice):         http://127.0.0.1:'"$PORT"'/shop/#token=$BUYER&campaign=<campaign id>   (docs/shop.md)
+  pushed outcomes:         ws://127.0.0.1:'"$PORT"'/ws?token=$BUYER   (send {"action":"ping"}; docs/push.md)
 
   # tokens (HS256, LOCAL_JWT_SECRET): target/debug/holdfast-local token --sub alice --scope "orders:read orders:write" (admin: --scope stock:admin)
   export ADMIN=$ADMIN
