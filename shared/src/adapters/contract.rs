@@ -19,14 +19,15 @@ use crate::domain::model::{InventoryModel, Management};
 use crate::domain::reservation::{CampaignLine, CodeRange, LockStatus, Reservation, ReservationKind, ReservedLine};
 use crate::domain::{CampaignId, Currency, OrderId, ReservationId, Sku, UserId};
 use crate::ports::{
-    AdjustRejection, Adjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta, StockStore,
-    Waitlists,
+    AdjustRejection, Adjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta,
+    StockStore, Waitlists,
 };
 mod checks;
 mod codes;
+pub mod model;
 mod seed;
-
 mod waitlists;
+
 pub use checks::{
     batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, queues, stop_sale,
     stop_sale_on_new_shards,
