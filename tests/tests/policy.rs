@@ -1484,7 +1484,7 @@ fn every_function_granted_put_events_is_admitted_by_the_event_bus_policy() {
         .collect();
     assert_eq!(
         publishers,
-        ["publish-events", "stock-api", "stock-journal", "stock-events", "reconcile-worker"],
+        ["stock-api", "publish-events", "stock-journal", "stock-events", "reconcile-worker"],
         "{publishers:?}"
     );
     // and the policy still keeps everyone else out
