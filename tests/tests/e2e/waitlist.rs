@@ -99,8 +99,8 @@ async fn two_units_back_by_hold_expiry_tell_exactly_the_first_two_waitlisted_buy
     s.assert_invariants().await;
 }
 
-/// Refusals with nothing written (no auth, unknown SKU, not sold out, malformed or wrong-typed
-/// body, a kind without waitlists, the bounds), tokens bound to their buyer and SKU and spent
+/// Refusals with nothing written (no auth, unknown SKU, not sold out, malformed, wrong-typed or
+/// oversize body, a kind without waitlists, the bounds), tokens bound to their buyer and SKU and spent
 /// once, a restock telling the first in line, an unused token's expiry handing the unit to the
 /// next, and leaving.
 #[tokio::test]
@@ -127,6 +127,9 @@ async fn bad_input_writes_nothing_tokens_bind_and_spend_once_and_an_expired_toke
     problem(&call("{not json").await, 400, "malformed_json");
     problem(&call("[1]").await, 422, "validation_failed");
     problem(&call(r#"{"sku": 7}"#).await, 422, "validation_failed");
+    let oversize = format!(r#"{{"pad": "{}"}}"#, "x".repeat(20_000));
+    let big = s.call("POST", "/skus/WLB/waitlist", Some(&token), &[], Some(oversize)).await;
+    problem(&big, 413, "payload_too_large");
     for sku in ["WLB", "WLFREE"] {
         assert_eq!(me(&s, sku, "ann").await.status, 404, "{sku}: nothing written");
     }
