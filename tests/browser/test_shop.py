@@ -191,8 +191,30 @@ def main():
            str(attr(d, "order-status", "data-status")))
         ok("the amount is the SKU's price", text_of(d, "order-amount") == "15.00 EUR", str(text_of(d, "order-amount")))
 
-        # --- 5. pay on the provider's page, in a second tab
+        # --- 5a. decline on the provider's page first: the order stays payable, a new attempt starts
         shop_tab = d.current_window_handle
+        before = set(d.window_handles)
+        d.find_element(By.ID, "pay-link").click()
+        new = wait_for(lambda: list(set(d.window_handles) - before), 5)
+        if ok("the provider's page opens in a new tab (to decline)", bool(new)):
+            d.switch_to.window(new[0])
+            wait_for(lambda: d.find_elements(By.ID, "decline"), 10)
+            d.find_element(By.ID, "decline").click()
+            ok("the provider says FAILED", wait_for(lambda: attr(d, "status", "data-status") == "FAILED", 10) is not None,
+               str(attr(d, "status", "data-status")))
+            d.close()
+            d.switch_to.window(shop_tab)
+        again = wait_for(lambda: displayed(d, "start-payment"), 25)
+        ok("after the decline the shop offers a new payment", bool(again),
+           f"order {attr(d, 'order-status', 'data-status')} via {attr(d, 'order-status', 'data-via')}")
+        measure("decline delivered by", attr(d, "order-status", "data-via"))
+        if again:
+            d.find_element(By.ID, "start-payment").click()
+        relink = wait_for(lambda: displayed(d, "pay-link") and d.find_element(By.ID, "pay-link").get_attribute("href") != link
+                          and d.find_element(By.ID, "pay-link").get_attribute("href"), 10)
+        ok("a second payment page is offered", bool(relink), f"{link} -> {relink}")
+
+        # --- 5b. pay on the provider's page, in a second tab
         before = set(d.window_handles)
         d.find_element(By.ID, "pay-link").click()
         new = wait_for(lambda: list(set(d.window_handles) - before), 5)
