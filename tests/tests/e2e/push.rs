@@ -270,3 +270,52 @@ async fn a_code_buyer_is_told_when_the_codes_can_be_read() {
     s.assert_invariants().await;
     s.local.shutdown().await;
 }
+
+/// A buyer who connects with `?campaign=` watches their ticket from the start: when their time
+/// comes and the drop has sold out meanwhile, they are pushed SOLD_OUT (never ADMITTED into
+/// nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_watching_buyer_is_pushed_sold_out_when_the_drop_sold_out_before_their_turn() {
+    let s = spawn().await;
+    s.sku("PUSHLAST", 1000, 1, 1, None).await;
+    let starts = holdfast::clock::now_ms() + 2_000;
+    let body = json!({
+        "name": "one unit",
+        "starts_at": holdfast::clock::rfc3339(starts),
+        "ends_at": holdfast::clock::rfc3339(starts + 3_600_000),
+        "items": [{"sku": "PUSHLAST", "quota": 1, "shards": 1}],
+        // one counter: tickets in join order, so eve is 8th, due 8 s after the start
+        "queue": {"rate": 1, "token_ttl_seconds": 120, "counters": 1},
+    });
+    let a = s.call("PUT", "/admin/campaigns/pushout", Some(&s.admin), &[], Some(body.to_string())).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    for u in ["dee", "f1", "f2", "f3", "f4", "f5", "f6", "eve"] {
+        let j = s.call("POST", "/campaigns/pushout/queue", Some(&s.user(u)), &[], None).await;
+        assert_eq!(j.status, 201, "{}", j.body);
+    }
+    let mut eve = connect(&s, &format!("token={}&campaign=pushout", s.user("eve"))).await;
+    // dee, first in line, buys the one unit
+    let dee = eventually("dee admitted", SIGNAL_WAIT, || async {
+        let a = s.get("/campaigns/pushout/queue/me", Some(&s.user("dee"))).await.body;
+        (a["state"] == "ADMITTED").then_some(a)
+    })
+    .await;
+    let body = json!({"items": [{"sku": "PUSHLAST", "quantity": 1, "campaign_id": "pushout"}],
+                      "admission_token": dee["admission_token"]});
+    let order =
+        s.call("POST", "/orders", Some(&s.user("dee")), &[("idempotency-key", "dee-1")], Some(body.to_string())).await;
+    assert_eq!(order.status, 201, "{}", order.body);
+    let id = order.body["order_id"].as_str().unwrap().to_owned();
+    assert_eq!(s.pay(&id, "pay-dee", 1000, "SUCCEEDED").await.status, 200);
+    s.lock_reaches(&id, "SOLD").await;
+    let (sold_out, before) = frame_where(&mut eve, "SOLD_OUT", |f| f["type"] == "queue").await;
+    assert!(before.is_empty(), "{before:?}");
+    assert_eq!((sold_out["state"].as_str(), sold_out["campaign_id"].as_str()), (Some("SOLD_OUT"), Some("pushout")));
+    assert!(sold_out.get("admission_token").is_none(), "{sold_out}");
+    println!(
+        "SOLD_OUT pushed {} ms after eve's admission time",
+        holdfast::clock::now_ms() - ((starts / 1000) * 1000 + 8_000)
+    );
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}
