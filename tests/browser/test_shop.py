@@ -23,6 +23,7 @@ Element ids the test reads or clicks (the storefront's test contract):
     #checkout-sku, #checkout-qty, #checkout                     the checkout form
     #order-id, #order-status[data-status][data-via]             the order; data-via: answer|polled|pushed
     #pay-link                                                   the provider's page (opens a new tab)
+    #start-payment                                              a new payment attempt (after a decline)
     #codes li, #codes-via[data-via]                             the codes once paid
     #push-state[data-state]                                     open | connecting | closed
     #updates li[data-via][data-kind][data-status]               the update log (role=log)
