@@ -5,7 +5,7 @@ use holdfast::domain::invariants::{check_all, Violation};
 use holdfast::domain::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
 use holdfast::domain::refund::RefundStatus;
 use holdfast::domain::reservation::LockStatus;
-use holdfast::domain::{OrderId, ReservationId, UserId};
+use holdfast::domain::{OrderId, ReservationId, Sku, UserId};
 use holdfast::ports::{PaymentState, Queues};
 use std::collections::{BTreeMap, HashSet};
 
@@ -262,6 +262,114 @@ pub async fn queue(sim: &Sim) -> Vec<String> {
         .sum();
     if units > crate::shop::DROP_QUOTA.unsigned_abs() {
         out.push(format!("QueueOverQuota {{ campaign: {c}, units: {units}, quota: {} }}", crate::shop::DROP_QUOTA));
+    }
+    out
+}
+
+/// The waitlists (docs/simulator.md, "The waitlist"). After every step: a waitlist entry's token
+/// made at most one order (**WaitlistTokenSoldTwice**); what the watched port judged at each
+/// commit arrives through `sim.extra`. At quiescence also, read through the Waitlists port with
+/// the ports' interleaving off, per waitlisted SKU:
+///
+/// - **WaitlistUnwatchedWrite**: the store's entries are the watch's mirror (every write went
+///   through the port the services use);
+/// - **WaitlistHeadMismatch**: the head's live tokens are exactly the `NOTIFIED` entries, its
+///   active count the `WAITING` + `NOTIFIED` ones, and no entry up to its cursor still waits;
+/// - **WaitlistStranded**: no buyer waits while the SKU has more free units than tokens out
+///   (after the last sweep's upkeep, a free unit is told);
+/// - **WaitlistToldNotAnnounced** / **WaitlistAnnouncedNotTold**: one `WaitlistNotified` event on
+///   the bus per told entry, and none for an entry never told;
+/// - **WaitlistOrderUnspent** / **WaitlistUsedUnspent**: an order a token made, and a `USED`
+///   entry, have the token's admission spent.
+pub async fn waitlist(sim: &Sim, quiescent: bool) -> Vec<String> {
+    use holdfast::domain::waitlist::{scope, WaitState};
+    let mut out = Vec::new();
+    for ((sku, n), orders) in &sim.wl_sold {
+        if orders.len() > 1 {
+            out.push(format!("WaitlistTokenSoldTwice {{ sku: {sku}, number: {n}, orders: {orders:?} }}"));
+        }
+    }
+    if !quiescent {
+        return out;
+    }
+    let mut skus: Vec<Sku> = crate::shop::WAITLIST_SKUS.iter().filter_map(|s| Sku::parse(s).ok()).collect();
+    skus.sort();
+    skus.dedup();
+    let mut announced: BTreeMap<(String, u64), usize> = BTreeMap::new();
+    for (_, d) in sim.world.bus.stock_events().iter().filter(|(t, _)| t == "WaitlistNotified") {
+        let key = (d["sku"].as_str().unwrap_or_default().to_owned(), d["position"].as_u64().unwrap_or(0));
+        *announced.entry(key).or_default() += 1;
+    }
+    for sku in &skus {
+        let head = match sim.app.waitlists.waitlist(sku).await {
+            Ok(h) => h,
+            Err(e) => {
+                out.push(format!("WaitlistUnreadable {{ sku: {sku}, error: {e:#} }}"));
+                continue;
+            }
+        };
+        let numbers: Vec<u64> = (1..=head.next).collect();
+        let entries = match sim.app.waitlists.wait_entries(sku, &numbers).await {
+            Ok(v) => v,
+            Err(e) => {
+                out.push(format!("WaitlistUnreadable {{ sku: {sku}, error: {e:#} }}"));
+                continue;
+            }
+        };
+        let mirror: Vec<_> = {
+            let w = sim.watch.lock();
+            w.entries.range((sku.clone(), 0)..=(sku.clone(), u64::MAX)).map(|(_, e)| e.clone()).collect()
+        };
+        if mirror != entries {
+            out.push(format!(
+                "WaitlistUnwatchedWrite {{ sku: {sku}, store: {}, watched: {} }}",
+                entries.len(),
+                mirror.len()
+            ));
+        }
+        let notified: Vec<u64> = entries.iter().filter(|e| e.state == WaitState::Notified).map(|e| e.number).collect();
+        let mut live = head.live.clone();
+        live.sort_unstable();
+        let active = entries.iter().filter(|e| e.state.active()).count();
+        let skipped: Vec<u64> = entries
+            .iter()
+            .filter(|e| e.state == WaitState::Waiting && e.number <= head.cursor)
+            .map(|e| e.number)
+            .collect();
+        if live != notified || active != head.active as usize || !skipped.is_empty() {
+            out.push(format!(
+                "WaitlistHeadMismatch {{ sku: {sku}, live: {live:?}, notified: {notified:?}, active: {}, entries_active: {active}, waiting_up_to_cursor: {skipped:?} }}",
+                head.active
+            ));
+        }
+        let waiting = entries.iter().filter(|e| e.state == WaitState::Waiting).count();
+        let free = sim.watch.free(sku);
+        if waiting > 0 && free > head.live.len() as i64 {
+            out.push(format!(
+                "WaitlistStranded {{ sku: {sku}, waiting: {waiting}, free_units: {free}, tokens_out: {} }}",
+                head.live.len()
+            ));
+        }
+        for e in &entries {
+            let n = announced.get(&(sku.to_string(), e.number)).copied().unwrap_or(0);
+            match (e.notified_at_ms.is_some(), n) {
+                (true, 1) | (false, 0) => {}
+                (true, n) => {
+                    out.push(format!("WaitlistToldNotAnnounced {{ sku: {sku}, number: {}, events: {n} }}", e.number))
+                }
+                (false, n) => {
+                    out.push(format!("WaitlistAnnouncedNotTold {{ sku: {sku}, number: {}, events: {n} }}", e.number))
+                }
+            }
+            if e.state == WaitState::Used && !sim.world.stock.spent(&scope(sku), e.number).await.unwrap_or(false) {
+                out.push(format!("WaitlistUsedUnspent {{ sku: {sku}, number: {} }}", e.number));
+            }
+        }
+    }
+    for ((sku, n), orders) in &sim.wl_sold {
+        if !sim.world.stock.spent(&scope(sku), *n).await.unwrap_or(false) {
+            out.push(format!("WaitlistOrderUnspent {{ sku: {sku}, number: {n}, orders: {orders:?} }}"));
+        }
     }
     out
 }

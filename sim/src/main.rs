@@ -9,6 +9,7 @@
 mod checks;
 mod shop;
 mod sometimes;
+mod waitlist;
 mod world;
 
 use holdfast::clock;
@@ -59,6 +60,7 @@ async fn run_seed(
         let mut v = checks::check(&sim, false);
         holdfast::adapters::memory::set_interleaving(false);
         v.extend(checks::queue(&sim).await);
+        v.extend(checks::waitlist(&sim, false).await);
         holdfast::adapters::memory::set_interleaving(o.interleave);
         if !v.is_empty() {
             merge(stats, &sim.stats);
@@ -70,6 +72,7 @@ async fn run_seed(
     merge(stats, &sim.stats);
     let mut v = checks::check(&sim, true);
     v.extend(checks::queue(&sim).await);
+    v.extend(checks::waitlist(&sim, true).await);
     if !v.is_empty() {
         return Ok(Err(fail(&sim, steps, v)));
     }

@@ -25,6 +25,19 @@ pub const DROP_QUOTA: i64 = 2;
 /// served over 4 interleaved ticket counters.
 pub const DROP_QUEUE: QueueSettings = QueueSettings { rate: 1, token_ttl_s: 900, draw: Draw::Fifo, counters: 4 };
 
+/// A plain SKU of few units: the waitlist's main SKU (docs/simulator.md, "The waitlist").
+pub const NOTIFY_SKU: &str = "notify";
+/// The SKUs buyers wait for, drawn with these weights: `notify`, `qty-b` (a bundle's child) and
+/// the drop's SKU (a queued campaign's item, whose own stock keeps a waitlist beside the queue).
+pub const WAITLIST_SKUS: &[&str] = &[NOTIFY_SKU, NOTIFY_SKU, NOTIFY_SKU, "qty-b", DROP_SKU];
+/// SKUs that have no waitlist (422 not_waitlistable).
+pub const NOT_WAITLISTABLE: &[&str] = &["codes", "cal", "bundle", "unlimited", "paytime", "supp"];
+/// The waitlists' bounds in the shop: fewer places per SKU than buyers, one waitlist per buyer
+/// at a time (of three waitlisted SKUs), so both refusals are reached. Tokens live the default
+/// 300 s.
+pub const WAITLIST_MAX_PER_SKU: u32 = 3;
+pub const WAITLIST_MAX_PER_USER: u32 = 1;
+
 /// What the simulator needs to know about a SKU to order it.
 #[derive(Clone, Debug)]
 pub struct Item {
@@ -63,6 +76,8 @@ fn defs() -> Vec<Def> {
         d("supp", 1200, 1, Some(2), m(Management::Supplier, Unit::Single, Deduct::AtOrder), 0),
         // the drop's SKU: sold through its queued campaign and to ordinary checkouts as well
         d(DROP_SKU, 800, 1, None, q, 4),
+        // few units, sold to ordinary checkouts: sold out often, its waitlist told when they come back
+        d(NOTIFY_SKU, 400, 1, None, q, 2),
     ]
 }
 

@@ -92,6 +92,32 @@ pub const PATHS: &[(&str, Need)] = &[
     ("queue: forged token refused", Required),
     ("queue: admission_required", Required),
     ("queue: replay answered its order", Required),
+    // the waitlists (docs/simulator.md, "The waitlist")
+    ("delivery: stream batch failed, retried later", Required),
+    ("waitlist: joined", Required),
+    ("waitlist: repeat join answered the same entry", Required),
+    ("waitlist: joined again after its entry was done", Required),
+    ("waitlist: join refused, not sold out", Required),
+    ("waitlist: join refused, full", Required),
+    ("waitlist: join refused, too many waitlists", Required),
+    ("waitlist: join refused, not waitlistable", Required),
+    ("waitlist: left while waiting", Required),
+    ("waitlist: left after being told", Required),
+    ("waitlist: told", Required),
+    ("waitlist: a lapsed token's unit told to the next", Required),
+    ("waitlist: a told buyer read the token", Required),
+    ("waitlist: checkout with the token", Required),
+    ("waitlist: token spent, entry USED", Required),
+    ("waitlist: token expired unused", Required),
+    ("waitlist: token spent twice refused", Required),
+    ("waitlist: race sold once, the other admission_used", Required),
+    ("waitlist: expired token refused", Required),
+    ("waitlist: told buyer refused for stock (no set-aside)", Required),
+    ("waitlist: token refused for another SKU", Required),
+    ("waitlist: token refused by the queue", Required),
+    ("waitlist: another buyer's token refused", Required),
+    ("waitlist: a queue's token refused for a waitlist", Required),
+    ("waitlist: replay answered its order", Required),
     // the services' own counters (`holdfast::telemetry`), below
     ("metric RefundsHeldForReview", Required),
     ("metric PaymentsRecovered", Required),
@@ -111,6 +137,8 @@ pub const PATHS: &[(&str, Need)] = &[
     ("metric SupplierCancels", Required),
     ("metric FreezeReplans", NO_CONFLICTS),
     ("metric Throttled", NO_CONFLICTS),
+    ("metric WaitlistNotified", Required),
+    ("metric WaitlistExpired", Required),
 ];
 
 /// The services' counters shown as `metric <name>` paths: the run's increase of each.
@@ -133,6 +161,8 @@ pub const METRICS: &[&str] = &[
     names::SUPPLIER_CANCELS,
     names::FREEZE_REPLANS,
     names::THROTTLED,
+    names::WAITLIST_NOTIFIED,
+    names::WAITLIST_EXPIRED,
 ];
 
 /// How often each path was reached.

@@ -3,6 +3,7 @@
 
 use crate::shop::{self, Item, T0_MS};
 use crate::sometimes::Tally;
+use crate::waitlist::{self as wl, Use, Watched};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use holdfast::adapters::memory::{memory_app, MemoryProvider, MemoryWorld};
 use holdfast::adapters::supplier::MemorySupplier;
@@ -10,6 +11,7 @@ use holdfast::app::{App, Providers};
 use holdfast::clock;
 use holdfast::config::Config;
 use holdfast::domain::events::{events_for_change, releases_bookings, EventKind, OrderEvent, SOURCE};
+use holdfast::domain::invariants::ShardCounts;
 use holdfast::domain::order::{AttemptState, OrderRecord, OrderStatus, Provider};
 use holdfast::domain::quantity::Quantity;
 use holdfast::domain::queue::{HaltReason, TicketState};
@@ -30,12 +32,18 @@ pub const USERS: usize = 6;
 /// The probability an armed fault point fires at each of its draws.
 const FAULT_P: f64 = 0.3;
 
-/// A queued delivery: an order event (stream → EventBridge → SQS, at least once, retried) or a
-/// delay-queue message (SQS, at least once; a lost one is what reconcile heals).
+/// A queued delivery: an order event (stream → EventBridge → SQS, at least once, retried), a
+/// delay-queue message (SQS, at least once; a lost one is what reconcile heals), or a batch of
+/// the stock table's stream for stock-journal (records as Lambda gets them; `true` while it was
+/// never taken, so new records join it as a stream source batches what arrived).
 #[derive(Clone, Debug)]
 pub enum Delivery {
     Event(OrderEvent),
     Queue(Message),
+    Stream(Vec<serde_json::Value>, bool),
+    /// A `WaitlistNotified` event for its buyer (bus → push → the buyer's device): the buyer then
+    /// reads where they stand and takes the token.
+    Told(UserId, Sku),
 }
 
 #[derive(Clone, Debug)]
@@ -94,7 +102,21 @@ pub enum Action {
     Race(Checkout, Checkout, String),
     /// An operator pauses (`true`) or resumes the drop's admission.
     PauseQueue(CampaignId, bool),
+    /// A buyer on a SKU's waitlist: where am I (joining first when not on it; with `true`, again
+    /// when their entry is done), and once told, what they do with the token at once.
+    WlBuyer(UserId, Sku, bool, wl::Then),
+    /// A buyer joins a SKU's waitlist (a repeat is answered the same entry).
+    WlJoin(UserId, Sku),
+    /// A buyer leaves a SKU's waitlist.
+    WlLeave(UserId, Sku),
+    /// A checkout with a token: a waitlist's (the entry it is) or, misused, a queue's.
+    WlCheckout(Checkout, String, Option<(Sku, u64)>, Use),
+    /// Two checkouts racing with one waitlist token (drawn as one, run as two concurrently).
+    WlRace(Checkout, Checkout, wl::Token),
 }
+
+/// A checkout drawn with a token (the waitlist entry it is, if one) and how it uses it.
+type WlKept = (Checkout, String, Option<(Sku, u64)>, Use);
 
 /// What running an action left behind.
 #[derive(Default)]
@@ -112,6 +134,14 @@ pub struct Done {
     pub queue_seen: Option<(UserId, TicketState, Option<HaltReason>)>,
     /// Rare paths reached ([`crate::sometimes`]).
     pub hits: Vec<&'static str>,
+    /// A waitlist token a told buyer read.
+    pub wl_token: Option<wl::Token>,
+    /// Orders a waitlist token made: its SKU, entry number, the order.
+    pub wl_sold: Vec<(Sku, u64, OrderId)>,
+    /// A token that admitted what it must not.
+    pub wl_violations: Vec<String>,
+    /// A checkout made with a token just read, kept for replays.
+    pub wl_kept: Vec<(Checkout, String, (Sku, u64))>,
 }
 
 #[derive(Default, Debug)]
@@ -139,6 +169,22 @@ pub struct Sim {
     queued: Vec<(Checkout, Option<String>)>,
     /// Buyers seen waiting while every unit of the drop was held.
     waited_all_held: HashSet<UserId>,
+    /// The waitlists' port as the services use it, watched (docs/simulator.md, "The waitlist").
+    pub watch: Arc<Watched>,
+    /// The event bus as the services use it, its `WaitlistNotified` events tapped.
+    bus: Arc<wl::Tapped>,
+    /// Every SKU's product shards (the shop's SKUs and shard counts never change in a run).
+    slots: Vec<Sku>,
+    /// The last waitlist token each buyer read, per SKU.
+    wl_tokens: BTreeMap<(UserId, Sku), wl::Token>,
+    /// Checkouts drawn with a token, for replays (a crashed one is retried so).
+    wl_checkouts: Vec<WlKept>,
+    /// The orders each waitlist entry's token made (a token sells at most once).
+    pub wl_sold: BTreeMap<(Sku, u64), Vec<OrderId>>,
+    /// The stock table's product shards as the stream last saw them, and its sequence number.
+    shards_seen: HashMap<(Sku, u16), ShardCounts>,
+    stream_seq: u64,
+    wl_keys: u64,
     /// The fault point armed now (at [`FAULT_P`]).
     armed: Option<&'static str>,
     queue: Vec<Queued>,
@@ -177,18 +223,26 @@ impl Sim {
         c.soldout_cache_ms = 0;
         c.code_key = holdfast::config::Secret::new(holdfast::domain::codes::Keyring::generate_secret("sim1"));
         c.admission_key = holdfast::config::Secret::new("sim-admission-key");
+        c.waitlist_max_per_sku = shop::WAITLIST_MAX_PER_SKU;
+        c.waitlist_max_per_user = shop::WAITLIST_MAX_PER_USER;
         // the queue's process-wide ticket cursor, then the seed: the same run alone or in a range
         shop::align_ticket_cursor(c.clone()).await?;
         fastrand::seed(seed);
         let (app, world) = memory_app("sim", c)?;
         let provider = Arc::new(MemoryProvider::new());
         let supplier = Arc::new(MemorySupplier::new());
-        let app = app
+        let mut app = app
             .with_providers(Providers { generic: provider.clone(), stripe: Arc::new(MemoryProvider::new()) })
             .with_supplier(supplier.clone());
+        let watch = Arc::new(Watched::new(app.waitlists.clone(), world.stock.clone()));
+        app.waitlists = watch.clone();
+        let bus = Arc::new(wl::Tapped::new(app.bus.clone()));
+        app.bus = bus.clone();
         let items = shop::open(&app).await?;
         let drop = shop::drop_id();
         shop::open_drop(&app, &drop).await?;
+        let mut slots: Vec<Sku> = world.stock.metas().into_iter().map(|m| m.sku).collect();
+        slots.sort();
         holdfast::adapters::memory::set_interleaving(interleave);
         Ok(Sim {
             rng: fastrand::Rng::with_seed(seed),
@@ -201,6 +255,15 @@ impl Sim {
             tokens: BTreeMap::new(),
             queued: Vec::new(),
             waited_all_held: HashSet::new(),
+            watch,
+            bus,
+            slots,
+            wl_tokens: BTreeMap::new(),
+            wl_checkouts: Vec::new(),
+            wl_sold: BTreeMap::new(),
+            shards_seen: HashMap::new(),
+            stream_seq: 0,
+            wl_keys: 0,
             armed: None,
             queue: Vec::new(),
             seen: HashMap::new(),
@@ -303,20 +366,86 @@ impl Sim {
             let due = now() + self.rng.i64(0..10_000);
             self.queue.push(Queued { due_ms: due, what: Delivery::Event(e) });
         }
+        self.collect_stream();
+        for e in self.bus.take_told() {
+            let user = e["user_id"].as_str().and_then(|u| UserId::parse(u).ok());
+            let sku = e["sku"].as_str().and_then(|s| Sku::parse(s).ok());
+            if let (Some(user), Some(sku)) = (user, sku) {
+                let due = now() + self.rng.i64(0..10_000);
+                self.queue.push(Queued { due_ms: due, what: Delivery::Told(user, sku) });
+            }
+        }
+        let (hits, violations) = {
+            let mut w = self.watch.lock();
+            (std::mem::take(&mut w.hits), std::mem::take(&mut w.violations))
+        };
+        for h in hits {
+            self.stats.sometimes.hit(h);
+        }
+        self.extra.extend(violations);
+    }
+
+    /// The stock table's stream: every product shard whose counters changed since the stream
+    /// last saw it is one record (old and new image, the cause its last write stamped), queued
+    /// for stock-journal. Records join the batch not yet taken, as a stream source batches what
+    /// arrived; a batch is taken late, twice, or after a newer one like the other deliveries.
+    fn collect_stream(&mut self) {
+        let mut records = Vec::new();
+        for sku in &self.slots {
+            for (i, counts) in self.world.stock.shards(sku).into_iter().enumerate() {
+                let key = (sku.clone(), i as u16);
+                let old = self.shards_seen.get(&key).copied();
+                if old == Some(counts) {
+                    continue;
+                }
+                self.stream_seq += 1;
+                let pk = format!("SKU#{sku}#{i}");
+                let cause = self.world.stock.cause_of(&pk);
+                records.push(stream_record(&pk, old, counts, cause, self.stream_seq));
+                self.shards_seen.insert(key, counts);
+            }
+        }
+        if records.is_empty() {
+            return;
+        }
+        match self.queue.iter_mut().find(|q| matches!(q.what, Delivery::Stream(_, true))) {
+            Some(Queued { what: Delivery::Stream(batch, _), .. }) => batch.extend(records),
+            _ => {
+                let due = now() + self.rng.i64(0..10_000);
+                self.queue.push(Queued { due_ms: due, what: Delivery::Stream(records, true) });
+            }
+        }
     }
 
     /// Takes a random due delivery off the queue; a lost one (3 % with faults) is logged and
     /// either comes back a minute later (an event: EventBridge and SQS retry) or is gone (a delay
     /// message: reconcile is the design's answer).
     fn take_due(&mut self, faults: bool) -> Option<Queued> {
-        let due: Vec<usize> = (0..self.queue.len()).filter(|&i| self.queue[i].due_ms <= now()).collect();
+        self.take_due_of(faults, false)
+    }
+
+    /// [`Self::take_due`] among every due delivery, or (`told`) among the waitlist pushes only.
+    fn take_due_of(&mut self, faults: bool, told: bool) -> Option<Queued> {
+        let due: Vec<usize> = (0..self.queue.len())
+            .filter(|&i| self.queue[i].due_ms <= now() && (!told || matches!(self.queue[i].what, Delivery::Told(..))))
+            .collect();
         if due.is_empty() {
             return None;
         }
-        let q = self.queue.swap_remove(due[self.rng.usize(..due.len())]);
+        let mut q = self.queue.swap_remove(due[self.rng.usize(..due.len())]);
+        if let Delivery::Stream(_, fresh) = &mut q.what {
+            // taken: later records make a batch of their own
+            *fresh = false;
+        }
         if faults && self.rng.u8(..100) < 3 {
             match q.what {
-                Delivery::Event(_) => {
+                Delivery::Stream(..) => {
+                    // the stream source retries a failed batch (bounded; then its on-failure queue)
+                    self.stats.sometimes.hit("delivery: stream batch failed, retried later");
+                    self.log(format!("LOST (retried later) {}", label(&q.what)));
+                    self.queue.push(Queued { due_ms: now() + 60_000, ..q.clone() });
+                }
+                Delivery::Event(_) | Delivery::Told(..) => {
                     self.stats.sometimes.hit("delivery: event lost, redelivered a minute later");
                     self.log(format!("LOST (redelivered later) {}", label(&q.what)));
                     self.queue.push(Queued { due_ms: now() + 60_000, ..q.clone() });
@@ -326,7 +455,7 @@ impl Sim {
                     self.log(format!("LOST {}", label(&q.what)))
                 }
             }
-            return self.take_due(faults);
+            return self.take_due_of(faults, told);
         }
         if faults && self.rng.u8(..100) < 10 {
             self.stats.sometimes.hit("delivery: queued again (a duplicate)");
@@ -368,12 +497,20 @@ impl Sim {
                 self.log(format!("two checkouts race with {}'s token", a.user));
                 vec![Action::QueuedCheckout(a, Some(token.clone()), true), Action::QueuedCheckout(b, Some(token), true)]
             }
+            Some(Action::WlRace(a, b, t)) => {
+                self.log(format!("two checkouts race with {}'s waitlist token for {}", t.user, t.sku));
+                let entry = Some((t.sku.clone(), t.number));
+                vec![
+                    Action::WlCheckout(a, t.token.clone(), entry.clone(), Use::Race),
+                    Action::WlCheckout(b, t.token, entry, Use::Race),
+                ]
+            }
             a => a.into_iter().collect(),
         }
     }
 
     fn draw_one(&mut self) -> Option<Action> {
-        Some(match self.rng.u32(..100) {
+        Some(match self.rng.u32(..107) {
             0..=19 => {
                 let user = self.user();
                 let key = IdempotencyKey::parse(&format!("k{}", self.checkouts.len())).ok()?;
@@ -485,7 +622,26 @@ impl Sim {
                 Action::Decide(o.id, self.rng.bool())
             }
             69..=78 => self.draw_queue()?,
-            _ => Action::Deliver(self.take_due(true)?),
+            100.. => self.draw_waitlist()?,
+            // the push channel is a consumer of its own: half of the deliveries look there first
+            _ => match (self.rng.bool().then(|| self.take_due_of(true, true)).flatten())
+                .or_else(|| self.take_due(true))?
+            {
+                // a told buyer reads where they stand: checks out at once, or keeps the token
+                Queued { what: Delivery::Told(user, sku), .. } => {
+                    let then = match self.rng.u8(..8) {
+                        0 => wl::Then::Keep,
+                        1 => wl::Then::Leave,
+                        2..=5 => wl::Then::Once(self.wl_checkout(user.clone(), &sku)),
+                        6 => {
+                            wl::Then::Twice(self.wl_checkout(user.clone(), &sku), self.wl_checkout(user.clone(), &sku))
+                        }
+                        _ => wl::Then::Race(self.wl_checkout(user.clone(), &sku), self.wl_checkout(user.clone(), &sku)),
+                    };
+                    Action::WlBuyer(user, sku, false, then)
+                }
+                q => Action::Deliver(q),
+            },
         })
     }
 
@@ -536,6 +692,106 @@ impl Sim {
             17 => Action::PauseQueue(drop, self.rng.u8(..3) == 0),
             _ => Action::Join(user, drop),
         })
+    }
+
+    /// The waitlists (docs/simulator.md, "The waitlist"): buyers join a SKU's waitlist (again,
+    /// and SKUs that have none), leave it, ask where they stand and, once told, check out with
+    /// the token at once, later (maybe expired or spent), twice, racing, or never; the token
+    /// misused for other SKUs, the queued drop, another buyer; a queue's token for a waitlist.
+    fn draw_waitlist(&mut self) -> Option<Action> {
+        let user = self.user();
+        let sku = Sku::parse(shop::WAITLIST_SKUS[self.rng.usize(..shop::WAITLIST_SKUS.len())]).ok()?;
+        Some(match self.rng.u8(..20) {
+            0..=7 => {
+                let again = self.rng.bool();
+                let then = match self.rng.u8(..4) {
+                    0 => wl::Then::Keep,
+                    _ => wl::Then::Once(self.wl_checkout(user.clone(), &sku)),
+                };
+                Action::WlBuyer(user, sku, again, then)
+            }
+            8..=9 if self.rng.u8(..4) == 0 => {
+                let other = shop::NOT_WAITLISTABLE[self.rng.usize(..shop::NOT_WAITLISTABLE.len())];
+                Action::WlJoin(user, Sku::parse(other).ok()?)
+            }
+            8..=9 => Action::WlJoin(user, sku),
+            10..=11 => Action::WlLeave(user, sku),
+            // a kept token used later: maybe expired, maybe spent already (the second use)
+            12..=14 => {
+                let t = self.wl_tokens.get(&(user.clone(), sku.clone()))?.clone();
+                let c = self.wl_checkout(user, &sku);
+                self.wl_keep(&c, &t.token, Some((t.sku.clone(), t.number)), Use::Own);
+                Action::WlCheckout(c, t.token, Some((t.sku, t.number)), Use::Own)
+            }
+            15 => {
+                let t = self.any_wl_token()?;
+                let a = self.wl_checkout(t.user.clone(), &t.sku);
+                let b = self.wl_checkout(t.user.clone(), &t.sku);
+                Action::WlRace(a, b, t)
+            }
+            // a retry with the same Idempotency-Key and token (of a crashed one too)
+            16 => {
+                let (c, token, entry, how) =
+                    self.wl_checkouts.get(self.rng.usize(..self.wl_checkouts.len().max(1)))?.clone();
+                Action::WlCheckout(c, token, entry, how)
+            }
+            _ => {
+                let t = self.any_wl_token()?;
+                let entry = Some((t.sku.clone(), t.number));
+                let (c, token, entry, how) = match self.rng.u8(..4) {
+                    0 => {
+                        let others: Vec<usize> =
+                            (0..self.items.len()).filter(|&i| self.items[i].sku != t.sku).collect();
+                        let i = others[self.rng.usize(..others.len())];
+                        let mut l = self.line(i, 1);
+                        l.campaign = None;
+                        let c = self.wl_checkout_of(t.user.clone(), vec![l]);
+                        (c, t.token, entry, Use::OtherSku)
+                    }
+                    1 => {
+                        let c = self.queued_checkout(t.user.clone(), Some(t.token.clone()));
+                        (c, t.token, entry, Use::Queue)
+                    }
+                    2 => {
+                        let other = (0..USERS)
+                            .map(|i| UserId::parse(&format!("u{i}")).expect("user id"))
+                            .find(|u| *u != t.user)?;
+                        let c = self.wl_checkout(other, &t.sku);
+                        (c, t.token, entry, Use::OtherBuyer)
+                    }
+                    _ => {
+                        let queue: Vec<(UserId, String)> =
+                            self.tokens.iter().map(|(u, t)| (u.clone(), t.clone())).collect();
+                        let (u, q) = queue.get(self.rng.usize(..queue.len().max(1)))?.clone();
+                        (self.wl_checkout(u, &sku), q, None, Use::QueueToken)
+                    }
+                };
+                self.wl_keep(&c, &token, entry.clone(), how);
+                Action::WlCheckout(c, token, entry, how)
+            }
+        })
+    }
+
+    fn any_wl_token(&mut self) -> Option<wl::Token> {
+        let all: Vec<wl::Token> = self.wl_tokens.values().cloned().collect();
+        all.get(self.rng.usize(..all.len().max(1))).cloned()
+    }
+
+    /// A plain checkout of one unit of `sku` (sometimes two) with a fresh key.
+    fn wl_checkout(&mut self, user: UserId, sku: &Sku) -> Checkout {
+        let q = if self.rng.u8(..6) == 0 { 2 } else { 1 };
+        self.wl_checkout_of(user, vec![LineRequest::plain(sku.clone(), Quantity::new(q).expect("quantity"))])
+    }
+
+    fn wl_checkout_of(&mut self, user: UserId, lines: Vec<LineRequest>) -> Checkout {
+        self.wl_keys += 1;
+        let key = IdempotencyKey::parse(&format!("w{}", self.wl_keys)).expect("idempotency key");
+        Checkout { user, key, lines }
+    }
+
+    /// Records a checkout with its token for replays.
+    fn wl_keep(&mut self, c: &Checkout, token: &str, entry: Option<(Sku, u64)>, how: Use) {
+        self.wl_checkouts.push((c.clone(), token.to_owned(), entry, how));
     }
 
     /// A checkout of the drop (one unit, sometimes two: over the buyer's limit of one),
@@ -638,6 +894,26 @@ impl Sim {
             if let Some(o) = d.buyer_refunded {
                 self.buyer_refunded.insert(o);
             }
+            if let Some(t) = d.wl_token {
+                self.wl_tokens.insert((t.user.clone(), t.sku.clone()), t);
+            }
+            for (c, token, entry) in d.wl_kept {
+                self.wl_keep(&c, &token, Some(entry), Use::Own);
+            }
+            self.extra.extend(d.wl_violations);
+            for (sku, n, order) in d.wl_sold {
+                // sold within the token's life (the clock stands still within a step)
+                let expires = self.watch.lock().entries.get(&(sku.clone(), n)).and_then(|e| e.expires_at_ms);
+                if expires.is_none_or(|x| now() >= x) {
+                    self.extra.push(format!(
+                        "WaitlistTokenSoldExpired {{ sku: {sku}, number: {n}, order: {order}, expires_at_ms: {expires:?} }}"
+                    ));
+                }
+                let sold = self.wl_sold.entry((sku, n)).or_default();
+                if !sold.contains(&order) {
+                    sold.push(order);
+                }
+            }
             for (order, code) in d.revealed {
                 match self.shown.get(&code) {
                     Some(o) if *o != order => {
@@ -729,6 +1005,7 @@ impl Sim {
             let d = exec(&self.app, &self.supplier, &self.provider, None, &Action::Deliver(q)).await;
             self.log(d.log);
             self.queue.extend(d.requeue);
+            self.extra.extend(d.wl_violations);
         }
     }
 }
@@ -775,7 +1052,40 @@ pub fn label(d: &Delivery) -> String {
         }
         Delivery::Queue(Message::ReconcileWork { .. }) => "queue ReconcileWork".into(),
         Delivery::Queue(Message::SupplierPoll { order_id, .. }) => format!("queue SupplierPoll {order_id}"),
+        Delivery::Stream(records, _) => format!("stream batch of {} records", records.len()),
+        Delivery::Told(user, sku) => format!("push WaitlistNotified {user} {sku}"),
     }
+}
+
+/// One stream record of a product shard (`pk`) as Lambda delivers it: the old image's counters
+/// (none for a new shard), the new image's with the cause its last write stamped.
+fn stream_record(
+    pk: &str,
+    old: Option<ShardCounts>,
+    new: ShardCounts,
+    cause: Option<holdfast::domain::journal::Cause>,
+    seq: u64,
+) -> serde_json::Value {
+    let n = |v: i64| serde_json::json!({ "N": v.to_string() });
+    let counters = |c: ShardCounts| serde_json::json!({ "pk": { "S": pk }, "av": n(c.available), "lk": n(c.locked), "sd": n(c.sold) });
+    let mut image = counters(new);
+    if let (Some(c), Some(m)) = (cause, image.as_object_mut()) {
+        m.insert("ref".into(), serde_json::json!({ "S": c.reference }));
+        m.insert("actor".into(), serde_json::json!({ "S": c.actor }));
+        m.insert("why".into(), serde_json::json!({ "S": c.why }));
+    }
+    serde_json::json!({
+        "awsRegion": "sim", "eventID": seq.to_string(),
+        "eventName": if old.is_some() { "MODIFY" } else { "INSERT" },
+        "dynamodb": {
+            "Keys": { "pk": { "S": pk } },
+            "OldImage": old.map(counters).unwrap_or_else(|| serde_json::json!({})),
+            "NewImage": image,
+            "SequenceNumber": format!("{seq:020}"), "SizeBytes": 100,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+            "ApproximateCreationDateTime": now() as f64 / 1000.0,
+        }
+    })
 }
 
 fn envelope(e: &OrderEvent) -> String {
@@ -908,6 +1218,19 @@ pub async fn exec(
             format!("queue join {u} -> {}", show(r.as_ref(), |(p, new)| place(p) + &format!(" new={new}")))
         }
         Action::QueuedCheckout(c, token, race) => checkout(app, c, token.as_deref(), *race, &mut d).await.0,
+        Action::WlBuyer(u, sku, again, then) => wl::buyer(app, u, sku, *again, then, &mut d).await,
+        Action::WlJoin(u, sku) => wl::join(app, u, sku, &mut d).await,
+        Action::WlLeave(u, sku) => wl::leave(app, u, sku).await,
+        Action::WlCheckout(c, token, entry, how) => {
+            let entry = entry.as_ref().map(|(s, n)| (s, *n));
+            wl::checkout(app, c, token, entry, *how, &mut d).await
+        }
+        Action::WlRace(a, b, t) => {
+            // drawn as two concurrent actions (`Sim::draw`); run one after the other if ever here
+            let entry = Some((&t.sku, t.number));
+            let x = wl::checkout(app, a, &t.token, entry, Use::Race, &mut d).await;
+            format!("{x}; {}", wl::checkout(app, b, &t.token, entry, Use::Race, &mut d).await)
+        }
         Action::Race(a, b, token) => {
             // drawn as two concurrent actions (`Sim::draw`); run one after the other if ever here
             let x = checkout(app, a, Some(token), true, &mut d).await.0;
@@ -1084,7 +1407,7 @@ pub async fn exec(
 }
 
 /// The fault point a crash's error names (`injected crash at <point>`).
-fn crash_point(error: &str) -> Option<&'static str> {
+pub(crate) fn crash_point(error: &str) -> Option<&'static str> {
     let at = error.split("injected crash at ").nth(1)?;
     holdfast::faults::ALL.iter().copied().find(|p| at.starts_with(p)).and_then(fault_path)
 }
@@ -1149,6 +1472,20 @@ async fn deliver(app: &App, armed: Option<&'static str>, q: &Delivery, d: &mut D
         }
     };
     match q {
+        // buyers do not act once the run settles
+        Delivery::Told(..) => (true, Vec::new()),
+        Delivery::Stream(records, _) => {
+            // stock-journal, as Lambda calls it with a batch of the stock table's stream
+            let ev = match serde_json::from_value(serde_json::json!({ "Records": records })) {
+                Ok(ev) => ev,
+                Err(e) => {
+                    d.wl_violations.push(format!("StreamRecordUnreadable {{ error: {e} }}"));
+                    return (true, Vec::new());
+                }
+            };
+            let r = h::stock_journal::handle(app, ev).await;
+            (r.is_ok_and(|b| b.batch_item_failures.is_empty()), Vec::new())
+        }
         Delivery::Event(e) => {
             let ev = sqs(envelope(e));
             let stock = match e.kind {
