@@ -176,7 +176,8 @@ async fn tell_once(app: &App, meta: &SkuMeta, head: &Head) -> anyhow::Result<Opt
     if head.cursor >= head.next {
         return Ok(Some((0, false)));
     }
-    let k = wl::owed(available(app, meta).await?, head);
+    // planted bug `waitlist-tells-one-more` (sim only): one buyer more than units are free
+    let k = wl::owed(available(app, meta).await?, head) + usize::from(crate::mutant!("waitlist-tells-one-more"));
     if k == 0 {
         return Ok(Some((0, false)));
     }
