@@ -31,11 +31,13 @@ Environment:
     HOLDFAST_EMULATOR_SQS_PATCHES=0
                              keep the DynamoDB patches, serve moto's SQS code
                              unpatched (diagnostics)
-    HOLDFAST_EMULATE=conflicts[=W],throttle[=R],index-lag[=L]
+    HOLDFAST_EMULATE=conflicts[=W],throttle[=R],index-lag[=L],stream-split
                              DynamoDB as it is under load, for every table
                              (off by default, and in `make run`): see
                              EmulateDynamoDB. A test scopes the same switches
                              to its own tables with POST /_holdfast/emulate.
+                             stream-split is the local stack's (its stream
+                             poller reads the same variable).
 
 Once listening, prints exactly one line on stdout:
     holdfast-emulator listening on http://127.0.0.1:PORT
@@ -182,11 +184,13 @@ class FaultHook:
 
 
 def parse_switches(spec: str) -> dict[str, float]:
-    """``conflicts[=W ms],throttle[=R WCU/s],index-lag[=L ms]`` -> {name: value}; '' = all off.
+    """``conflicts[=W ms],throttle[=R WCU/s],index-lag[=L ms],stream-split`` -> {name: value}; '' = all off.
 
     The same syntax and defaults as the in-memory switches (shared/src/adapters/emulate.rs).
+    ``stream-split`` is accepted and left to the local stack's stream poller (it reshapes the
+    batches it reads: infra/src/pollers.rs); nothing here acts on it.
     """
-    defaults = {"conflicts": 5.0, "throttle": 1000.0, "index-lag": 1000.0}
+    defaults = {"conflicts": 5.0, "throttle": 1000.0, "index-lag": 1000.0, "stream-split": 1.0}
     out: dict[str, float] = {}
     for part in (p.strip() for p in spec.split(",")):
         if not part:
@@ -194,7 +198,7 @@ def parse_switches(spec: str) -> dict[str, float]:
         name, _, value = part.partition("=")
         name = name.strip()
         if name not in defaults:
-            raise ValueError(f"HOLDFAST_EMULATE: unknown switch {name!r} (conflicts, throttle, index-lag)")
+            raise ValueError(f"HOLDFAST_EMULATE: unknown switch {name!r} (conflicts, throttle, index-lag, stream-split)")
         out[name] = float(value) if value.strip() else defaults[name]
     return out
 

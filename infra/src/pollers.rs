@@ -7,6 +7,7 @@ use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeN
 use holdfast::app::App;
 use holdfast::handlers::stream::{StreamEvent, StreamRecord};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -181,6 +182,22 @@ pub struct StreamSource {
     pub bisect: bool,
     pub on_failure_url: Option<String>,
     pub filters: Vec<serde_json::Value>,
+    /// `HOLDFAST_EMULATE=stream-split` (DESIGN §23): batches cut at random points, records of
+    /// different items interleaved (each item's order kept), and now and then the last batch
+    /// held back to the next poll, as DynamoDB Streams may deliver one transaction's items.
+    pub split: bool,
+}
+
+/// Records `stream-split` delivered in another order than they were read, and batches it held
+/// back to the next poll, in this process (the tests read them to see the switch bite).
+pub static SPLIT_REORDERED: AtomicU64 = AtomicU64::new(0);
+pub static SPLIT_HELD_BACK: AtomicU64 = AtomicU64::new(0);
+
+/// The item a stream record is of (its keys, in a fixed order).
+fn item_key(r: &StreamRecord) -> String {
+    let mut k: Vec<String> = r.change.keys.iter().map(|(n, v)| format!("{n}={v:?}")).collect();
+    k.sort();
+    k.join("|")
 }
 
 /// A Streams API record as Lambda delivers it (the same JSON shape: `GetRecords` output is
@@ -256,6 +273,7 @@ impl StreamSource {
         // does: the emulator serialises DynamoDB requests, and two streams per stack polled at
         // 10 Hz by every parallel test queue the tests' own requests behind them.
         let mut idle_ms = 100u64;
+        let mut rng = fastrand::Rng::new();
         loop {
             if *shutdown.borrow() {
                 return;
@@ -292,7 +310,10 @@ impl StreamSource {
                 }
             }
             idle_ms = if pending.is_empty() { (idle_ms * 2).min(800) } else { 100 };
-            while !pending.is_empty() {
+            if self.split {
+                self.deliver_split(&arn, &mut pending, &mut rng).await;
+            }
+            while !self.split && !pending.is_empty() {
                 let n = pending.len().min(self.batch_size.max(1));
                 let batch: Vec<(String, StreamRecord)> = pending.drain(..n).collect();
                 self.deliver(&arn, batch).await;
@@ -301,6 +322,31 @@ impl StreamSource {
                 _ = shutdown.changed() => return,
                 _ = tokio::time::sleep(Duration::from_millis(idle_ms)) => {}
             }
+        }
+    }
+
+    /// `stream-split`: delivers what was read as random batches of interleaved items; the last
+    /// batch stays in `pending` for the next poll one time in three (newer records of its items
+    /// are read after it, so each item's order holds).
+    async fn deliver_split(&self, arn: &str, pending: &mut Vec<(String, StreamRecord)>, rng: &mut fastrand::Rng) {
+        let read: Vec<Option<String>> = pending.iter().map(|(_, r)| r.change.sequence_number.clone()).collect();
+        let records = std::mem::take(pending);
+        let mut batches = holdfast::adapters::emulate::stream::split_and_interleave(
+            records,
+            |(_, r)| item_key(r),
+            self.batch_size.max(1),
+            rng,
+        );
+        let moved = batches.iter().flatten().zip(&read).filter(|((_, r), seq)| &r.change.sequence_number != *seq);
+        SPLIT_REORDERED.fetch_add(moved.count() as u64, Ordering::Relaxed);
+        if batches.len() > 1 && rng.u8(..3) == 0 {
+            if let Some(last) = batches.pop() {
+                SPLIT_HELD_BACK.fetch_add(1, Ordering::Relaxed);
+                *pending = last;
+            }
+        }
+        for batch in batches {
+            self.deliver(arn, batch).await;
         }
     }
 

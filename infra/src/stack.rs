@@ -316,6 +316,15 @@ impl LocalStack {
         tasks.push(tokio::spawn(serve(listener, server, rx.clone())));
 
         let sqs = aws_sdk_sqs::Client::new(&sdk);
+        // DynamoDB as it is (DESIGN §23): `stream-split` in HOLDFAST_EMULATE (this stack's
+        // settings, else the process's when inherited) reshapes the stream pollers' batches
+        let emulate = opts
+            .env
+            .get("HOLDFAST_EMULATE")
+            .cloned()
+            .or_else(|| opts.inherit_env.then(|| std::env::var("HOLDFAST_EMULATE").ok()).flatten())
+            .unwrap_or_default();
+        let stream_split = holdfast::adapters::emulate::Switches::parse(&emulate)?.stream_split;
         for f in template.functions.iter().filter(|f| !opts.paused.contains(&f.binary)) {
             let app = apps[&f.binary].clone();
             for (_, e) in &f.events {
@@ -362,6 +371,7 @@ impl LocalStack {
                                 .map(|q| res.queue_url(q).map(str::to_owned))
                                 .transpose()?,
                             filters: filters.clone(),
+                            split: stream_split,
                         });
                         tasks.push(tokio::spawn(src.run(rx.clone())));
                     }

@@ -13,7 +13,9 @@
 //! - **index lag**: the frozen-by-age sparse index (`frozen_before`) sees a freeze, and a lock
 //!   leaving FROZEN, only `L` ms after it committed;
 //! - **latency**: every lock transaction takes `rtt` ms (model time when tokio's clock is
-//!   paused: the contention benchmark and the tests).
+//!   paused: the contention benchmark and the tests);
+//! - **stream-split**: not the store's but its stream's: records split into random batches and
+//!   interleaved across items ([`stream`], applied by the local stack's stream poller).
 //!
 //! The switches' clock is tokio's: under a paused runtime every figure is model time and the
 //! runs are deterministic. The same switches, by the same names, are the emulator's
@@ -62,11 +64,14 @@ pub struct Switches {
     pub index_lag_ms: Option<u64>,
     /// `rtt=N`: how long each lock transaction takes, ms (0: at once).
     pub rtt_ms: u64,
+    /// `stream-split`: stream records split into random batches and interleaved across items,
+    /// each item's order kept (the stream poller's; [`stream`]).
+    pub stream_split: bool,
 }
 
 impl Switches {
     /// Parses `HOLDFAST_EMULATE`'s syntax: a comma-separated list of `conflicts[=W]`,
-    /// `throttle[=R]`, `index-lag[=L]`, `rtt=N`; empty = all off.
+    /// `throttle[=R]`, `index-lag[=L]`, `rtt=N`, `stream-split`; empty = all off.
     pub fn parse(spec: &str) -> anyhow::Result<Switches> {
         let mut s = Switches::default();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -82,9 +87,10 @@ impl Switches {
                 "throttle" => s.throttle_wcu_per_s = Some(u32::try_from(num(u64::from(PARTITION_WCU_PER_S))?)?),
                 "index-lag" => s.index_lag_ms = Some(num(DEFAULT_INDEX_LAG_MS)?),
                 "rtt" => s.rtt_ms = num(0)?,
-                other => {
-                    anyhow::bail!("HOLDFAST_EMULATE: unknown switch {other:?} (conflicts, throttle, index-lag, rtt)")
-                }
+                "stream-split" => s.stream_split = true,
+                other => anyhow::bail!(
+                    "HOLDFAST_EMULATE: unknown switch {other:?} (conflicts, throttle, index-lag, rtt, stream-split)"
+                ),
             }
         }
         Ok(s)
@@ -507,5 +513,6 @@ impl<S: StockStore + crate::ports::Queues + ?Sized> crate::ports::Queues for Emu
     }
 }
 
+pub mod stream;
 #[cfg(test)]
 mod tests;

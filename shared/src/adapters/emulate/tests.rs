@@ -83,6 +83,9 @@ fn the_switches_parse_with_their_defaults_and_refuse_unknown_names() {
     );
     assert!(Switches::parse("conflict").is_err());
     assert!(Switches::parse("conflicts=soon").is_err());
+    let s = Switches::parse("stream-split,conflicts").unwrap();
+    assert!(s.stream_split && s.conflict_window_ms.is_some());
+    assert!(!Switches::parse("conflicts").unwrap().stream_split);
 }
 
 #[tokio::test(start_paused = true)]
