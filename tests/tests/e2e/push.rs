@@ -319,3 +319,26 @@ async fn a_watching_buyer_is_pushed_sold_out_when_the_drop_sold_out_before_their
     s.assert_invariants().await;
     s.local.shutdown().await;
 }
+
+/// A waitlisted buyer (docs/waitlist.md) is pushed their turn when a unit comes back: the
+/// waitlist's own `WaitlistNotified` event becomes `{"type":"waitlist",…}` on their connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_waitlisted_buyer_is_pushed_their_turn_when_a_unit_comes_back() {
+    let s = spawn().await;
+    s.sku("PUSHWL", 500, 1, 1, None).await;
+    let a = s.order("gil", "gil-0", json!([{"sku": "PUSHWL", "quantity": 1}])).await;
+    assert_eq!(a.status, 201, "{}", a.body);
+    let held = a.body["order_id"].as_str().unwrap().to_owned();
+    let join = s.call("POST", "/skus/PUSHWL/waitlist", Some(&s.user("hal")), &[], None).await;
+    assert_eq!(join.status, 201, "{}", join.body);
+    let mut hal = connect(&s, &format!("token={}", s.user("hal"))).await;
+    ping(&mut hal).await;
+    assert_eq!(s.cancel("gil", &held).await.status, 200);
+    let (turn, _) = frame_where(&mut hal, "the waitlist's turn", |f| f["type"] == "waitlist").await;
+    assert_eq!((turn["sku"].as_str(), turn["state"].as_str()), (Some("PUSHWL"), Some("NOTIFIED")), "{turn}");
+    assert_eq!(turn["position"], join.body["position"]);
+    let me = s.get("/skus/PUSHWL/waitlist/me", Some(&s.user("hal"))).await;
+    assert_eq!((me.status, me.body["state"].as_str()), (200, Some("NOTIFIED")), "{}", me.body);
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}
