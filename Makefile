@@ -10,7 +10,7 @@ EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
 .PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale bench-contention bench-queue bench-isolation
-.PHONY: sim sim-long sim-mutants browser deny checks
+.PHONY: sim sim-long sim-mutants browser deny checks mutants
 
 help:
 	@echo "make run      - start emulator + local stack on 127.0.0.1:$(LOCAL_PORT) (Ctrl-C stops both)"
@@ -117,6 +117,16 @@ sim-long:
 # Each planted bug (shared/src/mutation.rs) must be caught within SIM_SEEDS; prints the table.
 sim-mutants:
 	bash scripts/sim-mutants.sh
+
+# cargo-mutants over domain/ and service/ with the holdfast unit tests as the oracle (docs/mutants.md):
+# hours on a 2-core machine. Installs cargo-mutants when missing; its own scratch copy, target and
+# output (mutants.out/), so it does not touch this tree's build. MUTANTS_ARGS adds flags, e.g.
+# `make mutants MUTANTS_ARGS="--shard 0/8"`.
+MUTANTS_OUT ?= mutants.out
+mutants:
+	command -v cargo-mutants >/dev/null || $(CARGO) install cargo-mutants --locked
+	env -u CARGO_TARGET_DIR nice -n 19 $(CARGO) mutants -p holdfast --file 'shared/src/domain/**/*.rs' \
+		--file 'shared/src/service/**/*.rs' --test-tool nextest -j 1 --output $(MUTANTS_OUT) $(MUTANTS_ARGS) -- --lib
 
 # SAM CLI's own template check (offline; pinned in infra/emulator/requirements-sam.txt).
 sam-validate: venv

@@ -70,6 +70,11 @@ mod tests {
         assert_eq!(Quantity::from_json(&json!(u64::MAX)), Err(QuantityError::TooLarge));
         assert_eq!(Quantity::from_json(&json!(1e30)), Err(QuantityError::TooLarge));
         assert!(Quantity::from_json(&json!(1.5)).is_err());
+        // a fraction or a float zero is not a positive integer, whatever its size (cargo-mutants,
+        // docs/mutants.md: `&&` -> `||` and `>` -> `>=` in the float arm survived `is_err`)
+        assert_eq!(Quantity::from_json(&json!(1.5)), Err(QuantityError::NotPositive));
+        assert_eq!(Quantity::from_json(&json!(0.0)), Err(QuantityError::NotPositive));
+        assert_eq!(Quantity::from_json(&json!(-2.0)), Err(QuantityError::NotPositive));
         assert!(Quantity::from_json(&json!("2")).is_err());
         assert!(Quantity::from_json(&json!(null)).is_err());
     }

@@ -198,7 +198,7 @@ async fn with_stream_records_split_and_interleaved_a_sale_ends_exact_in_stock_jo
     let exact = (24 - sold, 0, sold);
     assert_eq!(s.exact("SPLIT").await, exact);
     eventually("the journal to sum to the counters", Duration::from_secs(60), || async {
-        (journal_sums(&s, "SPLIT").await == exact).then_some(())
+        (journal_sums(s, "SPLIT").await == exact).then_some(())
     })
     .await;
     // the feed: every batch's net change of SPLIT's available units, once each
@@ -209,11 +209,11 @@ async fn with_stream_records_split_and_interleaved_a_sale_ends_exact_in_stock_jo
     let start = std::time::Instant::now();
     while feed_sum(&feed) != exact.0 {
         assert!(start.elapsed() < Duration::from_secs(60), "the feed sums to {}: {feed:#?}", feed_sum(&feed));
-        feed.extend(drain(&s, &tap).await);
+        feed.extend(drain(s, &tap).await);
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
-    feed.extend(drain(&s, &tap).await);
+    feed.extend(drain(s, &tap).await);
     assert_eq!(feed_sum(&feed), exact.0, "no StockChanged counted twice: {feed:#?}");
     let (moved, held) = (SPLIT_REORDERED.load(Ordering::Relaxed), SPLIT_HELD_BACK.load(Ordering::Relaxed));
     assert!(moved > 0, "stream-split reordered no record (held back {held} batches)");
