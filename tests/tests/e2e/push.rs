@@ -210,13 +210,15 @@ async fn a_gone_connection_is_removed_on_the_first_push_to_it() {
 async fn a_queued_buyer_is_pushed_admitted_with_their_token() {
     let s = spawn().await;
     s.sku("PUSHSNKR", 1000, 3, 1, None).await;
-    let starts = holdfast::clock::now_ms() + 4_000;
+    let starts = holdfast::clock::now_ms() + 3_000;
     let body = json!({
         "name": "push drop",
         "starts_at": holdfast::clock::rfc3339(starts),
         "ends_at": holdfast::clock::rfc3339(starts + 3_600_000),
         "items": [{"sku": "PUSHSNKR", "quota": 3, "shards": 1}],
-        "queue": {"rate": 1, "token_ttl_seconds": 120},
+        // one counter: eve (second to join) is position 2, admitted 2 s after the start: she
+        // watches while still WAITING
+        "queue": {"rate": 1, "token_ttl_seconds": 120, "counters": 1},
     });
     let a = s.call("PUT", "/admin/campaigns/pushdrop", Some(&s.admin), &[], Some(body.to_string())).await;
     assert_eq!(a.status, 201, "{}", a.body);
