@@ -1197,8 +1197,8 @@ fn every_queue_and_dlq_has_a_policy_that_denies_unknown_principals() {
     let s = stack_with_ops();
     let stranger = Caller::Role("arn:aws:iam::123456789012:role/stranger".into());
     let queues = s.of_type("AWS::SQS::Queue");
-    // … PushQueue and PushDLQ (docs/push.md)
-    assert_eq!(queues.len(), 16, "{queues:?}");
+    // … PushQueue and PushDLQ (docs/push.md), StockFeedQueue (docs/operations.md)
+    assert_eq!(queues.len(), 17, "{queues:?}");
     for q in &queues {
         for a in ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:PurgeQueue"] {
             assert_eq!(decide(&s, q, a, &stranger), Decision::ExplicitDeny, "{a} on {q}");
@@ -1233,6 +1233,27 @@ fn the_queue_policies_never_deny_a_function_what_its_role_grants() {
         }
     }
     assert!(checked >= 15, "{checked}");
+}
+
+#[test]
+fn the_stock_feed_sample_queue_is_read_by_its_consumer_only_and_fed_by_its_rule_only() {
+    let consumer = "arn:aws:iam::123456789012:role/search-indexer";
+    let s = Stack::new(&template_text(), &[("StockFeedConsumerRoleArn", consumer), ("OpsRoleArn", OPS_ROLE)]);
+    for a in ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"] {
+        assert_ne!(decide(&s, "StockFeedQueue", a, &Caller::Role(consumer.into())), Decision::ExplicitDeny, "{a}");
+        let holdfast_role = Caller::Role(cfn::role_arn("StockJournalFunctionRole"));
+        assert_eq!(decide(&s, "StockFeedQueue", a, &holdfast_role), Decision::ExplicitDeny, "{a}");
+    }
+    let from = |rule: &str| Caller::Service {
+        name: "events.amazonaws.com".into(),
+        source_arn: Some(format!("arn:aws:events:{}:{}:rule/{rule}", cfn::REGION, cfn::ACCOUNT)),
+    };
+    assert_eq!(decide(&s, "StockFeedQueue", "sqs:SendMessage", &from("StockFeedRule")), Decision::Allow);
+    assert_ne!(decide(&s, "StockFeedQueue", "sqs:SendMessage", &from("PushRule")), Decision::Allow);
+    // without a consumer role, the operators and the root only
+    let s = Stack::new(&template_text(), &[]);
+    let a = decide(&s, "StockFeedQueue", "sqs:ReceiveMessage", &Caller::Role(consumer.into()));
+    assert_eq!(a, Decision::ExplicitDeny);
 }
 
 #[test]

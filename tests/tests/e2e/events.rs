@@ -3,7 +3,7 @@
 
 use crate::common::{advance_clock, eventually, spawn, spawn_opts, spawn_with};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -234,7 +234,8 @@ async fn a_retry_after_the_payment_deadline_is_refused_and_gives_the_stock_back(
 
 /// The stock change feed (docs/operations.md, "Stock change feed"): an adjustment, a sale's
 /// freeze and a release each reach the bus as `StockChanged` (per SKU and cause, per stream
-/// batch), and nothing is refused.
+/// batch), nothing is refused, and the template's sample consumer rule delivers them to its
+/// queue, where a downstream reader finds each with its before/after available units.
 #[tokio::test]
 async fn stock_changed_events_reach_the_bus_for_an_adjustment_a_freeze_and_a_release() {
     let s = spawn().await;
@@ -253,5 +254,27 @@ async fn stock_changed_events_reach_the_bus_for_an_adjustment_a_freeze_and_a_rel
     s.lock_reaches(&id, "RELEASED").await;
     eventually("the release's StockChanged", WAIT, || async { (sent().0 > after_freeze).then_some(()) }).await;
     assert_eq!(sent().1, 0, "the bus refused none");
+    // what a downstream reader of the sample queue (StockFeedRule → StockFeedQueue) sees
+    let sqs = aws_sdk_sqs::Client::new(&s.local.sdk);
+    let url = s.local.resources.queue_url("StockFeedQueue").expect("the sample queue").to_owned();
+    let mut causes: Vec<(String, i64, Value)> = Vec::new();
+    let start = std::time::Instant::now();
+    let wanted = ["adjustment", "freeze", "release"];
+    while !wanted.iter().all(|w| causes.iter().any(|(c, _, _)| c == w)) {
+        assert!(start.elapsed() < WAIT.max(Duration::from_secs(30)), "the sample queue holds {causes:?}");
+        let got = sqs.receive_message().queue_url(&url).max_number_of_messages(10).send().await.expect("receive");
+        for m in got.messages() {
+            let e: Value = serde_json::from_str(m.body().unwrap_or("{}")).expect("an EventBridge event");
+            assert_eq!((e["source"].as_str(), e["detail-type"].as_str()), (Some("holdfast.stock"), Some("StockChanged")));
+            if e["detail"]["sku"] == "FEED" {
+                let cause = e["detail"]["cause"].as_str().unwrap_or_default().to_owned();
+                causes.push((cause, e["detail"]["available_delta"].as_i64().unwrap_or(0), e["detail"]["shards"].clone()));
+            }
+        }
+    }
+    let delta = |c: &str| causes.iter().filter(|(x, _, _)| x == c).map(|(_, d, _)| d).sum::<i64>();
+    assert_eq!((delta("adjustment"), delta("freeze"), delta("release")), (5, -2, 2), "{causes:?}");
+    // each carries its shards' available units before and after
+    assert!(causes.iter().all(|(_, _, sh)| sh.as_array().is_some_and(|a| !a.is_empty())), "{causes:?}");
     s.assert_invariants().await;
 }

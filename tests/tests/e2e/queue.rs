@@ -322,10 +322,8 @@ async fn a_drops_crowd_is_throttled_at_its_own_door_and_ordinary_checkouts_go_th
 
     // queue-api's reserved concurrency: 1, held by a slow request, refuses the next
     let s = crate::common::spawn_opts(&[], |o| {
-        o.parameters = [("QueueApiReservedConcurrency", "1")]
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+        o.parameters =
+            [("QueueApiReservedConcurrency", "1")].iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
     })
     .await;
     drop_campaign(&s, "door2", "DOOR2-SKU", 10, json!({"rate": 1000, "token_ttl_seconds": 120}), -1000).await;

@@ -90,8 +90,14 @@ async fn scenario(endpoint: &str, door: bool, pairs: u64) -> anyhow::Result<Valu
                             let items = json!([{"sku": "DROP", "quantity": 1, "campaign_id": "drop"}]);
                             let body = json!({"items": items, "admission_token": token});
                             let key = format!("drop-{user}");
-                            b.call("POST", "/campaigns/drop/checkout", Some(&t), &[("idempotency-key", &key)], Some(body))
-                                .await
+                            b.call(
+                                "POST",
+                                "/campaigns/drop/checkout",
+                                Some(&t),
+                                &[("idempotency-key", &key)],
+                                Some(body),
+                            )
+                            .await
                         }
                     };
                     let _ = v;
