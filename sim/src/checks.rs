@@ -310,7 +310,10 @@ pub async fn waitlist(sim: &Sim, quiescent: bool) -> Vec<String> {
         };
         let numbers: Vec<u64> = (1..=head.next).collect();
         let entries = match sim.app.waitlists.wait_entries(sku, &numbers).await {
-            Ok(v) => v,
+            Ok(mut v) => {
+                v.sort_by_key(|e| e.number);
+                v
+            }
             Err(e) => {
                 out.push(format!("WaitlistUnreadable {{ sku: {sku}, error: {e:#} }}"));
                 continue;

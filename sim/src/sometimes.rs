@@ -26,6 +26,8 @@ const STREAM_PLAYED: Need =
     Optional("the simulator plays the stream-to-EventBridge publisher itself: its crash is the redelivery it models");
 const NO_CONFLICTS: Need = Optional("the in-memory store has no transaction conflicts or throttling");
 const NEVER_WRONG: Need = Optional("the simulator's webhooks carry the order's amount");
+const FINDING_W1: Need =
+    Optional("finding W1 (docs/simulator.md): a violation with --strict; counted so a fix shows as 0");
 const RARE_DEADLINE: Need =
     Optional("reached 5-9 times in each 100 seeds tried; usually the sweep meets the deadline first");
 
@@ -118,6 +120,9 @@ pub const PATHS: &[(&str, Need)] = &[
     ("waitlist: another buyer's token refused", Required),
     ("waitlist: a queue's token refused for a waitlist", Required),
     ("waitlist: replay answered its order", Required),
+    ("waitlist: finding W1, a join answered a lapsed NOTIFIED entry", FINDING_W1),
+    ("waitlist: finding W1, too_many_waitlists counting a lapsed entry", FINDING_W1),
+    ("waitlist: finding W1, waitlist_full counting a lapsed entry", FINDING_W1),
     // the services' own counters (`holdfast::telemetry`), below
     ("metric RefundsHeldForReview", Required),
     ("metric PaymentsRecovered", Required),

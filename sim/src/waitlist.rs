@@ -332,10 +332,60 @@ fn show<T, E: std::fmt::Display>(r: &Result<T, E>, f: impl FnOnce(&T) -> String)
     }
 }
 
+/// Finding W1 (docs/simulator.md): a join answered as if a done entry still counted. The
+/// upkeep settles a told entry lazily, so an entry whose token lapsed (or was spent) on a SKU
+/// with nothing free stays `NOTIFIED` until a unit comes back or the buyer reads `…/me`. A
+/// join does not settle first, so it counts such an entry against the bounds and answers it
+/// as the buyer's place, while docs/waitlist.md says a used or expired entry no longer counts
+/// and a join after it makes a new entry at the end of the line. Judged from the watch's
+/// mirror at the join (lapsed: past its expiry; a spent token is not looked up).
+fn w1(watch: &Watched, u: &UserId, sku: &Sku, r: &Result<(Place, bool), WaitlistError>, d: &mut Done) {
+    use holdfast::domain::waitlist::JoinRefusal;
+    let now = holdfast::clock::now_ms();
+    let w = watch.lock();
+    let lapsed = |e: &Entry| e.state == WaitState::Notified && e.expires_at_ms.is_none_or(|x| now >= x);
+    match r {
+        Ok((p, false)) if lapsed(&p.entry) => d.wl_findings.push((
+            "waitlist: finding W1, a join answered a lapsed NOTIFIED entry",
+            format!("WaitlistJoinAnsweredLapsed {{ sku: {sku}, user: {u}, number: {} }}", p.entry.number),
+        )),
+        Err(WaitlistError::Refused(JoinRefusal::TooMany(max))) => {
+            let mine: Vec<&Entry> = w.entries.values().filter(|e| e.user == u.as_str() && e.state.active()).collect();
+            let live = mine.iter().filter(|e| !lapsed(e)).count();
+            if live < *max as usize {
+                d.wl_findings.push((
+                    "waitlist: finding W1, too_many_waitlists counting a lapsed entry",
+                    format!(
+                        "WaitlistBoundCountsLapsed {{ sku: {sku}, user: {u}, active: {}, live: {live} }}",
+                        mine.len()
+                    ),
+                ));
+            }
+        }
+        Err(WaitlistError::Refused(JoinRefusal::Full(max))) => {
+            let on: Vec<&Entry> = w
+                .entries
+                .range((sku.clone(), 0)..=(sku.clone(), u64::MAX))
+                .map(|(_, e)| e)
+                .filter(|e| e.state.active())
+                .collect();
+            let live = on.iter().filter(|e| !lapsed(e)).count();
+            if live < *max as usize {
+                d.wl_findings.push((
+                    "waitlist: finding W1, waitlist_full counting a lapsed entry",
+                    format!("WaitlistFullCountsLapsed {{ sku: {sku}, user: {u}, active: {}, live: {live} }}", on.len()),
+                ));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A buyer joins `sku`'s waitlist (a repeat is answered the same entry).
-pub async fn join(app: &App, u: &UserId, sku: &Sku, d: &mut Done) -> String {
+pub async fn join(app: &App, watch: &Watched, u: &UserId, sku: &Sku, d: &mut Done) -> String {
     let r = waitlist::join(app, u, sku).await;
     d.hits.extend(join_hit(&r, false));
+    w1(watch, u, sku, &r, d);
     format!("waitlist join {u} {sku} -> {}", show(&r, |(p, new)| format!("{} new={new}", place(p))))
 }
 
@@ -347,13 +397,22 @@ pub async fn leave(app: &App, u: &UserId, sku: &Sku) -> String {
 
 /// Where a buyer stands (joining first when not on the waitlist, or, with `again`, when their
 /// entry is done); once told, the token is kept and used at once as `then` says.
-pub async fn buyer(app: &App, u: &UserId, sku: &Sku, again: bool, then: &Then, d: &mut Done) -> String {
+pub async fn buyer(
+    app: &App,
+    watch: &Watched,
+    u: &UserId,
+    sku: &Sku,
+    again: bool,
+    then: &Then,
+    d: &mut Done,
+) -> String {
     let mut out = String::new();
     let mut r = waitlist::me(app, u, sku).await;
     let done = matches!(&r, Ok(p) if !p.entry.state.active());
     if matches!(r, Err(WaitlistError::NotFound)) || (done && again) {
         let j = waitlist::join(app, u, sku).await;
         d.hits.extend(join_hit(&j, done));
+        w1(watch, u, sku, &j, d);
         out.push_str(&format!(
             "waitlist join {u} {sku} -> {}; ",
             show(&j, |(p, new)| format!("{} new={new}", place(p)))

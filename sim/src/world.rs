@@ -140,6 +140,9 @@ pub struct Done {
     pub wl_sold: Vec<(Sku, u64, OrderId)>,
     /// A token that admitted what it must not.
     pub wl_violations: Vec<String>,
+    /// What finding W1 (docs/simulator.md) looks like when it happens: violations with
+    /// `--strict`, else counted.
+    pub wl_findings: Vec<(&'static str, String)>,
     /// A checkout made with a token just read, kept for replays.
     pub wl_kept: Vec<(Checkout, String, (Sku, u64))>,
 }
@@ -870,7 +873,8 @@ impl Sim {
         let supplier = &self.supplier;
         let provider = &self.provider;
         let armed = self.armed;
-        let done = futures_join_all(actions.iter().map(|a| exec(app, supplier, provider, armed, a))).await;
+        let watch = &*self.watch;
+        let done = futures_join_all(actions.iter().map(|a| exec(app, supplier, provider, watch, armed, a))).await;
         let tag = if done.len() > 1 { "|| " } else { "" };
         for d in done {
             self.log(format!("{tag}{}", d.log));
@@ -901,6 +905,12 @@ impl Sim {
                 self.wl_keep(&c, &token, Some(entry), Use::Own);
             }
             self.extra.extend(d.wl_violations);
+            for (path, v) in d.wl_findings {
+                self.stats.sometimes.hit(path);
+                if self.strict {
+                    self.extra.push(v);
+                }
+            }
             for (sku, n, order) in d.wl_sold {
                 // sold within the token's life (the clock stands still within a step)
                 let expires = self.watch.lock().entries.get(&(sku.clone(), n)).and_then(|e| e.expires_at_ms);
@@ -992,7 +1002,7 @@ impl Sim {
             self.drain().await;
             clock::set_virtual_ms(Some(now() + 1_200_000));
             self.drain().await;
-            let d = exec(&self.app, &self.supplier, &self.provider, None, &Action::Reconcile).await;
+            let d = exec(&self.app, &self.supplier, &self.provider, &self.watch, None, &Action::Reconcile).await;
             self.log(d.log);
             self.collect();
         }
@@ -1002,7 +1012,7 @@ impl Sim {
         for _ in 0..10_000 {
             self.collect();
             let Some(q) = self.take_due(false) else { break };
-            let d = exec(&self.app, &self.supplier, &self.provider, None, &Action::Deliver(q)).await;
+            let d = exec(&self.app, &self.supplier, &self.provider, &self.watch, None, &Action::Deliver(q)).await;
             self.log(d.log);
             self.queue.extend(d.requeue);
             self.extra.extend(d.wl_violations);
@@ -1172,6 +1182,7 @@ pub async fn exec(
     app: &App,
     supplier: &MemorySupplier,
     provider: &MemoryProvider,
+    watch: &Watched,
     armed: Option<&'static str>,
     a: &Action,
 ) -> Done {
@@ -1218,8 +1229,8 @@ pub async fn exec(
             format!("queue join {u} -> {}", show(r.as_ref(), |(p, new)| place(p) + &format!(" new={new}")))
         }
         Action::QueuedCheckout(c, token, race) => checkout(app, c, token.as_deref(), *race, &mut d).await.0,
-        Action::WlBuyer(u, sku, again, then) => wl::buyer(app, u, sku, *again, then, &mut d).await,
-        Action::WlJoin(u, sku) => wl::join(app, u, sku, &mut d).await,
+        Action::WlBuyer(u, sku, again, then) => wl::buyer(app, watch, u, sku, *again, then, &mut d).await,
+        Action::WlJoin(u, sku) => wl::join(app, watch, u, sku, &mut d).await,
         Action::WlLeave(u, sku) => wl::leave(app, u, sku).await,
         Action::WlCheckout(c, token, entry, how) => {
             let entry = entry.as_ref().map(|(s, n)| (s, *n));
