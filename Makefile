@@ -122,11 +122,10 @@ sim-mutants:
 # hours on a 2-core machine. Installs cargo-mutants when missing; its own scratch copy, target and
 # output (mutants.out/), so it does not touch this tree's build. MUTANTS_ARGS adds flags, e.g.
 # `make mutants MUTANTS_ARGS="--shard 0/8"`.
-MUTANTS_OUT ?= mutants.out
 mutants:
 	command -v cargo-mutants >/dev/null || $(CARGO) install cargo-mutants --locked
 	env -u CARGO_TARGET_DIR nice -n 19 $(CARGO) mutants -p holdfast --file 'shared/src/domain/**/*.rs' \
-		--file 'shared/src/service/**/*.rs' --test-tool nextest -j 1 --output $(MUTANTS_OUT) $(MUTANTS_ARGS) -- --lib
+		--file 'shared/src/service/**/*.rs' --test-tool nextest -j 1 $(MUTANTS_ARGS) -- --lib
 
 # SAM CLI's own template check (offline; pinned in infra/emulator/requirements-sam.txt).
 sam-validate: venv

@@ -75,6 +75,7 @@ mod tests {
         assert_eq!(Quantity::from_json(&json!(1.5)), Err(QuantityError::NotPositive));
         assert_eq!(Quantity::from_json(&json!(0.0)), Err(QuantityError::NotPositive));
         assert_eq!(Quantity::from_json(&json!(-2.0)), Err(QuantityError::NotPositive));
+        assert_eq!(Quantity::new(42).unwrap().to_string(), "42", "shown as its number");
         assert!(Quantity::from_json(&json!("2")).is_err());
         assert!(Quantity::from_json(&json!(null)).is_err());
     }
