@@ -1240,7 +1240,7 @@ fn the_stock_feed_sample_queue_is_read_by_its_consumer_only_and_fed_by_its_rule_
     let consumer = "arn:aws:iam::123456789012:role/search-indexer";
     let s = Stack::new(&template_text(), &[("StockFeedConsumerRoleArn", consumer), ("OpsRoleArn", OPS_ROLE)]);
     for a in ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"] {
-        assert_ne!(decide(&s, "StockFeedQueue", a, &Caller::Role(consumer.into())), Decision::ExplicitDeny, "{a}");
+        assert_eq!(decide(&s, "StockFeedQueue", a, &Caller::Role(consumer.into())), Decision::Allow, "{a}");
         let holdfast_role = Caller::Role(cfn::role_arn("StockJournalFunctionRole"));
         assert_eq!(decide(&s, "StockFeedQueue", a, &holdfast_role), Decision::ExplicitDeny, "{a}");
     }
@@ -1250,6 +1250,9 @@ fn the_stock_feed_sample_queue_is_read_by_its_consumer_only_and_fed_by_its_rule_
     };
     assert_eq!(decide(&s, "StockFeedQueue", "sqs:SendMessage", &from("StockFeedRule")), Decision::Allow);
     assert_ne!(decide(&s, "StockFeedQueue", "sqs:SendMessage", &from("PushRule")), Decision::Allow);
+    // the consumer reads, never writes into the feed
+    let consumer_sends = decide(&s, "StockFeedQueue", "sqs:SendMessage", &Caller::Role(consumer.into()));
+    assert_eq!(consumer_sends, Decision::ExplicitDeny);
     // without a consumer role, the operators and the root only
     let s = Stack::new(&template_text(), &[]);
     let a = decide(&s, "StockFeedQueue", "sqs:ReceiveMessage", &Caller::Role(consumer.into()));

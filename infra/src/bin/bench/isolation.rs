@@ -170,8 +170,15 @@ async fn scenario(endpoint: &str, door: bool, pairs: u64) -> anyhow::Result<Valu
             pair_p99.push(p99(f.latencies_ms.clone()) / p99(q.latencies_ms.clone()).max(f64::MIN_POSITIVE));
         }
     }
-    pair_p99.sort_by(f64::total_cmp);
-    let median_pair_p99 = pair_p99.get(pair_p99.len() / 2).copied().unwrap_or(0.0);
+    let mut sorted = pair_p99.clone();
+    sorted.sort_by(f64::total_cmp);
+    // the true median: the mean of the middle two of an even count
+    let n = sorted.len();
+    let median_pair_p99 = match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    };
     let statuses = flood_statuses.lock().map(|m| m.clone()).unwrap_or_default();
     // the invariants at quiescence, as every end-to-end test checks them (the orders stay
     // unpaid: their timeouts are minutes away, so the queues never empty; the stream settles)
