@@ -354,6 +354,17 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_charging_one_counter_twice_touches_an_item_twice_and_one_line_does_not() {
+        let one = reservation(true, true);
+        assert!(!touches_an_item_twice(&freeze(&one, &limits())));
+        // the same limited SKU on two lines: its moves merge, its per-user counter cannot
+        let mut two = one.clone();
+        two.lines.push(one.lines[0].clone());
+        let plan = freeze(&two, &limits());
+        assert!(touches_an_item_twice(&plan), "{plan:#?}");
+    }
+
+    #[test]
     fn a_campaign_freeze_takes_product_and_quota_shards_and_charges_every_counter() {
         let r = reservation(true, true);
         let plan = freeze(&r, &limits());
