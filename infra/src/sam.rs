@@ -66,6 +66,9 @@ pub async fn env_vars(
                 // no WebSocket API under `sam local`: nothing listens there, and the fixtures'
                 // buyers have no connection to post to (docs/push.md)
                 Some(UNREACHABLE_PROVIDER.to_owned())
+            } else if k == "PUSH_URL" {
+                // likewise: the storefront connects to its own origin (and polls without a socket)
+                Some(String::new())
             } else if k == "PUSH_JWT_ISSUER" || k == "PUSH_JWT_AUDIENCE" {
                 // the local tokens' issuer and audience, as sam_local checks them
                 Some(

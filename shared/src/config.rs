@@ -95,6 +95,10 @@ pub struct Config {
     pub push_jwt_issuer: String,
     pub push_jwt_audience: String,
     pub local_jwt_secret: Secret,
+    /// Where the storefront's page connects for pushes (`PUSH_URL`, stock-read: the WebSocket
+    /// API's `wss://{api}.execute-api.{region}.amazonaws.com/live`; unset locally, where the
+    /// page's own origin serves `/ws`). The page and its CSP take no other (docs/shop.md).
+    pub push_url: String,
     /// The KMS key codes are sealed under (`CODE_KMS_KEY_ID`; empty = the keyring alone seals).
     pub code_kms_key_id: String,
     /// A freeze that leaves a code pool with fewer codes counts `CodePoolLow` (the alarm's metric).
@@ -273,6 +277,7 @@ impl Config {
             push_jwt_issuer: s("PUSH_JWT_ISSUER"),
             push_jwt_audience: s("PUSH_JWT_AUDIENCE"),
             local_jwt_secret: Secret::new(get("LOCAL_JWT_SECRET").unwrap_or_default()),
+            push_url: s("PUSH_URL"),
             code_kms_key_id: s("CODE_KMS_KEY_ID"),
             code_pool_low_water: parse(get, "HOLDFAST_CODE_POOL_LOW", 10)?,
             code_claim_quiet_ms: parse(get, "HOLDFAST_CODE_CLAIM_QUIET_MS", 60_000)?,

@@ -131,7 +131,7 @@ def main():
     buyer = mint(bin_path, f"shop-buyer-{run}")
 
     d = new_driver()
-    d2 = None
+    d2 = d3 = None
     try:
         # --- 2. open the shop with the token in the fragment
         d.get(f"{url}/shop/#campaign={urllib.parse.quote(cid)}&token={urllib.parse.quote(buyer)}")
@@ -287,8 +287,20 @@ def main():
         ok("without a token the drop is still shown", wait_for(lambda: text_of(d2, "drop-name") == "Gift card drop", 10) is not None)
         ok("without a token joining is disabled", not d2.find_element(By.ID, "join-queue").is_enabled())
         ok("without a token the page says how to sign in", "Sign in" in (text_of(d2, "queue-help") or ""), str(text_of(d2, "queue-help")))
+
+        # --- 10. a link naming another push host: the token goes to the served push URL only
+        d3 = new_driver()
+        evil = "ws://127.0.0.2:9/steal"
+        d3.get(f"{url}/shop/#campaign={urllib.parse.quote(cid)}&token={urllib.parse.quote(mint(bin_path, f'shop-link-{run}'))}"
+               f"&ws={urllib.parse.quote(evil, safe='')}")
+        served = (url.replace("https://", "wss://", 1) if url.startswith("https://") else url.replace("http://", "ws://", 1)) + "/ws"
+        wait_for(lambda: d3.execute_script("return window.__shopSocketUrl || null"), 10)
+        used = d3.execute_script("return window.__shopSocketUrl || null")
+        ok("#ws= to another host is not used: the socket goes to the served push URL", used == served, f"{used!r}")
+        ok("the page's socket opens there", wait_for(lambda: attr(d3, "push-state", "data-state") == "open", 10) is not None,
+           str(attr(d3, "push-state", "data-state")))
     finally:
-        for drv in (d, d2):
+        for drv in (d, d2, d3):
             if drv:
                 try:
                     drv.quit()

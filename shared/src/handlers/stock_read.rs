@@ -26,7 +26,7 @@ pub async fn handle(app: &App, req: Request) -> Response {
         "GET /skus/{sku}/calendar" => super::stock_api::calendar(app, &req).await,
         "GET /campaigns/{campaign_id}" => campaigns_api::get_campaign(app, &req).await,
         "GET /console/" => super::sale_api::console(),
-        "GET /shop/" => super::sale_api::shop(),
+        "GET /shop/" => super::sale_api::shop(&app.config.push_url),
         other => Err(Problem::not_found(format!("no route {other}"))),
     };
     finish(r)

@@ -120,8 +120,9 @@ pub const ENV: &[(&str, &[&str])] = &[
             "EVENT_BUS_NAME",
         ],
     ),
-    // the public views' cache lifetime; no keyring (CODE_KEY_SECRET_ARN), no journal
-    ("stock-read", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_ORIGIN_VERIFY"]),
+    // the public views' cache lifetime; no keyring (CODE_KEY_SECRET_ARN), no journal; the
+    // storefront's push endpoint (its page and its CSP name no other, docs/shop.md)
+    ("stock-read", &["STOCK_TABLE", "HOLDFAST_PUBLIC_CACHE_MS", "HOLDFAST_ORIGIN_VERIFY", "PUSH_URL"]),
     ("stock-journal", &["JOURNAL_TABLE", "STOCK_TABLE", "EVENT_BUS_NAME"]),
     ("publish-events", &["EVENT_BUS_NAME", "STOCK_TABLE"]),
     // the push channel (docs/push.md): its table, queue and management endpoint, whose tokens

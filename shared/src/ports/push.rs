@@ -20,6 +20,14 @@ pub trait Connections: Send + Sync {
     /// Claims sending the frame `key` on `connection` (one conditional write): `false` when it
     /// was claimed before, so each event goes at most once to each connection.
     async fn claim(&self, connection: &str, key: &str, expires_at_s: i64) -> anyhow::Result<bool>;
+    /// Starts watching `user`'s ticket in `campaign` (one conditional write of the mark
+    /// `W#<user>` / `<campaign>`, alive until `expires_at_s`): `false` while another watch
+    /// chain's mark is alive (not expired at `now_s`), so one chain of timers per ticket.
+    async fn start_watch(&self, user: &str, campaign: &str, expires_at_s: i64, now_s: i64) -> anyhow::Result<bool>;
+    /// The chain goes on: its mark now lives until `expires_at_s`.
+    async fn keep_watch(&self, user: &str, campaign: &str, expires_at_s: i64) -> anyhow::Result<()>;
+    /// The chain ended (a final state pushed, nobody connected, no ticket): its mark removed.
+    async fn end_watch(&self, user: &str, campaign: &str) -> anyhow::Result<()>;
 }
 
 /// What became of a frame posted to a connection.

@@ -19,15 +19,48 @@ pub struct Delivery {
     pub gone: u64,
 }
 
+/// How long a watch chain's mark outlives the chain's next timer: the timer's message may come
+/// back after a failed delivery (60 s visibility, three receives) and still be the chain.
+const WATCH_MARK_SLACK_S: i64 = 300;
+
+fn watch_mark_expiry(delay_s: u32) -> i64 {
+    clock::now_s() + i64::from(delay_s) + WATCH_MARK_SLACK_S
+}
+
 /// `$connect` of an authenticated buyer: the connection recorded for 2 hours; with
-/// `?campaign=`, their ticket is watched from now on.
+/// `?campaign=`, their ticket is watched from now on (unless a chain watches it already).
 pub async fn connect(app: &App, connection: &str, user: &str, watch: Option<&str>) -> anyhow::Result<()> {
     app.push.connections.open(user, connection, clock::now_s() + CONNECTION_TTL_S).await?;
     if let Some(c) = watch {
-        let w = Watch { schema: 1, user: user.to_owned(), campaign_id: c.to_owned(), due_ms: clock::now_ms() };
-        app.push.timers.schedule(&w, 0).await?;
+        start_chain(app, user, c, clock::now_ms()).await?;
     }
     Ok(())
+}
+
+/// A chain of watch timers on `user`'s ticket in `campaign`, first due at `due_ms`, unless one
+/// is alive (its mark in the connection table): `false` then, and no timer sent. Every
+/// `{"action":"watch"}` and every reconnect with `?campaign=` comes here, so a ticket has one
+/// chain however often it is watched.
+pub async fn start_chain(app: &App, user: &str, campaign: &str, due_ms: i64) -> anyhow::Result<bool> {
+    let delay = push::timer_delay_s(clock::now_ms(), due_ms);
+    let c = &app.push.connections;
+    if !c.start_watch(user, campaign, watch_mark_expiry(delay), clock::now_s()).await? {
+        return Ok(false);
+    }
+    let w = Watch { schema: 1, user: user.to_owned(), campaign_id: campaign.to_owned(), due_ms };
+    if let Err(e) = app.push.timers.schedule(&w, delay).await {
+        // no timer, no chain: the next watch may start one
+        c.end_watch(user, campaign).await.ok();
+        return Err(e);
+    }
+    Ok(true)
+}
+
+/// The chain goes on under its mark: `w` again after its delay.
+async fn rearm(app: &App, w: &Watch) -> anyhow::Result<()> {
+    let delay = push::timer_delay_s(clock::now_ms(), w.due_ms);
+    app.push.connections.keep_watch(&w.user, &w.campaign_id, watch_mark_expiry(delay)).await?;
+    app.push.timers.schedule(w, delay).await
 }
 
 /// `$disconnect`: the connection forgotten.
@@ -50,33 +83,44 @@ pub async fn watch(app: &App, connection: &str, campaign: &str) -> anyhow::Resul
     let Some((frame, next)) = look(app, &user, campaign).await? else { return Ok(()) };
     post_one(app, connection, &frame).await?;
     if let Some(due_ms) = next {
-        let w = Watch { schema: 1, user, campaign_id: campaign.to_owned(), due_ms };
-        app.push.timers.schedule(&w, push::timer_delay_s(clock::now_ms(), due_ms)).await?;
+        start_chain(app, &user, campaign, due_ms).await?;
     }
     Ok(())
 }
 
 /// A watch timer delivered: early (a delay over 900 s) → delayed again; else the ticket looked
 /// at, a final state (ADMITTED with its token, SOLD_OUT, EXPIRED, USED) pushed to every
-/// connection of the buyer, a waiting one looked at again when due. A buyer with no connection
-/// left is not watched any more (they watch again when they come back).
+/// connection of the buyer, a waiting one looked at again when due (the chain re-armed under its
+/// mark). A buyer with no connection left is not watched any more (they watch again when they
+/// come back); a chain that ends removes its mark.
 pub async fn on_watch(app: &App, w: Watch) -> anyhow::Result<Delivery> {
     let now = clock::now_ms();
     if w.due_ms > now + 1000 {
-        app.push.timers.schedule(&w, push::timer_delay_s(now, w.due_ms)).await?;
+        rearm(app, &w).await?;
         return Ok(Delivery::default());
     }
+    let ended = || app.push.connections.end_watch(&w.user, &w.campaign_id);
     if app.push.connections.of_user(&w.user, clock::now_s()).await?.is_empty() {
+        ended().await?;
         return Ok(Delivery::default());
     }
-    let Some((frame, next)) = look(app, &w.user, &w.campaign_id).await? else { return Ok(Delivery::default()) };
+    let Some((frame, next)) = look(app, &w.user, &w.campaign_id).await? else {
+        ended().await?;
+        return Ok(Delivery::default());
+    };
     if let Some(due_ms) = next {
-        app.push.timers.schedule(&Watch { due_ms, ..w }, push::timer_delay_s(now, due_ms)).await?;
+        rearm(app, &Watch { due_ms, ..w.clone() }).await?;
         return Ok(Delivery::default());
     }
-    let Frame::Queue { ticket, state, .. } = &frame else { return Ok(Delivery::default()) };
-    let key = push::queue_key(&w.campaign_id, *ticket, state);
-    deliver(app, &Push { user: w.user.clone(), frame, key }).await
+    let d = match &frame {
+        Frame::Queue { ticket, state, .. } => {
+            let key = push::queue_key(&w.campaign_id, *ticket, state);
+            deliver(app, &Push { user: w.user.clone(), frame: frame.clone(), key }).await?
+        }
+        _ => Delivery::default(),
+    };
+    ended().await?;
+    Ok(d)
 }
 
 /// The buyer's ticket in `campaign` as a frame, and when to look again (`None`: final). `None`
@@ -242,6 +286,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_ticket_watched_again_and_again_has_one_chain_of_timers() {
+        let m = MemoryPush::new();
+        let app = app_with(&m);
+        let timers = || m.timers.lock().unwrap().len();
+        let alive = || m.watches.lock().unwrap().contains_key(&("alice".to_owned(), "drop".to_owned()));
+        connect(&app, "a1", "alice", Some("drop")).await.unwrap();
+        assert_eq!((timers(), alive()), (1, true));
+        // reconnects with ?campaign= and watches of the same ticket while the chain lives: none more
+        connect(&app, "a2", "alice", Some("drop")).await.unwrap();
+        connect(&app, "a3", "alice", Some("drop")).await.unwrap();
+        for _ in 0..5 {
+            assert!(!start_chain(&app, "alice", "drop", clock::now_ms() + 5_000).await.unwrap());
+        }
+        assert_eq!(timers(), 1);
+        // another buyer's, or another campaign's, is a chain of its own
+        assert!(start_chain(&app, "bob", "drop", clock::now_ms()).await.unwrap());
+        assert!(start_chain(&app, "alice", "other", clock::now_ms()).await.unwrap());
+        assert_eq!(timers(), 3);
+        // the chain re-arms under its own mark (an early arrival is delayed again) …
+        let far = clock::now_ms() + 3_600_000;
+        on_watch(&app, Watch { schema: 1, user: "alice".into(), campaign_id: "drop".into(), due_ms: far })
+            .await
+            .unwrap();
+        assert_eq!((timers(), alive()), (4, true));
+        let exp = m.watches.lock().unwrap()[&("alice".to_owned(), "drop".to_owned())];
+        assert!(exp >= clock::now_s() + 900, "the mark outlives the next timer: {exp}");
+        // … and ends (nothing to look at here: no such queue), its mark removed: a watch starts anew
+        on_watch(&app, Watch { schema: 1, user: "alice".into(), campaign_id: "drop".into(), due_ms: 0 }).await.unwrap();
+        assert_eq!((timers(), alive()), (4, false));
+        assert!(start_chain(&app, "alice", "drop", clock::now_ms()).await.unwrap());
+        // a mark whose chain was lost (expired) does not block a new one
+        m.watches.lock().unwrap().insert(("cat".to_owned(), "drop".to_owned()), clock::now_s() - 1);
+        assert!(start_chain(&app, "cat", "drop", clock::now_ms()).await.unwrap());
+    }
+
+    #[tokio::test]
     async fn a_watch_due_later_than_900_s_is_delayed_again_and_a_buyer_without_connections_is_dropped() {
         let m = MemoryPush::new();
         let app = app_with(&m);
@@ -249,8 +329,9 @@ mod tests {
         let w = Watch { schema: 1, user: "alice".into(), campaign_id: "drop".into(), due_ms: far };
         on_watch(&app, w.clone()).await.unwrap();
         assert_eq!(m.timers.lock().unwrap().last().map(|(w, d)| (w.due_ms, *d)), Some((far, 900)));
-        // due now, nobody connected: no look, no new timer
+        // due now, nobody connected: no look, no new timer, the chain's mark gone
         on_watch(&app, Watch { due_ms: clock::now_ms(), ..w }).await.unwrap();
         assert_eq!(m.timers.lock().unwrap().len(), 1);
+        assert!(m.watches.lock().unwrap().is_empty());
     }
 }

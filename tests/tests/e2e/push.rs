@@ -142,14 +142,22 @@ async fn a_buyer_is_told_their_order_is_paid_and_another_buyer_hears_nothing_of_
     s.local.shutdown().await;
 }
 
-/// No token, a token signed with another key, an expired one: the upgrade is refused (401) and
-/// no connection is recorded; a good one is let through.
+/// No token, a token signed with another key, an expired one, one without the `orders:read`
+/// scope: the upgrade is refused (401) and no connection is recorded; a good one is let
+/// through. (A token before its `nbf`: `adapters::jwks::tests`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_without_a_valid_token_is_refused_at_the_upgrade() {
     let s = spawn().await;
     let forged = holdfast_local::auth::mint("not-the-stacks-key", "ann", holdfast_local::auth::USER_SCOPES, 3600);
     let expired = holdfast_local::auth::mint(&s.local.jwt_secret, "ann", holdfast_local::auth::USER_SCOPES, -60);
-    for query in ["".to_owned(), "token=".to_owned(), format!("token={forged}"), format!("token={expired}")] {
+    let unscoped = holdfast_local::auth::mint(&s.local.jwt_secret, "ann", &["orders:write"], 3600);
+    for query in [
+        "".to_owned(),
+        "token=".to_owned(),
+        format!("token={forged}"),
+        format!("token={expired}"),
+        format!("token={unscoped}"),
+    ] {
         match tokio_tungstenite::connect_async(ws_url(&s, &query)).await {
             Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 401, "{query}"),
             Err(e) => panic!("{query}: refused otherwise than by HTTP: {e}"),
@@ -174,6 +182,14 @@ async fn a_gone_connection_is_removed_on_the_first_push_to_it() {
         aws_sdk_dynamodb::Client::new(&s.local.sdk),
         table,
     );
+    // one watch chain per ticket (docs/push.md): the mark's condition on the table itself
+    let now = holdfast::clock::now_s();
+    assert!(connections.start_watch("cat", "drop", now + 60, now).await.unwrap());
+    assert!(!connections.start_watch("cat", "drop", now + 60, now).await.unwrap(), "a second chain");
+    assert!(connections.start_watch("cat", "drop", now + 60, now + 61).await.unwrap(), "an expired mark blocks");
+    connections.end_watch("cat", "drop").await.unwrap();
+    assert!(connections.start_watch("cat", "drop", now + 60, now).await.unwrap(), "an ended chain's mark stays");
+    connections.end_watch("cat", "drop").await.unwrap();
     connections.open("cat", "vanished0000000=", holdfast::clock::now_s() + 600).await.unwrap();
     let mut live = connect(&s, &format!("token={}", s.user("cat"))).await;
     ping(&mut live).await;

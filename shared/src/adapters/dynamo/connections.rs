@@ -2,7 +2,9 @@
 //! attribute DynamoDB expires items by. A buyer's connection is two items, one per direction:
 //! `U#<user>` / `C#<connection>` (whom to push to) and `C#<connection>` / `U#<user>` (whose
 //! connection closed); a frame sent is the mark `S#<connection>` / `<key>`, written before the
-//! post on the condition that it is absent (at most once per event per connection).
+//! post on the condition that it is absent (at most once per event per connection). A watched
+//! ticket's chain of timers is the mark `W#<user>` / `<campaign>`, written on the condition that
+//! it is absent or expired (one chain per ticket), moved on as the chain re-arms, deleted when it ends.
 
 use super::item::{opt_n, s};
 use super::{charge, sdk_error};
@@ -21,6 +23,16 @@ pub struct DynamoConnections {
 
 type Item = HashMap<String, AttributeValue>;
 
+/// When a put writes.
+#[derive(Clone, Copy)]
+enum Only {
+    Always,
+    /// no item with the key yet
+    New,
+    /// no item with the key, or one expired at this time (epoch s)
+    NewOrExpired(i64),
+}
+
 fn item(pk: String, sk: String, ttl: i64) -> Item {
     HashMap::from([
         ("pk".to_owned(), s(pk)),
@@ -34,13 +46,21 @@ impl DynamoConnections {
         DynamoConnections { client, table }
     }
 
-    async fn put(&self, it: Item, only_new: bool) -> anyhow::Result<bool> {
+    async fn put(&self, it: Item, only: Only) -> anyhow::Result<bool> {
         let _span = charge("dynamodb:PutItem", 0.0, 1.0);
         let kind = it.get("pk").and_then(|v| v.as_s().ok()).map(|pk| kind_of(pk).to_owned()).unwrap_or_default();
         write_detail(&format!("PutItem CONN {kind}"), 1.0);
         let mut req = self.client.put_item().table_name(&self.table).set_item(Some(it));
-        if only_new {
-            req = req.condition_expression("attribute_not_exists(pk)");
+        match only {
+            Only::Always => {}
+            Only::New => req = req.condition_expression("attribute_not_exists(pk)"),
+            // TTL deletes lazily: an expired mark may still be there
+            Only::NewOrExpired(now_s) => {
+                req = req
+                    .condition_expression("attribute_not_exists(pk) OR #ttl <= :now")
+                    .expression_attribute_names("#ttl", "ttl")
+                    .expression_attribute_values(":now", AttributeValue::N(now_s.to_string()));
+            }
         }
         match req.send().await {
             Ok(_) => Ok(true),
@@ -86,8 +106,8 @@ impl DynamoConnections {
 #[async_trait]
 impl Connections for DynamoConnections {
     async fn open(&self, user: &str, connection: &str, expires_at_s: i64) -> anyhow::Result<()> {
-        self.put(item(format!("U#{user}"), format!("C#{connection}"), expires_at_s), false).await?;
-        self.put(item(format!("C#{connection}"), format!("U#{user}"), expires_at_s), false).await?;
+        self.put(item(format!("U#{user}"), format!("C#{connection}"), expires_at_s), Only::Always).await?;
+        self.put(item(format!("C#{connection}"), format!("U#{user}"), expires_at_s), Only::Always).await?;
         Ok(())
     }
 
@@ -120,6 +140,18 @@ impl Connections for DynamoConnections {
     }
 
     async fn claim(&self, connection: &str, key: &str, expires_at_s: i64) -> anyhow::Result<bool> {
-        self.put(item(format!("S#{connection}"), key.to_owned(), expires_at_s), true).await
+        self.put(item(format!("S#{connection}"), key.to_owned(), expires_at_s), Only::New).await
+    }
+
+    async fn start_watch(&self, user: &str, campaign: &str, expires_at_s: i64, now_s: i64) -> anyhow::Result<bool> {
+        self.put(item(format!("W#{user}"), campaign.to_owned(), expires_at_s), Only::NewOrExpired(now_s)).await
+    }
+
+    async fn keep_watch(&self, user: &str, campaign: &str, expires_at_s: i64) -> anyhow::Result<()> {
+        self.put(item(format!("W#{user}"), campaign.to_owned(), expires_at_s), Only::Always).await.map(|_| ())
+    }
+
+    async fn end_watch(&self, user: &str, campaign: &str) -> anyhow::Result<()> {
+        self.delete(format!("W#{user}"), campaign.to_owned()).await
     }
 }

@@ -1,5 +1,5 @@
 //! The push channel in memory (unit tests): connections and sent-marks in maps, posted frames
-//! recorded per connection, gone connections answered `Gone`, timers recorded.
+//! recorded per connection, gone connections answered `Gone`, timers and watch marks recorded.
 
 use super::lock;
 use crate::domain::push::Watch;
@@ -13,6 +13,8 @@ pub struct MemoryPush {
     /// connection → (user, expires at)
     connections: Mutex<BTreeMap<String, (String, i64)>>,
     claims: Mutex<BTreeSet<(String, String)>>,
+    /// Watch chains' marks: (user, campaign) → expires at.
+    pub watches: Mutex<BTreeMap<(String, String), i64>>,
     /// Frames posted, per connection, in order.
     pub posted: Mutex<Vec<(String, String)>>,
     /// Connections the "API" says are gone (their client went away without a `$disconnect`).
@@ -65,6 +67,26 @@ impl Connections for MemoryPush {
 
     async fn claim(&self, connection: &str, key: &str, _expires_at_s: i64) -> anyhow::Result<bool> {
         Ok(lock(&self.claims).insert((connection.to_owned(), key.to_owned())))
+    }
+
+    async fn start_watch(&self, user: &str, campaign: &str, expires_at_s: i64, now_s: i64) -> anyhow::Result<bool> {
+        let mut w = lock(&self.watches);
+        let key = (user.to_owned(), campaign.to_owned());
+        if w.get(&key).is_some_and(|exp| *exp > now_s) {
+            return Ok(false);
+        }
+        w.insert(key, expires_at_s);
+        Ok(true)
+    }
+
+    async fn keep_watch(&self, user: &str, campaign: &str, expires_at_s: i64) -> anyhow::Result<()> {
+        lock(&self.watches).insert((user.to_owned(), campaign.to_owned()), expires_at_s);
+        Ok(())
+    }
+
+    async fn end_watch(&self, user: &str, campaign: &str) -> anyhow::Result<()> {
+        lock(&self.watches).remove(&(user.to_owned(), campaign.to_owned()));
+        Ok(())
     }
 }
 
