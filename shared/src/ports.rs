@@ -36,7 +36,7 @@ pub use code_pools::{CodePools, CodeUpload};
 pub use locks::{Counter, Locks, MoveRejection};
 pub use queues::Queues;
 mod waitlists;
-pub use waitlists::{WaitCommit, Waitlists};
+pub use waitlists::{Pointer, WaitCommit, Waitlists};
 /// The push channel (docs/push.md).
 pub mod push;
 pub use shards::{AdjustRejection, Adjustment, Shards};

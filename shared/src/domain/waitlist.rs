@@ -195,9 +195,15 @@ pub fn settle(head: &Head, told: &[(Entry, bool)], now_ms: i64) -> Option<(Head,
     Some((next, done))
 }
 
-/// How many more buyers to tell: the units free now, less the tokens still out.
+/// How many more buyers the free units are owed: the units free now, less the tokens still out.
+pub fn wanted(available: i64, head: &Head) -> usize {
+    usize::try_from(available.saturating_sub(head.live.len() as i64)).unwrap_or(0)
+}
+
+/// How many more buyers one write tells: [`wanted`], at most [`BATCH`] (the upkeep writes again
+/// while more are owed).
 pub fn owed(available: i64, head: &Head) -> usize {
-    usize::try_from(available.saturating_sub(head.live.len() as i64)).unwrap_or(0).min(BATCH)
+    wanted(available, head).min(BATCH)
 }
 
 /// The numbers to read for telling: those after the cursor, at most [`BATCH`].
@@ -312,6 +318,7 @@ mod tests {
         );
         assert_eq!((h.cursor, h.live.clone(), told[0].expires_at_ms), (3, vec![2, 3], Some(61_000)));
         assert_eq!(owed(2, &h), 0, "the tokens out cover the free units");
+        assert_eq!((wanted(45, &h), owed(45, &h), wanted(-3, &h)), (43, BATCH, 0), "one write tells at most BATCH");
         // one unit back for three waiting: only the first
         let (head, entries) = joined(&["a", "b", "c"]);
         let (h, told) = notify(&head, &entries, owed(1, &head), 1_000, 60).unwrap();

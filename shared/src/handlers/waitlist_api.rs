@@ -23,8 +23,10 @@ fn problem(e: WaitlistError) -> Problem {
             Problem::new(Code::WaitlistFull, r.to_string())
         }
         WaitlistError::Refused(r) => Problem::new(Code::TooManyWaitlists, r.to_string()),
-        WaitlistError::Contention => Problem::internal("contention; retry"),
-        WaitlistError::Store(e) => e.into(),
+        // concurrent writers of one SKU's waitlist outlasted the retries: the same request
+        // succeeds a moment later
+        e @ WaitlistError::Contention => Problem::new(Code::TemporarilyUnavailable, e.to_string()).retry_after(1),
+        WaitlistError::Store(e) => Problem::from_store(e),
     }
 }
 
@@ -59,4 +61,20 @@ pub async fn me(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
     let p = waitlist::me(app, &user, &sku).await.map_err(problem)?;
     Ok(private(json_response(200, &WaitlistEntryView::new(sku.as_str(), p))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contention_is_a_503_to_retry_after_a_second_and_a_store_failure_stays_a_503() {
+        let r = problem(WaitlistError::Contention).into_response();
+        assert_eq!(r.status_code, 503);
+        assert_eq!(r.headers.get(::http::header::RETRY_AFTER).and_then(|v| v.to_str().ok()), Some("1"));
+        let p = problem(WaitlistError::Contention);
+        assert_eq!((p.code.as_str(), p.retry_after), ("temporarily_unavailable", Some(1)));
+        let store = problem(WaitlistError::Store(anyhow::anyhow!("down")));
+        assert_eq!((store.status(), store.retry_after), (503, None));
+    }
 }

@@ -16,10 +16,22 @@ pub struct WaitCommit {
     pub head: Head,
     /// Entries written as they are.
     pub entries: Vec<Entry>,
-    /// A new entry's buyer pointer (`user`, its number).
-    pub pointer: Option<(UserId, u64)>,
+    /// A new entry's buyer pointer, written only if it still names what the join read.
+    pub pointer: Option<Pointer>,
     /// Buyers' lists written at their `version` over `version - 1` (absent counts as 0).
     pub users: Vec<(UserId, UserWaits)>,
+}
+
+/// A buyer's pointer to their latest entry on a SKU (`WLP#<sku>#<user>`), moved by a join.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pointer {
+    pub user: UserId,
+    /// The new entry's number.
+    pub number: u64,
+    /// The number the pointer held when the join read it (`None`: absent). The commit is
+    /// refused (nothing written) unless the pointer still holds exactly that: two joins of one
+    /// buyer never both make an entry.
+    pub over: Option<u64>,
 }
 
 #[async_trait]

@@ -7,9 +7,9 @@
 
 use crate::clock;
 use crate::context::App;
-use crate::domain::waitlist::{self as wl, Bounds, Entry, Head, JoinRefusal, WaitState};
+use crate::domain::waitlist::{self as wl, Bounds, Entry, Head, JoinRefusal, UserWaits, WaitState};
 use crate::domain::{Sku, UserId};
-use crate::ports::{SkuMeta, WaitCommit};
+use crate::ports::{Pointer, SkuMeta, WaitCommit};
 use crate::telemetry::names;
 
 #[derive(Debug, thiserror::Error)]
@@ -71,47 +71,72 @@ async fn place(app: &App, sku: &Sku, e: Entry) -> anyhow::Result<Place> {
 }
 
 /// `user` joins `sku`'s waitlist: `true` when the entry was made now, `false` for the one they
-/// have (waiting or told). Only a sold-out plain SKU takes joins, within the bounds.
+/// have (waiting or told). Only a sold-out plain SKU takes joins, within the bounds. The upkeep
+/// runs first, as for `…/waitlist/me`: a told entry whose token was spent or lapsed is settled,
+/// so it is no longer the buyer's place and counts against neither bound.
 pub async fn join(app: &App, user: &UserId, sku: &Sku) -> Result<(Place, bool), WaitlistError> {
     let meta = meta(app, sku).await?;
-    if let Some(e) = app.waitlists.wait_entry_of(sku, user).await?.filter(|e| e.state.active()) {
-        return Ok((place(app, sku, e).await?, false));
-    }
-    let free = available(app, &meta).await?;
-    if free > 0 {
-        return Err(WaitlistError::NotSoldOut(sku.clone(), free));
-    }
+    upkeep_of(app, sku, Some(meta.clone())).await?;
     let bounds =
         Bounds { max_per_sku: app.config.waitlist_max_per_sku, max_per_user: app.config.waitlist_max_per_user };
+    let mut settled_elsewhere = false;
     for attempt in 1..=super::CAS_ATTEMPTS {
-        let (head, waits) = (app.waitlists.waitlist(sku).await?, app.waitlists.user_waits(user).await?);
-        let j = wl::join(&head, &waits, sku, user, clock::now_ms(), bounds)?;
+        // the head first, then the buyer's entry: every join, leave or settle moves the head, so
+        // a commit over this head fails if the entry (or its pointer) moved after these reads
+        let head = app.waitlists.waitlist(sku).await?;
+        let mine = app.waitlists.wait_entry_of(sku, user).await?;
+        if let Some(e) = mine.clone().filter(|e| e.state.active()) {
+            return Ok((place(app, sku, e).await?, false));
+        }
+        let free = available(app, &meta).await?;
+        if free > 0 {
+            return Err(WaitlistError::NotSoldOut(sku.clone(), free));
+        }
+        let waits = app.waitlists.user_waits(user).await?;
+        let j = match wl::join(&head, &waits, sku, user, clock::now_ms(), bounds) {
+            // the buyer's told entries on their other SKUs may be done too: settled, they count
+            // no more (once per join)
+            Err(JoinRefusal::TooMany(_)) if !settled_elsewhere => {
+                settled_elsewhere = true;
+                for other in waits.skus.iter().filter(|s| *s != sku.as_str()).filter_map(|s| Sku::parse(s).ok()) {
+                    upkeep(app, &other).await?;
+                }
+                continue;
+            }
+            j => j?,
+        };
+        // the pointer moves only from what was read: of two joins of one buyer, one makes the entry
+        let pointer = Pointer { user: user.clone(), number: j.entry.number, over: mine.map(|e| e.number) };
         let commit = WaitCommit {
             sku: sku.clone(),
             head: j.head,
             entries: vec![j.entry.clone()],
-            pointer: Some((user.clone(), j.entry.number)),
+            pointer: Some(pointer),
             users: vec![(user.clone(), j.user)],
         };
         if app.waitlists.commit_waitlist(&commit).await? {
             tracing::info!(sku = %sku, number = j.entry.number, "waitlist joined");
             return Ok((place(app, sku, j.entry).await?, true));
         }
-        // a concurrent join of the same buyer may have won: theirs is the entry
-        if let Some(e) = app.waitlists.wait_entry_of(sku, user).await?.filter(|e| e.state.active()) {
-            return Ok((place(app, sku, e).await?, false));
-        }
+        // a version or the pointer moved (maybe a concurrent join of this buyer: read again)
         super::backoff(attempt).await;
     }
     Err(WaitlistError::Contention)
 }
 
-/// `user` leaves `sku`'s waitlist (a told entry's unit goes to the next in line).
+/// `user` leaves `sku`'s waitlist (a told entry's unit goes to the next in line). Works whenever
+/// the buyer has an entry, whatever the SKU has become since; leaving a done entry changes
+/// nothing.
 pub async fn leave(app: &App, user: &UserId, sku: &Sku) -> Result<(), WaitlistError> {
-    meta(app, sku).await?;
     for attempt in 1..=super::CAS_ATTEMPTS {
-        let e = app.waitlists.wait_entry_of(sku, user).await?.ok_or(WaitlistError::NotFound)?;
+        // the head first, then the entry: every change of an entry moves the head, so a stale
+        // entry (settled or left since) fails the commit over this head instead of being acted on
         let head = app.waitlists.waitlist(sku).await?;
+        let Some(e) = app.waitlists.wait_entry_of(sku, user).await? else {
+            // never joined: an unknown SKU, or one without waitlists, says so
+            meta(app, sku).await?;
+            return Err(WaitlistError::NotFound);
+        };
         let Some((next, left)) = wl::leave(&head, &e) else { return Ok(()) };
         let waits = app.waitlists.user_waits(user).await?;
         let commit = WaitCommit {
@@ -122,8 +147,9 @@ pub async fn leave(app: &App, user: &UserId, sku: &Sku) -> Result<(), WaitlistEr
             users: vec![(user.clone(), wl::without(&waits, sku))],
         };
         if app.waitlists.commit_waitlist(&commit).await? {
+            // the leave is done; its unit goes on now, or at the sweep should this fail
             if e.state == WaitState::Notified {
-                upkeep(app, sku).await?;
+                upkeep_all(app, std::slice::from_ref(sku)).await;
             }
             return Ok(());
         }
@@ -135,17 +161,18 @@ pub async fn leave(app: &App, user: &UserId, sku: &Sku) -> Result<(), WaitlistEr
 /// Where `user` stands on `sku`'s waitlist (the upkeep runs first, so a spent or lapsed token
 /// reads as such and a free unit is told at once).
 pub async fn me(app: &App, user: &UserId, sku: &Sku) -> Result<Place, WaitlistError> {
-    meta(app, sku).await?;
-    upkeep(app, sku).await?;
+    let meta = meta(app, sku).await?;
+    upkeep_of(app, sku, Some(meta)).await?;
     let e = app.waitlists.wait_entry_of(sku, user).await?.ok_or(WaitlistError::NotFound)?;
     Ok(place(app, sku, e).await?)
 }
 
-/// Settles the told entries that are done (spent → USED, lapsed → EXPIRED): one commit.
-/// `Ok(None)`: a version moved (retry).
-async fn settle_once(app: &App, sku: &Sku, head: &Head) -> anyhow::Result<Option<Head>> {
+/// Settles the told entries that are done (spent → USED, lapsed → EXPIRED): one commit of at
+/// most [`wl::BATCH`]. `Ok(None)`: a version moved (retry); `Ok(Some((head, full)))`: the head
+/// now, and whether the batch was full (more may be done).
+async fn settle_once(app: &App, sku: &Sku, head: &Head) -> anyhow::Result<Option<(Head, bool)>> {
     if head.live.is_empty() {
-        return Ok(Some(head.clone()));
+        return Ok(Some((head.clone(), false)));
     }
     let scope = wl::scope(sku);
     let mut told = Vec::new();
@@ -153,10 +180,14 @@ async fn settle_once(app: &App, sku: &Sku, head: &Head) -> anyhow::Result<Option
         let spent = app.stock.spent(&scope, e.number).await?;
         told.push((e, spent));
     }
-    let Some((next, done)) = wl::settle(head, &told, clock::now_ms()) else { return Ok(Some(head.clone())) };
-    let mut users = Vec::with_capacity(done.len());
+    let Some((next, done)) = wl::settle(head, &told, clock::now_ms()) else { return Ok(Some((head.clone(), false))) };
+    let mut users: Vec<(UserId, UserWaits)> = Vec::with_capacity(done.len());
     for e in &done {
         let u = UserId::parse(&e.user).map_err(|e| anyhow::anyhow!("{e}"))?;
+        // one write per buyer list (a transaction names an item once)
+        if users.iter().any(|(x, _)| *x == u) {
+            continue;
+        }
         let waits = app.waitlists.user_waits(&u).await?;
         users.push((u, wl::without(&waits, sku)));
     }
@@ -166,18 +197,21 @@ async fn settle_once(app: &App, sku: &Sku, head: &Head) -> anyhow::Result<Option
     }
     let expired = done.iter().filter(|e| e.state == WaitState::Expired).count();
     app.count(names::WAITLIST_EXPIRED, expired as u64);
-    Ok(Some(next))
+    Ok(Some((next, done.len() == wl::BATCH)))
 }
 
-/// Tells the next waiting buyers, as many as units are free beyond the tokens out: one
-/// commit, then one `WaitlistNotified` event each. `Ok(None)`: a version moved (retry);
-/// `Ok(Some((told, more)))`: how many were told, whether another round may tell more.
+/// Tells the next waiting buyers, as many as units are free beyond the tokens out (at most
+/// [`wl::BATCH`]): one commit, then one `WaitlistNotified` event each. `Ok(None)`: a version
+/// moved (retry); `Ok(Some((told, more)))`: how many were told, whether another round may tell
+/// more (units are still owed and entries remain after the cursor).
 async fn tell_once(app: &App, meta: &SkuMeta, head: &Head) -> anyhow::Result<Option<(usize, bool)>> {
     if head.cursor >= head.next {
         return Ok(Some((0, false)));
     }
     // planted bug `waitlist-tells-one-more` (sim only): one buyer more than units are free
-    let k = wl::owed(available(app, meta).await?, head) + usize::from(crate::mutant!("waitlist-tells-one-more"));
+    let one_more = usize::from(crate::mutant!("waitlist-tells-one-more"));
+    let free = available(app, meta).await?;
+    let (want, k) = (wl::wanted(free, head) + one_more, wl::owed(free, head) + one_more);
     if k == 0 {
         return Ok(Some((0, false)));
     }
@@ -191,7 +225,7 @@ async fn tell_once(app: &App, meta: &SkuMeta, head: &Head) -> anyhow::Result<Opt
         return Ok(None);
     }
     announce(app, &meta.sku, &told).await;
-    Ok(Some((told.len(), told.len() < k && next.cursor < next.next)))
+    Ok(Some((told.len(), told.len() < want && next.cursor < next.next)))
 }
 
 /// `WaitlistNotified` on the bus, one per told buyer (docs/waitlist.md, "The event"): best
@@ -220,34 +254,58 @@ async fn announce(app: &App, sku: &Sku, told: &[Entry]) {
     tracing::info!(sku = %sku, told = told.len(), "waitlisted buyers told");
 }
 
+/// Most writes of progress (a settle or a round of telling, each of at most [`wl::BATCH`]
+/// entries) one upkeep makes; what is left is done by the next trigger (the sweep runs for every
+/// SKU with free units).
+const ROUNDS: u32 = 25;
+
 /// Settles `sku`'s told entries and tells the next ones (see the module docs). Returns how many
 /// were told. A SKU without a waitlist costs one read.
 pub async fn upkeep(app: &App, sku: &Sku) -> anyhow::Result<usize> {
-    let mut told_total = 0;
-    let mut meta_of: Option<SkuMeta> = None;
-    for attempt in 1..=super::CAS_ATTEMPTS {
+    upkeep_of(app, sku, None).await
+}
+
+/// [`upkeep`] with the SKU's metadata when the caller has read it. A SKU gone or no longer
+/// waitlistable has its told entries settled and no one more told; other failures are raised.
+async fn upkeep_of(app: &App, sku: &Sku, mut meta_of: Option<SkuMeta>) -> anyhow::Result<usize> {
+    let (mut told_total, mut attempt, mut rounds) = (0, 0, 0);
+    while attempt < super::CAS_ATTEMPTS && rounds < ROUNDS {
         let head = app.waitlists.waitlist(sku).await?;
         if head.version == 0 {
-            return Ok(0);
+            return Ok(told_total);
         }
-        let Some(head) = settle_once(app, sku, &head).await? else {
-            super::backoff(attempt).await;
-            continue;
+        let head = match settle_once(app, sku, &head).await? {
+            None => {
+                attempt += 1;
+                super::backoff(attempt).await;
+                continue;
+            }
+            Some((_, true)) => {
+                rounds += 1;
+                continue;
+            }
+            Some((head, false)) => head,
         };
         let m = match &meta_of {
             Some(m) => m.clone(),
             None => match meta(app, sku).await {
                 Ok(m) => meta_of.insert(m).clone(),
-                Err(_) => return Ok(told_total),
+                Err(WaitlistError::UnknownSku(_) | WaitlistError::NotWaitlistable(_)) => return Ok(told_total),
+                Err(WaitlistError::Store(e)) => return Err(e),
+                Err(e) => return Err(e.into()),
             },
         };
         match tell_once(app, &m, &head).await? {
-            None => super::backoff(attempt).await,
+            None => {
+                attempt += 1;
+                super::backoff(attempt).await;
+            }
             Some((told, more)) => {
                 told_total += told;
                 if !more {
                     return Ok(told_total);
                 }
+                rounds += 1;
             }
         }
     }

@@ -69,6 +69,13 @@ async fn two_units_back_by_hold_expiry_tell_exactly_the_first_two_waitlisted_buy
     // a repeat join is the same entry
     let again = join(&s, "WLA", "ann").await;
     assert_eq!((again.status, again.body["position"].as_u64()), (200, Some(1)), "{}", again.body);
+    // two joins of one new buyer at once: one entry, answered to both (one 201, one 200)
+    let (a, b) = tokio::join!(join(&s, "WLA", "dee"), join(&s, "WLA", "dee"));
+    let mut statuses = [a.status, b.status];
+    statuses.sort();
+    assert_eq!(statuses, [200, 201], "{} {}", a.body, b.body);
+    assert_eq!((a.body["position"].as_u64(), b.body["position"].as_u64()), (Some(4), Some(4)));
+    assert_eq!(leave(&s, "WLA", "dee").await.status, 204);
     // the holds expire: two units back, the first two told, in order
     let ann = reaches(&s, "WLA", "ann", "NOTIFIED").await;
     let bob = reaches(&s, "WLA", "bob", "NOTIFIED").await;

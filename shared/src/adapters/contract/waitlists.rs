@@ -1,11 +1,12 @@
 //! The check of the waitlists' store (docs/waitlist.md): a commit writes all or nothing over the
 //! versions it names, entries read back in number order, a buyer's pointer names their latest
-//! entry, and a told entry's token is spent once by the freeze under the SKU's waitlist scope,
-//! apart from any campaign's queue.
+//! entry and moves only from the number a join read, a commit naming one item twice is an error
+//! (as DynamoDB refuses such a transaction), and a told entry's token is spent once by the
+//! freeze under the SKU's waitlist scope, apart from any campaign's queue.
 
 use super::*;
 use crate::domain::waitlist::{self as wl, Entry, Head, UserWaits, WaitState};
-use crate::ports::{WaitCommit, Waitlists};
+use crate::ports::{Pointer, WaitCommit, Waitlists};
 
 fn entry(number: u64, user: &UserId, state: WaitState) -> Entry {
     Entry { number, user: user.to_string(), state, joined_at_ms: 1, notified_at_ms: None, expires_at_ms: None }
@@ -24,7 +25,7 @@ pub async fn waitlists(store: &dyn StockStore, w: &dyn Waitlists, prefix: &str) 
         sku: a.clone(),
         head: head.clone(),
         entries: vec![entry(1, &u, WaitState::Waiting)],
-        pointer: Some((u.clone(), 1)),
+        pointer: Some(Pointer { user: u.clone(), number: 1, over: None }),
         users: vec![(u.clone(), waits.clone())],
     };
     assert!(w.commit_waitlist(&first).await.unwrap());
@@ -38,16 +39,39 @@ pub async fn waitlists(store: &dyn StockStore, w: &dyn Waitlists, prefix: &str) 
         sku: a.clone(),
         head: head2.clone(),
         entries: vec![entry(2, &v, WaitState::Waiting)],
-        pointer: Some((v.clone(), 2)),
+        pointer: Some(Pointer { user: v.clone(), number: 2, over: None }),
         users: vec![(v.clone(), UserWaits { version: 2, skus: vec![a.to_string()] })],
     };
     assert!(!w.commit_waitlist(&stale).await.unwrap());
     assert_eq!((w.waitlist(&a).await.unwrap(), w.wait_entry_of(&a, &v).await.unwrap()), (head.clone(), None));
     let ok = WaitCommit { users: vec![(v.clone(), UserWaits { version: 1, skus: vec![a.to_string()] })], ..stale };
     assert!(w.commit_waitlist(&ok).await.unwrap());
+    // a buyer's pointer moves only from the number the join read (or from absent): a second join
+    // of `u` that read no entry, or an older one, is refused whole, even at the head's version
+    let head3 = Head { version: 3, next: 3, active: 3, ..head.clone() };
+    let twice = |over: Option<u64>| WaitCommit {
+        sku: a.clone(),
+        head: head3.clone(),
+        entries: vec![entry(3, &u, WaitState::Waiting)],
+        pointer: Some(Pointer { user: u.clone(), number: 3, over }),
+        users: vec![],
+    };
+    for over in [None, Some(2)] {
+        assert!(!w.commit_waitlist(&twice(over)).await.unwrap(), "the pointer read {over:?} moved");
+        assert_eq!(w.waitlist(&a).await.unwrap().version, 2, "nothing written");
+        assert_eq!(w.wait_entries(&a, &[3]).await.unwrap(), vec![]);
+        assert_eq!(w.wait_entry_of(&a, &u).await.unwrap().map(|e| e.number), Some(1));
+    }
+    // one buyer's list twice in one commit: an error, nothing written
+    let list = UserWaits { version: 1, skus: vec![a.to_string()] };
+    let dup = WaitCommit { users: vec![(u.clone(), list.clone()), (u.clone(), list)], ..twice(Some(1)) };
+    assert!(w.commit_waitlist(&dup).await.is_err());
+    assert_eq!(w.waitlist(&a).await.unwrap().version, 2, "nothing written");
+    assert!(w.commit_waitlist(&twice(Some(1))).await.unwrap());
+    assert_eq!(w.wait_entry_of(&a, &u).await.unwrap(), Some(entry(3, &u, WaitState::Waiting)));
     // entries in number order, missing numbers skipped
-    let got: Vec<u64> = w.wait_entries(&a, &[3, 2, 1]).await.unwrap().iter().map(|e| e.number).collect();
-    assert_eq!(got, [1, 2]);
+    let got: Vec<u64> = w.wait_entries(&a, &[4, 3, 2, 1]).await.unwrap().iter().map(|e| e.number).collect();
+    assert_eq!(got, [1, 2, 3]);
     // the spend: a told entry's admission under the SKU's waitlist scope, once
     let scope = wl::scope(&a);
     stocked(store, &a, &[2]).await;

@@ -1,5 +1,6 @@
 //! [`Waitlists`] in memory, judged as the DynamoDB adapter judges (docs/waitlist.md): a commit
-//! checks every version it names under one lock and writes nothing unless all hold.
+//! checks every version and the pointer it names under one lock and writes nothing unless all
+//! hold.
 
 use super::{interleave, lock};
 use crate::domain::waitlist::{Entry, Head, UserWaits};
@@ -65,13 +66,28 @@ impl Waitlists for MemoryWaitlists {
         if stored != c.head.version.saturating_sub(1) {
             return Ok(false);
         }
+        // DynamoDB refuses a transaction naming one item twice (a ValidationException: an
+        // error, not a cancellation)
+        let mut users: Vec<&UserId> = c.users.iter().map(|(u, _)| u).collect();
+        let mut numbers: Vec<u64> = c.entries.iter().map(|e| e.number).collect();
+        users.sort();
+        users.dedup();
+        numbers.sort_unstable();
+        numbers.dedup();
+        if users.len() != c.users.len() || numbers.len() != c.entries.len() {
+            anyhow::bail!("a waitlist commit names one item twice");
+        }
         for (u, w) in &c.users {
             if s.users.get(u).map_or(0, |x| x.version) != w.version.saturating_sub(1) {
                 return Ok(false);
             }
         }
-        if let Some((u, n)) = &c.pointer {
-            s.pointers.insert((c.sku.clone(), u.clone()), *n);
+        if let Some(p) = &c.pointer {
+            // absent when the join read none, else exactly the number it read
+            if s.pointers.get(&(c.sku.clone(), p.user.clone())).copied() != p.over {
+                return Ok(false);
+            }
+            s.pointers.insert((c.sku.clone(), p.user.clone()), p.number);
         }
         s.heads.insert(c.sku.clone(), c.head.clone());
         for e in &c.entries {

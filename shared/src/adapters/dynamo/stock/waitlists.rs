@@ -2,7 +2,8 @@
 //! head (JSON `w`, version `v`), `WLE#<sku>#<n>` its entries (JSON `w`), `WLP#<sku>#<user>` a
 //! buyer's latest entry number (`n`), `WLU#<user>` the SKUs a buyer waits for (JSON `w`,
 //! version `v`). A commit is one TransactWriteItems of Puts: the head and the buyers' lists
-//! conditional on the versions read, so a moved version cancels it and nothing is written. None
+//! conditional on the versions read, a buyer's pointer on the number read (or its absence), so a
+//! moved version or pointer cancels it and nothing is written. None
 //! is a stock shard: the stream's filter (`SKU#`, `CQ#`) skips them.
 
 use super::DynamoStock;
@@ -87,8 +88,14 @@ impl Waitlists for DynamoStock {
         for e in &c.entries {
             items.push(plain(t, values([("pk", s(entry_pk(&c.sku, e.number))), ("w", s(serde_json::to_string(e)?))]))?);
         }
-        if let Some((u, number)) = &c.pointer {
-            items.push(plain(t, values([("pk", s(pointer_pk(&c.sku, u))), ("n", n(*number))]))?);
+        if let Some(p) = &c.pointer {
+            let item = values([("pk", s(pointer_pk(&c.sku, &p.user))), ("n", n(p.number))]);
+            let put = Put::builder().table_name(t).set_item(Some(item));
+            let put = match p.over {
+                None => put.condition_expression("attribute_not_exists(pk)"),
+                Some(was) => put.condition_expression("n = :n").expression_attribute_values(":n", n(was)),
+            };
+            items.push(TransactWriteItem::builder().put(put.build()?).build());
         }
         for (u, w) in &c.users {
             let item = values([("pk", s(user_pk(u))), ("w", s(serde_json::to_string(w)?)), ("v", n(w.version))]);
