@@ -265,10 +265,17 @@ async fn stock_changed_events_reach_the_bus_for_an_adjustment_a_freeze_and_a_rel
         let got = sqs.receive_message().queue_url(&url).max_number_of_messages(10).send().await.expect("receive");
         for m in got.messages() {
             let e: Value = serde_json::from_str(m.body().unwrap_or("{}")).expect("an EventBridge event");
-            assert_eq!((e["source"].as_str(), e["detail-type"].as_str()), (Some("holdfast.stock"), Some("StockChanged")));
+            assert_eq!(
+                (e["source"].as_str(), e["detail-type"].as_str()),
+                (Some("holdfast.stock"), Some("StockChanged"))
+            );
             if e["detail"]["sku"] == "FEED" {
                 let cause = e["detail"]["cause"].as_str().unwrap_or_default().to_owned();
-                causes.push((cause, e["detail"]["available_delta"].as_i64().unwrap_or(0), e["detail"]["shards"].clone()));
+                causes.push((
+                    cause,
+                    e["detail"]["available_delta"].as_i64().unwrap_or(0),
+                    e["detail"]["shards"].clone(),
+                ));
             }
         }
     }
