@@ -26,8 +26,7 @@ const STREAM_PLAYED: Need =
     Optional("the simulator plays the stream-to-EventBridge publisher itself: its crash is the redelivery it models");
 const NO_CONFLICTS: Need = Optional("the in-memory store has no transaction conflicts or throttling");
 const NEVER_WRONG: Need = Optional("the simulator's webhooks carry the order's amount");
-const FINDING_W1: Need =
-    Optional("finding W1 (docs/simulator.md): a violation with --strict; counted so a fix shows as 0");
+const FINDING_W1: Need = Optional("finding W1 (docs/simulator.md), fixed in 1048fb2: reaching it is a violation");
 const RARE_DEADLINE: Need =
     Optional("reached 5-9 times in each 100 seeds tried; usually the sweep meets the deadline first");
 

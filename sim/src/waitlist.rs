@@ -332,13 +332,13 @@ fn show<T, E: std::fmt::Display>(r: &Result<T, E>, f: impl FnOnce(&T) -> String)
     }
 }
 
-/// Finding W1 (docs/simulator.md): a join answered as if a done entry still counted. The
-/// upkeep settles a told entry lazily, so an entry whose token lapsed (or was spent) on a SKU
-/// with nothing free stays `NOTIFIED` until a unit comes back or the buyer reads `…/me`. A
-/// join does not settle first, so it counts such an entry against the bounds and answers it
-/// as the buyer's place, while docs/waitlist.md says a used or expired entry no longer counts
-/// and a join after it makes a new entry at the end of the line. Judged from the watch's
-/// mirror at the join (lapsed: past its expiry; a spent token is not looked up).
+/// Finding W1 (docs/simulator.md, fixed in 1048fb2): a join answered as if a done entry still
+/// counted. The upkeep settles a told entry lazily, so an entry whose token lapsed (or was
+/// spent) on a SKU with nothing free stays `NOTIFIED` until the SKU's next upkeep. A join that
+/// did not settle first counted such an entry against the bounds and answered it as the buyer's
+/// place, where docs/waitlist.md says a used or expired entry no longer counts and a join after
+/// it makes a new entry at the end of the line. Judged from the watch's mirror at the join
+/// (lapsed: past its expiry; a spent token is not looked up).
 fn w1(watch: &Watched, u: &UserId, sku: &Sku, r: &Result<(Place, bool), WaitlistError>, d: &mut Done) {
     use holdfast::domain::waitlist::JoinRefusal;
     let now = holdfast::clock::now_ms();
