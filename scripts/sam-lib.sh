@@ -42,6 +42,7 @@ case "$(uname -m)" in
 esac
 SAM_BASE_IMAGE="holdfast-sam-base:$SAM_ARCH"
 SAM_BUILT_TEMPLATE="$SAM_DIR/build/template.yaml"
+SAM_HTTP_TEMPLATE="$SAM_DIR/build/template-http.yaml"
 SAM_ENV_FILE="$SAM_DIR/env.json"
 mkdir -p "$SAM_DIR" "$SAM_LOG_DIR"
 
@@ -152,6 +153,27 @@ sam_env_file() {
     --template "$SAM_ROOT/template.yaml" --prefix sam --out "$SAM_ENV_FILE" || sam_die "creating the resources failed"
   SAM_ARGS=(--template "$SAM_BUILT_TEMPLATE" --parameter-overrides "Architecture=$SAM_ARCH"
     --env-vars "$SAM_ENV_FILE" --invoke-image "$SAM_BASE_IMAGE" --skip-pull-image)
+  # `sam local start-api` serves HTTP APIs only and fails on a WebSocket API's route keys
+  # ($connect, ping): it gets the built template without the WebSocket API's routes (the push
+  # API is served by `make run`'s local stack, docs/push.md).
+  "$SAM_VENV/bin/python" - "$SAM_BUILT_TEMPLATE" "$SAM_HTTP_TEMPLATE" <<'PY' || sam_die "writing the HTTP-only template failed"
+import sys
+from samcli.yamlhelper import yaml_parse, yaml_dump
+src, dst = sys.argv[1], sys.argv[2]
+t = yaml_parse(open(src).read())
+res = t["Resources"]
+ws = {k for k, r in res.items() if r.get("Type") == "AWS::ApiGatewayV2::Api"
+      and r.get("Properties", {}).get("ProtocolType") == "WEBSOCKET"}
+def api_of(r):
+    a = r.get("Properties", {}).get("ApiId")
+    return a.get("Ref") if isinstance(a, dict) else a
+drop = [k for k, r in res.items() if r.get("Type") == "AWS::ApiGatewayV2::Route" and api_of(r) in ws]
+assert ws and drop, "no WebSocket API routes found: update scripts/sam-lib.sh"
+for k in drop:
+    del res[k]
+open(dst, "w").write(yaml_dump(t))
+PY
+  SAM_API_ARGS=(--template "$SAM_HTTP_TEMPLATE" "${SAM_ARGS[@]:2}")
 }
 
 # Called by the scripts' EXIT trap.

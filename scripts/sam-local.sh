@@ -29,4 +29,4 @@ sam:   user token:  $TOKEN_CMD --sub alice --scope "orders:read orders:write"
 sam:   webhook secret: holdfast-local-webhook-secret (X-Signature, see README "API")
 MSG
 # Not exec: the EXIT trap must stop the emulator once SAM has stopped.
-sam local start-api "${SAM_ARGS[@]}" --host 127.0.0.1 --port "$PORT" --warm-containers LAZY
+sam local start-api "${SAM_API_ARGS[@]}" --host 127.0.0.1 --port "$PORT" --warm-containers LAZY

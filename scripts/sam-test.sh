@@ -159,7 +159,7 @@ if [[ -z "$PORT" ]]; then
   PORT="$("$SAM_VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 fi
 API_LOG="$SAM_LOG_DIR/sam-start-api.log"
-sam local start-api "${SAM_ARGS[@]}" --host 127.0.0.1 --port "$PORT" --warm-containers LAZY \
+sam local start-api "${SAM_API_ARGS[@]}" --host 127.0.0.1 --port "$PORT" --warm-containers LAZY \
   >"$API_LOG" 2>&1 </dev/null &
 API_PID=$!
 deadline=$((SECONDS + 60))
