@@ -154,8 +154,8 @@ sam_env_file() {
   SAM_ARGS=(--template "$SAM_BUILT_TEMPLATE" --parameter-overrides "Architecture=$SAM_ARCH"
     --env-vars "$SAM_ENV_FILE" --invoke-image "$SAM_BASE_IMAGE" --skip-pull-image)
   # `sam local start-api` serves HTTP APIs only and fails on a WebSocket API's route keys
-  # ($connect, ping): it gets the built template without the WebSocket API's routes (the push
-  # API is served by `make run`'s local stack, docs/push.md).
+  # ($connect, ping): it gets the built template without the WebSocket API and its routes,
+  # integration and stage (the push API is served by `make run`'s local stack, docs/push.md).
   "$SAM_VENV/bin/python" - "$SAM_BUILT_TEMPLATE" "$SAM_HTTP_TEMPLATE" <<'PY' || sam_die "writing the HTTP-only template failed"
 import sys
 from samcli.yamlhelper import yaml_parse, yaml_dump
@@ -167,8 +167,11 @@ ws = {k for k, r in res.items() if r.get("Type") == "AWS::ApiGatewayV2::Api"
 def api_of(r):
     a = r.get("Properties", {}).get("ApiId")
     return a.get("Ref") if isinstance(a, dict) else a
-drop = [k for k, r in res.items() if r.get("Type") == "AWS::ApiGatewayV2::Route" and api_of(r) in ws]
+# the API itself too: SAM reads a template with any AWS::ApiGatewayV2::Api through its CloudFormation
+# provider, which then ignores the AWS::Serverless::HttpApi
+drop = [k for k, r in res.items() if r.get("Type", "").startswith("AWS::ApiGatewayV2::") and api_of(r) in ws]
 assert ws and drop, "no WebSocket API routes found: update scripts/sam-lib.sh"
+drop += sorted(ws)
 for k in drop:
     del res[k]
 open(dst, "w").write(yaml_dump(t))
