@@ -138,24 +138,17 @@ pub async fn create_admitted(
     // a queued campaign's items need an admission token (a replay is answered its order first)
     let admission = match &queued {
         // a token without a queued campaign is a waitlist's (docs/waitlist.md)
-        None => match super::waitlist::admission_of(app, &lines, user, admission_token).await? {
-            Ok(a) => a,
-            Err(refusal) => {
-                if let Some(o) = replay_of(app, &id, &lines).await? {
-                    return Ok((o, true));
-                }
-                return Err(refusal.into());
+        None => super::waitlist::admission_of(app, &lines, user, admission_token).await?,
+        Some(c) => super::queue::admission_of(app, c, user, admission_token).await?.map(Some),
+    };
+    let admission = match admission {
+        Ok(a) => a,
+        Err(refusal) => {
+            if let Some(o) = replay_of(app, &id, &lines).await? {
+                return Ok((o, true));
             }
-        },
-        Some(c) => match super::queue::admission_of(app, c, user, admission_token).await? {
-            Ok(a) => Some(a),
-            Err(refusal) => {
-                if let Some(o) = replay_of(app, &id, &lines).await? {
-                    return Ok((o, true));
-                }
-                return Err(refusal.into());
-            }
-        },
+            return Err(refusal.into());
+        }
     };
     if let Err((sku, s)) = super::sale::admit(app, &admissions) {
         // a retry of a checkout that committed is answered its order, never refused (review
