@@ -6,7 +6,7 @@
 //! defaults, or a deployment's overrides (`HOLDFAST_PARAMETERS="Name=value ..."`) — so the local
 //! stack's door is the one `sam deploy` would build (docs/waiting-room.md, "Isolation").
 
-use crate::template::{get, Value};
+use crate::template::{get, scalar, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -213,15 +213,6 @@ impl<'a> Cfn<'a> {
             Some(("Condition", Value::String(name))) => self.condition_named(name),
             _ => anyhow::bail!("unsupported condition {v:?}"),
         }
-    }
-}
-
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
     }
 }
 

@@ -201,7 +201,8 @@ pub fn yaml(text: &str) -> anyhow::Result<Value> {
     serde_norway::from_str(text).context("template.yaml is not YAML")
 }
 
-fn scalar(v: &Value) -> Option<String> {
+/// A literal as text (strings, numbers, booleans).
+pub(crate) fn scalar(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
