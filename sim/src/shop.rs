@@ -5,7 +5,7 @@
 use holdfast::adapters::memory::memory_app;
 use holdfast::app::App;
 use holdfast::config::Config;
-use holdfast::domain::campaign::{CampaignItem, CampaignSpec, QueueSettings};
+use holdfast::domain::campaign::{CampaignItem, CampaignSpec, QueueSettings, Unsold, Wave, Waves};
 use holdfast::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management, Unit};
 use holdfast::domain::queue::Draw;
 use holdfast::domain::supplier::SupplierConfig;
@@ -125,6 +125,7 @@ pub async fn open(app: &App) -> anyhow::Result<Vec<Item>> {
     let item = |name: &str, price, quota| -> anyhow::Result<CampaignItem> {
         Ok(CampaignItem {
             reserve: false,
+            waves: None,
             admission_rate: None,
             sku: Sku::parse(name)?,
             price: Some(price),
@@ -140,10 +141,19 @@ pub async fn open(app: &App) -> anyhow::Result<Vec<Item>> {
         starts_at: T0_MS / 1000 - 3_600,
         // ends inside most runs, so checkouts meet the window's end
         ends_at: T0_MS / 1000 + 2 * 3_600,
-        items: vec![item("qty-a", 400, 3)?, item("paytime", 150, 2)?, item("codes", 500, 2)?],
+        items: vec![waved(item("qty-a", 400, 3)?), item("paytime", 150, 2)?, item("codes", 500, 2)?],
     };
     campaigns::put(app, &CampaignId::parse(CAMPAIGN)?, &spec).await.map_err(|e| anyhow::anyhow!("campaign: {e}"))?;
     Ok(items)
+}
+
+/// `qty-a` drops in two waves (docs/campaigns.md, "Waves"): 1 unit for the first half hour, 2
+/// after it, and what the first wave leaves unsold rolls into the second when reconcile runs.
+fn waved(item: CampaignItem) -> CampaignItem {
+    let t0 = T0_MS / 1000;
+    let wave = |starts_at, ends_at, quota| Wave { starts_at, ends_at, quota, rolled_in: 0, rolled_out: 0 };
+    let list = vec![wave(t0 - 3_600, t0 + 1_800, 1), wave(t0 + 1_800, t0 + 2 * 3_600, item.quota - 1)];
+    CampaignItem { waves: Some(Waves { unsold: Unsold::Roll, list }), ..item }
 }
 
 /// A fresh id for this run's queued campaign. The queue service caches what it read of a
@@ -166,6 +176,7 @@ pub async fn open_drop(app: &App, id: &CampaignId) -> anyhow::Result<()> {
         ends_at: T0_MS / 1000 + 3 * 3_600,
         items: vec![CampaignItem {
             reserve: false,
+            waves: None,
             admission_rate: None,
             sku: Sku::parse(DROP_SKU)?,
             price: Some(600),
@@ -211,6 +222,7 @@ pub async fn align_ticket_cursor(config: Config) -> anyhow::Result<()> {
         ends_at: T0_MS / 1000 + 3_600,
         items: vec![CampaignItem {
             reserve: false,
+            waves: None,
             admission_rate: None,
             sku,
             price: None,

@@ -566,6 +566,7 @@ async fn main() -> anyhow::Result<()> {
             .map(|k| {
                 Ok(holdfast::domain::campaign::CampaignItem {
                     reserve: false,
+                    waves: None,
                     admission_rate: None,
                     sku: Sku::parse(&format!("S{k:06}"))?,
                     price: None,

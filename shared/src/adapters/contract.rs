@@ -27,6 +27,7 @@ mod codes;
 pub mod model;
 mod seed;
 mod waitlists;
+mod waves;
 
 pub use checks::{
     batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, queues, stop_sale,
@@ -35,6 +36,7 @@ pub use checks::{
 pub use codes::{adjustment_pairs, adjustments, code_pools};
 use seed::*;
 pub use waitlists::waitlists;
+pub use waves::waves;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -59,6 +61,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("batched_reads", |s, _, p| Box::pin(batched_reads(s, p))),
     ("queues", |s, _, p| Box::pin(queues(s, p))),
     ("waitlists", |s, w, p| Box::pin(waitlists(s, w, p))),
+    ("waves", |s, _, p| Box::pin(waves(s, p))),
 ];
 
 /// Runs every check (each under `prefix` + its name) and returns the failed ones with their

@@ -5,7 +5,7 @@
 use super::body::Object;
 use super::fields;
 use crate::clock;
-use crate::domain::campaign::{CampaignItem, CampaignSpec, CampaignStatus, MAX_QUOTA};
+use crate::domain::campaign::{CampaignItem, CampaignSpec, CampaignStatus, Unsold, Wave, Waves, MAX_QUOTA};
 use crate::domain::Sku;
 use crate::service::campaigns::CampaignView;
 use serde::de::Error;
@@ -37,8 +37,31 @@ fn quota<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     }
 }
 
+fn opt_quota<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    quota(d).map(Some)
+}
+
 fn items<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<CampaignItem>, D::Error> {
-    Ok(Vec::<Object<CampaignItemRequest>>::deserialize(d)?.into_iter().map(|Object(i)| i.into()).collect())
+    Vec::<Object<CampaignItemRequest>>::deserialize(d)?
+        .into_iter()
+        .map(|Object(i)| CampaignItem::try_from(i).map_err(D::Error::custom))
+        .collect()
+}
+
+/// One wave of a campaign item (docs/campaigns.md, "Waves"): its own window inside the
+/// campaign's and its own quota.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaveRequest {
+    #[serde(deserialize_with = "time")]
+    #[schema(value_type = String, format = DateTime)]
+    pub starts_at: i64,
+    #[serde(deserialize_with = "time")]
+    #[schema(value_type = String, format = DateTime)]
+    pub ends_at: i64,
+    #[serde(deserialize_with = "quota")]
+    #[schema(minimum = 1, maximum = 1_000_000_000_i64)]
+    pub quota: i64,
 }
 
 /// One SKU of a campaign as an admin declares it.
@@ -48,10 +71,10 @@ pub struct CampaignItemRequest {
     #[schema(value_type = String, pattern = "^[A-Za-z0-9._-]{1,64}$")]
     pub sku: Sku,
     /// Units the campaign may sell, drawn from the SKU's stock; fixed at creation, changed by
-    /// adjustments.
-    #[serde(deserialize_with = "quota")]
+    /// adjustments. Required without `waves`; with them it may be left out (it is their sum).
+    #[serde(default, deserialize_with = "opt_quota")]
     #[schema(minimum = 0, maximum = 1_000_000_000_i64)]
-    pub quota: i64,
+    pub quota: Option<i64>,
     /// Campaign price in minor units; absent: the SKU's own price.
     #[serde(default, deserialize_with = "opt_price")]
     #[schema(minimum = 0, maximum = 1_000_000_000_000_u64)]
@@ -73,23 +96,57 @@ pub struct CampaignItemRequest {
     /// plain SKUs (QUANTITY, taken at order); fixed at creation.
     #[serde(default)]
     pub reserve: bool,
+    /// Per-slot quotas (docs/campaigns.md, "Waves"): 1..=24 ordered, non-overlapping windows
+    /// inside the campaign's, each with its own quota; only the wave whose window holds now
+    /// sells. `shards` is per wave; shards x waves over all items count against the campaign's
+    /// 96 quota shards. Fixed at creation.
+    #[serde(default)]
+    #[schema(max_items = 24)]
+    pub waves: Option<Vec<WaveRequest>>,
+    /// With `waves`: `roll` moves an ended wave's unsold units into the next wave; `return`
+    /// (default) leaves them unsold in the campaign (they stay in, or go back to, the SKU).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^(roll|return)$")]
+    pub unsold: Option<Unsold>,
 }
 
 fn one() -> u16 {
     1
 }
 
-impl From<CampaignItemRequest> for CampaignItem {
-    fn from(i: CampaignItemRequest) -> Self {
-        CampaignItem {
+impl TryFrom<CampaignItemRequest> for CampaignItem {
+    type Error = String;
+
+    fn try_from(i: CampaignItemRequest) -> Result<Self, String> {
+        let waves = match (i.waves, i.unsold) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(format!("{}: unsold needs waves", i.sku)),
+            (Some(list), unsold) => Some(Waves {
+                unsold: unsold.unwrap_or_default(),
+                list: list
+                    .into_iter()
+                    .map(|w| Wave {
+                        starts_at: w.starts_at,
+                        ends_at: w.ends_at,
+                        quota: w.quota,
+                        rolled_in: 0,
+                        rolled_out: 0,
+                    })
+                    .collect(),
+            }),
+        };
+        let sum = waves.as_ref().map(|w| w.list.iter().map(|w| w.quota).fold(0i64, i64::saturating_add));
+        let quota = i.quota.or(sum).ok_or_else(|| format!("{}: quota is required (or waves)", i.sku))?;
+        Ok(CampaignItem {
             sku: i.sku,
             price: i.price,
             per_user_limit: i.per_user_limit,
             shards: i.shards,
-            quota: i.quota,
+            quota,
             admission_rate: i.admission_rate,
             reserve: i.reserve,
-        }
+            waves,
+        })
     }
 }
 
@@ -226,6 +283,68 @@ pub struct CampaignItemView {
     /// The quota is ring-fenced out of the SKU's stock.
     #[serde(default)]
     pub reserve: bool,
+    /// A waved item's waves, each with its own counters (docs/campaigns.md, "Waves").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waves: Option<Vec<WaveView>>,
+    /// With `waves`: `roll` or `return`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsold: Option<String>,
+}
+
+/// One wave of an item: its window, quota (with what rolled in and out) and counters; `live`
+/// when it is the wave selling now. `quota + rolled_in - rolled_out = available + locked + sold`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WaveView {
+    pub wave: u16,
+    #[schema(format = DateTime)]
+    pub starts_at: String,
+    #[schema(format = DateTime)]
+    pub ends_at: String,
+    pub quota: i64,
+    pub rolled_in: i64,
+    pub rolled_out: i64,
+    pub available: i64,
+    pub locked: i64,
+    pub sold: i64,
+    #[schema(schema_with = campaign_status_schema)]
+    pub status: String,
+    pub live: bool,
+}
+
+impl WaveView {
+    /// The waves of `i` (`None` without waves) from each wave's counters; none is live while
+    /// the campaign is `closed` (paused or outside its window).
+    pub(crate) fn list(
+        i: &CampaignItem,
+        counts: Option<&Vec<crate::domain::invariants::ShardCounts>>,
+        closed: bool,
+        now_s: i64,
+    ) -> Option<Vec<WaveView>> {
+        let ws = i.waves.as_ref()?;
+        let live = i.wave_at(now_s).ok().filter(|_| !closed);
+        Some(
+            ws.list
+                .iter()
+                .enumerate()
+                .map(|(n, w)| {
+                    let c = counts.and_then(|c| c.get(n)).copied().unwrap_or_default();
+                    WaveView {
+                        wave: n as u16,
+                        starts_at: clock::rfc3339(w.starts_at.saturating_mul(1000)),
+                        ends_at: clock::rfc3339(w.ends_at.saturating_mul(1000)),
+                        quota: w.quota,
+                        rolled_in: w.rolled_in,
+                        rolled_out: w.rolled_out,
+                        available: c.available,
+                        locked: c.locked,
+                        sold: c.sold,
+                        status: crate::domain::campaign::status_at(w.starts_at, w.ends_at, now_s).as_str().to_owned(),
+                        live: live == Some(n),
+                    }
+                })
+                .collect(),
+        )
+    }
 }
 
 /// A campaign: its window, pause switch, status now, and each item's quota counters.
@@ -267,7 +386,8 @@ impl CampaignViewBody {
                 .items
                 .iter()
                 .zip(&v.items)
-                .map(|(i, (_, n))| CampaignItemView {
+                .enumerate()
+                .map(|(k, (i, (_, n)))| CampaignItemView {
                     sku: i.sku.as_str().to_owned(),
                     price: i.price,
                     quota: i.quota,
@@ -278,6 +398,8 @@ impl CampaignViewBody {
                     shards: i.shards,
                     admission_rate: i.admission_rate,
                     reserve: i.reserve,
+                    waves: WaveView::list(i, v.waves.get(k), c.paused || c.gate(now_s).is_err(), now_s),
+                    unsold: i.waves.as_ref().map(|w| w.unsold.as_str().to_owned()),
                 })
                 .collect(),
             end_grace_seconds: c.end_grace_s,

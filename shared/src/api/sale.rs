@@ -100,6 +100,9 @@ pub struct StatsItem {
     pub available: i64,
     pub locked: i64,
     pub sold: i64,
+    /// A waved item's waves with their own counters and which is live (docs/campaigns.md, "Waves").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waves: Option<Vec<super::campaigns::WaveView>>,
 }
 
 /// Checkouts ordered in one second.
@@ -136,19 +139,24 @@ pub struct CampaignStats {
 }
 
 impl CampaignStats {
-    pub fn new(id: &str, s: &crate::service::sale::Stats) -> Self {
+    pub fn new(c: &crate::domain::campaign::Campaign, s: &crate::service::sale::Stats) -> Self {
+        let now_s = s.at_ms.div_euclid(1000);
+        let closed = c.gate(now_s).is_err();
         CampaignStats {
-            campaign_id: id.to_owned(),
+            campaign_id: c.id.as_str().to_owned(),
             at: clock::rfc3339(s.at_ms),
             items: s
                 .items
                 .iter()
-                .map(|(sku, quota, available, locked, sold)| StatsItem {
+                .zip(&c.items)
+                .enumerate()
+                .map(|(k, ((sku, quota, available, locked, sold), i))| StatsItem {
                     sku: sku.as_str().to_owned(),
                     quota: *quota,
                     available: *available,
                     locked: *locked,
                     sold: *sold,
+                    waves: super::campaigns::WaveView::list(i, s.waves.get(k), closed, now_s),
                 })
                 .collect(),
             refusals: s.refusals.clone(),

@@ -12,6 +12,9 @@ use std::collections::HashSet;
 
 pub use super::ids::CampaignId;
 
+mod waves;
+pub use waves::{next_roll, rolled, Roll, Unsold, Wave, Waves, MAX_WAVES};
+
 /// Most SKUs in one campaign.
 pub const MAX_CAMPAIGN_ITEMS: usize = 20;
 /// Most quota shards over all items of one campaign: a pause writes every quota shard and the
@@ -40,6 +43,10 @@ pub struct CampaignItem {
     /// them; what is unsold goes back when the campaign ends (docs/campaigns.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reserve: bool,
+    /// Per-slot quotas inside the campaign's window (docs/campaigns.md, "Waves"); `None` = one
+    /// implicit wave, the campaign's window and `quota`. With waves `quota` is their sum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waves: Option<Waves>,
 }
 
 /// A campaign's metadata.
@@ -164,7 +171,7 @@ pub enum SpecError {
     Shards(Sku),
     #[error("per_user_limit of {0} must be within 1..={MAX_QUANTITY}")]
     Limit(Sku),
-    #[error("a campaign has at most {MAX_CAMPAIGN_SHARDS} quota shards over all items")]
+    #[error("a campaign has at most {MAX_CAMPAIGN_SHARDS} quota shards over all items (shards x waves)")]
     TooManyShards,
     #[error("name must be 1-200 characters without control characters")]
     Name,
@@ -173,6 +180,9 @@ pub enum SpecError {
     /// A queued campaign's rate is its queue's: no item has its own admission rate.
     #[error("{0} has an admission_rate, but the campaign's queue sets the rate")]
     QueuedRate(Sku),
+    /// A waved item's waves are out of the window, overlapping, unordered or empty.
+    #[error("waves of {0}: {1}")]
+    Waves(Sku, String),
 }
 
 impl SpecError {
@@ -187,6 +197,7 @@ impl SpecError {
             SpecError::Limit(_) => "items.per_user_limit",
             SpecError::Queue(_) => "queue",
             SpecError::QueuedRate(_) => "items.admission_rate",
+            SpecError::Waves(..) => "items.waves",
         }
     }
 }
@@ -217,7 +228,14 @@ impl CampaignSpec {
             if i.per_user_limit.is_some_and(|l| l == 0 || l > MAX_QUANTITY) {
                 return Err(SpecError::Limit(i.sku.clone()));
             }
-            shards = shards.saturating_add(i.shards);
+            if let Some(w) = &i.waves {
+                waves::validate(w, (self.starts_at, self.ends_at)).map_err(|e| SpecError::Waves(i.sku.clone(), e))?;
+                if w.list.iter().map(|w| w.quota).sum::<i64>() != i.quota {
+                    return Err(SpecError::Waves(i.sku.clone(), "quota must be the sum of the waves' quotas".into()));
+                }
+            }
+            // each wave is its own set of quota shards: a pause writes them all
+            shards = shards.saturating_add(i.quota_shards());
         }
         if shards > MAX_CAMPAIGN_SHARDS {
             return Err(SpecError::TooManyShards);
@@ -250,6 +268,9 @@ pub fn check_update(old: &Campaign, spec: &CampaignSpec) -> Result<(), UpdateRef
         if cur.quota != new.quota {
             return Err(UpdateRefusal::QuotaChanged(new.sku.clone()));
         }
+        if !same_waves(cur.waves.as_ref(), new.waves.as_ref()) {
+            return Err(UpdateRefusal::WavesChanged(new.sku.clone()));
+        }
     }
     let settings = old.queue.as_ref().map(|q| QueueSettings {
         rate: q.rate,
@@ -274,6 +295,23 @@ pub enum UpdateRefusal {
     /// The queue (present or not, rate, token life, draw) is fixed at creation.
     #[error("a campaign's queue is fixed at creation")]
     QueueChanged,
+    /// The waves (their windows, quotas and `unsold`) are fixed at creation.
+    #[error("the waves of {0} are fixed at creation")]
+    WavesChanged(Sku),
+}
+
+/// The same waves as declared: windows, `unsold` and, when the update repeats the item's quota
+/// unchanged, the declared quotas (rolls and adjustments since are the stored record's).
+fn same_waves(cur: Option<&Waves>, new: Option<&Waves>) -> bool {
+    match (cur, new) {
+        (None, None) => true,
+        (Some(c), Some(n)) => {
+            c.unsold == n.unsold
+                && c.list.len() == n.list.len()
+                && c.list.iter().zip(&n.list).all(|(a, b)| a.starts_at == b.starts_at && a.ends_at == b.ends_at)
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -289,6 +327,7 @@ mod tests {
             per_user_limit: None,
             shards,
             quota,
+            waves: None,
         }
     }
 

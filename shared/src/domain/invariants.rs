@@ -247,7 +247,11 @@ pub struct CampaignItemSnapshot {
     pub sku: Sku,
     pub quota: i64,
     pub per_user_limit: Option<u32>,
+    /// Every quota shard of the item, over all its waves.
     pub shards: Vec<ShardCounts>,
+    /// A waved item's net quota per wave (`quota + rolled_in - rolled_out`), each held by its
+    /// own `shards.len() / waves.len()` shards; empty without waves (docs/campaigns.md, "Waves").
+    pub waves: Vec<i64>,
 }
 
 /// Campaign quotas and the anti-hoarding counters.
@@ -274,6 +278,14 @@ pub fn check_quota_identity(items: &[CampaignItemSnapshot]) -> Vec<Violation> {
         let total: i64 = item.shards.iter().map(|s| s.available + s.locked + s.sold).sum();
         if total != item.quota {
             out.push(bad(format!("available+locked+sold = {total} but quota = {}", item.quota)));
+        }
+        // per wave: what its own shards hold is its quota, plus what rolled in, minus what rolled out
+        let per = item.shards.len().checked_div(item.waves.len()).unwrap_or(0).max(1);
+        for (w, (net, shards)) in item.waves.iter().zip(item.shards.chunks(per)).enumerate() {
+            let held: i64 = shards.iter().map(|s| s.available + s.locked + s.sold).sum();
+            if held != *net {
+                out.push(bad(format!("wave {w}: available+locked+sold = {held} but its quota (net of rolls) = {net}")));
+            }
         }
     }
     out

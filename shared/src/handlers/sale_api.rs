@@ -130,7 +130,7 @@ pub async fn campaign_stats(app: &App, req: &Request) -> Result<Response, Proble
         .await?
         .ok_or_else(|| Problem::not_found(format!("no campaign {id}")).campaign(id.as_str()))?;
     let s = sale::stats(app, &c).await?;
-    Ok(json_response(200, &CampaignStats::new(id.as_str(), &s)))
+    Ok(json_response(200, &CampaignStats::new(&c, &s)))
 }
 
 pub async fn machinery(app: &App) -> Result<Response, Problem> {

@@ -11,6 +11,9 @@ use crate::ports::{AdjustRejection, AdminStamp, CampaignAdjustment, Counter};
 
 const ATTEMPTS: u32 = 10;
 
+mod waves;
+pub use waves::roll_waves;
+
 #[derive(Debug, thiserror::Error)]
 pub enum CampaignError {
     #[error("no campaign {0}")]
@@ -184,12 +187,17 @@ pub async fn adjust(
     for attempt in 1..=ATTEMPTS {
         let old = app.stock.get_campaign(id, true).await?.ok_or_else(|| CampaignError::UnknownCampaign(id.clone()))?;
         let item = old.item(sku).ok_or_else(|| CampaignError::NotInCampaign(sku.clone()))?.clone();
+        // a waved item's adjustment changes the wave selling now or the next one
+        let wave = item.adjusted_wave(clock::now_s());
+        let own = item.wave_shards(wave);
         let available: Vec<i64> = if delta < 0 {
-            app.stock.read_quota_shards(id, sku, item.shards, true).await?.iter().map(|c| c.available).collect()
+            let all = app.stock.read_quota_shards(id, sku, item.quota_shards(), true).await?;
+            all.iter().skip(usize::from(own.start)).take(usize::from(item.shards)).map(|c| c.available).collect()
         } else {
             Vec::new()
         };
         let (pieces, short) = adjustment_pieces(delta, item.shards, &available);
+        let pieces = pieces.into_iter().map(|(s, d)| (s + own.start, d)).collect();
         let quota = item.quota.checked_add(delta).ok_or(CampaignError::Insufficient(delta))?;
         let fence_id = super::fence::fence_id(id, Some(adjustment_id));
         if item.reserve && delta > 0 {
@@ -199,6 +207,9 @@ pub async fn adjust(
         let mut next = Campaign { version: old.version + 1, ..old.clone() };
         if let Some(i) = next.items.iter_mut().find(|i| &i.sku == sku) {
             i.quota = quota;
+            if let Some(w) = i.waves.as_mut().and_then(|ws| ws.list.get_mut(wave)) {
+                w.quota += delta;
+            }
         }
         let adj = CampaignAdjustment {
             campaign_id: id.clone(),
@@ -237,15 +248,28 @@ pub async fn adjust(
 pub struct CampaignView {
     pub campaign: Campaign,
     pub items: Vec<(Sku, ShardCounts)>,
+    /// Per item, the counters of each wave (one entry for an item without waves).
+    pub waves: Vec<Vec<ShardCounts>>,
+}
+
+/// The counters of each wave of `item`, from all its shards as read.
+pub fn wave_counts(item: &crate::domain::campaign::CampaignItem, shards: &[ShardCounts]) -> Vec<ShardCounts> {
+    (0..usize::from(item.wave_count()))
+        .map(|w| {
+            let r = item.wave_shards(w);
+            sum(shards.get(usize::from(r.start)..usize::from(r.end).min(shards.len())).unwrap_or(&[]))
+        })
+        .collect()
 }
 
 /// `consistent` for admin answers; public reads are eventually consistent.
 pub async fn view(app: &App, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<CampaignView>> {
     let Some(c) = app.stock.get_campaign(id, consistent).await? else { return Ok(None) };
-    let reads = c.items.iter().map(|i| app.stock.read_quota_shards(&c.id, &i.sku, i.shards, consistent));
+    let reads = c.items.iter().map(|i| app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), consistent));
     let counts = futures::future::try_join_all(reads).await?;
-    let items = c.items.iter().zip(counts).map(|(i, cs)| (i.sku.clone(), sum(&cs))).collect();
-    Ok(Some(CampaignView { campaign: c, items }))
+    let items = c.items.iter().zip(&counts).map(|(i, cs)| (i.sku.clone(), sum(cs))).collect();
+    let waves = c.items.iter().zip(&counts).map(|(i, cs)| wave_counts(i, cs)).collect();
+    Ok(Some(CampaignView { campaign: c, items, waves }))
 }
 
 /// Reconcile's campaign check: the quota identity of every item of every campaign (consistent
@@ -260,13 +284,11 @@ pub async fn check_quotas(app: &App) -> anyhow::Result<Vec<crate::domain::invari
     }
     for c in campaigns {
         for i in &c.items {
-            items.push(crate::domain::invariants::CampaignItemSnapshot {
-                campaign: c.id.clone(),
-                sku: i.sku.clone(),
-                quota: i.quota,
-                per_user_limit: i.per_user_limit,
-                shards: app.stock.read_quota_shards(&c.id, &i.sku, i.shards, true).await?,
+            let shards = app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
+            let snapshot = crate::domain::invariants::CampaignItemSnapshot::of(&c.id, i, |n| {
+                shards.get(usize::from(n)).copied().unwrap_or_default()
             });
+            items.push(snapshot);
         }
     }
     Ok(crate::domain::invariants::check_quota_identity(&items))

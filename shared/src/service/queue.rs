@@ -206,7 +206,7 @@ pub async fn stock_of(app: &App, c: &Campaign) -> anyhow::Result<Stock> {
     let mut held = false;
     let mut selling = false;
     for i in &c.items {
-        let quota = app.stock.read_quota_shards(&c.id, &i.sku, i.shards, false).await?;
+        let quota = app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), false).await?;
         let q_available: i64 = quota.iter().map(|s| s.available).sum();
         held |= quota.iter().map(|s| s.locked).sum::<i64>() > 0;
         if q_available <= 0 {

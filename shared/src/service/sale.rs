@@ -224,6 +224,8 @@ pub struct Stats {
     pub at_ms: i64,
     /// Per item: (sku, quota, available, locked, sold), read consistently.
     pub items: Vec<(Sku, i64, i64, i64, i64)>,
+    /// Per item, each wave's counters (docs/campaigns.md, "Waves"; one entry without waves).
+    pub waves: Vec<Vec<crate::domain::invariants::ShardCounts>>,
     pub refusals: BTreeMap<String, i64>,
     pub orders: BTreeMap<String, i64>,
     /// The last 60 seconds: (second, checkouts).
@@ -237,10 +239,12 @@ pub async fn stats(app: &App, c: &Campaign) -> anyhow::Result<Stats> {
     flush(app, true).await;
     let now = clock::now_s();
     let mut items = Vec::new();
+    let mut waves = Vec::new();
     for i in &c.items {
-        let shards = app.stock.read_quota_shards(&c.id, &i.sku, i.shards, true).await?;
+        let shards = app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
         let (a, l, s) = shards.iter().fold((0, 0, 0), |(a, l, s), x| (a + x.available, l + x.locked, s + x.sold));
         items.push((i.sku.clone(), i.quota, a, l, s));
+        waves.push(super::campaigns::wave_counts(i, &shards));
     }
     let windows: Vec<String> =
         ((now - RECENT_S).div_euclid(WINDOW_S)..=now.div_euclid(WINDOW_S)).map(|w| format!("{}#{w}", c.id)).collect();
@@ -272,6 +276,7 @@ pub async fn stats(app: &App, c: &Campaign) -> anyhow::Result<Stats> {
     Ok(Stats {
         at_ms: clock::now_ms(),
         items,
+        waves,
         refusals: pick("r_"),
         orders: pick("o_"),
         per_second: per_second.into_iter().collect(),

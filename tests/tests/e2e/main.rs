@@ -28,4 +28,5 @@ mod store_contract;
 mod stripe;
 mod supplier;
 mod waitlist;
+mod waves;
 mod webhook_keys;

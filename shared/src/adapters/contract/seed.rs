@@ -201,6 +201,7 @@ pub(super) fn campaign(
         paused: false,
         items: vec![CampaignItem {
             reserve: false,
+            waves: None,
             admission_rate: None,
             sku: sku.clone(),
             price: None,

@@ -6,7 +6,6 @@ use super::item::{get_n, get_s, n, s, values, Item};
 use super::stock::{
     classify, put, quota_pk, stamped, update, update_stamped, versioned_put, Cancel, DynamoStock, Role,
 };
-use crate::domain::allocation::spread;
 use crate::domain::campaign::{Campaign, CampaignItem};
 use crate::domain::journal::Cause;
 use crate::domain::CampaignId;
@@ -76,14 +75,15 @@ impl DynamoStock {
             None => {
                 items.push(put(t, stamped(encode(c)?, by), "attribute_not_exists(pk)")?);
                 for item in &c.items {
-                    for (i, av) in spread(item.quota, item.shards).into_iter().enumerate() {
+                    // each wave's shards carry the wave's window (docs/campaigns.md, "Waves")
+                    for (i, (sa, ea, av)) in item.shard_layout((c.starts_at, c.ends_at)).into_iter().enumerate() {
                         let shard = values([
                             ("pk", s(quota_pk(&c.id, &item.sku, i as u16))),
                             ("av", n(av)),
                             ("lk", n(0)),
                             ("sd", n(0)),
-                            ("sa", n(c.starts_at)),
-                            ("ea", n(c.ends_at)),
+                            ("sa", n(sa)),
+                            ("ea", n(ea)),
                             ("ps", AttributeValue::Bool(c.paused)),
                         ]);
                         items.push(put(t, shard, "attribute_not_exists(pk)")?);
@@ -93,17 +93,13 @@ impl DynamoStock {
             Some(v) => {
                 items.push(versioned_put(t, stamped(encode(c)?, by), v)?);
                 for item in &c.items {
-                    for i in 0..item.shards {
+                    for (i, (sa, ea, _)) in item.shard_layout((c.starts_at, c.ends_at)).into_iter().enumerate() {
                         items.push(update(
                             t,
-                            quota_pk(&c.id, &item.sku, i),
+                            quota_pk(&c.id, &item.sku, i as u16),
                             "SET sa = :sa, ea = :ea, ps = :ps",
                             Some("attribute_exists(pk)"),
-                            values([
-                                (":sa", n(c.starts_at)),
-                                (":ea", n(c.ends_at)),
-                                (":ps", AttributeValue::Bool(c.paused)),
-                            ]),
+                            values([(":sa", n(sa)), (":ea", n(ea)), (":ps", AttributeValue::Bool(c.paused))]),
                         )?);
                     }
                 }

@@ -24,7 +24,7 @@ use super::after_sale::{
 };
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
-    QueueRequest,
+    QueueRequest, WaveRequest, WaveView,
 };
 use super::orders::{
     CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, RefundReviewView,
@@ -146,6 +146,7 @@ impl Modify for Security {
                        ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult,
                        StripeEvent, StripeEventData, StripeAnswer, StripeResult,
                        CampaignItemRequest, CampaignRequest, CampaignAdjustmentRequest, CampaignItemView,
+                       WaveRequest, WaveView,
                        CampaignViewBody, Availability, ReasonRequest, ShipRequest, ReturnReceivedRequest,
                        RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
                        LockLineView, PaymentView, RefundView,

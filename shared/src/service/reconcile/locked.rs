@@ -223,7 +223,7 @@ async fn campaign_items(app: &App, s: &mut LockSums, full: bool, rep: &mut Recon
             let key = item_key(&c.id, &i.sku);
             let g = lock_group(&key);
             if full || s.q_focus.contains(&(g as u32)) {
-                items.push((c.id.clone(), i.sku, i.shards, key, g));
+                items.push((c.id.clone(), i.sku.clone(), i.quota_shards(), key, g));
             }
         }
     }

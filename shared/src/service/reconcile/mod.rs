@@ -105,6 +105,8 @@ pub struct ReconcileReport {
     pub reviews_overdue: usize,
     /// Ring-fenced units returned to their SKUs after their campaign ended.
     pub fenced_units_returned: i64,
+    /// Unsold units of ended waves rolled into the next wave (docs/campaigns.md, "Waves").
+    pub wave_units_rolled: i64,
 }
 
 impl ReconcileReport {
@@ -142,6 +144,7 @@ impl ReconcileReport {
         self.refunds_settled += o.refunds_settled;
         self.reviews_overdue += o.reviews_overdue;
         self.fenced_units_returned += o.fenced_units_returned;
+        self.wave_units_rolled += o.wave_units_rolled;
     }
 }
 

@@ -331,6 +331,7 @@ async fn quota_locked_equals_the_frozen_campaign_pieces_per_item_and_a_planted_m
         let items: Vec<CampaignItem> = (0..4)
             .map(|k| CampaignItem {
                 reserve: false,
+                waves: None,
                 admission_rate: None,
                 sku: Sku::parse(&format!("S{:03}", (c + k * 7) % skus)).unwrap(),
                 price: None,

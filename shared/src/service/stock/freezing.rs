@@ -75,9 +75,11 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
                 limits.per_campaign_item.insert(sku.clone(), limit);
             }
             let shards = item.shards.clamp(1, MAX_SHARDS);
+            // the wave selling now (docs/campaigns.md, "Waves"); its shards' window copies judge
+            let first = item.wave_shards(item.wave_at(clock::now_s()).unwrap_or(0)).start;
             campaign_line = Some(CampaignLine {
                 campaign_id: cid.clone(),
-                pieces: vec![Piece { shard: start_shard(req.id.as_str(), sku, shards), quantity: q }],
+                pieces: vec![Piece { shard: first + start_shard(req.id.as_str(), sku, shards), quantity: q }],
                 limited,
             });
         }

@@ -30,10 +30,20 @@ pub(super) async fn resplit_quota(app: &App, r: &mut Reservation, sku: &Sku) -> 
         app.count(names::FREEZE_REFUSED, 1);
         return Err(gate_error(g, sku));
     }
-    let counts = app.stock.read_quota_shards(&c.id, sku, item.shards, true).await?;
+    // a waved item sells only in the wave whose window holds now (docs/campaigns.md, "Waves"):
+    // between waves it is not started, after the last ended — for this item only, so nothing
+    // is marked closed for the campaign's other items
+    let wave = match item.wave_at(now_s) {
+        Ok(w) => w,
+        Err(g) => {
+            app.count(names::FREEZE_REFUSED, 1);
+            return Err(gate_error(g, sku));
+        }
+    };
+    let counts = app.stock.read_quota_shards(&c.id, sku, item.quota_shards(), true).await?;
     let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
     let shards = item.shards.clamp(1, MAX_SHARDS);
-    match split(&available, start_shard(r.id.as_str(), sku, shards), line.quantity) {
+    match item.split_in_wave(wave, &available, start_shard(r.id.as_str(), sku, shards), line.quantity) {
         Ok(pieces) => {
             cl.pieces = pieces;
             Ok(())

@@ -93,15 +93,9 @@ pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
         .collect();
     for c in campaigns {
         for i in &c.items {
-            campaign_counters.items.push(CampaignItemSnapshot {
-                campaign: c.id.clone(),
-                sku: i.sku.clone(),
-                quota: i.quota,
-                per_user_limit: i.per_user_limit,
-                shards: (0..i.shards)
-                    .map(|n| shards.get(&quota_pk(&c.id, &i.sku, n)).copied().unwrap_or_default())
-                    .collect(),
-            });
+            campaign_counters.items.push(CampaignItemSnapshot::of(&c.id, i, |n| {
+                shards.get(&quota_pk(&c.id, &i.sku, n)).copied().unwrap_or_default()
+            }));
         }
     }
     Ok(StockDump { skus, reservations, user_counters, campaigns: campaign_counters, codes })

@@ -2,7 +2,6 @@
 
 use super::{quota_key, stamp_key, validate_items, MemoryStock, QuotaShard, State};
 use crate::adapters::memory::lock;
-use crate::domain::allocation::spread;
 use crate::domain::campaign::Campaign;
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::Cause;
@@ -43,14 +42,14 @@ impl Campaigns for MemoryStock {
             return Ok(false);
         }
         for item in &c.items {
-            let initial = spread(item.quota, item.shards);
-            for i in 0..item.shards {
-                let q = s.quota.entry((c.id.clone(), item.sku.clone(), i)).or_insert_with(|| QuotaShard {
-                    counts: ShardCounts { available: initial[usize::from(i)], locked: 0, sold: 0 },
+            // each wave's shards carry the wave's window (docs/campaigns.md, "Waves")
+            for (i, (sa, ea, av)) in item.shard_layout((c.starts_at, c.ends_at)).into_iter().enumerate() {
+                let q = s.quota.entry((c.id.clone(), item.sku.clone(), i as u16)).or_insert_with(|| QuotaShard {
+                    counts: ShardCounts { available: av, locked: 0, sold: 0 },
                     ..QuotaShard::default()
                 });
-                q.starts_at = c.starts_at;
-                q.ends_at = c.ends_at;
+                q.starts_at = sa;
+                q.ends_at = ea;
                 q.paused = c.paused;
             }
         }

@@ -373,14 +373,10 @@ impl MemoryStock {
             .campaigns
             .values()
             .flat_map(|c| {
-                c.items.iter().map(|i| crate::domain::invariants::CampaignItemSnapshot {
-                    campaign: c.id.clone(),
-                    sku: i.sku.clone(),
-                    quota: i.quota,
-                    per_user_limit: i.per_user_limit,
-                    shards: (0..i.shards)
-                        .map(|n| s.quota.get(&(c.id.clone(), i.sku.clone(), n)).map(|q| q.counts).unwrap_or_default())
-                        .collect(),
+                c.items.iter().map(|i| {
+                    crate::domain::invariants::CampaignItemSnapshot::of(&c.id, i, |n| {
+                        s.quota.get(&(c.id.clone(), i.sku.clone(), n)).map(|q| q.counts).unwrap_or_default()
+                    })
                 })
             })
             .collect();
