@@ -23,6 +23,15 @@ async fn waves(s: &Stack, id: &str) -> Vec<Value> {
     a.body["items"][0]["waves"].as_array().cloned().unwrap_or_else(|| panic!("waves in {}", a.body))
 }
 
+/// (requests, write units) of the writes whose item kinds include `kind` (adapters::usage).
+fn writes_of(kind: &str) -> (u64, f64) {
+    let u = holdfast::adapters::usage::snapshot();
+    u.writes
+        .iter()
+        .filter(|(k, _)| k.split(['+', ' ']).any(|p| p == kind))
+        .fold((0, 0.0), |(n, w), (_, x)| (n + x.requests, w + x.write_units))
+}
+
 fn line(sku: &str, id: &str, q: u32) -> Value {
     json!([{"sku": sku, "quantity": q, "campaign_id": id}])
 }
@@ -55,9 +64,17 @@ async fn a_waves_quota_sells_out_while_the_next_waves_is_untouched() {
     assert_eq!(counters(&s.view("WAVE").await), (97, 3, 0), "only wave 1's units left the SKU");
     // wave 2 opens: it sells its own quota
     advance_clock(Duration::from_secs(61));
+    let before = writes_of("CQ");
     for i in 0..4 {
         assert_eq!(s.order(&format!("late-{i}"), "k", line("WAVE", "drop", 1)).await.status, 201);
     }
+    let after = writes_of("CQ");
+    // what a waved checkout's freeze writes (printed; the same items as any campaign line's)
+    eprintln!(
+        "waved freeze: {:.1} WRU per transaction over {} transactions",
+        (after.1 - before.1) / (after.0 - before.0).max(1) as f64,
+        after.0 - before.0
+    );
     assert_eq!(s.order("late-x", "k", line("WAVE", "drop", 1)).await.body["code"], "campaign_quota_exhausted");
     let w = waves(&s, "drop").await;
     assert_eq!((counters(&w[0]), counters(&w[1])), ((0, 3, 0), (0, 4, 0)));
@@ -83,8 +100,11 @@ async fn with_unsold_roll_an_ended_waves_remainder_appears_in_the_next_wave() {
     let first = s.order_id("early-a", "k", line("ROLL", "rolling", 1)).await;
     assert_eq!(s.order("early-b", "k", line("ROLL", "rolling", 1)).await.status, 201);
     advance_clock(Duration::from_secs(31));
+    let before = writes_of("CADJ");
     let report = s.reconcile().await;
     assert_eq!(report["wave_units_rolled"], 3, "{report}");
+    let after = writes_of("CADJ");
+    eprintln!("wave roll: {:.1} WRU in {} transaction(s)", after.1 - before.1, after.0 - before.0);
     let w = waves(&s, "rolling").await;
     assert_eq!((counters(&w[0]), &w[0]["rolled_out"]), ((0, 2, 0), &json!(3)));
     assert_eq!((counters(&w[1]), &w[1]["rolled_in"], &w[1]["quota"]), ((5, 0, 0), &json!(3), &json!(2)));
@@ -107,33 +127,30 @@ async fn bad_waves_are_refused_by_name_and_nothing_is_written() {
     s.sku("BAD", 100, 10, 1, None).await;
     let before = s.fingerprint().await;
     let w = |a: i64, b: i64, q: i64| json!({"starts_at": at(a), "ends_at": at(b), "quota": q});
-    // a rule broken: 422 `validation_failed` naming `items.waves` (as every campaign rule); a
-    // body that does not parse: 400
+    // each answers 422 `validation_failed` naming the field: a broken wave rule `items.waves`,
+    // the shard budget and a body that does not parse `items`
     let cases = [
-        ("overlapping", json!({"sku": "BAD", "waves": [w(0, 100, 1), w(50, 200, 1)]}), 422),
-        ("unordered", json!({"sku": "BAD", "waves": [w(100, 200, 1), w(0, 50, 1)]}), 422),
-        ("outside the window", json!({"sku": "BAD", "waves": [w(0, 9000, 1)]}), 422),
-        ("no quota", json!({"sku": "BAD", "waves": [w(0, 100, 0)]}), 422),
-        ("quota not their sum", json!({"sku": "BAD", "quota": 5, "waves": [w(0, 100, 1)]}), 422),
+        ("overlapping", json!({"sku": "BAD", "waves": [w(0, 100, 1), w(50, 200, 1)]}), "items.waves"),
+        ("unordered", json!({"sku": "BAD", "waves": [w(100, 200, 1), w(0, 50, 1)]}), "items.waves"),
+        ("outside the window", json!({"sku": "BAD", "waves": [w(0, 9000, 1)]}), "items.waves"),
+        ("no quota", json!({"sku": "BAD", "waves": [w(0, 100, 0)]}), "items.waves"),
+        ("quota not their sum", json!({"sku": "BAD", "quota": 5, "waves": [w(0, 100, 1)]}), "items.waves"),
         (
             "over the shard budget",
             json!({"sku": "BAD", "shards": 33, "waves": [w(0, 9, 1), w(10, 19, 1), w(20, 29, 1)]}),
-            422,
+            "items",
         ),
-        ("unsold without waves", json!({"sku": "BAD", "quota": 1, "unsold": "roll"}), 400),
-        ("an unknown unsold", json!({"sku": "BAD", "unsold": "keep", "waves": [w(0, 100, 1)]}), 400),
+        ("unsold without waves", json!({"sku": "BAD", "quota": 1, "unsold": "roll"}), "items"),
+        ("an unknown unsold", json!({"sku": "BAD", "unsold": "keep", "waves": [w(0, 100, 1)]}), "items[0].unsold"),
     ];
-    for (why, item, status) in cases {
+    for (why, item, field) in cases {
         let a = put_campaign(&s, "bad", item).await;
-        assert_eq!(a.status, status, "{why}: {}", a.body);
-        if status == 422 {
-            let field = if why == "over the shard budget" { "items" } else { "items.waves" };
-            assert_eq!(
-                (a.body["code"].as_str(), a.body["field"].as_str()),
-                (Some("validation_failed"), Some(field)),
-                "{why}"
-            );
-        }
+        assert_eq!(a.status, 422, "{why}: {}", a.body);
+        assert_eq!(
+            (a.body["code"].as_str(), a.body["field"].as_str()),
+            (Some("validation_failed"), Some(field)),
+            "{why}"
+        );
     }
     assert_eq!(s.get("/campaigns/bad", None).await.status, 404);
     assert_eq!(s.fingerprint().await, before, "a refused campaign wrote something");

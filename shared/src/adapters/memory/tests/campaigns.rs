@@ -198,3 +198,18 @@ async fn return_waves_keep_their_remainder_and_bad_waves_write_nothing() {
     assert_eq!(waves_of(&app).await, vec![((4, 0, 0), 4), ((2, 0, 0), 2)]);
     assert_invariants(&w);
 }
+
+#[tokio::test]
+async fn an_adjustment_of_a_waved_item_changes_the_wave_selling_now() {
+    let (app, w) = world(&[(meta("A", 2, None), &[50, 50])]);
+    waved_sale(&app, Unsold::Return, &[(-100, 3600, 3), (3600, 7200, 5)]).await.unwrap();
+    assert!(camp::adjust(&app, &cid(), &sku("A"), "more", 2, "demand", None).await.unwrap());
+    assert_eq!(waves_of(&app).await, vec![((5, 0, 0), 5), ((5, 0, 0), 5)]);
+    let short = camp::adjust(&app, &cid(), &sku("A"), "less", -6, "oops", None).await;
+    assert!(matches!(short, Err(camp::CampaignError::Insufficient(_))), "wave 2's units are not wave 1's: {short:?}");
+    assert!(camp::adjust(&app, &cid(), &sku("A"), "less", -5, "none left", None).await.unwrap());
+    assert_eq!(waves_of(&app).await, vec![((0, 0, 0), 0), ((5, 0, 0), 5)]);
+    let v = camp::view(&app, &cid(), true).await.unwrap().unwrap();
+    assert_eq!(v.campaign.items[0].quota, 5);
+    assert_invariants(&w);
+}
