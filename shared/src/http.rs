@@ -76,10 +76,16 @@ pub enum Code {
     /// A SKU whose kind has no waitlist (calendar, bundle, code pool, unlimited, pay-time,
     /// supplier).
     NotWaitlistable,
+    /// A code redeemed once is redeemed again (docs/code-pools.md, "Redemption").
+    AlreadyRedeemed,
+    /// A code past its expire time (docs/code-pools.md, "Expiry").
+    CodeExpired,
+    /// A refund of an order whose code was redeemed: never refunded.
+    CodesRedeemed,
 }
 
 impl Code {
-    pub const ALL: [Code; 44] = [
+    pub const ALL: [Code; 47] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -124,6 +130,9 @@ impl Code {
         Code::WaitlistFull,
         Code::TooManyWaitlists,
         Code::NotWaitlistable,
+        Code::AlreadyRedeemed,
+        Code::CodeExpired,
+        Code::CodesRedeemed,
     ];
 
     /// (status, code, title)
@@ -173,6 +182,9 @@ impl Code {
             Code::WaitlistFull => (409, "waitlist_full", "Waitlist full"),
             Code::TooManyWaitlists => (409, "too_many_waitlists", "Too many waitlists"),
             Code::NotWaitlistable => (422, "not_waitlistable", "SKU has no waitlist"),
+            Code::AlreadyRedeemed => (409, "already_redeemed", "Code already redeemed"),
+            Code::CodeExpired => (409, "code_expired", "Code expired"),
+            Code::CodesRedeemed => (409, "codes_redeemed", "A code was redeemed; never refunded"),
         }
     }
 

@@ -47,6 +47,10 @@ pub mod names {
     pub const CODE_CLAIM_RETRIES: &str = "CodeClaimRetries";
     /// Codes refused at upload because the pool already held them.
     pub const CODE_DUPLICATES: &str = "CodeDuplicatesRefused";
+    /// A sold code was redeemed by the merchant (docs/code-pools.md, "Redemption").
+    pub const CODES_REDEEMED: &str = "CodesRedeemed";
+    /// Claimed codes retired unsold because they expired (docs/code-pools.md, "Expiry").
+    pub const CODES_EXPIRED: &str = "CodesExpired";
     /// A failed checkout could not give its claimed codes back (reconcile returns them).
     pub const CODES_NOT_GIVEN_BACK: &str = "CodesNotGivenBack";
     pub const ORDERS_AUTO_COMPLETED: &str = "OrdersAutoCompleted";

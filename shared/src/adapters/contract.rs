@@ -33,7 +33,7 @@ pub use checks::{
     batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, queues, stop_sale,
     stop_sale_on_new_shards,
 };
-pub use codes::{adjustment_pairs, adjustments, code_pools};
+pub use codes::{adjustment_pairs, adjustments, code_lifecycle, code_pools};
 use seed::*;
 pub use waitlists::waitlists;
 pub use waves::waves;
@@ -56,6 +56,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("stop_sale", |s, _, p| Box::pin(stop_sale(s, p))),
     ("stop_sale_on_new_shards", |s, _, p| Box::pin(stop_sale_on_new_shards(s, p))),
     ("code_pools", |s, _, p| Box::pin(code_pools(s, p))),
+    ("code_lifecycle", |s, _, p| Box::pin(code_lifecycle(s, p))),
     ("adjustments", |s, _, p| Box::pin(adjustments(s, p))),
     ("adjustment_pairs", |s, _, p| Box::pin(adjustment_pairs(s, p))),
     ("batched_reads", |s, _, p| Box::pin(batched_reads(s, p))),

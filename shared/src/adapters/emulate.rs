@@ -486,6 +486,15 @@ impl<S: StockStore + ?Sized> CodePools for Emulated<S> {
     async fn settle_codes(&self, id: &ReservationId, fate: CodeFate) -> anyhow::Result<Option<CodeFate>> {
         self.inner.settle_codes(id, fate).await
     }
+    async fn redeem_code(&self, id: &ReservationId, sku: &Sku, slot: (u16, u64), at_ms: i64) -> anyhow::Result<bool> {
+        self.inner.redeem_code(id, sku, slot, at_ms).await
+    }
+    async fn retire_codes(
+        &self,
+        retire: &crate::domain::codes::CodeRetire,
+    ) -> anyhow::Result<Result<(), AdjustRejection>> {
+        self.inner.retire_codes(retire).await
+    }
 }
 
 #[async_trait]

@@ -7,6 +7,7 @@
 pub mod after_sale;
 pub mod body;
 pub mod campaigns;
+pub mod codes;
 pub mod fields;
 pub mod orders;
 pub mod payments;

@@ -239,6 +239,13 @@ mod tests {
 pub struct OrderCode {
     pub sku: String,
     pub code: String,
+    /// `VALID`, `REDEEMED` or `EXPIRED` (docs/code-pools.md, "Redemption", "Expiry").
+    #[schema(example = "VALID")]
+    pub state: &'static str,
+    /// When the code stops being valid (RFC 3339); null when it never expires.
+    pub expire_time: Option<String>,
+    /// When the merchant redeemed it (RFC 3339); null until then.
+    pub redeemed_at: Option<String>,
 }
 
 /// `GET /orders/{order_id}/codes`: the codes of a paid order, for its owner only.

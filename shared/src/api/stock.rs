@@ -357,6 +357,11 @@ pub struct CodeBatchRequest {
     /// 1..=1000 codes, each 1..=128 characters, no control characters, no surrounding spaces.
     #[schema(min_items = 1, max_items = 1000)]
     pub codes: Vec<String>,
+    /// When the batch's codes expire (RFC 3339, in the future): from then on they are never sold
+    /// nor redeemed, and their owners see them `EXPIRED` (docs/code-pools.md, "Expiry"). Absent:
+    /// they never expire.
+    #[serde(default)]
+    pub expire_time: Option<String>,
 }
 
 /// What a batch upload did. Duplicates (already in the pool, or twice in the batch) are
@@ -375,8 +380,10 @@ pub struct CodeBatchView {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CodePoolView {
     pub sku: String,
-    /// Codes ever uploaded; `available + locked + sold` equals it.
+    /// Codes ever uploaded; `available + locked + sold + expired` equals it.
     pub uploaded: i64,
+    /// Codes retired unsold because they expired (docs/code-pools.md, "Expiry").
+    pub expired: i64,
     pub available: i64,
     pub locked: i64,
     pub sold: i64,
@@ -390,6 +397,7 @@ impl From<&crate::service::codes::PoolSummary> for CodePoolView {
         CodePoolView {
             sku: p.sku.to_string(),
             uploaded: p.uploaded,
+            expired: p.expired,
             available: p.available,
             locked: p.locked,
             sold: p.sold,

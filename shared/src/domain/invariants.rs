@@ -8,6 +8,8 @@ use super::reservation::{CodeFate, LockStatus, Reservation, ReservationKind};
 use super::{CampaignId, OrderId, Sku, UserId};
 use std::collections::HashMap;
 
+mod redeemed;
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShardCounts {
     pub available: i64,
@@ -141,7 +143,8 @@ pub enum Violation {
 }
 
 /// The counting half of the code pool identity (what reconcile checks without reading codes or
-/// locks): each shard's ring holds exactly its `available` codes, and codes uploaded = stocked.
+/// locks): each shard's ring holds exactly its `available` codes, and codes uploaded − codes
+/// retired because they expired = stocked.
 pub fn check_ring_identity(snap: &SkuSnapshot, rings: &[super::codes::Ring]) -> Vec<Violation> {
     let bad = |detail: String| Violation::CodePool { sku: snap.sku.clone(), detail };
     let mut out = Vec::new();
@@ -152,8 +155,9 @@ pub fn check_ring_identity(snap: &SkuSnapshot, rings: &[super::codes::Ring]) -> 
         }
     }
     let uploaded: i64 = rings.iter().map(|g| g.uploaded as i64).sum();
-    if uploaded != snap.stocked {
-        out.push(bad(format!("{uploaded} codes uploaded but stocked = {}", snap.stocked)));
+    let expired: i64 = rings.iter().map(|g| g.expired as i64).sum();
+    if uploaded - expired != snap.stocked {
+        out.push(bad(format!("{uploaded} codes uploaded, {expired} retired expired, but stocked = {}", snap.stocked)));
     }
     out
 }
@@ -164,6 +168,8 @@ pub struct CodePools {
     pub pools: Vec<Sku>,
     pub rings: HashMap<(Sku, u16), super::codes::Ring>,
     pub slots: HashMap<(Sku, u16, u64), String>,
+    /// The slots whose code was redeemed (docs/code-pools.md, "Redemption").
+    pub redeemed: std::collections::HashSet<(Sku, u16, u64)>,
 }
 
 /// Code pool identity: for every pool, each shard's ring holds exactly its `available` codes;
@@ -193,9 +199,12 @@ pub fn check_code_pools(skus: &[SkuSnapshot], c: &CodePools, locks: &[Reservatio
         }
         // shown codes are the buyer's for good: their lock is never released (a reveal needs a
         // SOLD lock, and a SOLD lock is only ever restocked, which leaves codes sold)
-        for r in locks.iter().filter(|r| r.code_fate == Some(CodeFate::Revealed) && r.status == LockStatus::Released) {
+        let shown =
+            |r: &Reservation| matches!(r.code_fate, Some(CodeFate::Revealed | CodeFate::Voided | CodeFate::Redeemed));
+        for r in locks.iter().filter(|r| shown(r) && r.status == LockStatus::Released) {
             out.push(bad(format!("lock {}: its codes were shown, yet it is released", r.id)));
         }
+        out.extend(redeemed::check_redeemed(p, c, locks));
         for r in locks.iter().filter(|r| r.status != LockStatus::Released) {
             for l in r.lines.iter().filter(|l| &l.sku == p) {
                 for g in l.codes.iter().flatten() {

@@ -438,7 +438,12 @@ mod tests {
             })
             .collect();
         assert_eq!(slots, vec![(0, 7), (0, 8), (1, 3)]);
-        let code = |f: &str| StoredCode { fingerprint: f.into(), kid: "k".into(), sealed: "x".into() };
+        let code = |f: &str| StoredCode {
+            fingerprint: f.into(),
+            kid: "k".into(),
+            sealed: "x".into(),
+            ..StoredCode::default()
+        };
         let back = |shard, tail, n: usize| CodeAppend {
             cell: sku("A"),
             shard,

@@ -243,7 +243,8 @@ pub struct Reservation {
 }
 
 /// The one-way fate of a SOLD code lock's codes: the first of a reveal and a buyer's refund
-/// wins, and the other is refused from then on.
+/// wins, and the other is refused from then on; a revealed lock is then either voided (refunded)
+/// or redeemed, never both. Which move is allowed is `domain::codes::lifecycle::fate_may_become`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CodeFate {
@@ -252,6 +253,12 @@ pub enum CodeFate {
     Revealed,
     /// The buyer refunded before seeing them: they are never shown.
     Withdrawn,
+    /// Shown, then refunded by an operator or an approved refund review: never shown again
+    /// (docs/payments.md, "Refund review").
+    Voided,
+    /// Shown, and at least one of them redeemed by the merchant (docs/code-pools.md,
+    /// "Redemption"): the order is never refunded.
+    Redeemed,
 }
 
 impl CodeFate {
@@ -259,6 +266,8 @@ impl CodeFate {
         match self {
             CodeFate::Revealed => "REVEALED",
             CodeFate::Withdrawn => "WITHDRAWN",
+            CodeFate::Voided => "VOIDED",
+            CodeFate::Redeemed => "REDEEMED",
         }
     }
 
@@ -266,6 +275,8 @@ impl CodeFate {
         match s {
             "REVEALED" => Some(CodeFate::Revealed),
             "WITHDRAWN" => Some(CodeFate::Withdrawn),
+            "VOIDED" => Some(CodeFate::Voided),
+            "REDEEMED" => Some(CodeFate::Redeemed),
             _ => None,
         }
     }

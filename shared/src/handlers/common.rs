@@ -21,6 +21,7 @@ pub fn code_problem(e: CodeError) -> Problem {
             Problem::new(Code::IdempotencyKeyReused, "this batch_id was already used with other codes")
                 .field("batch_id")
         }
+        e @ CodeError::BadExpiry(_) => Problem::validation(e.to_string()).field("expire_time"),
         CodeError::OrderNotFound => Problem::not_found("no such order"),
         e @ CodeError::NotPaid(_) => Problem::new(Code::NotPaid, e.to_string()),
         e @ (CodeError::CodesReturned | CodeError::CodesWithdrawn) => {

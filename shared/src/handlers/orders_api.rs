@@ -8,7 +8,7 @@ use crate::api::after_sale::{
 };
 use crate::api::orders::{OrderCode, OrderCodes, OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
 use crate::api::payments::{PaymentStarted, SettlementReport, StartPaymentRequest};
-use crate::api::{Auth, Route, ADMIN_ORDERS, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
+use crate::api::{Auth, Route, ADMIN_CODES, ADMIN_ORDERS, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::order::OrderRecord;
 use crate::domain::{OrderId, ReservationId};
@@ -35,6 +35,8 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/orders/{order_id}/return-received", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/cancel", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/refund-decision", Auth::AnyScope(ADMIN_ORDERS)),
+    // the merchant's redemption system holds the codes scope, not the orders one (docs/code-pools.md)
+    Route::new("POST /admin/orders/{order_id}/codes/redeem", Auth::AnyScope(ADMIN_CODES)),
     Route::new("GET /admin/refund-reviews", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("GET /admin/settlement/{date}", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/settlement/{date}/run", Auth::AnyScope(ADMIN_ORDERS)),
@@ -90,6 +92,7 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
                 .map_err(order_problem)?;
             Ok(json_response(200, &OrderView::from(&o)))
         }
+        "POST /admin/orders/{order_id}/codes/redeem" => redeem_code(app, &req).await,
         "GET /admin/refund-reviews" => refund_reviews(app, &req).await,
         "GET /admin/settlement/{date}" => settlement(app, &req, false).await,
         "POST /admin/settlement/{date}/run" => {
@@ -120,6 +123,7 @@ fn order_problem(e: OrderError) -> Problem {
         OrderError::Refused(r) => match r {
             StockRefusal::StockLost => Problem::new(Code::Oversold, r.to_string()),
             StockRefusal::NotConfirmed => Problem::invalid_transition(r.to_string()),
+            StockRefusal::CodesRedeemed => Problem::new(Code::CodesRedeemed, r.to_string()),
         },
         e @ OrderError::PaymentProcessing => Problem::new(Code::PaymentProcessing, e.to_string()),
         e @ OrderError::StaleDecision => Problem::new(Code::StaleDecision, e.to_string()),
@@ -141,12 +145,33 @@ async fn get(app: &App, req: &Request) -> Result<Response, Problem> {
 async fn codes(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
     let id = order_id(req)?;
-    let codes = crate::service::codes::reveal(app, &user, &id).await.map_err(super::common::code_problem)?;
-    let codes = codes.into_iter().map(|(sku, code)| OrderCode { sku: sku.to_string(), code }).collect();
+    let codes = crate::service::codes::reveal_codes(app, &user, &id).await.map_err(super::common::code_problem)?;
+    let codes = codes.into_iter().map(OrderCode::from).collect();
     let mut r = json_response(200, &OrderCodes { order_id: id.to_string(), codes });
     // a code is a bearer secret: no shared cache may keep it
     r.headers.insert(::http::header::CACHE_CONTROL, ::http::header::HeaderValue::from_static("private, no-store"));
     Ok(r)
+}
+
+/// `POST /admin/orders/{order_id}/codes/redeem`: one of the order's codes redeemed, once
+/// (docs/code-pools.md, "Redemption"). The code is in the body, never in a log line.
+async fn redeem_code(app: &App, req: &Request) -> Result<Response, Problem> {
+    use crate::api::codes::{CodeRedemption, RedeemCodeRequest};
+    use crate::service::codes::redeem::{redeem, RedeemError};
+    let b: RedeemCodeRequest = typed_body(req, app.config.max_body_bytes)?;
+    let r = redeem(app, &order_id(req)?, &b.code).await.map_err(|e| match e {
+        e @ RedeemError::BadCode(_) => Problem::validation(e.to_string()).field("code"),
+        RedeemError::OrderNotFound => Problem::not_found("no such order"),
+        e @ RedeemError::CodeNotFound => Problem::not_found(e.to_string()),
+        e @ RedeemError::AlreadyRedeemed(_) => Problem::new(Code::AlreadyRedeemed, e.to_string()),
+        e @ RedeemError::Expired(_) => Problem::new(Code::CodeExpired, e.to_string()),
+        e @ RedeemError::Voided => Problem::new(Code::CodesVoided, e.to_string()),
+        e @ RedeemError::NotRedeemable(_) => Problem::invalid_transition(e.to_string()),
+        RedeemError::Contention => Problem::new(Code::TemporarilyUnavailable, "contention; retry").retry_after(1),
+        RedeemError::Codes(e) => super::common::code_problem(e),
+        RedeemError::Store(e) => e.into(),
+    })?;
+    Ok(json_response(200, &CodeRedemption::from(&r)))
 }
 
 async fn cancel(app: &App, req: &Request) -> Result<Response, Problem> {

@@ -144,10 +144,17 @@ async fn upload_codes(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
     let b: CodeBatchRequest = typed_body(req, CODE_BATCH_BODY_BYTES)?;
     let actor = subject(req).ok();
-    let (r, created) =
-        crate::service::codes::upload(app, &sku, &b.batch_id, &b.codes, actor.as_ref().map(|a| a.as_str()))
-            .await
-            .map_err(super::common::code_problem)?;
+    let expires = match b.expire_time.as_deref() {
+        None => None,
+        Some(t) => Some(
+            crate::clock::parse_rfc3339(t)
+                .ok_or_else(|| Problem::validation("expire_time must be an RFC 3339 date-time").field("expire_time"))?,
+        ),
+    };
+    let actor = actor.as_ref().map(|a| a.as_str());
+    let (r, created) = crate::service::codes::upload_expiring(app, &sku, &b.batch_id, &b.codes, expires, actor)
+        .await
+        .map_err(super::common::code_problem)?;
     let view = CodeBatchView {
         sku: sku.to_string(),
         batch_id: b.batch_id,

@@ -57,12 +57,33 @@ pub trait CodePools: Send + Sync {
         result: &crate::domain::codes::BatchResult,
     ) -> anyhow::Result<()>;
     /// Records what becomes of a code lock's codes, once (docs/code-pools.md, "Reveal and
-    /// refund"): `Revealed` only on a SOLD lock, `Withdrawn` on a lock not yet released; either
-    /// only if no other fate is recorded. Returns the fate the lock holds afterwards (`None`:
-    /// no such lock, or not in a status that allows `fate`).
+    /// refund"), if `domain::codes::lifecycle::fate_may_become` allows it: `Revealed` only on a
+    /// SOLD lock, `Withdrawn` on a lock not yet released, either only first; `Voided` only after
+    /// `Revealed`. Returns the fate the lock holds afterwards (`None`: no such lock, or not in a
+    /// status that allows `fate`).
     async fn settle_codes(
         &self,
         id: &ReservationId,
         fate: crate::domain::reservation::CodeFate,
     ) -> anyhow::Result<Option<crate::domain::reservation::CodeFate>>;
+    /// Records that the code at `slot` of `sku`, held by lock `id`, was redeemed at `at_ms`, in one
+    /// transaction on the lock and the code (docs/code-pools.md, "Redemption"): the lock must be
+    /// SOLD with its codes REVEALED or REDEEMED (it becomes REDEEMED), the slot bound to `id`,
+    /// not redeemed yet and valid at `at_ms`. `false`: a condition failed and nothing was written.
+    async fn redeem_code(&self, id: &ReservationId, sku: &Sku, slot: (u16, u64), at_ms: i64) -> anyhow::Result<bool> {
+        let _ = (id, sku, slot, at_ms);
+        anyhow::bail!("this store keeps no redemptions")
+    }
+    /// Retires claimed codes of one shard past their expire time, in one transaction
+    /// (docs/code-pools.md, "Expiry"): each slot is marked expired if it is neither bound, nor
+    /// given back, nor retired, and expired at `now_ms`; the shard's `available` and the SKU's
+    /// `stocked` drop by their number (an adjustment, idempotent by its id) and the ring counts
+    /// them as `expired`.
+    async fn retire_codes(
+        &self,
+        retire: &crate::domain::codes::CodeRetire,
+    ) -> anyhow::Result<Result<(), AdjustRejection>> {
+        let _ = retire;
+        anyhow::bail!("this store cannot retire expired codes")
+    }
 }

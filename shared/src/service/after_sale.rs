@@ -382,16 +382,25 @@ async fn stock_allows(
     if !until_shown {
         return Ok(None);
     }
-    match app.stock.settle_codes(&rid, CodeFate::Withdrawn).await? {
-        // an operator may refund codes already shown; a buyer's refund waits for one (the
-        // simulator found an operator's refund that withdrew nothing, after which the buyer
-        // was shown the codes)
-        Some(CodeFate::Revealed) if buyer_refund && !crate::mutant!("p2-6-refund-after-reveal") => {
-            Ok(Some("codes_revealed"))
-        }
-        // withdrawn (now or by an earlier attempt), or a released lock whose codes went back
-        // to the pool unseen: the refund may go ahead
-        Some(CodeFate::Withdrawn | CodeFate::Revealed) | None => Ok(None),
+    // The rule is the codes' (domain::codes::lifecycle::may_refund): an operator may refund
+    // codes already shown and voids them; a buyer's refund waits for one (the simulator found an
+    // operator's refund that withdrew nothing, after which the buyer was shown the codes); a
+    // redeemed code is never refunded. Withdrawn (now or by an earlier attempt), or a released
+    // lock whose codes went back to the pool unseen: the refund may go ahead.
+    use crate::domain::codes::lifecycle::{may_refund, CodeRefund, Refunder};
+    let by = match buyer_refund && !crate::mutant!("p2-6-refund-after-reveal") {
+        true => Refunder::Buyer,
+        false => Refunder::Operator,
+    };
+    match may_refund(app.stock.settle_codes(&rid, CodeFate::Withdrawn).await?, by) {
+        CodeRefund::Withdraw => Ok(None),
+        CodeRefund::Review => Ok(Some("codes_revealed")),
+        CodeRefund::Never => Err(StockRefusal::CodesRedeemed.into()),
+        // voided once, conditional on no code redeemed meanwhile (the first of the two wins)
+        CodeRefund::Void => match app.stock.settle_codes(&rid, CodeFate::Voided).await? {
+            Some(CodeFate::Redeemed) => Err(StockRefusal::CodesRedeemed.into()),
+            _ => Ok(None),
+        },
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::clock;
 use crate::context::App;
+use crate::domain::codes::lifecycle::{check_expiry, CodeState};
 use crate::domain::codes::{
     batch_hash, check_code, key_context, mask, placement, wrapped_key, BatchResult, CodeAppend, DataKey, Keyring,
     StoredCode, MAX_BATCH,
@@ -31,6 +32,9 @@ pub enum CodeError {
     BadCode { index: usize, reason: &'static str },
     #[error("this batch_id was already used with other codes")]
     BatchReused,
+    /// The batch's `expire_time` (docs/code-pools.md, "Expiry").
+    #[error("expire_time {0}")]
+    BadExpiry(&'static str),
     #[error("no such order")]
     OrderNotFound,
     #[error("the order is {0}: its codes are shown once it is paid")]
@@ -88,6 +92,8 @@ async fn pool_meta(app: &App, sku: &Sku) -> Result<SkuMeta, CodeError> {
     Ok(meta)
 }
 
+pub mod redeem;
+
 /// Checks a batch before anything is read or written.
 pub fn check_batch(batch_id: &str, codes: &[String]) -> Result<(), CodeError> {
     if !batch_id_ok(batch_id) {
@@ -113,11 +119,31 @@ pub async fn upload(
     codes: &[String],
     actor: Option<&str>,
 ) -> Result<(BatchResult, bool), CodeError> {
+    upload_expiring(app, sku, batch_id, codes, None, actor).await
+}
+
+/// [`upload`] of a batch whose codes expire at `expires_at_ms` (docs/code-pools.md, "Expiry"):
+/// stored with each code, it must lie in the future. The expire time is part of the batch's
+/// identity: the same `batch_id` with another expire time is refused as reused.
+pub async fn upload_expiring(
+    app: &App,
+    sku: &Sku,
+    batch_id: &str,
+    codes: &[String],
+    expires_at_ms: Option<i64>,
+    actor: Option<&str>,
+) -> Result<(BatchResult, bool), CodeError> {
     check_batch(batch_id, codes)?;
+    if let Some(at) = expires_at_ms {
+        check_expiry(at, clock::now_ms()).map_err(CodeError::BadExpiry)?;
+    }
     let meta = pool_meta(app, sku).await?;
     let keys = keyring(app).await?;
     let fps: Vec<String> = codes.iter().map(|c| keys.fingerprint(sku, c)).collect();
-    let hash = batch_hash(&fps);
+    let hash = match expires_at_ms {
+        None => batch_hash(&fps),
+        Some(at) => batch_hash(&[fps.as_slice(), &[format!("expires:{at}")]].concat()),
+    };
     if let Some(prev) = app.stock.code_batch(sku, batch_id).await? {
         return if prev.hash == hash { Ok((prev, false)) } else { Err(CodeError::BatchReused) };
     }
@@ -140,7 +166,7 @@ pub async fn upload(
         (Some(k), false) => Some(k.generate_data_key(&key_context(sku)).await.map_err(CodeError::Keys)?),
         _ => None,
     };
-    let seal = Seal { keys: &keys, data_key: data_key.as_ref() };
+    let seal = Seal { keys: &keys, data_key: data_key.as_ref(), expires_at_ms };
     let per_tx = usize::from(98u16.saturating_sub(meta.shards)).max(2) / 2;
     while !todo.is_empty() {
         let chunk: Vec<usize> = todo.drain(..todo.len().min(per_tx)).collect();
@@ -167,14 +193,17 @@ pub async fn upload(
 struct Seal<'a> {
     keys: &'a Keyring,
     data_key: Option<&'a DataKey>,
+    /// The batch's expire time, stored with each code.
+    expires_at_ms: Option<i64>,
 }
 
 impl Seal<'_> {
     fn at(&self, sku: &Sku, shard: u16, pos: u64, code: &str) -> anyhow::Result<StoredCode> {
-        match self.data_key {
+        let sealed = match self.data_key {
             Some(dk) => self.keys.seal_kms(dk, sku, shard, pos, code),
             None => self.keys.seal_at(sku, shard, pos, code),
-        }
+        }?;
+        Ok(StoredCode { expires_at_ms: self.expires_at_ms, ..sealed })
     }
 }
 
@@ -275,6 +304,28 @@ async fn add_chunk(
 
 /// The codes of a paid order, for its owner only (anyone else: not found). Never logged.
 pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, String)>, CodeError> {
+    Ok(reveal_codes(app, user, id).await?.into_iter().map(|c| (c.sku, c.code)).collect())
+}
+
+/// One code shown to its owner, with what became of it (docs/code-pools.md, "Redemption",
+/// "Expiry"). Never logged.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RevealedCode {
+    pub sku: Sku,
+    pub code: String,
+    pub state: CodeState,
+    /// The code's expire time, if it has one (shown whatever its state).
+    pub expires_at_ms: Option<i64>,
+}
+
+impl std::fmt::Debug for RevealedCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RevealedCode").field("sku", &self.sku).field("code", &mask(&self.code)).finish()
+    }
+}
+
+/// [`reveal`], with each code's state: valid (until its expire time), redeemed, or expired.
+pub async fn reveal_codes(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<RevealedCode>, CodeError> {
     let o = match super::orders::get_owned(app, user, id).await {
         Ok(o) => o,
         Err(super::orders::OrderError::NotFound) => return Err(CodeError::OrderNotFound),
@@ -316,12 +367,19 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
         LockStatus::Released | LockStatus::Restocked => return Err(CodeError::CodesReturned),
     }
     // a fate already recorded is final (review security-3 I-10): a repeat reveal writes nothing
-    let known = early || r.code_fate == Some(CodeFate::Revealed);
-    match if known { Some(CodeFate::Revealed) } else { app.stock.settle_codes(&r.id, CodeFate::Revealed).await? } {
-        Some(CodeFate::Revealed) => {}
+    let known = early || matches!(r.code_fate, Some(CodeFate::Revealed | CodeFate::Redeemed | CodeFate::Voided));
+    let fate = match known {
+        true => r.code_fate.or(Some(CodeFate::Revealed)),
+        false => app.stock.settle_codes(&r.id, CodeFate::Revealed).await?,
+    };
+    // voided: refunded after the reveal by an operator (an approved review answered above);
+    // the buyer saw them already, they stay shown but are never redeemed
+    match fate {
+        Some(CodeFate::Revealed | CodeFate::Redeemed | CodeFate::Voided) => {}
         Some(CodeFate::Withdrawn) => return Err(CodeError::CodesWithdrawn),
         None => return Err(CodeError::CodesReturned),
     }
+    let now = clock::now_ms();
     let keys = keyring(app).await?;
     let mut out = Vec::new();
     for l in lines {
@@ -333,7 +391,9 @@ pub async fn reveal(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<(Sku, 
             .collect();
         for (at, c) in slots.iter().zip(app.stock.read_codes(&l.sku, &slots).await?) {
             let c = c.ok_or_else(|| anyhow::anyhow!("order {id}: a code slot of {} is empty", l.sku))?;
-            out.push((l.sku.clone(), open_checked(app, &keys, id, &l.sku, *at, &c).await?));
+            let code = open_checked(app, &keys, id, &l.sku, *at, &c).await?;
+            let state = CodeState::of(c.redeemed_at_ms, c.expires_at_ms, now);
+            out.push(RevealedCode { sku: l.sku.clone(), code, state, expires_at_ms: c.expires_at_ms });
         }
     }
     Ok(out)
@@ -381,6 +441,55 @@ async fn open_checked(
         }
     }
     Ok(opened.code)
+}
+
+/// Most expired codes one checkout retires before it answers contention (each round of its claim
+/// costs three requests; a larger expired stretch is retired by the checkouts that follow).
+pub const MAX_RETIRED_PER_CHECKOUT: u32 = 200;
+
+/// Of the positions `from..from + count` a checkout just claimed on `shard` of a ring holding
+/// expiring codes, those still valid now; the expired ones are retired from the pool's counters
+/// in one transaction (docs/code-pools.md, "Expiry"). A retirement that cannot be written leaves
+/// them claimed and unbound: reconcile's orphan repair puts them back, and the next claim of them
+/// retires them.
+pub async fn unexpired(app: &App, sku: &Sku, shard: u16, from: u64, count: u32) -> anyhow::Result<Vec<u64>> {
+    use crate::domain::codes::{lifecycle::valid_at, CodeRetire};
+    let positions: Vec<u64> = (from..from + u64::from(count)).collect();
+    let slots: Vec<(u16, u64)> = positions.iter().map(|p| (shard, *p)).collect();
+    let now = clock::now_ms();
+    let codes = app.stock.read_codes(sku, &slots).await?;
+    let (kept, expired): (Vec<(u64, _)>, Vec<(u64, _)>) =
+        positions.into_iter().zip(codes).partition(|(_, c)| c.as_ref().is_none_or(|c| valid_at(c.expires_at_ms, now)));
+    let expired: Vec<u64> = expired.into_iter().map(|(p, _)| p).collect();
+    if expired.is_empty() {
+        return Ok(kept.into_iter().map(|(p, _)| p).collect());
+    }
+    let n = expired.len() as i64;
+    let adjustment = Adjustment {
+        sku: sku.clone(),
+        // positions are never reused: the first one names the retirement for good
+        adjustment_id: format!("codes-expired:{shard}:{}:{n}", expired[0]),
+        delta: -n,
+        reason: "codes expired".into(),
+        actor: None,
+        at_ms: now,
+        pieces: vec![(shard, -n)],
+    };
+    let retire = CodeRetire { adjustment, shard, positions: expired, now_ms: now };
+    for attempt in 1..=3 {
+        match app.stock.retire_codes(&retire).await? {
+            Ok(()) | Err(AdjustRejection::Duplicate { .. }) => {
+                app.count(names::CODES_EXPIRED, n as u64);
+                tracing::info!(sku = %sku, shard, codes = n, "expired codes retired from the pool");
+                break;
+            }
+            Err(e) => {
+                tracing::warn!(sku = %sku, shard, ?e, attempt, "expired codes not retired yet");
+                super::backoff(attempt).await;
+            }
+        }
+    }
+    Ok(kept.into_iter().map(|(p, _)| p).collect())
 }
 
 /// Most positions one repair pass looks at per shard.
@@ -452,6 +561,8 @@ fn orphans_chunks(ranges: &[crate::domain::reservation::CodeRange]) -> Vec<Vec<c
 pub struct PoolSummary {
     pub sku: Sku,
     pub uploaded: i64,
+    /// Retired unsold because they expired.
+    pub expired: i64,
     pub available: i64,
     pub locked: i64,
     pub sold: i64,
@@ -466,6 +577,7 @@ pub async fn summary(app: &App, sku: &Sku) -> Result<PoolSummary, CodeError> {
     Ok(PoolSummary {
         sku: sku.clone(),
         uploaded: rings.iter().map(|g| g.uploaded as i64).sum(),
+        expired: rings.iter().map(|g| g.expired as i64).sum(),
         available: counts.iter().map(|c| c.available).sum(),
         locked: counts.iter().map(|c| c.locked).sum(),
         sold: counts.iter().map(|c| c.sold).sum(),
@@ -474,117 +586,4 @@ pub async fn summary(app: &App, sku: &Sku) -> Result<PoolSummary, CodeError> {
 }
 
 #[cfg(test)]
-mod kms_tests {
-    use super::*;
-    use crate::adapters::kms::{CachedKeys, MemoryKeyService};
-    use crate::adapters::memory::memory_app;
-    use crate::config::{Config, Secret};
-    use crate::domain::model::{Deduct, InventoryModel, Management, Unit};
-    use crate::domain::{Currency, Quantity};
-    use crate::service::stock::{LineRequest, OnReleased};
-    use std::sync::atomic::Ordering;
-    use std::sync::Arc;
-
-    /// An app whose key service is the in-memory one (behind the warm-Lambda cache), with a pool
-    /// `C` of `n` codes uploaded in one batch.
-    async fn pool(n: usize) -> (App, Arc<MemoryKeyService>, Vec<String>) {
-        let mut c = Config::from_lookup(&|_| None).unwrap();
-        c.soldout_cache_ms = 0;
-        c.sku_cache_ms = 0;
-        c.code_key = Secret::new(Keyring::generate_secret("t1"));
-        let (app, _w) = memory_app("test", c).unwrap();
-        let mem = Arc::new(MemoryKeyService::default());
-        let app = App { code_key_service: Some(Arc::new(CachedKeys::new(mem.clone()))), ..app };
-        let sku = Sku::parse("C").unwrap();
-        let spec = crate::service::admin::SkuSpec {
-            controls: Default::default(),
-            name: "gift".into(),
-            price: 100,
-            currency: Currency::parse("EUR").unwrap(),
-            shards: 1,
-            per_user_limit: None,
-            model: InventoryModel { management: Management::CodePool, unit: Unit::Single, deduct: Deduct::AtOrder },
-            bundle: Vec::new(),
-            supplier: None,
-        };
-        crate::service::admin::put_sku(&app, &sku, &spec, Some("ops")).await.unwrap();
-        let codes: Vec<String> = (0..n).map(|i| format!("GIFT-CODE-{i:04}")).collect();
-        upload(&app, &sku, "b1", &codes, Some("ops")).await.unwrap();
-        (app, mem, codes)
-    }
-
-    /// A paid order of `user` for `q` codes of `C`, its lock SOLD.
-    async fn sold(app: &App, user: &str, q: u64) -> OrderId {
-        let buyer = UserId::parse(user).unwrap();
-        let key = crate::domain::IdempotencyKey::parse("k1").unwrap();
-        let line = LineRequest::plain(Sku::parse("C").unwrap(), Quantity::new(q).unwrap());
-        let (o, _) = crate::service::orders::create(app, &buyer, &key, vec![line]).await.unwrap();
-        let n = crate::service::payments::PaymentNotice {
-            payment_id: format!("p-{user}"),
-            provider: crate::domain::order::Provider::Generic,
-            order_id: o.id.clone(),
-            amount: o.amount,
-            currency: o.currency.to_string(),
-            succeeded: true,
-        };
-        crate::service::payments::apply(app, &n).await.unwrap();
-        crate::service::stock::confirm(app, &ReservationId::for_order(&o.id), OnReleased::Retake).await.unwrap();
-        o.id
-    }
-
-    #[tokio::test]
-    async fn codes_sealed_under_a_kms_data_key_open_for_their_owner_with_one_key_service_call_per_data_key() {
-        let (app, mem, codes) = pool(6).await;
-        assert_eq!(mem.generated.load(Ordering::Relaxed), 1, "one GenerateDataKey for the batch of 6");
-        let sku = Sku::parse("C").unwrap();
-        let stored = app.stock.read_codes(&sku, &[(0, 0)]).await.unwrap().remove(0).unwrap();
-        assert!(stored.sealed.starts_with("v3.0.0."), "{}", stored.sealed);
-        assert_eq!(stored.kid, crate::domain::codes::KMS_KID);
-        // a second batch within the cache period reuses the SKU's data key
-        let more: Vec<String> = (0..2).map(|i| format!("MORE-CODE-{i:04}")).collect();
-        upload(&app, &sku, "b2", &more, Some("ops")).await.unwrap();
-        assert_eq!(mem.generated.load(Ordering::Relaxed), 1);
-        // two buyers: the first reveal opens the data key once, the rest come from the cache
-        let (ann, bob) = (sold(&app, "ann", 2).await, sold(&app, "bob", 1).await);
-        let shown = reveal(&app, &UserId::parse("ann").unwrap(), &ann).await.unwrap();
-        assert_eq!(shown.len(), 2);
-        assert!(shown.iter().all(|(s, c)| *s == sku && codes.contains(c)));
-        assert_eq!(mem.decrypted.load(Ordering::Relaxed), 1, "one Decrypt for two codes of one data key");
-        let again = reveal(&app, &UserId::parse("ann").unwrap(), &ann).await.unwrap();
-        assert_eq!(again, shown);
-        assert_eq!(reveal(&app, &UserId::parse("bob").unwrap(), &bob).await.unwrap().len(), 1);
-        assert_eq!(mem.decrypted.load(Ordering::Relaxed), 1);
-    }
-
-    #[tokio::test]
-    async fn a_code_whose_data_key_the_key_service_refuses_is_never_shown() {
-        let (app, _mem, _codes) = pool(2).await;
-        let ann = sold(&app, "ann", 1).await;
-        // the same table under another key service (another KMS key): its data keys do not open
-        let other = App { code_key_service: Some(Arc::new(MemoryKeyService::default())), ..app };
-        let r = reveal(&other, &UserId::parse("ann").unwrap(), &ann).await;
-        assert!(matches!(r, Err(CodeError::Tampered)), "{r:?}");
-        // and without any key service a v3 code is a configuration error, not a code shown
-        let none = App { code_key_service: None, ..other };
-        let r = reveal(&none, &UserId::parse("ann").unwrap(), &ann).await;
-        assert!(matches!(r, Err(CodeError::Keys(_))), "{r:?}");
-    }
-
-    #[tokio::test]
-    async fn without_a_key_service_uploads_seal_v2_and_both_versions_open_side_by_side() {
-        let (app, _mem, codes) = pool(1).await;
-        let service = app.code_key_service.clone();
-        let v2_app = App { code_key_service: None, ..app };
-        let sku = Sku::parse("C").unwrap();
-        upload(&v2_app, &sku, "b2", &["OLD-CODE-0001".to_owned()], Some("ops")).await.unwrap();
-        let stored = v2_app.stock.read_codes(&sku, &[(0, 1)]).await.unwrap().remove(0).unwrap();
-        assert!(stored.sealed.starts_with("v2.0.1."), "{}", stored.sealed);
-        // the rotation path: a v3 and a v2 code in one order both open
-        let app = App { code_key_service: service, ..v2_app };
-        let ann = sold(&app, "ann", 2).await;
-        let mut shown: Vec<String> =
-            reveal(&app, &UserId::parse("ann").unwrap(), &ann).await.unwrap().into_iter().map(|(_, c)| c).collect();
-        shown.sort();
-        assert_eq!(shown, vec![codes[0].clone(), "OLD-CODE-0001".to_owned()]);
-    }
-}
+mod kms_tests;

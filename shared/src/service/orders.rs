@@ -407,6 +407,10 @@ pub enum StockRefusal {
     /// Ship: the payment's stock move has not run yet.
     #[error("the order's stock is not confirmed yet; retry in a moment")]
     NotConfirmed,
+    /// Refund: a code of the order was redeemed (the gift card was used); it is never refunded
+    /// (docs/code-pools.md, "Redemption").
+    #[error("a code of this order was redeemed; it is never refunded")]
+    CodesRedeemed,
 }
 
 /// The order, if `user` owns it (anyone else gets `NotFound`, as for a missing order).

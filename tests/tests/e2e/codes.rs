@@ -437,8 +437,12 @@ async fn codes_sealed_under_kms_open_for_their_buyer_and_a_copy_into_another_slo
     );
 
     // the emulator's KMS binds the SKU: the same data key under another SKU's context is refused
-    let stored =
-        StoredCode { fingerprint: first["fp"].as_s().unwrap().to_owned(), kid: "kms".into(), sealed: sc.clone() };
+    let stored = StoredCode {
+        fingerprint: first["fp"].as_s().unwrap().to_owned(),
+        kid: "kms".into(),
+        sealed: sc.clone(),
+        ..Default::default()
+    };
     let wrapped = wrapped_key(&stored).unwrap().expect("a v3 code carries its data key");
     let keys = s.local.app("orders-api").unwrap().code_key_service.clone().expect("orders-api has the KMS key");
     let sku = |n: &str| holdfast::domain::Sku::parse(n).unwrap();

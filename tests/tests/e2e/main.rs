@@ -5,6 +5,7 @@ mod after_sale;
 mod backstops;
 mod campaigns;
 mod codes;
+mod codes_lifecycle;
 mod combinations;
 mod common;
 mod contract;

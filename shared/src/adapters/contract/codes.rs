@@ -3,7 +3,12 @@
 use super::*;
 
 pub(super) fn code(prefix: &str, n: u32) -> StoredCode {
-    StoredCode { fingerprint: format!("{prefix}fp{n:04}"), kid: "k1".into(), sealed: format!("sealed-{n}") }
+    StoredCode {
+        fingerprint: format!("{prefix}fp{n:04}"),
+        kid: "k1".into(),
+        sealed: format!("sealed-{n}"),
+        ..StoredCode::default()
+    }
 }
 
 pub(super) fn upload(sku: &Sku, id: &str, appends: Vec<CodeAppend>) -> CodeUpload {
@@ -139,4 +144,89 @@ pub async fn adjustment_pairs(store: &dyn StockStore, prefix: &str) {
     assert_eq!(store.adjust_pair(&back_out, &back_in).await.unwrap(), Ok(()));
     assert_eq!(shards(store, &from, 2).await, vec![(0, 0, 0), (4, 0, 0)]);
     assert_eq!(shards(store, &into, 1).await, vec![(3, 0, 0)]);
+}
+
+/// A sold code's life (docs/code-pools.md, "Redemption", "Expiry"): a freeze never binds an
+/// expired code; claimed expired codes are retired once, from the shard's counters and the
+/// SKU's stock, never given back; a lock's code fate moves one way (`settle_codes`); a code is
+/// redeemed once, only from a SOLD, revealed lock that holds it and while it is valid; a
+/// redeemed lock is never voided and a voided one never redeemed.
+pub async fn code_lifecycle(store: &dyn StockStore, prefix: &str) {
+    let c = sku(prefix, "L");
+    let pool = InventoryModel { management: Management::CodePool, ..InventoryModel::default() };
+    create(store, SkuMeta { model: pool, ..new_meta(&c, 1) }, &[]).await;
+    let now = crate::clock::now_ms();
+    let hour = 3_600_000;
+    let with = |i: u32, exp: Option<i64>| StoredCode { expires_at_ms: exp, ..code(prefix, i) };
+    // positions: 0 never expires, 1 valid for an hour, 2 expired, 3 never expires
+    let codes = vec![with(0, None), with(1, Some(now + hour)), with(2, Some(now - 1_000)), with(3, None)];
+    assert_eq!(store.add_codes(&upload(&c, "l1", vec![append(&c, 0, 0, codes)])).await.expect("add_codes"), Ok(()));
+    assert!(store.read_rings(&c, 1).await.expect("rings")[0].expiring, "the ring knows it holds expiring codes");
+    let stored = store.read_codes(&c, &[(0, 1)]).await.expect("read_codes");
+    assert_eq!(stored[0].as_ref().and_then(|c| c.expires_at_ms), Some(now + hour), "the expire time is stored");
+    // a freeze binds valid codes, never an expired one
+    assert_eq!(store.claim_codes(&c, 0, 3, 1).await.expect("claim"), Some(0));
+    let holding = |id: &str, from: u64, count: u32| {
+        let mut l = line(&c, &[(0, count)]);
+        l.codes = Some(vec![CodeRange { shard: 0, from, count }]);
+        reservation(rid(prefix, id), Some(&user(prefix, "u")), vec![l])
+    };
+    let r = holding("r", 0, 2);
+    assert_eq!(freeze(store, &r, &FreezeLimits::default()).await, Ok(()));
+    assert_eq!(freeze(store, &holding("x", 2, 1), &FreezeLimits::default()).await, Err(FreezeRejection::Conflict));
+    assert_eq!(shards(store, &c, 1).await, vec![(2, 2, 0)], "the refused freeze wrote nothing");
+    // retire: only claimed, unbound, expired positions, once
+    let retire = |id: &str, positions: Vec<u64>| crate::domain::codes::CodeRetire {
+        adjustment: adjustment(&c, id, &[(0, -(positions.len() as i64))]),
+        shard: 0,
+        positions,
+        now_ms: now,
+    };
+    assert_eq!(store.retire_codes(&retire("e0", vec![0])).await.unwrap(), Err(AdjustRejection::Conflict), "bound");
+    assert_eq!(store.retire_codes(&retire("e1", vec![1])).await.unwrap(), Err(AdjustRejection::Conflict), "valid");
+    assert_eq!(store.retire_codes(&retire("e3", vec![3])).await.unwrap(), Err(AdjustRejection::Conflict), "valid");
+    assert_eq!(store.retire_codes(&retire("e2", vec![2])).await.unwrap(), Ok(()));
+    assert_eq!(
+        store.retire_codes(&retire("e2", vec![2])).await.unwrap(),
+        Err(AdjustRejection::Duplicate { delta: -1 })
+    );
+    assert_eq!(store.retire_codes(&retire("e4", vec![2])).await.unwrap(), Err(AdjustRejection::Conflict), "twice");
+    assert_eq!(shards(store, &c, 1).await, vec![(1, 2, 0)]);
+    assert_eq!(meta_of(store, &c).await.stocked, 3);
+    let ring = store.read_rings(&c, 1).await.expect("rings")[0];
+    assert_eq!((ring.head, ring.tail, ring.uploaded, ring.expired), (3, 4, 4, 1));
+    assert!(!store.give_back_codes(&c, &[CodeRange { shard: 0, from: 2, count: 1 }]).await.expect("give back"));
+    assert_eq!(store.unbound_codes(&c, 0, 0, 3).await.expect("unbound"), Vec::<u64>::new(), "retired, not orphaned");
+
+    // redemption: a SOLD lock whose codes were shown, a slot it holds, once, while valid
+    let fate = crate::domain::reservation::CodeFate::Redeemed;
+    assert!(!store.redeem_code(&r.id, &c, (0, 0), now).await.expect("redeem"), "FROZEN, never shown");
+    assert_eq!(move_lock(store, &r, LockStatus::Sold).await, Ok(()));
+    assert!(!store.redeem_code(&r.id, &c, (0, 0), now).await.expect("redeem"), "never shown");
+    use crate::domain::reservation::CodeFate::{Revealed, Voided, Withdrawn};
+    assert_eq!(store.settle_codes(&r.id, Revealed).await.expect("settle"), Some(Revealed));
+    assert!(!store.redeem_code(&r.id, &c, (0, 2), now).await.expect("redeem"), "a slot the lock does not hold");
+    assert!(!store.redeem_code(&rid(prefix, "nobody"), &c, (0, 0), now).await.expect("redeem"), "no such lock");
+    assert!(!store.redeem_code(&r.id, &c, (0, 1), now + hour).await.expect("redeem"), "expired by then");
+    assert!(store.redeem_code(&r.id, &c, (0, 0), now).await.expect("redeem"));
+    assert!(!store.redeem_code(&r.id, &c, (0, 0), now + 1).await.expect("redeem"), "once");
+    let got = store.read_codes(&c, &[(0, 0), (0, 1)]).await.expect("read_codes");
+    assert_eq!(
+        got.iter().map(|c| c.as_ref().and_then(|c| c.redeemed_at_ms)).collect::<Vec<_>>(),
+        vec![Some(now), None]
+    );
+    assert_eq!(store.get_reservation(&r.id).await.expect("lock").and_then(|l| l.code_fate), Some(fate));
+    assert!(store.redeem_code(&r.id, &c, (0, 1), now + 5).await.expect("redeem"), "another code of the lock");
+    assert_eq!(store.settle_codes(&r.id, Voided).await.expect("settle"), Some(fate), "a redeemed lock is never voided");
+    assert_eq!(store.settle_codes(&r.id, Withdrawn).await.expect("settle"), Some(fate));
+    // a voided lock is never redeemed
+    assert_eq!(store.claim_codes(&c, 0, 1, 3).await.expect("claim"), Some(3));
+    let v = holding("v", 3, 1);
+    assert_eq!(freeze(store, &v, &FreezeLimits::default()).await, Ok(()));
+    assert_eq!(move_lock(store, &v, LockStatus::Sold).await, Ok(()));
+    assert_eq!(store.settle_codes(&v.id, Voided).await.expect("settle"), None, "never shown: nothing to void");
+    assert_eq!(store.settle_codes(&v.id, Revealed).await.expect("settle"), Some(Revealed));
+    assert_eq!(store.settle_codes(&v.id, Voided).await.expect("settle"), Some(Voided));
+    assert!(!store.redeem_code(&v.id, &c, (0, 3), now).await.expect("redeem"), "voided");
+    assert_eq!(store.settle_codes(&v.id, Revealed).await.expect("settle"), Some(Voided), "one way");
 }

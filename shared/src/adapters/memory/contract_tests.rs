@@ -55,6 +55,11 @@ async fn the_memory_store_judges_code_uploads_claims_and_give_backs() {
 }
 
 #[tokio::test]
+async fn the_memory_store_judges_code_expiry_retirement_fates_and_redemption() {
+    contract::code_lifecycle(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
 async fn the_memory_store_judges_each_waves_window_and_rolls_exactly_the_remainder() {
     contract::waves(&MemoryStock::new(), "m").await;
 }
@@ -78,5 +83,5 @@ async fn the_memory_store_moves_an_adjustment_pair_together_or_not_at_all() {
 async fn the_memory_store_passes_the_whole_stock_store_contract_on_one_store() {
     let failed = contract::failures(&MemoryStock::new(), &super::MemoryWaitlists::new(), "m-").await;
     assert!(failed.is_empty(), "contract checks failed:\n{}", failed.join("\n"));
-    assert_eq!(contract::CHECKS.len(), 14, "a new check gets its own test above");
+    assert_eq!(contract::CHECKS.len(), 15, "a new check gets its own test above");
 }

@@ -26,6 +26,7 @@ use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
     QueueRequest, WaveRequest, WaveView,
 };
+use super::codes::{CodeRedemption, RedeemCodeRequest};
 use super::orders::{
     CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, RefundReviewView,
     SupplierBookingView,
@@ -129,7 +130,7 @@ impl Modify for Security {
           campaigns::adjust_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::get_campaign, orders::create_order, orders::list_orders, orders::get_order, orders::order_codes, orders::cancel_order, orders::start_payment, payments::payment_callback,
           payments::stripe_webhook,
           orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_ship_order, orders::admin_return_received,
-          orders::admin_cancel_order, orders::admin_refund_decision, orders::list_refund_reviews, orders::get_settlement, orders::run_settlement,
+          orders::admin_cancel_order, orders::admin_refund_decision, orders::admin_redeem_code, orders::list_refund_reviews, orders::get_settlement, orders::run_settlement,
           payments::refund_webhook,
           reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation,
           sale::get_sales_switch, sale::put_sales_switch, sale::admin_get_sku, sale::list_campaigns, sale::campaign_stats,
@@ -152,7 +153,8 @@ impl Modify for Security {
                        LockLineView, PaymentView, RefundView,
                        JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
                        InventoryModel, Management, Unit, Deduct, BundleChild,
-                       CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes,
+                       CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes, RedeemCodeRequest,
+                       CodeRedemption,
                        SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus,
                        SalesMode, SalesSwitchRequest, SalesSwitchView, AdminSkuView, ShardView, CampaignList,
                        CampaignSummary, CampaignStats, StatsItem, PerSecond, LatencyView, Machinery, QueueView,

@@ -232,13 +232,38 @@ pub(super) fn admin_cancel_order() {}
         NoValidToken,
         (status = 403, description = "Token lacks orders:admin", body = GatewayError),
         (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 409, description = "invalid_transition: no refund is waiting for review", body = ProblemBody,
+        (status = 409, description = "invalid_transition: no refund is waiting for review; codes_redeemed: a code \
+                                      of the order was redeemed, it is never refunded", body = ProblemBody,
          content_type = "application/problem+json"),
         TooLarge,
         (status = 422, description = "validation_failed", body = ProblemBody, content_type = "application/problem+json"),
         Retry,
     ))]
 pub(super) fn admin_refund_decision() {}
+
+#[utoipa::path(post, path = "/admin/orders/{order_id}/codes/redeem", tag = "orders", operation_id = "adminRedeemCode",
+    description = "The merchant's system marks one of a paid order's codes redeemed (the gift card was used), \
+                   once. A redeemed code's order is never refunded (docs/code-pools.md, \"Redemption\").",
+    params(("order_id" = String, Path)),
+    request_body = RedeemCodeRequest,
+    security(("jwt" = ["stock:codes"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Redeemed now (the code masked)", body = CodeRedemption),
+        NotJson,
+        NoValidToken,
+        (status = 403, description = "Token has neither stock:codes nor stock:admin", body = GatewayError),
+        (status = 404, description = "No such order, or the code is not one of its codes", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 409, description = "already_redeemed: redeemed before (the detail names when); code_expired: past \
+                                      its expire time; codes_voided: refunded after it was shown; invalid_transition: \
+                                      never shown to its buyer, refunded before it was shown, or not sold", body = ProblemBody,
+         content_type = "application/problem+json"),
+        TooLarge,
+        (status = 422, description = "validation_failed: the code is empty, too long or has control characters", body = ProblemBody,
+         content_type = "application/problem+json"),
+        Retry,
+    ))]
+pub(super) fn admin_redeem_code() {}
 
 #[utoipa::path(get, path = "/admin/orders/{order_id}", tag = "orders", operation_id = "adminGetOrder",
     params(("order_id" = String, Path)),

@@ -16,6 +16,7 @@
 //! [`mask`] is the only display.
 
 use super::Sku;
+pub mod lifecycle;
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::engine::general_purpose::STANDARD as B64;
@@ -71,6 +72,12 @@ pub struct Ring {
     /// position has been seen bound or given back (reconcile's orphan repair).
     pub claimed_at_ms: i64,
     pub checked: u64,
+    /// Codes of this shard retired unsold because they expired (docs/code-pools.md, "Expiry"):
+    /// `uploaded − expired` is what the shard was stocked with.
+    pub expired: u64,
+    /// Whether a batch with an expire time was ever uploaded here: only then does a claim
+    /// read the codes it took to retire the expired ones.
+    pub expiring: bool,
 }
 
 impl Ring {
@@ -91,8 +98,9 @@ pub fn ranges_of(shard: u16, positions: &[u64]) -> Vec<super::reservation::CodeR
     out
 }
 
-/// A code as stored: its fingerprint and its sealed bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A code as stored: its fingerprint and its sealed bytes, its expire time (set per upload
+/// batch, it travels with the code when a release re-appends it) and when it was redeemed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoredCode {
     /// Hex HMAC-SHA-256 of (sku, code) under the fingerprint key.
     pub fingerprint: String,
@@ -100,6 +108,10 @@ pub struct StoredCode {
     pub kid: String,
     /// Base64 of nonce (12 bytes) ‖ AES-256-GCM ciphertext and tag.
     pub sealed: String,
+    /// Epoch ms from which the code is no longer sold nor redeemable (docs/code-pools.md, "Expiry").
+    pub expires_at_ms: Option<i64>,
+    /// Epoch ms the merchant redeemed it (docs/code-pools.md, "Redemption"); set once.
+    pub redeemed_at_ms: Option<i64>,
 }
 
 /// Codes a release (or an upload) appends to one shard's ring, at `tail` onwards.
@@ -109,6 +121,17 @@ pub struct CodeAppend {
     pub shard: u16,
     pub tail: u64,
     pub codes: Vec<StoredCode>,
+}
+
+/// Claimed, unbound codes of one shard retired because they expired (docs/code-pools.md,
+/// "Expiry"): an adjustment of `−positions.len()` on the shard whose slots are marked expired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeRetire {
+    pub adjustment: super::stock_changes::Adjustment,
+    pub shard: u16,
+    pub positions: Vec<u64>,
+    /// The time the expiry is judged at (each code's expire time must be at or before it).
+    pub now_ms: i64,
 }
 
 /// The key id stored beside a v3 code (sealed under a KMS data key, not a keyring key).
@@ -226,7 +249,7 @@ impl Keyring {
     pub fn seal(&self, sku: &Sku, code: &str) -> anyhow::Result<StoredCode> {
         let fingerprint = self.fingerprint(sku, code);
         let (kid, sealed) = self.encrypt(code, sku.as_str().as_bytes())?;
-        Ok(StoredCode { fingerprint, kid, sealed })
+        Ok(StoredCode { fingerprint, kid, sealed, ..StoredCode::default() })
     }
 
     /// Seals `code` of `sku` for its upload slot (v2, security review L6): the associated data
@@ -236,7 +259,7 @@ impl Keyring {
     pub fn seal_at(&self, sku: &Sku, shard: u16, pos: u64, code: &str) -> anyhow::Result<StoredCode> {
         let fingerprint = self.fingerprint(sku, code);
         let (kid, sealed) = self.encrypt(code, &aad_v2(sku, shard, pos, &fingerprint))?;
-        Ok(StoredCode { fingerprint, kid, sealed: format!("{V2}{shard}.{pos}.{sealed}") })
+        Ok(StoredCode { fingerprint, kid, sealed: format!("{V2}{shard}.{pos}.{sealed}"), ..StoredCode::default() })
     }
 
     /// Seals `code` of `sku` for its upload slot under a KMS data key (v3): the associated data
@@ -254,7 +277,7 @@ impl Keyring {
         let mut body = nonce.to_vec();
         body.extend(ct);
         let sealed = format!("{V3}{shard}.{pos}.{}.{}", B64.encode(&dk.encrypted), B64.encode(body));
-        Ok(StoredCode { fingerprint, kid: KMS_KID.to_owned(), sealed })
+        Ok(StoredCode { fingerprint, kid: KMS_KID.to_owned(), sealed, ..StoredCode::default() })
     }
 
     fn encrypt(&self, code: &str, aad: &[u8]) -> anyhow::Result<(String, String)> {

@@ -423,7 +423,14 @@ async fn a_claim_in_flight_on_a_code_pool_with_a_trickle_of_sales_raises_no_ring
     let rep = chain(&app, item, WORK_BUDGET).await;
     assert_eq!((rep.codes_returned, rep.violations.len()), (1, 0), "{rep:?}");
     // a shard that is not settled is made to agree with its ring; a settled one is left
-    let ring = crate::domain::codes::Ring { head: 3, tail: 6, uploaded: 6, claimed_at_ms: 1_000, checked: 2 };
+    let ring = crate::domain::codes::Ring {
+        head: 3,
+        tail: 6,
+        uploaded: 6,
+        claimed_at_ms: 1_000,
+        checked: 2,
+        ..Default::default()
+    };
     let snap = SkuSnapshot {
         sku: card.clone(),
         stocked: 6,

@@ -74,7 +74,8 @@ pub(super) async fn claim_codes(
     let start = start_shard(r.id.as_str(), sku, meta.shards.clamp(1, MAX_SHARDS));
     let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(0) };
     let mut want = line.quantity;
-    for attempt in 1..=FREEZE_ATTEMPTS {
+    let (mut attempt, mut retired) = (1, 0);
+    loop {
         let rings = app.stock.read_rings(sku, slots).await?;
         let available: Vec<i64> = rings.iter().map(|g| g.available()).collect();
         let left = available.iter().sum::<i64>() - i64::from(want);
@@ -86,23 +87,38 @@ pub(super) async fn claim_codes(
                 return Err(FreezeError::Insufficient(sku.clone()));
             }
         };
+        let mut retired_now = 0;
         for p in pieces {
             let g = rings[usize::from(p.shard)];
             let max_head = g.tail.saturating_sub(u64::from(p.quantity));
             if let Some(from) = app.stock.claim_codes(sku, p.shard, p.quantity, max_head).await? {
-                let range = crate::domain::reservation::CodeRange { shard: p.shard, from, count: p.quantity };
-                line.codes.get_or_insert_with(Vec::new).push(range);
-                want -= p.quantity;
+                // a ring holding codes with an expire time: the expired ones are retired here,
+                // never bound (docs/code-pools.md, "Expiry")
+                let kept: Vec<u64> = match g.expiring {
+                    false => (from..from + u64::from(p.quantity)).collect(),
+                    true => super::super::codes::unexpired(app, sku, p.shard, from, p.quantity).await?,
+                };
+                retired_now += p.quantity - kept.len() as u32;
+                line.codes.get_or_insert_with(Vec::new).extend(crate::domain::codes::ranges_of(p.shard, &kept));
+                want -= kept.len() as u32;
             }
         }
         line.pieces = pieces_of(line.codes.as_deref().unwrap_or_default());
         if want == 0 {
             return Ok(left);
         }
+        // expired codes left the pool: claim again at once (bounded per checkout)
+        retired += retired_now;
+        if retired_now > 0 && retired <= super::super::codes::MAX_RETIRED_PER_CHECKOUT {
+            continue;
+        }
         app.count(names::CODE_CLAIM_RETRIES, 1);
         super::super::backoff(attempt).await;
+        if attempt == FREEZE_ATTEMPTS {
+            return Err(FreezeError::Contention);
+        }
+        attempt += 1;
     }
-    Err(FreezeError::Contention)
 }
 
 /// One piece per shard: the units a line's claimed code ranges hold there.

@@ -37,7 +37,11 @@ pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
             // CODE#<sku>#<shard>#<pos>: a SKU has no '#'
             let parts: Vec<&str> = rest.split('#').collect();
             if let [sku, shard, pos] = parts[..] {
-                codes.slots.insert((Sku::from_stored(sku)?, shard.parse()?, pos.parse()?), get_s(it, "fp")?.to_owned());
+                let slot = (Sku::from_stored(sku)?, shard.parse()?, pos.parse()?);
+                if it.contains_key("rdm") {
+                    codes.redeemed.insert(slot.clone());
+                }
+                codes.slots.insert(slot, get_s(it, "fp")?.to_owned());
             }
             continue;
         }

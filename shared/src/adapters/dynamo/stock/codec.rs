@@ -2,8 +2,22 @@
 
 use super::*;
 
+/// A code item: `xat` its expire time and `rdm` its redemption (epoch ms), when it has them
+/// (docs/code-pools.md, "Storage").
 pub(super) fn encode_code(pk: String, c: &StoredCode) -> Item {
-    values([("pk", s(pk)), ("fp", s(c.fingerprint.clone())), ("kid", s(c.kid.clone())), ("sc", s(c.sealed.clone()))])
+    let mut it = values([
+        ("pk", s(pk)),
+        ("fp", s(c.fingerprint.clone())),
+        ("kid", s(c.kid.clone())),
+        ("sc", s(c.sealed.clone())),
+    ]);
+    if let Some(x) = c.expires_at_ms {
+        it.insert("xat".into(), n(x));
+    }
+    if let Some(r) = c.redeemed_at_ms {
+        it.insert("rdm".into(), n(r));
+    }
+    it
 }
 
 pub(super) fn decode_code(it: &Item) -> anyhow::Result<StoredCode> {
@@ -11,6 +25,8 @@ pub(super) fn decode_code(it: &Item) -> anyhow::Result<StoredCode> {
         fingerprint: get_s(it, "fp")?.to_owned(),
         kid: get_s(it, "kid")?.to_owned(),
         sealed: get_s(it, "sc")?.to_owned(),
+        expires_at_ms: opt_n(it, "xat"),
+        redeemed_at_ms: opt_n(it, "rdm"),
     })
 }
 
@@ -21,6 +37,8 @@ pub(super) fn decode_ring(it: &Item) -> Ring {
         uploaded: opt_n(it, "cup").unwrap_or(0),
         claimed_at_ms: opt_n(it, "cht").unwrap_or(0),
         checked: opt_n(it, "cck").unwrap_or(0),
+        expired: opt_n(it, "cxp").unwrap_or(0),
+        expiring: it.contains_key("cxe"),
     }
 }
 

@@ -7,7 +7,7 @@ use super::tx::*;
 use super::DynamoStock;
 use crate::adapters::dynamo::charge;
 use crate::adapters::dynamo::item::{get_s, key, n, opt_n, opt_s, s, values};
-use crate::domain::codes::{BatchResult, Ring, StoredCode};
+use crate::domain::codes::{BatchResult, CodeRetire, Ring, StoredCode};
 use crate::domain::journal::Cause;
 use crate::domain::reservation::{CodeFate, CodeRange, LockStatus};
 use crate::domain::{ReservationId, Sku};
@@ -21,10 +21,7 @@ use std::collections::HashMap;
 #[async_trait]
 impl CodePools for DynamoStock {
     async fn settle_codes(&self, id: &ReservationId, fate: CodeFate) -> anyhow::Result<Option<CodeFate>> {
-        let cond = match fate {
-            CodeFate::Revealed => "st = :sold AND (attribute_not_exists(cf) OR cf = :f)",
-            CodeFate::Withdrawn => "attribute_exists(pk) AND st <> :released AND (attribute_not_exists(cf) OR cf = :f)",
-        };
+        let (cond, vals) = fate_condition(fate);
         let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
         let out = self
             .client
@@ -33,16 +30,7 @@ impl CodePools for DynamoStock {
             .set_key(Some(key(res_pk(id))))
             .update_expression("SET cf = :f")
             .condition_expression(cond)
-            .set_expression_attribute_values(Some(
-                [
-                    (":f".to_owned(), s(fate.as_str())),
-                    (
-                        if fate == CodeFate::Revealed { ":sold" } else { ":released" }.to_owned(),
-                        s(if fate == CodeFate::Revealed { LockStatus::Sold } else { LockStatus::Released }.as_str()),
-                    ),
-                ]
-                .into(),
-            ))
+            .set_expression_attribute_values(Some(vals))
             .send()
             .await;
         match out {
@@ -51,6 +39,68 @@ impl CodePools for DynamoStock {
                 Ok(self.get_reservation(id).await?.and_then(|r| r.code_fate))
             }
             Err(e) => Err(anyhow::Error::new(e).context("settle codes")),
+        }
+    }
+
+    async fn redeem_code(&self, id: &ReservationId, sku: &Sku, slot: (u16, u64), at_ms: i64) -> anyhow::Result<bool> {
+        let t = &self.table;
+        let (cond, vals) = fate_condition(CodeFate::Redeemed);
+        let items = vec![
+            update(t, res_pk(id), "SET cf = :f", Some(cond), vals)?,
+            update(
+                t,
+                code_pk(sku, slot.0, slot.1),
+                "SET rdm = :at",
+                Some("o = :o AND attribute_not_exists(rdm) AND (attribute_not_exists(xat) OR xat > :at)"),
+                values([(":o", s(id.as_str())), (":at", n(at_ms))]),
+            )?,
+        ];
+        Ok(self.transact(items, 0.0).await?.is_ok())
+    }
+
+    async fn retire_codes(&self, up: &CodeRetire) -> anyhow::Result<Result<(), AdjustRejection>> {
+        let t = &self.table;
+        let adj = &up.adjustment;
+        let (mut items, mut roles) = adjustment_items(t, adj)?;
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
+        let k = up.positions.len();
+        items.push(update_stamped(
+            t,
+            shard_pk(&adj.sku, up.shard),
+            "ADD av :d, cxp :k",
+            // only claimed positions (before the head) leave this way: the ring no longer has them
+            Some("av >= :k AND chd > :last"),
+            values([
+                (":d", n(-(k as i64))),
+                (":k", n(k)),
+                (":last", n(up.positions.iter().max().copied().unwrap_or(0))),
+            ]),
+            &cause,
+        )?);
+        roles.push(Role::Shard);
+        for p in &up.positions {
+            items.push(update(
+                t,
+                code_pk(&adj.sku, up.shard, *p),
+                "SET xpd = :now",
+                Some(
+                    "attribute_exists(pk) AND attribute_not_exists(o) AND attribute_not_exists(ret) \
+                     AND attribute_not_exists(xpd) AND xat <= :now",
+                ),
+                values([(":now", n(up.now_ms))]),
+            )?);
+            roles.push(Role::Code);
+        }
+        match self.transact(items, 0.0).await? {
+            Ok(()) => Ok(Ok(())),
+            Err(None) => Ok(Err(AdjustRejection::Conflict)),
+            Err(Some(codes)) => match classify(&codes, &roles) {
+                Cancel::Failed(f) if matches!(f[0], Role::Adjustment) => self.duplicate_adjustment(adj).await.map(Err),
+                // as the memory store: a slot that may not be retired first, then the shard
+                Cancel::Failed(f) if f.iter().any(|r| matches!(r, Role::Code)) => Ok(Err(AdjustRejection::Conflict)),
+                Cancel::Failed(f) if f.iter().any(|r| matches!(r, Role::Shard)) => Ok(Err(AdjustRejection::ShardShort)),
+                _ => Ok(Err(AdjustRejection::Conflict)),
+            },
         }
     }
 
@@ -105,10 +155,13 @@ impl CodePools for DynamoStock {
         let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
         for a in &up.appends {
             let k = n(a.codes.len());
+            // `cxe` present: this ring holds codes with an expire time (a claim then checks them);
+            // an ADD, as the journal stamp brings the update's one SET
+            let expiring = a.codes.iter().any(|c| c.expires_at_ms.is_some());
             items.push(update_stamped(
                 t,
                 shard_pk(&adj.sku, a.shard),
-                "ADD av :k, ctl :k, cup :k",
+                if expiring { "ADD av :k, ctl :k, cup :k, cxe :k" } else { "ADD av :k, ctl :k, cup :k" },
                 Some("ctl = :t"),
                 values([(":k", k), (":t", n(a.tail))]),
                 &cause,
@@ -191,7 +244,10 @@ impl CodePools for DynamoStock {
                     t,
                     code_pk(sku, g.shard, pos),
                     "SET ret = :y",
-                    Some("attribute_exists(pk) AND attribute_not_exists(o) AND attribute_not_exists(ret)"),
+                    Some(
+                        "attribute_exists(pk) AND attribute_not_exists(o) AND attribute_not_exists(ret) \
+                         AND attribute_not_exists(xpd)",
+                    ),
                     values([(":y", AttributeValue::Bool(true))]),
                 )?);
             }
@@ -204,7 +260,7 @@ impl CodePools for DynamoStock {
         let prefix = format!("CODE#{sku}#{shard}#");
         let mut out: Vec<u64> = items
             .iter()
-            .filter(|it| !it.contains_key("o") && !it.contains_key("ret"))
+            .filter(|it| !it.contains_key("o") && !it.contains_key("ret") && !it.contains_key("xpd"))
             .filter_map(|it| opt_s(it, "pk")?.strip_prefix(&prefix)?.parse().ok())
             .collect();
         out.sort_unstable();
@@ -253,4 +309,31 @@ impl CodePools for DynamoStock {
             Err(e) => Err(anyhow::Error::new(e).context("put code batch")),
         }
     }
+}
+
+/// The condition under which a lock's code fate may become `fate`, with its values: DynamoDB's
+/// spelling of `domain::codes::lifecycle::fate_may_become` (the memory store calls that).
+fn fate_condition(fate: CodeFate) -> (&'static str, HashMap<String, AttributeValue>) {
+    let mut vals: HashMap<String, AttributeValue> = [(":f".to_owned(), s(fate.as_str()))].into();
+    let sold = || (":sold".to_owned(), s(LockStatus::Sold.as_str()));
+    let revealed = || (":revealed".to_owned(), s(CodeFate::Revealed.as_str()));
+    let cond = match fate {
+        CodeFate::Revealed => {
+            vals.extend([sold()]);
+            "st = :sold AND (attribute_not_exists(cf) OR cf = :f)"
+        }
+        CodeFate::Withdrawn => {
+            vals.insert(":released".to_owned(), s(LockStatus::Released.as_str()));
+            "attribute_exists(pk) AND st <> :released AND (attribute_not_exists(cf) OR cf = :f)"
+        }
+        CodeFate::Voided => {
+            vals.extend([revealed()]);
+            "cf IN (:revealed, :f)"
+        }
+        CodeFate::Redeemed => {
+            vals.extend([sold(), revealed()]);
+            "st = :sold AND cf IN (:revealed, :f)"
+        }
+    };
+    (cond, vals)
 }

@@ -155,12 +155,16 @@ pub(super) fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) 
             }
         }
         Op::PutCode(c) => put(table, encode_code(pk, c), "attribute_not_exists(pk)"),
+        // an expired code is never handed out (docs/code-pools.md, "Expiry")
         Op::TakeCode => update(
             table,
             pk,
             "SET o = :o",
-            Some("attribute_exists(pk) AND attribute_not_exists(o) AND attribute_not_exists(ret)"),
-            values([(":o", s(r.id.as_str()))]),
+            Some(
+                "attribute_exists(pk) AND attribute_not_exists(o) AND attribute_not_exists(ret) \
+                 AND (attribute_not_exists(xat) OR xat > :nowms)",
+            ),
+            values([(":o", s(r.id.as_str())), (":nowms", n(now_s * 1000))]),
         ),
         Op::Add { delta, max_before: Some(max) } => update(
             table,

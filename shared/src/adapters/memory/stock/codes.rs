@@ -2,9 +2,9 @@
 
 use super::{shard_key, validate_items, MemoryStock};
 use crate::adapters::memory::lock;
-use crate::domain::codes::{BatchResult, Ring, StoredCode};
+use crate::domain::codes::{lifecycle, BatchResult, CodeRetire, Ring, StoredCode};
 use crate::domain::journal::Cause;
-use crate::domain::reservation::{LockStatus, Reservation};
+use crate::domain::reservation::{CodeFate, LockStatus, Reservation};
 use crate::domain::{ReservationId, Sku};
 use crate::ports::{AdjustRejection, CodePools, CodeUpload};
 use anyhow::anyhow;
@@ -19,17 +19,82 @@ impl CodePools for MemoryStock {
         fate: crate::domain::reservation::CodeFate,
     ) -> anyhow::Result<Option<crate::domain::reservation::CodeFate>> {
         crate::adapters::memory::interleave().await;
-        use crate::domain::reservation::CodeFate;
         let mut s = lock(&self.state);
         let Some(stored) = s.reservations.get_mut(id) else { return Ok(None) };
-        let status_ok = match fate {
-            CodeFate::Revealed => stored.status == LockStatus::Sold,
-            CodeFate::Withdrawn => stored.status != LockStatus::Released,
-        };
-        if status_ok && stored.code_fate.is_none_or(|f| f == fate) {
+        if lifecycle::fate_may_become(stored.code_fate, stored.status, fate) {
             stored.code_fate = Some(fate);
         }
         Ok(stored.code_fate)
+    }
+
+    async fn redeem_code(&self, id: &ReservationId, sku: &Sku, slot: (u16, u64), at_ms: i64) -> anyhow::Result<bool> {
+        crate::adapters::memory::interleave().await;
+        let mut s = lock(&self.state);
+        let k = (sku.clone(), slot.0, slot.1);
+        let Some(r) = s.reservations.get(id) else { return Ok(false) };
+        // as DynamoDB: the lock's status and fate, and `o = :id` on the slot (the slot is bound,
+        // and this lock holds it), not redeemed, valid at `at_ms`
+        let lock_ok = lifecycle::fate_may_become(r.code_fate, r.status, CodeFate::Redeemed);
+        let bound = s.taken.contains(&k) && holds_slot(r, sku, slot);
+        let code_ok = s
+            .code_slots
+            .get(&k)
+            .is_some_and(|c| c.redeemed_at_ms.is_none() && lifecycle::valid_at(c.expires_at_ms, at_ms));
+        if !(lock_ok && bound && code_ok) {
+            return Ok(false);
+        }
+        if let Some(r) = s.reservations.get_mut(id) {
+            r.code_fate = Some(CodeFate::Redeemed);
+        }
+        if let Some(c) = s.code_slots.get_mut(&k) {
+            c.redeemed_at_ms = Some(at_ms);
+        }
+        Ok(true)
+    }
+
+    async fn retire_codes(&self, up: &CodeRetire) -> anyhow::Result<Result<(), AdjustRejection>> {
+        crate::adapters::memory::interleave().await;
+        let adj = &up.adjustment;
+        validate_items(adj.pieces.iter().map(|(i, _)| (&adj.sku, *i)), 2 + up.positions.len())?;
+        let mut s = lock(&self.state);
+        let key = (adj.sku.clone(), adj.adjustment_id.clone());
+        if let Some(prev) = s.adjustments.get(&key) {
+            return Ok(Err(AdjustRejection::Duplicate { delta: prev.delta }));
+        }
+        let n = up.positions.len() as i64;
+        // as DynamoDB: every slot holds a code neither bound, given back nor retired, expired at
+        // `now_ms`; the shard has the codes in `available`
+        let slots_ok = up.positions.iter().all(|p| {
+            let k = (adj.sku.clone(), up.shard, *p);
+            s.code_slots
+                .get(&k)
+                .is_some_and(|c| c.expires_at_ms.is_some_and(|e| !lifecycle::valid_at(Some(e), up.now_ms)))
+                && !s.taken.contains(&k)
+                && !s.given_back.contains(&k)
+                && !s.expired.contains(&k)
+        });
+        if !slots_ok || !s.metas.contains_key(&adj.sku) {
+            return Ok(Err(AdjustRejection::Conflict));
+        }
+        // only claimed positions (before the head) leave this way: the ring no longer has them
+        let last = up.positions.iter().max().copied().unwrap_or(0);
+        let claimed = s.rings.get(&(adj.sku.clone(), up.shard)).is_some_and(|r| r.head > last);
+        if !claimed || s.shard(&adj.sku, up.shard).is_none_or(|c| c.available < n) {
+            return Ok(Err(AdjustRejection::ShardShort));
+        }
+        let cause = Cause::adjustment(&adj.adjustment_id, adj.actor.as_deref(), &adj.reason);
+        s.shard_mut(&adj.sku, up.shard).available -= n;
+        s.causes.insert(shard_key(&adj.sku, up.shard), cause);
+        s.rings.entry((adj.sku.clone(), up.shard)).or_default().expired += n as u64;
+        for p in &up.positions {
+            s.expired.insert((adj.sku.clone(), up.shard, *p));
+        }
+        if let Some(m) = s.metas.get_mut(&adj.sku) {
+            m.stocked += adj.delta;
+            m.version += 1;
+        }
+        s.adjustments.insert(key, adj.clone());
+        Ok(Ok(()))
     }
 
     async fn read_rings(&self, sku: &Sku, slots: u16) -> anyhow::Result<Vec<Ring>> {
@@ -54,15 +119,7 @@ impl CodePools for MemoryStock {
         if !s.taken.contains(&k) {
             return Ok(false);
         }
-        let holds = |r: &&Reservation| {
-            r.lines.iter().any(|l| {
-                &l.sku == sku
-                    && l.codes
-                        .iter()
-                        .flatten()
-                        .any(|g| g.shard == shard && (g.from..g.from + u64::from(g.count)).contains(&pos))
-            })
-        };
+        let holds = |r: &&Reservation| holds_slot(r, sku, (shard, pos));
         Ok(s.reservations.values().find(holds).is_some_and(|r| r.status == LockStatus::Released))
     }
 
@@ -111,6 +168,7 @@ impl CodePools for MemoryStock {
             let r = s.rings.entry((adj.sku.clone(), a.shard)).or_default();
             r.tail += n;
             r.uploaded += n;
+            r.expiring |= a.codes.iter().any(|c| c.expires_at_ms.is_some());
             for (i, c) in a.codes.iter().enumerate() {
                 s.code_slots.insert((adj.sku.clone(), a.shard, a.tail + i as u64), c.clone());
                 s.fingerprints.insert((adj.sku.clone(), c.fingerprint.clone()), up.batch_id.clone());
@@ -152,8 +210,11 @@ impl CodePools for MemoryStock {
         if let Some(k) = keys.iter().find(|k| !s.code_slots.contains_key(*k)) {
             return Err(anyhow!("give back: a claimed position of {sku} holds no code ({}, {})", k.1, k.2));
         }
-        if keys.iter().any(|k| s.taken.contains(k) || (s.given_back.contains(k) && !crate::mutant!("give-back-twice")))
-        {
+        if keys.iter().any(|k| {
+            s.taken.contains(k)
+                || s.expired.contains(k)
+                || (s.given_back.contains(k) && !crate::mutant!("give-back-twice"))
+        }) {
             return Ok(false);
         }
         for k in keys {
@@ -173,7 +234,10 @@ impl CodePools for MemoryStock {
         Ok((from..to)
             .filter(|p| {
                 let k = (sku.clone(), shard, *p);
-                s.code_slots.contains_key(&k) && !s.taken.contains(&k) && !s.given_back.contains(&k)
+                s.code_slots.contains_key(&k)
+                    && !s.taken.contains(&k)
+                    && !s.given_back.contains(&k)
+                    && !s.expired.contains(&k)
             })
             .collect())
     }
@@ -199,4 +263,16 @@ impl CodePools for MemoryStock {
         lock(&self.state).batches.entry((sku.clone(), batch_id.to_owned())).or_insert_with(|| result.clone());
         Ok(())
     }
+}
+
+/// Whether lock `r` claimed the slot `(shard, pos)` of `sku` (what DynamoDB keeps as `o` on the
+/// slot once the freeze bound it).
+fn holds_slot(r: &Reservation, sku: &Sku, (shard, pos): (u16, u64)) -> bool {
+    r.lines.iter().any(|l| {
+        &l.sku == sku
+            && l.codes
+                .iter()
+                .flatten()
+                .any(|g| g.shard == shard && (g.from..g.from + u64::from(g.count)).contains(&pos))
+    })
 }

@@ -4,7 +4,7 @@
 
 use super::lock;
 use crate::domain::campaign::{gate, Campaign};
-use crate::domain::codes::{BatchResult, CodeAppend, Ring, StoredCode};
+use crate::domain::codes::{lifecycle, BatchResult, CodeAppend, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::journal::{move_cause, Cause};
 use crate::domain::kind::Stocking;
@@ -57,6 +57,8 @@ struct State {
     /// Code slots bound to a reservation (`o`), and slots whose code was given back (`ret`).
     taken: HashSet<(Sku, u16, u64)>,
     given_back: HashSet<(Sku, u16, u64)>,
+    /// Claimed code slots retired unsold because they expired (`xpd`; docs/code-pools.md, "Expiry").
+    expired: HashSet<(Sku, u16, u64)>,
 }
 
 /// A product shard item (`SKU#<sku>#<n>`): its counters and the stop-sale flag (`ps`) that
@@ -188,8 +190,12 @@ impl State {
                 !self.code_slots.contains_key(&(sku.clone(), *shard, *pos))
             }
             (Target::CodeSlot { sku, shard, pos }, Op::TakeCode) => {
+                // as DynamoDB: `… AND (attribute_not_exists(xat) OR xat > :nowms)` — an expired
+                // code is never handed out (docs/code-pools.md, "Expiry")
                 let k = (sku.clone(), *shard, *pos);
-                self.code_slots.contains_key(&k) && !self.taken.contains(&k) && !self.given_back.contains(&k)
+                self.code_slots.get(&k).is_some_and(|c| lifecycle::valid_at(c.expires_at_ms, now_s * 1000))
+                    && !self.taken.contains(&k)
+                    && !self.given_back.contains(&k)
             }
             (Target::Quota { campaign, sku, shard }, Op::Move { how, quantity, .. }) => {
                 self.quota.get(&(campaign.clone(), sku.clone(), *shard)).is_some_and(|q| {
@@ -398,6 +404,7 @@ impl MemoryStock {
             pools: s.metas.values().filter(|m| Stocking::of(&m.model).holds_codes()).map(|m| m.sku.clone()).collect(),
             rings: s.rings.clone(),
             slots: s.code_slots.iter().map(|(k, c)| (k.clone(), c.fingerprint.clone())).collect(),
+            redeemed: s.code_slots.iter().filter(|(_, c)| c.redeemed_at_ms.is_some()).map(|(k, _)| k.clone()).collect(),
         }
     }
 

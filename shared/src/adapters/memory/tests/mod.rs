@@ -176,6 +176,7 @@ fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)
 
 mod admin_service;
 mod campaigns;
+mod code_lifecycle;
 mod codes;
 mod models;
 mod order_port;
