@@ -41,6 +41,10 @@ pub mod names {
     pub const PAY_TIME_TAKEN: &str = "PayTimeDeductions";
     /// A pay-time line found the stock gone when the order was paid: refunded as an oversell.
     pub const PAY_TIME_SHORT: &str = "PayTimeShortfalls";
+    /// A lock held until shipment (`AT_SHIPMENT`) was sold when its order shipped.
+    pub const SHIPMENT_TAKES: &str = "ShipmentDeductions";
+    /// A lock held until shipment was released by a refund before shipping.
+    pub const SHIPMENT_HOLDS_RELEASED: &str = "ShipmentHoldsReleased";
     /// A freeze left a code pool below `HOLDFAST_CODE_POOL_LOW` codes (docs/code-pools.md).
     pub const CODE_POOL_LOW: &str = "CodePoolLow";
     /// A code freeze found a ring head moved by another freeze and planned again.

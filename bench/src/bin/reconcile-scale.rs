@@ -621,6 +621,7 @@ async fn main() -> anyhow::Result<()> {
                 dates: Vec::new(),
                 draws: Vec::new(),
                 at_payment: false,
+                at_shipment: false,
                 codes: None,
             }],
             oversold: false,

@@ -26,6 +26,7 @@ mod checks;
 mod codes;
 pub mod model;
 mod seed;
+mod shipment;
 mod waitlists;
 mod waves;
 
@@ -35,6 +36,7 @@ pub use checks::{
 };
 pub use codes::{adjustment_pairs, adjustments, code_lifecycle, code_pools};
 use seed::*;
+pub use shipment::shipment_takes;
 pub use waitlists::waitlists;
 pub use waves::waves;
 
@@ -53,6 +55,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("pending_cap", |s, _, p| Box::pin(pending_cap(s, p))),
     ("campaign_gates", |s, _, p| Box::pin(campaign_gates(s, p))),
     ("lock_moves", |s, _, p| Box::pin(lock_moves(s, p))),
+    ("shipment_takes", |s, _, p| Box::pin(shipment_takes(s, p))),
     ("stop_sale", |s, _, p| Box::pin(stop_sale(s, p))),
     ("stop_sale_on_new_shards", |s, _, p| Box::pin(stop_sale_on_new_shards(s, p))),
     ("code_pools", |s, _, p| Box::pin(code_pools(s, p))),

@@ -1,11 +1,12 @@
 //! The invariants of docs/architecture.md, "Invariants", as pure checks over a snapshot. Reconcile runs
 //! [`check_stock`]; test suites and the demo run [`check_all`] at quiescence.
 
-use super::kind::Kind;
+use super::kind::{held_until_shipment, Kind};
 use super::order::{Order, OrderRecord, PaymentOutcome};
 use super::refund::RefundReason;
 use super::reservation::{CodeFate, LockStatus, Reservation, ReservationKind};
 use super::{CampaignId, OrderId, Sku, UserId};
+use shipment::{awaits_shipment, shipment_hold_fits};
 use std::collections::HashMap;
 
 mod redeemed;
@@ -455,10 +456,12 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         let young = s.now_s * 1000 - r.created_at_ms < s.check_delay_s * 1000;
         let ok = match r.kind {
             ReservationKind::External => r.expires_at >= s.now_s,
+            // a paid order held until shipment keeps its lock FROZEN: held, not stranded
             ReservationKind::Order => {
                 young
                     || matches!(orders.get(r.id.as_str()),
-                        Some(OrderRecord::Order(o)) if o.status.is_open_unpaid())
+                        Some(OrderRecord::Order(o)) if o.status.is_open_unpaid()
+                            || (held_until_shipment(r) && awaits_shipment(o)))
             }
         };
         if !ok {
@@ -485,7 +488,10 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
             && lock == Some(LockStatus::Released)
             && locks.get(id.as_str()).is_some_and(|r| r.oversold)
             && o.applied_payment().is_some_and(|p| o.refunds.iter().any(|f| f.payment_id == p.payment_id)));
-        let fine = lock == want || oversold || (matches!(rec, OrderRecord::Void) && lock.is_none());
+        let held = locks.get(id.as_str()).is_some_and(|r| held_until_shipment(r));
+        let shipment_hold = matches!(rec, OrderRecord::Order(o) if held && shipment_hold_fits(o, lock));
+        let fine = lock == want || oversold || shipment_hold || (matches!(rec, OrderRecord::Void) && lock.is_none());
+
         if !fine {
             out.push(Violation::OrderLockMismatch { order: id.to_string(), status: status.into(), lock });
         }
@@ -566,5 +572,6 @@ fn check_payments<'a>(o: &'a Order, applied: &mut HashMap<&'a str, usize>, out: 
     }
 }
 
+mod shipment;
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! Kinds of stock and the whole life of each (docs/inventory-models.md, "Kinds and their
 //! lifecycle").
 //!
-//! A SKU's [`InventoryModel`] (management, unit, deduction) puts it in one of seven kinds. Which
+//! A SKU's [`InventoryModel`] (management, unit, deduction) puts it in one of eight kinds. Which
 //! cells a line draws is the model's [`Strategy`](super::model::Strategy); everything else a
 //! kind decides — may it be ordered with these other lines, held through `POST /reservations`,
 //! sold in a campaign; how a stop-sale reaches it; may its buyer refund it and what that gives
@@ -25,6 +25,9 @@ pub enum Kind {
     Bundle,
     /// Counted units (single, per date or bundled) taken only when the order is paid.
     PayTime,
+    /// Counted units of one SKU held (frozen) from the order, still held once it is paid, and
+    /// taken (sold) when the order ships (docs/inventory-models.md, "Deduction at shipment").
+    AtShipment,
     /// No counters: never short.
     Unlimited,
     /// Unique codes, each handed out to one buyer (docs/code-pools.md).
@@ -90,6 +93,11 @@ impl Rules {
     pub fn takes_at_payment(&self) -> bool {
         self.deduct == Deduct::AtPayment
     }
+
+    /// The units stay held after payment and are taken when the order ships.
+    pub fn takes_at_shipment(&self) -> bool {
+        self.deduct == Deduct::AtShipment
+    }
 }
 
 const fn rules(
@@ -123,6 +131,10 @@ const QUANTITY: Rules = rules(true, true, Shards, BeforeShipping, true, true, At
 const CALENDAR: Rules = rules(true, true, Cells, BeforeShipping, true, true, AtOrder);
 const BUNDLE: Rules = CALENDAR;
 const PAY_TIME: Rules = rules(false, true, FreshMetadata, BeforeShipping, true, true, AtPayment);
+// held on its own shards like QUANTITY; another order system cannot hold it (its confirm would
+// sell at once, and no shipment of ours would ever take it); a hold released before shipping was
+// given back by its refund, so a late confirm never takes it again
+const AT_SHIPMENT: Rules = rules(false, true, Shards, BeforeShipping, true, false, AtShipment);
 const UNLIMITED: Rules = rules(true, true, CachedMetadata, BeforeShipping, true, true, AtOrder);
 const CODE_POOL: Rules =
     Rules { reveals_codes: true, ..rules(false, true, Shards, UntilRevealed, false, false, AtOrder) };
@@ -130,16 +142,26 @@ const SUPPLIER: Rules =
     Rules { books_supplier: true, ..rules(false, false, CachedMetadata, BeforeShipping, true, true, AtOrder) };
 
 impl Kind {
-    pub const ALL: [Kind; 7] =
-        [Kind::Quantity, Kind::Calendar, Kind::Bundle, Kind::PayTime, Kind::Unlimited, Kind::CodePool, Kind::Supplier];
+    pub const ALL: [Kind; 8] = [
+        Kind::Quantity,
+        Kind::Calendar,
+        Kind::Bundle,
+        Kind::PayTime,
+        Kind::AtShipment,
+        Kind::Unlimited,
+        Kind::CodePool,
+        Kind::Supplier,
+    ];
 
-    /// The kind of a SKU's model. Deduction at payment makes any counted unit a pay-time kind.
+    /// The kind of a SKU's model. Deduction at payment makes any counted unit a pay-time kind;
+    /// deduction at shipment is only valid on a SINGLE unit (`model::validate`).
     pub fn of(model: &InventoryModel) -> Kind {
         match (model.management, model.unit, model.deduct) {
             (Management::Unlimited, ..) => Kind::Unlimited,
             (Management::CodePool, ..) => Kind::CodePool,
             (Management::Supplier, ..) => Kind::Supplier,
             (Management::Quantity, _, Deduct::AtPayment) => Kind::PayTime,
+            (Management::Quantity, _, Deduct::AtShipment) => Kind::AtShipment,
             (Management::Quantity, Unit::Single, Deduct::AtOrder) => Kind::Quantity,
             (Management::Quantity, Unit::Calendar, Deduct::AtOrder) => Kind::Calendar,
             (Management::Quantity, Unit::Bundle, Deduct::AtOrder) => Kind::Bundle,
@@ -147,13 +169,15 @@ impl Kind {
     }
 
     /// The kind of a reserved line, as far as its lock's moves care: a code line, a pay-time
-    /// line, or a line of counted units taken at order (calendar, bundle and unlimited lines
-    /// move their cells exactly as a quantity line does).
+    /// line, an at-shipment line, or a line of counted units taken at order (calendar, bundle
+    /// and unlimited lines move their cells exactly as a quantity line does).
     pub fn of_line(l: &ReservedLine) -> Kind {
         if l.codes.is_some() {
             Kind::CodePool
         } else if l.at_payment {
             Kind::PayTime
+        } else if l.at_shipment {
+            Kind::AtShipment
         } else {
             Kind::Quantity
         }
@@ -165,6 +189,7 @@ impl Kind {
             Kind::Calendar => "CALENDAR",
             Kind::Bundle => "BUNDLE",
             Kind::PayTime => "PAY_TIME",
+            Kind::AtShipment => "AT_SHIPMENT",
             Kind::Unlimited => "UNLIMITED",
             Kind::CodePool => "CODE_POOL",
             Kind::Supplier => "SUPPLIER",
@@ -177,11 +202,20 @@ impl Kind {
             Kind::Calendar => &CALENDAR,
             Kind::Bundle => &BUNDLE,
             Kind::PayTime => &PAY_TIME,
+            Kind::AtShipment => &AT_SHIPMENT,
             Kind::Unlimited => &UNLIMITED,
             Kind::CodePool => &CODE_POOL,
             Kind::Supplier => &SUPPLIER,
         }
     }
+}
+
+/// Whether a lock is held until its order ships: one of its lines is taken at shipment. A lock
+/// moves as one record, so its other lines are held and taken with it (docs/inventory-models.md,
+/// "Deduction at shipment"): the payment's confirm leaves it FROZEN, the shipment sells it, a
+/// refund before shipping releases it.
+pub fn held_until_shipment(r: &super::reservation::Reservation) -> bool {
+    r.lines.iter().any(|l| Kind::of_line(l).rules().takes_at_shipment())
 }
 
 impl std::fmt::Display for Kind {
@@ -248,7 +282,10 @@ impl Stocking {
 ///   refused: it carries only SUPPLIER lines (docs/suppliers.md);
 /// - a CODE_POOL line and a PAY_TIME line: the pay-time line may come up short at payment and
 ///   the whole order is then refunded — after its codes may have been seen (review finding
-///   "a revealed code sold twice"), so the two never share an order.
+///   "a revealed code sold twice"), so the two never share an order;
+/// - an AT_SHIPMENT line holds its order's whole lock FROZEN until the order ships (one lock,
+///   one move): a PAY_TIME line could not be taken at payment in it, and a CODE_POOL line's
+///   codes (shown only from a SOLD lock) would wait for a shipment codes never have.
 ///
 /// Two lines of any other kinds may; the plan still refuses one stock item moved both at order
 /// and at payment (a bundle taken at order whose child is also ordered at payment).
@@ -258,6 +295,7 @@ pub fn may_share_an_order(a: Kind, b: Kind) -> bool {
         (Supplier, Supplier) => true,
         (Supplier, _) | (_, Supplier) => false,
         (CodePool, PayTime) | (PayTime, CodePool) => crate::mutant!("p2-1-shown-code-resold"),
+        (AtShipment, PayTime | CodePool) | (PayTime | CodePool, AtShipment) => false,
         _ => true,
     }
 }
@@ -361,6 +399,7 @@ pub fn render_rules() -> String {
         let at = match r.deduct {
             Deduct::AtOrder => "order",
             Deduct::AtPayment => "payment",
+            Deduct::AtShipment => "shipment (held from order)",
         };
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
@@ -392,8 +431,10 @@ mod tests {
         assert_eq!(Kind::of(&m(Management::Quantity, Unit::Calendar, Deduct::AtPayment)), Kind::PayTime);
         assert_eq!(Kind::of(&m(Management::Quantity, Unit::Bundle, Deduct::AtOrder)), Kind::Bundle);
         assert_eq!(Kind::of(&m(Management::CodePool, Unit::Single, Deduct::AtOrder)), Kind::CodePool);
+        assert_eq!(Kind::of(&m(Management::Quantity, Unit::Single, Deduct::AtShipment)), Kind::AtShipment);
         for k in Kind::ALL {
             assert_eq!(k.rules().deduct == Deduct::AtPayment, k == Kind::PayTime, "{k}");
+            assert_eq!(k.rules().takes_at_shipment(), k == Kind::AtShipment, "{k}");
         }
     }
 
@@ -412,6 +453,8 @@ mod tests {
         let mut want: Vec<(Kind, Kind)> =
             Kind::ALL.iter().filter(|k| **k != Kind::Supplier).map(|k| (*k, Kind::Supplier)).collect();
         want.push((Kind::PayTime, Kind::CodePool));
+        want.push((Kind::PayTime, Kind::AtShipment));
+        want.push((Kind::AtShipment, Kind::CodePool));
         want.sort();
         refused.sort();
         assert_eq!(refused, want);
@@ -445,6 +488,60 @@ mod tests {
         assert_eq!(Kind::PayTime.rules().pause, PauseBy::FreshMetadata);
         assert!(!Kind::Supplier.rules().external && !Kind::Supplier.rules().campaign);
         assert!(Kind::ALL.iter().filter(|k| k.rules().reveals_codes).eq([Kind::CodePool].iter()));
+    }
+
+    #[test]
+    fn at_shipment_is_held_on_its_shards_refunded_before_shipping_and_never_held_for_another_system() {
+        use Kind::*;
+        let r = AtShipment.rules();
+        assert!(!r.external && r.campaign && r.allowance_back && !r.retake && !r.reveals_codes && !r.books_supplier);
+        assert_eq!(
+            (r.pause, r.buyer_refund, r.deduct),
+            (PauseBy::Shards, BuyerRefund::BeforeShipping, Deduct::AtShipment)
+        );
+        for k in [Quantity, Calendar, Bundle, Unlimited, AtShipment] {
+            assert!(may_share_an_order(AtShipment, k), "{k}");
+        }
+        for k in [PayTime, CodePool, Supplier] {
+            assert!(!may_share_an_order(AtShipment, k), "{k}");
+        }
+    }
+
+    #[test]
+    fn a_lock_is_held_until_shipment_when_any_of_its_lines_is_taken_at_shipment() {
+        use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
+        let line = |at_shipment: bool| ReservedLine {
+            sku: sku("A"),
+            quantity: 1,
+            unit_price: 1,
+            currency: crate::domain::Currency::parse("EUR").unwrap(),
+            limited: false,
+            pieces: Vec::new(),
+            campaign: None,
+            dates: Vec::new(),
+            draws: Vec::new(),
+            at_payment: false,
+            at_shipment,
+            codes: None,
+        };
+        let mut r = Reservation {
+            id: crate::domain::ReservationId::from_stored("o1").unwrap(),
+            kind: ReservationKind::Order,
+            status: LockStatus::Frozen,
+            user: None,
+            request_hash: String::new(),
+            created_at_ms: 0,
+            expires_at: 0,
+            lines: vec![line(false)],
+            oversold: false,
+            pending: false,
+            code_fate: None,
+        };
+        assert!(!held_until_shipment(&r));
+        assert_eq!(Kind::of_line(&r.lines[0]), Kind::Quantity);
+        r.lines.push(line(true));
+        assert!(held_until_shipment(&r), "one at-shipment line holds the whole lock");
+        assert_eq!(Kind::of_line(&r.lines[1]), Kind::AtShipment);
     }
 
     #[test]

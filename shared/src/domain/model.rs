@@ -3,7 +3,8 @@
 //! A SKU's model has three parts: **management** (`QUANTITY` counters, or `UNLIMITED`: none),
 //! **unit** (`SINGLE` counters for the SKU, `CALENDAR` counters per date, `BUNDLE`: the
 //! children's counters) and **deduction** (`AT_ORDER`: frozen when the order is placed, or
-//! `AT_PAYMENT`: taken when it is paid). The one strategy port is [`Strategy`]: from a line it
+//! `AT_PAYMENT`: taken when it is paid, or `AT_SHIPMENT`: held from the order and taken when it
+//! ships). The one strategy port is [`Strategy`]: from a line it
 //! names the stock *cells* (counter sets) the line draws on and how many units of each, and from
 //! the cells' availability it answers the SKU's. Everything after that — shard allocation, the
 //! one transaction of a freeze, confirm, release, restock, reconcile and the invariants — works
@@ -46,6 +47,9 @@ pub enum Deduct {
     #[default]
     AtOrder,
     AtPayment,
+    /// Held (frozen) when the order is placed, still held once it is paid, taken (sold) when it
+    /// ships: a counted SINGLE SKU only (docs/inventory-models.md, "Deduction at shipment").
+    AtShipment,
 }
 
 /// A SKU's inventory model; the default is what every SKU was before models existed.
@@ -105,6 +109,10 @@ pub enum ModelError {
     UnlimitedUnit,
     #[error("an UNLIMITED SKU has no stock to deduct at payment; use deduct AT_ORDER")]
     UnlimitedAtPayment,
+    #[error(
+        "deduct AT_SHIPMENT holds and takes a SKU's own counted units: it needs management QUANTITY and unit SINGLE (not a calendar, bundle, unlimited, code-pool or supplier SKU)"
+    )]
+    AtShipmentShape,
     #[error("a CODE_POOL SKU is unit SINGLE and takes its codes at order (deduct AT_ORDER)")]
     CodePoolShape,
     #[error("a CODE_POOL SKU's shard count is fixed when it is created (its codes live on the shards)")]
@@ -144,6 +152,11 @@ pub enum ModelError {
 /// Checks a model and its bundle list on their own (children are checked against their
 /// metadata by [`check_children`]).
 pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Result<(), ModelError> {
+    // a shipment takes the SKU's own shards: a date or a bundle's children have no shipment of
+    // their own to wait for, and unlimited, code and supplier stock is never held
+    if model.deduct == Deduct::AtShipment && !(model.management == Management::Quantity && model.unit == Unit::Single) {
+        return Err(ModelError::AtShipmentShape);
+    }
     if model.management == Management::Unlimited {
         if model.unit != Unit::Single {
             return Err(ModelError::UnlimitedUnit);
@@ -445,6 +458,14 @@ mod tests {
         assert_eq!(validate(&s, &model(Quantity, Bundle, AtOrder), &twice), Err(ModelError::DuplicateChild(sku("A"))));
         assert!(validate(&s, &model(Quantity, Bundle, AtPayment), &kids).is_ok());
         assert!(validate(&s, &model(Quantity, Calendar, AtPayment), &[]).is_ok());
+        assert!(validate(&s, &model(Quantity, Single, AtShipment), &[]).is_ok());
+        for (m, u) in
+            [(Quantity, Calendar), (Quantity, Bundle), (Unlimited, Single), (CodePool, Single), (Supplier, Single)]
+        {
+            let kids = if u == Bundle { kids.clone() } else { Vec::new() };
+            assert_eq!(validate(&s, &model(m, u, AtShipment), &kids), Err(ModelError::AtShipmentShape), "{m:?} {u:?}");
+        }
+        assert!(!model(Quantity, Single, AtShipment).can_be_child(), "a bundle takes its children at order");
         assert!(validate(&s, &InventoryModel::default(), &[]).is_ok());
         let nested = model(Quantity, Bundle, AtOrder);
         assert_eq!(check_children(&kids, |_| Some(nested)), Err(ModelError::ChildModel(sku("A"))));

@@ -336,6 +336,7 @@ mod tests {
                 dates: Vec::new(),
                 draws: Vec::new(),
                 at_payment: false,
+                at_shipment: false,
                 codes: None,
             }],
             oversold: false,

@@ -117,6 +117,10 @@ pub struct ReservedLine {
     /// `AT_PAYMENT`: the line's cells move available → sold at confirm, not at freeze.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub at_payment: bool,
+    /// `AT_SHIPMENT`: the line's cells are frozen at order like any line, but the lock stays
+    /// FROZEN (held) after payment and is sold when the order ships (`kind::held_until_shipment`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_shipment: bool,
     /// A code pool line: the ring positions its codes were taken from, one range per piece
     /// (docs/code-pools.md); `Some(empty)` until the freeze plans them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

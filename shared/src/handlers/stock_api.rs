@@ -90,7 +90,10 @@ pub fn admin_problem(e: AdminError) -> Problem {
         AdminError::Model(e) => {
             let field = match e {
                 ModelError::ModelChanged(..) => "model",
-                ModelError::UnlimitedUnit | ModelError::UnlimitedAtPayment | ModelError::CodePoolShape => "model",
+                ModelError::UnlimitedUnit
+                | ModelError::UnlimitedAtPayment
+                | ModelError::AtShipmentShape
+                | ModelError::CodePoolShape => "model",
                 ModelError::CodePoolShards => "shards",
                 _ => "bundle",
             };

@@ -2,12 +2,13 @@
 //! auto-complete, refund before shipping, return after shipping, and the admin's cancel of a
 //! pending order. Each is one compare-and-set through the transition table of
 //! `domain::order`; the stream announces it on the bus, where stock-events restocks and the
-//! refunds function issues refunds. Nothing here touches stock or a provider.
+//! refunds function issues refunds. Nothing here touches stock or a provider, except the
+//! shipment of an order held until shipment, which takes its held units first.
 
 use super::orders::{OrderError, StockRefusal};
 use crate::clock;
 use crate::context::App;
-use crate::domain::kind::{BuyerRefund, Kind};
+use crate::domain::kind::{held_until_shipment, BuyerRefund, Kind};
 use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, RefundReview, ReturnInfo, Shipment};
 use crate::domain::refund::RefundReason;
 use crate::domain::reservation::{CodeFate, LockStatus};
@@ -373,6 +374,9 @@ async fn stock_allows(
         return match (r.status, r.oversold) {
             (_, true) => Err(StockRefusal::StockLost.into()),
             (LockStatus::Sold, false) => Ok(None),
+            // paid and held until shipment: the shipment takes the units now, conditional on
+            // the lock still FROZEN, before the order's compare-and-set records it
+            (LockStatus::Frozen, false) if held_until_shipment(&r) => take_at_shipment(app, &rid).await,
             (LockStatus::Frozen, false) => Err(StockRefusal::NotConfirmed.into()),
             // released (and not marked: the confirm is about to) or restocked: nothing to ship
             (LockStatus::Released | LockStatus::Restocked, false) => Err(StockRefusal::StockLost.into()),
@@ -401,6 +405,19 @@ async fn stock_allows(
             Some(CodeFate::Redeemed) => Err(StockRefusal::CodesRedeemed.into()),
             _ => Ok(None),
         },
+    }
+}
+
+/// The shipment's take of a held lock (docs/inventory-models.md, "Deduction at shipment"); one
+/// released meanwhile (a refund before shipping won) has nothing to ship.
+async fn take_at_shipment(app: &App, rid: &ReservationId) -> Result<Option<&'static str>, OrderError> {
+    use super::stock::{LockChange::*, LockError};
+    match super::stock::take_at_shipment(app, rid).await {
+        Ok(Moved(_) | Unchanged(_) | Retaken(_)) => Ok(None),
+        Ok(Oversold(_)) | Err(LockError::InvalidTransition(_) | LockError::NotFound) => {
+            Err(StockRefusal::StockLost.into())
+        }
+        Err(LockError::Store(e)) => Err(OrderError::Store(e)),
     }
 }
 

@@ -120,6 +120,7 @@ pub(super) fn line(sku: &Sku, pieces: &[(u16, u32)]) -> ReservedLine {
         dates: Vec::new(),
         draws: Vec::new(),
         at_payment: false,
+        at_shipment: false,
         codes: None,
     }
 }

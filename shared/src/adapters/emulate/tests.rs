@@ -57,6 +57,7 @@ fn reservation(id: &str, shard: u16) -> Reservation {
             dates: Vec::new(),
             draws: Vec::new(),
             at_payment: false,
+            at_shipment: false,
             codes: None,
         }],
         oversold: false,

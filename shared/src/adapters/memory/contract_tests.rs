@@ -40,6 +40,11 @@ async fn the_memory_store_judges_confirm_release_retake_and_restock() {
 }
 
 #[tokio::test]
+async fn the_memory_store_judges_the_shipments_take_of_a_held_lock() {
+    contract::shipment_takes(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
 async fn the_memory_store_stops_a_sale_on_the_shards_it_pauses() {
     contract::stop_sale(&MemoryStock::new(), "m").await;
 }
@@ -83,5 +88,5 @@ async fn the_memory_store_moves_an_adjustment_pair_together_or_not_at_all() {
 async fn the_memory_store_passes_the_whole_stock_store_contract_on_one_store() {
     let failed = contract::failures(&MemoryStock::new(), &super::MemoryWaitlists::new(), "m-").await;
     assert!(failed.is_empty(), "contract checks failed:\n{}", failed.join("\n"));
-    assert_eq!(contract::CHECKS.len(), 15, "a new check gets its own test above");
+    assert_eq!(contract::CHECKS.len(), 16, "a new check gets its own test above");
 }

@@ -31,6 +31,7 @@ fn model_of(kind: Kind) -> InventoryModel {
         Kind::Calendar => m(Management::Quantity, Unit::Calendar, Deduct::AtOrder),
         Kind::Bundle => m(Management::Quantity, Unit::Bundle, Deduct::AtOrder),
         Kind::PayTime => m(Management::Quantity, Unit::Single, Deduct::AtPayment),
+        Kind::AtShipment => m(Management::Quantity, Unit::Single, Deduct::AtShipment),
         Kind::Unlimited => m(Management::Unlimited, Unit::Single, Deduct::AtOrder),
         Kind::CodePool => m(Management::CodePool, Unit::Single, Deduct::AtOrder),
         Kind::Supplier => m(Management::Supplier, Unit::Single, Deduct::AtOrder),
@@ -64,7 +65,7 @@ async fn make(app: &App, name: &str, kind: Kind) {
     };
     admin::put_sku(app, &s, &spec, Some("ops")).await.unwrap();
     match kind {
-        Kind::Quantity | Kind::PayTime => {
+        Kind::Quantity | Kind::PayTime | Kind::AtShipment => {
             admin::adjust(app, &s, "init", 10, "stock", Some("ops"), &[]).await.unwrap();
         }
         Kind::Calendar => {
@@ -169,10 +170,18 @@ async fn every_pair_of_kinds_is_ordered_reserved_paused_paid_and_refunded_as_the
                 admin::set_paused(&app, &sku("A"), false).await.unwrap();
             }
 
-            // paid: the confirm sells both lines
+            // paid: the confirm sells both lines — or, where one is taken at shipment, holds
+            // both until the shipment takes them
             let rid = ReservationId::for_order(&OrderId::parse("o1").unwrap());
             stock::confirm(&app, &rid, OnReleased::Retake).await.unwrap();
-            assert_eq!(w.stock.get_reservation(&rid).await.unwrap().unwrap().status, LockStatus::Sold, "{pair}");
+            let held = a.rules().takes_at_shipment() || b.rules().takes_at_shipment();
+            let status = || async { w.stock.get_reservation(&rid).await.unwrap().unwrap().status };
+            assert_eq!(status().await, if held { LockStatus::Frozen } else { LockStatus::Sold }, "{pair} paid");
+            if held {
+                clean(&w, &format!("{pair} paid, held"));
+                stock::take_at_shipment(&app, &rid).await.unwrap();
+                assert_eq!(status().await, LockStatus::Sold, "{pair} shipped");
+            }
             clean(&w, &format!("{pair} sold"));
 
             // refunded before delivery: the units go back, the allowance only where the kind says

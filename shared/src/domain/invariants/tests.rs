@@ -36,6 +36,7 @@ fn res(id: &str, status: LockStatus, q: u32) -> Reservation {
             dates: Vec::new(),
             draws: Vec::new(),
             at_payment: false,
+            at_shipment: false,
             codes: None,
         }],
         oversold: false,

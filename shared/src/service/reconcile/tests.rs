@@ -121,6 +121,7 @@ fn orphan(id: &str, sku: &str, quantity: u32, age_ms: i64) -> crate::domain::res
             dates: Vec::new(),
             draws: Vec::new(),
             at_payment: false,
+            at_shipment: false,
             codes: None,
         }],
         oversold: false,

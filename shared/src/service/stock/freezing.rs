@@ -95,6 +95,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             dates: l.dates.clone(),
             draws: Vec::new(),
             at_payment: kind.rules().takes_at_payment(),
+            at_shipment: kind.rules().takes_at_shipment(),
             codes: kind.rules().reveals_codes.then(Vec::new),
         };
         if line.holds_codes() && q > crate::domain::codes::MAX_CODES_PER_LINE {
@@ -118,7 +119,11 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     }
     // Anti-hoarding: a checkout of a signed-in buyer holds one of their pending slots until it is
     // paid or released. External reservations are trusted systems' and are not capped here.
-    let pending = req.kind == ReservationKind::Order && req.user.is_some() && app.config.max_pending_per_user > 0;
+    // A lock held until shipment stays FROZEN after payment, so it would hold a pending slot until
+    // the goods ship: such a checkout is not capped (docs/inventory-models.md, "Deduction at shipment").
+    let held = lines.iter().any(|l| Kind::of_line(l).rules().takes_at_shipment());
+    let pending =
+        req.kind == ReservationKind::Order && req.user.is_some() && app.config.max_pending_per_user > 0 && !held;
     if pending {
         limits.max_pending = Some(app.config.max_pending_per_user);
     }

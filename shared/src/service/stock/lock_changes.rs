@@ -1,12 +1,13 @@
-//! A lock's changes after the freeze: confirm, release and restock, the pay-time take and the
-//! retake of a released lock, and the oversell they may find.
+//! A lock's changes after the freeze: confirm, release and restock, the pay-time take, the
+//! shipment's take of a lock held until shipment, the retake of a released lock, and the
+//! oversell they may find.
 
 use super::replanning::replan;
 use super::FREEZE_ATTEMPTS;
 use crate::context::App;
 use crate::domain::allocation::{start_shard, MAX_SHARDS};
 use crate::domain::events::{EventDetail, EventKind, EventLine, OrderEvent, SCHEMA_VERSION};
-use crate::domain::kind::{Kind, PauseBy};
+use crate::domain::kind::{held_until_shipment, Kind, PauseBy};
 use crate::domain::reservation::{plan_move, LockMove, LockStatus, Reservation};
 use crate::domain::{ReservationId, Sku};
 use crate::ports::MoveRejection;
@@ -36,15 +37,30 @@ pub enum LockError {
 
 /// FROZEN → RELEASED: units back on sale, per-user counters given back.
 pub async fn release(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
-    change(app, id, LockStatus::Released, OnReleased::Refuse).await
+    change(app, id, LockStatus::Released, OnReleased::Refuse, Sale::Now).await
 }
 
 /// SOLD → RESTOCKED: the units back on sale after a refund before shipping or a return
-/// (docs/after-sale.md, "Restock"). Idempotent: a RESTOCKED lock is left as it is.
+/// (docs/after-sale.md, "Restock"). Idempotent: a RESTOCKED lock is left as it is. A lock held
+/// until shipment that never shipped is still FROZEN: its refund releases it (FROZEN →
+/// RELEASED, the held units back to available; docs/inventory-models.md, "Deduction at shipment").
 pub async fn restock(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
     for attempt in 1..=FREEZE_ATTEMPTS {
         let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
         match r.status {
+            LockStatus::Frozen | LockStatus::Released if held_until_shipment(&r) => {
+                match change(app, id, LockStatus::Released, OnReleased::Refuse, Sale::Now).await {
+                    Ok(LockChange::Moved(r)) => {
+                        app.count(names::SHIPMENT_HOLDS_RELEASED, 1);
+                        tracing::info!(reservation = %r.id, "hold released by a refund before shipping");
+                        return Ok(LockChange::Moved(r));
+                    }
+                    // a shipment took the units meanwhile (its order write lost to this refund):
+                    // read again, and restock them as sold
+                    Err(LockError::InvalidTransition(LockStatus::Sold)) => continue,
+                    other => return other,
+                }
+            }
             LockStatus::Restocked => return Ok(LockChange::Unchanged(r)),
             LockStatus::Sold => match app.stock.restock(&r).await? {
                 Ok(()) => {
@@ -82,9 +98,33 @@ pub enum OnReleased {
     Retake,
 }
 
-/// FROZEN → SOLD.
+/// FROZEN → SOLD, the payment's confirm. A lock held until shipment
+/// ([`held_until_shipment`]) is left FROZEN: its units stay held until
+/// [`take_at_shipment`] (answered `Unchanged`).
 pub async fn confirm(app: &App, id: &ReservationId, on_released: OnReleased) -> Result<LockChange, LockError> {
-    change(app, id, LockStatus::Sold, on_released).await
+    change(app, id, LockStatus::Sold, on_released, Sale::AtShipmentHeld).await
+}
+
+/// FROZEN → SOLD at the order's shipment: the held units are taken (`locked → sold`), in one
+/// conditional write on the lock still FROZEN. A released lock is not taken again here (the
+/// shipment is refused); a SOLD one is `Unchanged` (a retried shipment, or units retaken at
+/// payment).
+pub async fn take_at_shipment(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
+    let taken = change(app, id, LockStatus::Sold, OnReleased::Refuse, Sale::Now).await?;
+    if let LockChange::Moved(r) = &taken {
+        app.count(names::SHIPMENT_TAKES, 1);
+        tracing::info!(reservation = %r.id, "held units taken at shipment");
+    }
+    Ok(taken)
+}
+
+/// Whether a move to SOLD may sell a lock held until shipment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sale {
+    /// Sell whatever the lock holds (the shipment's take, a release, an external confirm).
+    Now,
+    /// The payment's confirm: a lock held until shipment stays FROZEN.
+    AtShipmentHeld,
 }
 
 async fn change(
@@ -92,11 +132,17 @@ async fn change(
     id: &ReservationId,
     to: LockStatus,
     on_released: OnReleased,
+    sale: Sale,
 ) -> Result<LockChange, LockError> {
     for attempt in 1..=FREEZE_ATTEMPTS {
         let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
         match plan_move(r.status, to) {
             LockMove::AlreadyDone => return Ok(LockChange::Unchanged(r)),
+            // paid, still held: the shipment takes it (docs/inventory-models.md, "Deduction at shipment")
+            LockMove::Apply if to == LockStatus::Sold && sale == Sale::AtShipmentHeld && held_until_shipment(&r) => {
+                tracing::info!(reservation = %r.id, "paid; its units stay held until shipment");
+                return Ok(LockChange::Unchanged(r));
+            }
             LockMove::Apply => {
                 let mut r = r;
                 let pay_time = to == LockStatus::Sold && r.lines.iter().any(|l| l.takes_at_payment());
@@ -117,6 +163,11 @@ async fn change(
                     }
                     Err(_) => super::super::backoff(attempt).await,
                 }
+            }
+            // a hold released before shipping was given back by its refund: never taken again
+            // by a late confirm (docs/inventory-models.md, "Deduction at shipment")
+            LockMove::Conflict if sale == Sale::AtShipmentHeld && held_until_shipment(&r) => {
+                return Ok(LockChange::Unchanged(r))
             }
             LockMove::Conflict if to == LockStatus::Sold && on_released == OnReleased::Retake => {
                 match retake(app, r, Why::Repair).await? {

@@ -19,7 +19,7 @@ mod lock_changes;
 mod replanning;
 pub use freezing::freeze;
 use freezing::replay;
-pub use lock_changes::{confirm, release, restock, LockChange, LockError, OnReleased};
+pub use lock_changes::{confirm, release, restock, take_at_shipment, LockChange, LockError, OnReleased};
 
 /// Attempts of the freeze loop before answering "busy, retry" (never "sold out").
 const FREEZE_ATTEMPTS: u32 = 10;

@@ -165,6 +165,7 @@ fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)
                 dates: Vec::new(),
                 draws: Vec::new(),
                 at_payment: false,
+                at_shipment: false,
                 codes: None,
             })
             .collect(),
@@ -175,6 +176,7 @@ fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)
 }
 
 mod admin_service;
+mod at_shipment;
 mod campaigns;
 mod code_lifecycle;
 mod codes;
