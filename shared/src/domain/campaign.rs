@@ -295,13 +295,13 @@ pub enum UpdateRefusal {
     /// The queue (present or not, rate, token life, draw) is fixed at creation.
     #[error("a campaign's queue is fixed at creation")]
     QueueChanged,
-    /// The waves (their windows, quotas and `unsold`) are fixed at creation.
+    /// The waves (their windows and `unsold`) are fixed at creation.
     #[error("the waves of {0} are fixed at creation")]
     WavesChanged(Sku),
 }
 
-/// The same waves as declared: windows, `unsold` and, when the update repeats the item's quota
-/// unchanged, the declared quotas (rolls and adjustments since are the stored record's).
+/// The same waves: their number, windows and `unsold`. Their quotas are the stored record's (an
+/// update keeps them, like the item's quota: they change only by adjustments and rolls).
 fn same_waves(cur: Option<&Waves>, new: Option<&Waves>) -> bool {
     match (cur, new) {
         (None, None) => true,

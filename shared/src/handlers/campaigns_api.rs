@@ -4,7 +4,9 @@
 //! `Cache-Control: max-age`).
 
 use super::stock_api::{admin_problem, sku_param, view_json};
-use crate::api::campaigns::{Availability, CampaignAdjustmentRequest, CampaignRequest, CampaignViewBody};
+use crate::api::campaigns::{
+    Availability, CampaignAdjustmentRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
+};
 use crate::api::stock::SkuView;
 use crate::app::App;
 use crate::clock;
@@ -181,6 +183,16 @@ pub async fn get_sku(app: &App, req: &Request) -> Result<Response, Problem> {
     }
 }
 
+/// A waved item answers for the wave selling now, or the next one (docs/campaigns.md, "Waves"):
+/// its window and its available units stand for the campaign's.
+fn current_wave((mut c, mut i): (CampaignViewBody, CampaignItemView)) -> (CampaignViewBody, CampaignItemView) {
+    let wave = i.waves.as_ref().and_then(|ws| ws.iter().find(|w| w.status != "ENDED").or(ws.last())).cloned();
+    if let Some(w) = wave {
+        (c.starts_at, c.ends_at, i.available) = (w.starts_at, w.ends_at, w.available);
+    }
+    (c, i)
+}
+
 /// `GET /skus/{sku}/availability` (anyone) and `GET /skus/{sku}/availability/me` (signed in:
 /// adds the buyer's remaining allowance and pending checkouts).
 pub async fn availability(app: &App, req: &Request, signed_in: bool) -> Result<Response, Problem> {
@@ -215,6 +227,7 @@ pub async fn availability(app: &App, req: &Request, signed_in: bool) -> Result<R
         None => None,
     };
     let at = |t: &str| clock::parse_rfc3339(t).map(|ms| ms / 1000).unwrap_or(0);
+    let campaign = campaign.map(current_wave);
     let input = EligibilityInput {
         quantity: quantity.get(),
         // an unlimited SKU never runs short; a calendar SKU's answer needs dates (not asked here)

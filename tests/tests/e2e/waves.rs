@@ -59,6 +59,13 @@ async fn a_waves_quota_sells_out_while_the_next_waves_is_untouched() {
     let w = waves(&s, "drop").await;
     assert_eq!((counters(&w[0]), &w[0]["live"], &w[0]["status"]), ((0, 3, 0), &json!(true), &json!("LIVE")));
     assert_eq!((counters(&w[1]), &w[1]["quota"], &w[1]["live"]), ((4, 0, 0), &json!(4), &json!(false)), "untouched");
+    let why = s.get("/skus/WAVE/availability?quantity=1&campaign_id=drop", None).await;
+    assert_eq!(
+        (why.body["reason"].as_str(), why.body["campaign_available"].as_i64()),
+        (Some("campaign_quota_exhausted"), Some(0)),
+        "{}",
+        why.body
+    );
     let public = s.get("/campaigns/drop", None).await;
     assert_eq!(public.body["items"][0]["waves"][1]["status"], "SCHEDULED", "{}", public.body);
     assert_eq!(counters(&s.view("WAVE").await), (97, 3, 0), "only wave 1's units left the SKU");
