@@ -73,6 +73,8 @@ pub const PATHS: &[(&str, Need)] = &[
     ("payment webhook: amount mismatch", NEVER_WRONG),
     // refunds
     ("refund review: an admin decided", Required),
+    ("code: redeemed", Required),
+    ("code: a second redemption refused", Optional("an order drawn twice for redemption: 3-7 in 100 seeds")),
     ("refund: confirmed by the provider's webhook", Required),
     ("refund: done, webhook never sent", Required),
     // the waiting room

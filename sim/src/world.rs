@@ -69,6 +69,9 @@ pub enum Action {
     Admin(OrderId, Change),
     Buyer(UserId, OrderId, Change),
     Reveal(UserId, OrderId),
+    /// The merchant redeems an order's first code, once its buyer was shown it
+    /// (docs/code-pools.md, "Redemption").
+    Redeem(OrderId),
     /// The provider finishes a refund; its webhook is then delivered 0, 1 or 2 times (0: what
     /// the sweep's `refunds-issued` arm must find).
     RefundWebhook(RefundConfirmation, u8),
@@ -124,6 +127,8 @@ pub struct Done {
     pub log: String,
     pub requeue: Vec<Queued>,
     pub revealed: Vec<(OrderId, String)>,
+    /// An order one of whose codes was redeemed.
+    pub redeemed: Option<OrderId>,
     /// A buyer's refund that was accepted.
     pub buyer_refunded: Option<OrderId>,
     /// A checkout that died half-way (the client will retry it).
@@ -204,6 +209,8 @@ pub struct Sim {
     pub shown: BTreeMap<String, OrderId>,
     /// Orders whose buyer's refund was accepted.
     pub buyer_refunded: HashSet<OrderId>,
+    /// Orders one of whose codes was redeemed: never refunded.
+    pub redeemed: HashSet<OrderId>,
     pub trace: Vec<String>,
     pub stats: Stats,
     /// `--strict`: also arms the fault point whose loss nothing repairs yet (F2).
@@ -279,6 +286,7 @@ impl Sim {
             notices: Vec::new(),
             shown: BTreeMap::new(),
             buyer_refunded: HashSet::new(),
+            redeemed: HashSet::new(),
             trace: Vec::new(),
             stats: Stats::default(),
             strict: false,
@@ -579,10 +587,11 @@ impl Sim {
                 };
                 Action::Buyer(o.user, o.id, change)
             }
-            54..=56 => {
+            54..=55 => {
                 let o = self.pick_order(|o| o.status.is_paid_or_later())?;
                 Action::Reveal(o.user, o.id)
             }
+            56 => Action::Redeem(self.pick_order(|o| o.status.is_paid_or_later())?.id),
             57..=58 => {
                 let o = self.pick_order(|o| o.refunds.iter().any(|r| r.status == RefundStatus::Issued))?;
                 let r = o.refunds.iter().find(|r| r.status == RefundStatus::Issued)?;
@@ -898,6 +907,9 @@ impl Sim {
             if let Some(o) = d.buyer_refunded {
                 self.buyer_refunded.insert(o);
             }
+            if let Some(o) = d.redeemed {
+                self.redeemed.insert(o);
+            }
             if let Some(t) = d.wl_token {
                 self.wl_tokens.insert((t.user.clone(), t.sku.clone()), t);
             }
@@ -931,6 +943,13 @@ impl Sim {
                         self.shown.insert(code, order);
                     }
                 }
+            }
+        }
+        // a redeemed code's order is never refunded (the invariants also hold its lock SOLD)
+        for o in self.redeemed.iter().filter(|o| self.buyer_refunded.contains(*o)) {
+            let v = format!("RedeemedCodeRefunded {{ order: {o} }}");
+            if !self.extra.contains(&v) {
+                self.extra.push(v);
             }
         }
         // the codes' fate is one of shown or withdrawn: never both
@@ -1107,6 +1126,29 @@ fn envelope(e: &OrderEvent) -> String {
 
 fn sqs(body: String) -> SqsEvent {
     SqsEvent { records: vec![SqsMessage { message_id: Some("m".into()), body: Some(body), ..Default::default() }] }
+}
+
+/// The merchant redeems the first code of order `id`, as its buyer was shown it (the reveal is
+/// the buyer's, so a code nobody saw is never the one redeemed).
+async fn redeem_first(app: &App, id: &OrderId, d: &mut Done) -> String {
+    use holdfast::service::codes::redeem::{redeem, RedeemError};
+    let owner = match app.orders.get(id).await {
+        Ok(Some(OrderRecord::Order(o))) => o.user,
+        _ => return format!("redeem {id} -> no order"),
+    };
+    let Ok(shown) = codes::reveal(app, &owner, id).await else { return format!("redeem {id} -> nothing shown") };
+    d.revealed = shown.iter().map(|(_, c)| (id.clone(), c.clone())).collect();
+    let Some((_, code)) = shown.into_iter().next() else { return format!("redeem {id} -> no code") };
+    let r = redeem(app, id, &code).await;
+    match &r {
+        Ok(_) => {
+            d.hits.push("code: redeemed");
+            d.redeemed = Some(id.clone());
+        }
+        Err(RedeemError::AlreadyRedeemed(_)) => d.hits.push("code: a second redemption refused"),
+        Err(_) => {}
+    }
+    format!("redeem {id} -> {}", show(r, |x| format!("redeemed at {}", x.redeemed_at_ms)))
 }
 
 fn show<T, E: std::fmt::Display>(r: Result<T, E>, f: impl FnOnce(T) -> String) -> String {
@@ -1299,6 +1341,7 @@ pub async fn exec(
             }
             format!("buyer {label} {id} -> {}", show(r, |o| o.status.as_str().into()))
         }
+        Action::Redeem(id) => redeem_first(app, id, &mut d).await,
         Action::Reveal(u, id) => {
             let r = codes::reveal(app, u, id).await;
             if let Ok(cs) = &r {
