@@ -2,9 +2,10 @@
 
 use crate::world::Sim;
 use holdfast::domain::invariants::{check_all, Violation};
+use holdfast::domain::kind::held_until_shipment;
 use holdfast::domain::order::{Order, OrderRecord, OrderStatus, PaymentOutcome};
 use holdfast::domain::refund::RefundStatus;
-use holdfast::domain::reservation::LockStatus;
+use holdfast::domain::reservation::{LockStatus, Reservation};
 use holdfast::domain::{OrderId, ReservationId, Sku, UserId};
 use holdfast::ports::{PaymentState, Queues};
 use std::collections::{BTreeMap, HashSet};
@@ -79,13 +80,23 @@ pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
         out.push(format!("MarkedOversoldButHeld {{ lock: {}, status: {:?} }}", r.id, r.status));
     }
     if quiescent {
-        for r in snap.reservations.iter().filter(|r| r.status == LockStatus::Frozen) {
+        // a paid order held until shipment keeps its lock FROZEN until it ships: held, and sold
+        // to its buyer as far as the money goes (docs/inventory-models.md, "Deduction at shipment")
+        let awaiting: HashSet<String> = all
+            .iter()
+            .filter(|o| matches!(o.status, OrderStatus::Paid | OrderStatus::RefundRequested) && o.shipment.is_none())
+            .map(|o| ReservationId::for_order(&o.id).to_string())
+            .collect();
+        let held = |r: &&Reservation| {
+            r.status == LockStatus::Frozen && held_until_shipment(r) && awaiting.contains(r.id.as_str())
+        };
+        for r in snap.reservations.iter().filter(|r| r.status == LockStatus::Frozen && !held(r)) {
             out.push(format!("FrozenAtQuiescence {{ lock: {} }}", r.id));
         }
         let sold: HashSet<String> = snap
             .reservations
             .iter()
-            .filter(|r| r.status == LockStatus::Sold && !r.oversold)
+            .filter(|r| (r.status == LockStatus::Sold || held(r)) && !r.oversold)
             .map(|r| r.id.to_string())
             .collect();
         out.extend(provider_money(sim, &all, &sold));

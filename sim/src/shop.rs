@@ -31,7 +31,7 @@ pub const NOTIFY_SKU: &str = "notify";
 /// the drop's SKU (a queued campaign's item, whose own stock keeps a waitlist beside the queue).
 pub const WAITLIST_SKUS: &[&str] = &[NOTIFY_SKU, NOTIFY_SKU, NOTIFY_SKU, "qty-b", DROP_SKU];
 /// SKUs that have no waitlist (422 not_waitlistable).
-pub const NOT_WAITLISTABLE: &[&str] = &["codes", "cal", "bundle", "unlimited", "paytime", "supp"];
+pub const NOT_WAITLISTABLE: &[&str] = &["codes", "cal", "bundle", "unlimited", "paytime", "atship", "supp"];
 /// The waitlists' bounds in the shop: fewer places per SKU than buyers, one waitlist per buyer
 /// at a time (of three waitlisted SKUs), so both refusals are reached. Tokens live the default
 /// 300 s.
@@ -66,6 +66,8 @@ fn defs() -> Vec<Def> {
         d("qty-a", 500, 2, Some(3), q, 6),
         d("qty-b", 300, 1, None, q, 4),
         d("paytime", 200, 1, Some(2), m(Management::Quantity, Unit::Single, Deduct::AtPayment), 3),
+        // held from the order, taken when shipped, given back by a refund before shipping
+        d("atship", 250, 2, Some(2), m(Management::Quantity, Unit::Single, Deduct::AtShipment), 4),
         d("unlimited", 100, 1, None, m(Management::Unlimited, Unit::Single, Deduct::AtOrder), 0),
         d("codes", 700, 1, Some(2), m(Management::CodePool, Unit::Single, Deduct::AtOrder), 5),
         d("cal", 900, 1, Some(4), m(Management::Quantity, Unit::Calendar, Deduct::AtOrder), 2),

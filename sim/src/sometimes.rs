@@ -130,6 +130,9 @@ pub const PATHS: &[(&str, Need)] = &[
     ("metric PaymentsNotCancellable", Required),
     ("metric Oversell", Optional("a sweep's repair confirming a lock released meanwhile, its stock gone: not reached")),
     ("metric PayTimeShortfalls", Required),
+    // an AT_SHIPMENT order shipped (its held units taken), and one refunded before shipping
+    ("metric ShipmentDeductions", Required),
+    ("metric ShipmentHoldsReleased", Required),
     ("metric OrphansReleased", Required),
     ("metric Restocks", Required),
     ("metric Repairs", Required),
@@ -154,6 +157,8 @@ pub const METRICS: &[&str] = &[
     names::PAYMENTS_NOT_CANCELLABLE,
     names::OVERSELL,
     names::PAY_TIME_SHORT,
+    names::SHIPMENT_TAKES,
+    names::SHIPMENT_HOLDS_RELEASED,
     names::ORPHANS_RELEASED,
     names::RESTOCKS,
     names::REPAIRS,

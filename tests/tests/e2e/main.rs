@@ -2,6 +2,7 @@
 //! contract, the template, and end-to-end scenarios over HTTP on the local stack.
 
 mod after_sale;
+mod at_shipment;
 mod backstops;
 mod campaigns;
 mod codes;
