@@ -464,21 +464,12 @@ impl LocalStack {
     }
 
     /// Everything the invariants of docs/architecture.md, "Invariants" are checked over (scans both tables).
+    /// The same whole-store read the daily ledger report makes (`ports::Audit`), uncapped.
     pub async fn snapshot(&self) -> anyhow::Result<Snapshot> {
-        let ddb = aws_sdk_dynamodb::Client::new(&self.sdk);
-        let stock = holdfast::adapters::dynamo::stock::audit::dump(&ddb, self.resources.table("StockTable")?).await?;
-        let orders = holdfast::adapters::dynamo::orders::dump(&ddb, self.resources.table("OrderTable")?).await?;
-        let delay = self.app("reservation-check")?.config.reservation_check_delay_s;
-        Ok(Snapshot {
-            skus: stock.skus,
-            reservations: stock.reservations,
-            orders,
-            user_counters: stock.user_counters,
-            now_s: holdfast::clock::now_s(),
-            check_delay_s: delay,
-            campaigns: stock.campaigns,
-            codes: stock.codes,
-        })
+        let app = self.app("reservation-check")?;
+        let mut snap = app.audit.read_all(usize::MAX).await?.snapshot;
+        snap.check_delay_s = app.config.reservation_check_delay_s;
+        Ok(snap)
     }
 
     pub async fn shutdown(mut self) {

@@ -23,6 +23,8 @@ pub struct App {
     pub sweep: Arc<dyn SweepIndex>,
     /// "Notify me" waitlists of sold-out SKUs (docs/waitlist.md).
     pub waitlists: Arc<dyn crate::ports::Waitlists>,
+    /// Whole-store reads for the daily ledger report (docs/operations.md, "Daily ledger report").
+    pub audit: Arc<dyn crate::ports::Audit>,
     /// The stock journal (docs/after-sale.md, "Stock journal").
     pub journal: Arc<dyn crate::ports::Journal>,
     /// The sale room: the sales switch, live counters, low-stock marks (docs/operations.md).
@@ -144,6 +146,11 @@ impl App {
     /// The same app with its stock journal at `journal`.
     pub fn with_journal(self, journal: Arc<dyn crate::ports::Journal>) -> App {
         App { journal, ..self }
+    }
+
+    /// The same app reading the whole store (the ledger report) through `audit`.
+    pub fn with_audit(self, audit: Arc<dyn crate::ports::Audit>) -> App {
+        App { audit, ..self }
     }
 
     /// The same app reading the sweep's indexes through `sweep`.

@@ -14,6 +14,8 @@ use async_trait::async_trait;
 pub use crate::domain::reservation::{FreezeLimits, FreezeRejection};
 pub use crate::domain::MAX_DELAY_SECONDS;
 
+mod audit;
+pub use audit::{Audit, AuditRead, NoAudit};
 mod sweep;
 pub use sweep::{bucket_of, LockSums, Page, SweepIndex, WorkItem, INDEX_BUCKETS, LOCK_GROUPS};
 

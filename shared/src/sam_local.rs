@@ -53,6 +53,7 @@ pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
     ("GET /admin/refund-reviews", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("GET /admin/settlement/{date}", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("POST /admin/settlement/{date}/run", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
+    ("GET /admin/ledger/{date}", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("GET /admin/skus/{sku}/journal", RouteAuth::Jwt(&["stock:adjust", "stock:admin"])),
     ("POST /admin/skus/{sku}/codes", RouteAuth::Jwt(&["stock:codes", "stock:admin"])),
     ("GET /admin/skus/{sku}/codes", RouteAuth::Jwt(&["stock:codes", "stock:admin"])),

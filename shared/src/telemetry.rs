@@ -79,6 +79,9 @@ pub mod names {
     pub const SUPPLIER_CANCELS: &str = "SupplierCancels";
     /// One poll of a SUPPLIER order's bookings.
     pub const SUPPLIER_POLLS: &str = "SupplierPolls";
+    /// Milliseconds from a SUPPLIER order's booking request (its write) to its supplier's
+    /// confirmation, one value per confirmed order: its p99 is alarmed (docs/suppliers.md, "KPIs").
+    pub const SUPPLIER_CONFIRM_MS: &str = "SupplierConfirmMs";
     /// A payment started at a provider (`POST /orders/{id}/payments`; docs/payments.md).
     pub const PAYMENTS_STARTED: &str = "PaymentsStarted";
     /// A PAYING order decided at its deadline by asking its provider: paid, expired, or waited for.
@@ -89,6 +92,8 @@ pub mod names {
     pub const REFUNDS_HELD_FOR_REVIEW: &str = "RefundsHeldForReview";
     /// Settlement mismatches found (any kind; docs/payments.md, "Settlement").
     pub const SETTLEMENT_MISMATCHES: &str = "SettlementMismatches";
+    /// Differences the daily ledger report found (docs/operations.md, "Daily ledger report").
+    pub const LEDGER_DIFFERENCES: &str = "LedgerDifferences";
     /// `LowStock` events sent (docs/operations.md).
     pub const LOW_STOCK: &str = "LowStockEvents";
     /// A cancel the provider refused because the payment is processing (a bank debit): the
@@ -172,6 +177,30 @@ pub fn count(function: &str, name: &str, n: u64) {
     if std::env::var_os("HOLDFAST_QUIET_METRICS").is_none() {
         println!("{}", count_line(function, name, n));
     }
+}
+
+/// Emits one value of metric `name` (a duration, a size) for `function` as an EMF line, with the
+/// dimension sets of [`count`]: alarms read its percentiles (`ExtendedStatistic`).
+pub fn measure(function: &str, name: &str, value: f64, unit: &str) {
+    if std::env::var_os("HOLDFAST_QUIET_METRICS").is_none() {
+        println!("{}", measure_line(function, name, value, unit));
+    }
+}
+
+/// The EMF line of [`measure`].
+fn measure_line(function: &str, name: &str, value: f64, unit: &str) -> serde_json::Value {
+    serde_json::json!({
+        "_aws": {
+            "Timestamp": crate::clock::now_ms(),
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": COUNT_DIMENSIONS,
+                "Metrics": [{"Name": name, "Unit": unit}],
+            }],
+        },
+        "Function": function,
+        name: value,
+    })
 }
 
 /// The EMF line of [`count`].
@@ -300,5 +329,16 @@ mod tests {
         assert_eq!(line["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Function"], []]));
         assert_eq!((&line["Function"], &line["LowStockEvents"]), (&json!("stock-journal"), &json!(2)));
         assert_eq!(dimensions_of(names::LOW_STOCK), COUNT_DIMENSIONS);
+    }
+
+    /// The supplier confirm p99 alarm reads the dimensionless series of this value.
+    #[test]
+    fn a_measured_value_is_emitted_with_its_unit_per_function_and_as_a_dimensionless_series() {
+        let line = measure_line("payment-timeout", names::SUPPLIER_CONFIRM_MS, 4200.0, "Milliseconds");
+        let cw = &line["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(cw["Dimensions"], json!([["Function"], []]));
+        assert_eq!(cw["Metrics"], json!([{"Name": "SupplierConfirmMs", "Unit": "Milliseconds"}]));
+        assert_eq!(line["SupplierConfirmMs"], json!(4200.0));
+        assert_eq!(dimensions_of(names::SUPPLIER_CONFIRM_MS), COUNT_DIMENSIONS);
     }
 }

@@ -547,14 +547,24 @@ fn alarm_problems(template: &str) -> Vec<String> {
     let mut out = Vec::new();
     for id in s.of_type("AWS::CloudWatch::Alarm") {
         let p = s.properties(&id).unwrap();
-        if p["Namespace"] != "Holdfast" {
-            assert!(p.get("Metrics").is_none(), "{id}: metric math alarms are not checked here");
-            continue;
+        // a metric math alarm watches each of its metrics (`Metrics[].MetricStat.Metric`)
+        let watched: Vec<&Value> = match p.get("Metrics").and_then(Value::as_array) {
+            Some(m) => m.iter().filter_map(|q| q.get("MetricStat").map(|st| &st["Metric"])).collect(),
+            None => vec![&p],
+        };
+        for w in watched.into_iter().filter(|w| w["Namespace"] == "Holdfast") {
+            out.extend(metric_problem(&id, w, &names));
         }
+    }
+    out
+}
+
+/// What is wrong with one watched metric (`MetricName`, `Dimensions`) of alarm `id`, if anything.
+fn metric_problem(id: &str, p: &Value, names: &[String]) -> Option<String> {
+    {
         let metric = p["MetricName"].as_str().unwrap_or("");
         if !names.iter().any(|n| n == metric) {
-            out.push(format!("{id} watches {metric}, which the code does not emit"));
-            continue;
+            return Some(format!("{id} watches {metric}, which the code does not emit"));
         }
         let mut dims: Vec<&str> =
             p["Dimensions"].as_array().into_iter().flatten().filter_map(|d| d["Name"].as_str()).collect();
@@ -565,10 +575,10 @@ fn alarm_problems(template: &str) -> Vec<String> {
             set.sort_unstable();
             set == dims
         }) {
-            out.push(format!("{id} watches {metric} with dimensions {dims:?}; it is emitted with {emitted:?}"));
+            return Some(format!("{id} watches {metric} with dimensions {dims:?}; it is emitted with {emitted:?}"));
         }
     }
-    out
+    None
 }
 
 #[test]
@@ -590,6 +600,13 @@ fn every_alarm_on_a_holdfast_metric_watches_a_name_and_dimension_set_the_code_em
     );
     let m = t.replacen("      MetricName: Oversell\n", "      MetricName: Oversells\n", 1);
     assert_eq!(alarm_problems(&m), vec!["OversellAlarm watches Oversells, which the code does not emit".to_owned()]);
+    // the metric math alarms' metrics are checked one by one
+    let m = t.replacen("MetricName: SupplierCancels}", "MetricName: SupplierCancelled}", 1);
+    assert_ne!(m, t);
+    assert_eq!(
+        alarm_problems(&m),
+        vec!["SupplierCancelRateAlarm watches SupplierCancelled, which the code does not emit".to_owned()]
+    );
 }
 
 // ---------- the anonymous calendar view's own throttle (security review 3 M3) ----------
@@ -643,4 +660,36 @@ fn a_drops_waiting_room_has_its_own_function_throttles_and_reserved_concurrency(
         .map(|(f, _)| *f)
         .collect();
     assert_eq!(served, ["queue-api"], "only queue-api serves the room");
+}
+
+// ---------- the supplier KPIs (docs/suppliers.md, "KPIs") ----------
+
+#[test]
+fn the_supplier_kpis_are_alarmed_as_rates_with_a_volume_guard_and_the_confirm_p99() {
+    let s = Stack::new(&text(), &[]);
+    for (id, op, threshold) in [
+        ("SupplierBookingSuccessAlarm", "LessThanThreshold", 95),
+        ("SupplierTimeoutRateAlarm", "GreaterThanThreshold", 1),
+        ("SupplierCancelRateAlarm", "GreaterThanThreshold", 5),
+    ] {
+        let p = s.properties(id).unwrap_or_else(|| panic!("{id}"));
+        assert_eq!((p["ComparisonOperator"].as_str(), p["Threshold"].as_i64()), (Some(op), Some(threshold)), "{id}");
+        let metrics = p["Metrics"].as_array().unwrap_or_else(|| panic!("{id}: metric math"));
+        let shown: Vec<&Value> = metrics.iter().filter(|m| m["ReturnData"] == true).collect();
+        assert_eq!(shown.len(), 1, "{id}: one expression is the alarm's");
+        let expr = shown[0]["Expression"].as_str().unwrap_or("");
+        assert!(expr.starts_with("IF(") && expr.contains(">= 20"), "{id}: judged from 20 orders on: {expr}");
+        assert!(
+            metrics
+                .iter()
+                .all(|m| m["ReturnData"] == true || m["MetricStat"]["Period"] == 900 || m.get("Expression").is_some()),
+            "{id}: 15-minute sums"
+        );
+        assert_eq!(p["AlarmActions"].as_array().map(Vec::len), Some(1), "{id} notifies");
+    }
+    let p = s.properties("SupplierConfirmLatencyAlarm").unwrap();
+    assert_eq!((p["MetricName"].as_str(), p["ExtendedStatistic"].as_str()), (Some("SupplierConfirmMs"), Some("p99")));
+    assert_eq!((p["Threshold"].as_i64(), p["Period"].as_i64()), (Some(30_000), Some(900)));
+    let l = s.properties("LedgerDifferencesAlarm").unwrap();
+    assert_eq!((l["MetricName"].as_str(), l["Threshold"].as_i64()), (Some("LedgerDifferences"), Some(0)));
 }

@@ -9,6 +9,7 @@ pub mod body;
 pub mod campaigns;
 pub mod codes;
 pub mod fields;
+pub mod ledger;
 pub mod orders;
 pub mod payments;
 pub mod queue;

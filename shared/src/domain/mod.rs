@@ -9,6 +9,8 @@ pub mod ids;
 pub mod invariants;
 pub mod journal;
 pub mod kind;
+pub mod ledger;
+pub mod ledger_journal;
 pub mod model;
 pub mod money;
 pub mod order;

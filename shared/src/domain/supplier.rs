@@ -149,6 +149,13 @@ pub fn booking_key(order: &OrderId, sku: &Sku) -> String {
     format!("{order}.{sku}")
 }
 
+/// The confirm duration of the supplier KPIs (docs/suppliers.md, "KPIs"): milliseconds from
+/// the booking request — made right after the order is written, at `requested_ms` — to the
+/// confirmation at `now_ms` (never negative: clocks of two Lambdas may disagree a little).
+pub fn confirm_wait_ms(requested_ms: i64, now_ms: i64) -> f64 {
+    (now_ms - requested_ms).max(0) as f64
+}
+
 /// Seconds until the next poll of an order written at `started_at` (epoch s), at `now`: every
 /// 2 s for the first 30 s, then every 60 s, never past the deadline (a poll at the deadline
 /// decides), at least 1 s.
@@ -251,6 +258,12 @@ mod tests {
 
     fn supplier_model(unit: Unit, deduct: Deduct) -> InventoryModel {
         InventoryModel { management: Management::Supplier, unit, deduct }
+    }
+
+    #[test]
+    fn the_confirm_wait_runs_from_the_request_and_is_never_negative() {
+        assert_eq!(confirm_wait_ms(1_000, 31_500), 30_500.0);
+        assert_eq!(confirm_wait_ms(2_000, 1_990), 0.0);
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("GET /admin/refund-reviews", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("GET /admin/settlement/{date}", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/settlement/{date}/run", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("GET /admin/ledger/{date}", Auth::AnyScope(ADMIN_ORDERS)),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
@@ -99,6 +100,7 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
             http::body_bytes(&req, app.config.max_body_bytes)?;
             settlement(app, &req, true).await
         }
+        "GET /admin/ledger/{date}" => ledger(app, &req).await,
         other => Err(Problem::not_found(format!("no route {other}"))),
     }
 }
@@ -107,13 +109,27 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
 /// mismatch, as the daily schedule does; both compare afresh (nothing is stored).
 async fn settlement(app: &App, req: &Request, run: bool) -> Result<Response, Problem> {
     use crate::service::settlement;
+    let day = past_day(req)?;
+    let report = if run { settlement::run_and_report(app, day).await? } else { settlement::run(app, day).await? };
+    Ok(json_response(200, &SettlementReport::from(report)))
+}
+
+/// The daily ledger report (docs/operations.md, "Daily ledger report"): compared afresh, its
+/// differences counted (metric and alarm) and logged.
+async fn ledger(app: &App, req: &Request) -> Result<Response, Problem> {
+    let day = past_day(req)?;
+    let report = crate::service::ledger::run_and_report(app, day).await?;
+    Ok(json_response(200, &crate::api::ledger::LedgerReport::from(report)))
+}
+
+/// The `date` path parameter: a real `YYYY-MM-DD` that is not after today (UTC).
+fn past_day(req: &Request) -> Result<crate::domain::model::Day, Problem> {
     let raw = path_param(req, "date")?;
     let day = crate::domain::model::Day::parse(raw).map_err(|e| Problem::validation(e).field("date"))?;
     if day > crate::domain::model::Day::of_epoch_s(crate::clock::now_s()) {
         return Err(Problem::validation(format!("{day} is in the future")).field("date"));
     }
-    let report = if run { settlement::run_and_report(app, day).await? } else { settlement::run(app, day).await? };
-    Ok(json_response(200, &SettlementReport::from(report)))
+    Ok(day)
 }
 
 fn order_problem(e: OrderError) -> Problem {

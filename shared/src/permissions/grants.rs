@@ -82,6 +82,12 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // credential and Stripe's API key, read at run time (PROVIDER_CALLERS; review M3, L8)
             ("secretsmanager:GetSecretValue", ProviderCredentialSecret),
             ("secretsmanager:GetSecretValue", StripeApiKeySecret),
+            // GET /admin/ledger/{date}: the whole-store read (ports::Audit: paged, capped Scans
+            // of both tables) and each SKU's journal read back (journal.for_sku, a Query on the
+            // journal table's key; docs/operations.md, "Daily ledger report")
+            ("dynamodb:Scan", StockTable),
+            ("dynamodb:Scan", OrderTable),
+            ("dynamodb:Query", JournalTable),
         ],
     ),
     (

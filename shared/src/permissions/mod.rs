@@ -27,8 +27,9 @@
 //! - `BatchGetItem` is its own action; `GetItem` does not cover it, nor the reverse.
 //! - `Query` on a GSI is authorised on `<table-arn>/index/<name>`, not on the table.
 //! - The audit `dump` Scans (`adapters::dynamo::stock::audit::dump`,
-//!   `adapters::dynamo::orders::dump`) are test-only and never reached by a handler: no function
-//!   is granted `dynamodb:Scan`.
+//!   `adapters::dynamo::orders::dump`) are reached by one handler only, capped: the daily ledger
+//!   report of orders-api (`GET /admin/ledger/{date}`, `adapters::dynamo::audit`); no other
+//!   function is granted `dynamodb:Scan`.
 //! - Reading the order stream (`dynamodb:GetRecords` …) is granted by SAM's DynamoDB event
 //!   source, not by an inline statement, and is not part of this map.
 //! - The code key's use (`kms:GenerateDataKey` for stock-api, `kms:Decrypt` for orders-api) is

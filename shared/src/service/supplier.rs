@@ -223,6 +223,9 @@ pub async fn poll(app: &App, id: &OrderId, attempt: u32, started_at: i64) -> any
                         tracing::warn!(order_id = %id, error = format!("{e:#}"), "payment-timeout message not sent");
                     }
                     app.count(names::SUPPLIER_CONFIRMED, 1);
+                    // the booking was requested when the order was written (docs/suppliers.md, "KPIs")
+                    let waited_ms = supplier::confirm_wait_ms(o.created_at_ms, now_ms);
+                    crate::telemetry::measure(&app.function, names::SUPPLIER_CONFIRM_MS, waited_ms, "Milliseconds");
                     tracing::info!(order_id = %id, attempt, "supplier confirmed; order payable");
                     return Ok(PollOutcome::Confirmed);
                 }

@@ -16,6 +16,7 @@ mod emulator;
 mod events;
 mod hostile;
 mod journal;
+mod ledger;
 mod models;
 mod orders;
 mod payments;

@@ -1,5 +1,6 @@
 //! DynamoDB adapters for the stock and order tables.
 
+pub mod audit;
 pub mod campaigns;
 pub mod connections;
 pub mod images;

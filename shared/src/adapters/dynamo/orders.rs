@@ -347,10 +347,23 @@ impl OrderStore for DynamoOrders {
 /// Every order record, for invariant checks at quiescence (tests, demo). A Scan: never on a
 /// request path.
 pub async fn dump(client: &Client, table: &str) -> anyhow::Result<Vec<(OrderId, OrderRecord)>> {
+    Ok(dump_capped(client, table, usize::MAX).await?.0)
+}
+
+/// [`dump`], stopping after the page that reaches `max_items` items: (records, items read,
+/// whether the table was read to its end). The daily ledger report's read.
+pub async fn dump_capped(
+    client: &Client,
+    table: &str,
+    max_items: usize,
+) -> anyhow::Result<(Vec<(OrderId, OrderRecord)>, usize, bool)> {
     let mut out = Vec::new();
+    let mut read = 0;
     let mut start = None;
     loop {
+        let _span = super::super::usage::call("dynamodb:Scan");
         let r = client.scan().table_name(table).consistent_read(true).set_exclusive_start_key(start).send().await?;
+        read += r.items().len();
         for it in r.items() {
             let pk = get_s(it, "pk")?;
             if let Some(id) = pk.strip_prefix("ORD#") {
@@ -358,8 +371,9 @@ pub async fn dump(client: &Client, table: &str) -> anyhow::Result<Vec<(OrderId, 
             }
         }
         match r.last_evaluated_key() {
-            Some(k) if !k.is_empty() => start = Some(k.clone()),
-            _ => return Ok(out),
+            Some(k) if !k.is_empty() && read < max_items => start = Some(k.clone()),
+            Some(k) if !k.is_empty() => return Ok((out, read, false)),
+            _ => return Ok((out, read, true)),
         }
     }
 }

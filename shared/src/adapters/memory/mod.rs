@@ -6,6 +6,7 @@
 //! rejection mapping follow the DynamoDB adapters (see the comments in [`stock`] and
 //! [`orders`]); nothing here counts AWS usage.
 
+mod audit;
 #[cfg(test)]
 mod contract_tests;
 mod journal;
@@ -19,6 +20,7 @@ mod stock;
 mod tests;
 mod waitlists;
 
+pub use audit::MemoryAudit;
 pub use journal::MemoryJournal;
 pub use orders::MemoryOrders;
 pub use push::MemoryPush;
@@ -359,6 +361,7 @@ impl MemoryWorld {
 pub fn memory_app(function: &str, config: Config) -> anyhow::Result<(App, MemoryWorld)> {
     let w = MemoryWorld::default();
     let app = App::with_ports(function, config, w.stock.clone(), w.orders.clone(), w.messages.clone(), w.bus.clone())?
-        .with_providers(crate::context::Providers { generic: w.provider.clone(), stripe: w.provider.clone() });
+        .with_providers(crate::context::Providers { generic: w.provider.clone(), stripe: w.provider.clone() })
+        .with_audit(Arc::new(MemoryAudit::new(w.stock.clone(), w.orders.clone())));
     Ok((app, w))
 }

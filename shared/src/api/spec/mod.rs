@@ -27,6 +27,10 @@ use super::campaigns::{
     QueueRequest, WaveRequest, WaveView,
 };
 use super::codes::{CodeRedemption, RedeemCodeRequest};
+use super::ledger::{
+    LedgerDifference, LedgerJournal, LedgerLocks, LedgerMoney, LedgerReport, LedgerShard, LedgerSku, LedgerStock,
+    LedgerTotals,
+};
 use super::orders::{
     CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, RefundReviewView,
     SupplierBookingView,
@@ -130,7 +134,7 @@ impl Modify for Security {
           campaigns::adjust_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::get_campaign, orders::create_order, orders::list_orders, orders::get_order, orders::order_codes, orders::cancel_order, orders::start_payment, payments::payment_callback,
           payments::stripe_webhook,
           orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_ship_order, orders::admin_return_received,
-          orders::admin_cancel_order, orders::admin_refund_decision, orders::admin_redeem_code, orders::list_refund_reviews, orders::get_settlement, orders::run_settlement,
+          orders::admin_cancel_order, orders::admin_refund_decision, orders::admin_redeem_code, orders::list_refund_reviews, orders::get_settlement, orders::run_settlement, orders::get_ledger,
           payments::refund_webhook,
           reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation,
           sale::get_sales_switch, sale::put_sales_switch, sale::admin_get_sku, sale::list_campaigns, sale::campaign_stats,
@@ -143,6 +147,8 @@ impl Modify for Security {
                        QueuePlace, QueuePublic, QueueStatsView, QueueRequest, WaitlistEntryView,
                        RefundReviewList, HeldRefundView,
                        SettlementReport, SettlementMismatch,
+                       LedgerReport, LedgerTotals, LedgerStock, LedgerLocks, LedgerJournal, LedgerMoney, LedgerSku,
+                       LedgerShard, LedgerDifference,
                        OrderList, PutSkuRequest, AdjustmentRequest, SkuView, ReservationRequest, ReservedItem,
                        ReservationView, PaymentCallback, PaymentStatus, CallbackAnswer, CallbackResult,
                        StripeEvent, StripeEventData, StripeAnswer, StripeResult,

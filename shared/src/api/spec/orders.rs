@@ -320,3 +320,17 @@ pub(super) fn get_settlement() {}
          content_type = "application/problem+json"),
     ))]
 pub(super) fn run_settlement() {}
+
+#[utoipa::path(get, path = "/admin/ledger/{date}", tag = "orders", operation_id = "getLedger",
+    params(("date" = String, Path, description = "YYYY-MM-DD (UTC), not in the future")),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "The day's ledgers compared as of now: totals, and every difference named \
+         (a non-empty report counts LedgerDifferences, which is alarmed)", body = LedgerReport),
+        NoValidToken,
+        (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
+        (status = 422, description = "validation_failed: not a date, or in the future", body = ProblemBody,
+         content_type = "application/problem+json"),
+        Retry,
+    ))]
+pub(super) fn get_ledger() {}

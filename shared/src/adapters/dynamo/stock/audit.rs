@@ -1,5 +1,6 @@
-//! Reads of the whole stock table for invariant checks at quiescence (tests, demo). A Scan:
-//! never on a request path.
+//! Reads of the whole stock table for invariant checks at quiescence (tests, demo) and for the
+//! daily ledger report (capped: docs/operations.md, "Daily ledger report"). A Scan: never on a
+//! checkout path.
 
 use super::*;
 use crate::domain::invariants::{CampaignCounters, CampaignItemSnapshot, CodePools, SkuSnapshot};
@@ -13,16 +14,25 @@ pub struct StockDump {
 }
 
 pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
+    Ok(dump_capped(client, table, usize::MAX).await?.0)
+}
+
+/// [`dump`], stopping after the page that reaches `max_items` items: (dump, items read,
+/// whether the table was read to its end). The daily ledger report's read (`adapters::dynamo::audit`).
+pub async fn dump_capped(client: &Client, table: &str, max_items: usize) -> anyhow::Result<(StockDump, usize, bool)> {
     let mut items = Vec::new();
     let mut start = None;
-    loop {
+    let complete = loop {
+        let _span = crate::adapters::usage::call("dynamodb:Scan");
         let r = client.scan().table_name(table).consistent_read(true).set_exclusive_start_key(start).send().await?;
         items.extend(r.items().iter().cloned());
         match r.last_evaluated_key() {
-            Some(k) if !k.is_empty() => start = Some(k.clone()),
-            _ => break,
+            Some(k) if !k.is_empty() && items.len() < max_items => start = Some(k.clone()),
+            Some(k) if !k.is_empty() => break false,
+            _ => break true,
         }
-    }
+    };
+    let read = items.len();
     let mut metas = Vec::new();
     let mut shards: HashMap<String, ShardCounts> = HashMap::new();
     let mut reservations = Vec::new();
@@ -102,5 +112,5 @@ pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
             }));
         }
     }
-    Ok(StockDump { skus, reservations, user_counters, campaigns: campaign_counters, codes })
+    Ok((StockDump { skus, reservations, user_counters, campaigns: campaign_counters, codes }, read, complete))
 }
