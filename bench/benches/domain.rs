@@ -40,11 +40,19 @@ fn order() -> Order {
         review: None,
         correlation: None,
         settled_at_ms: None,
+        details: Default::default(),
+        log: Default::default(),
     }
 }
 
 fn paid(o: &Order) -> Order {
-    let mut p = o.apply(OrderAction::Pay, o.created_at_ms + 30_000).unwrap();
+    let mut p = o
+        .apply(
+            OrderAction::Pay,
+            &holdfast::domain::order::By::provider(Default::default(), "payment_succeeded"),
+            o.created_at_ms + 30_000,
+        )
+        .unwrap();
     p.payment_id = Some("pay_1N2b3C4d5E6f7G8h".into());
     p
 }

@@ -211,7 +211,13 @@ fn async_benches(c: &mut Criterion) {
         stock(&w, "HOT", 8, None);
         let o = new_order(&rt, &app, "k1");
         // stock-events moves stock only when the stored order agrees with the event (paid)
-        let paid = o.apply(OrderAction::Pay, clock::now_ms()).unwrap();
+        let paid = o
+            .apply(
+                OrderAction::Pay,
+                &holdfast::domain::order::By::provider(Default::default(), "payment_succeeded"),
+                clock::now_ms(),
+            )
+            .unwrap();
         assert!(rt.block_on(app.orders.replace(&o, &paid)).unwrap());
         let ev = sqs_event(&[envelope(EventKind::OrderPaid, &paid)]);
         no_failures(rt.block_on(handlers::sqs("stock-events", &app, ev.clone())).unwrap().unwrap());
@@ -230,7 +236,13 @@ fn async_benches(c: &mut Criterion) {
                 || {
                     n += 1;
                     let o = new_order(&rt, &app, &format!("fresh-{n}"));
-                    let paid = o.apply(OrderAction::Pay, clock::now_ms()).unwrap();
+                    let paid = o
+                        .apply(
+                            OrderAction::Pay,
+                            &holdfast::domain::order::By::provider(Default::default(), "payment_succeeded"),
+                            clock::now_ms(),
+                        )
+                        .unwrap();
                     assert!(rt.block_on(app.orders.replace(&o, &paid)).unwrap());
                     sqs_event(&[envelope(EventKind::OrderPaid, &paid)])
                 },
@@ -289,7 +301,13 @@ fn async_benches(c: &mut Criterion) {
         let (app, w) = app("publish-events");
         stock(&w, "HOT", 1, None);
         let o = new_order(&rt, &app, "k1");
-        let mut paid = o.apply(OrderAction::Pay, clock::now_ms()).unwrap();
+        let mut paid = o
+            .apply(
+                OrderAction::Pay,
+                &holdfast::domain::order::By::provider(Default::default(), "payment_succeeded"),
+                clock::now_ms(),
+            )
+            .unwrap();
         paid.payment_id = Some("pay-1".into());
         let ev = stream_event(vec![modify_record(&o, &paid)]);
         let r = rt.block_on(handlers::stream("publish-events", &app, ev.clone())).unwrap().unwrap();

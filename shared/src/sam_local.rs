@@ -45,6 +45,7 @@ pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
     ("POST /orders/{order_id}/confirm-receipt", RouteAuth::Jwt(&["orders:write"])),
     ("POST /orders/{order_id}/return", RouteAuth::Jwt(&["orders:write"])),
     ("GET /admin/orders/{order_id}", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
+    ("GET /admin/orders/{order_id}/log", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("POST /admin/orders/{order_id}/ship", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("POST /admin/orders/{order_id}/return-received", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("POST /admin/orders/{order_id}/cancel", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),

@@ -131,7 +131,7 @@ fn provider_money(sim: &Sim, all: &[Order], sold: &HashSet<String>) -> Vec<Strin
     for o in all {
         let c = captured.get(o.id.as_str()).copied().unwrap_or(0);
         let r = refunded.get(o.id.as_str()).copied().unwrap_or(0);
-        let kept = if kept(o, sold) { o.amount } else { 0 };
+        let kept = if kept(o, sold) { o.pay_amount() } else { 0 };
         if c.checked_sub(r) == Some(kept) {
             continue;
         }
@@ -183,7 +183,7 @@ fn money(sim: &Sim, all: &[Order], sold: &HashSet<String>) -> Vec<String> {
             .map(|p| p.amount)
             .sum();
         let refunded: u64 = o.refunds.iter().map(|r| r.amount).sum();
-        let delivered = if kept(o, sold) { o.amount } else { 0 };
+        let delivered = if kept(o, sold) { o.pay_amount() } else { 0 };
         if captured.checked_sub(refunded) != Some(delivered) {
             out.push(format!(
                 "RecordedMoneyIdentity {{ order: {}, status: {}, captured: {captured}, refunded: {refunded}, delivered: {delivered} }}",

@@ -244,3 +244,23 @@ pub async fn align_ticket_cursor(config: Config) -> anyhow::Result<()> {
     }
     anyhow::bail!("align: 16 joins never took counter 15")
 }
+
+/// The order record of a drawn checkout (docs/order-record.md), by a die of six: none (three
+/// faces), a delivery with a remark, the same with a discount of 100 minor units (refused when
+/// the lines cost no more than that), or a discount of one unit alone.
+pub fn order_details(face: u8) -> holdfast::domain::order::OrderDetails {
+    use holdfast::domain::order::{Delivery, OrderDetails};
+    let delivery = || Delivery {
+        name: "Sim Buyer".into(),
+        phone: "+44 20 7946 0000".into(),
+        address: vec!["1 Test Street".into(), "Flat 2".into()],
+        postcode: Some("EC1A 1BB".into()),
+        country: "GB".into(),
+    };
+    match face {
+        3 => OrderDetails { delivery: Some(delivery()), remark: Some("leave with the porter".into()), discount: 0 },
+        4 => OrderDetails { delivery: Some(delivery()), remark: None, discount: 100 },
+        5 => OrderDetails { discount: 1, ..OrderDetails::default() },
+        _ => OrderDetails::default(),
+    }
+}

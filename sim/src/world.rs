@@ -58,6 +58,9 @@ pub struct Checkout {
     pub user: UserId,
     pub key: IdempotencyKey,
     pub lines: Vec<LineRequest>,
+    /// The order record (docs/order-record.md): some checkouts carry a delivery, a remark and
+    /// a discount, which payment must then charge less of.
+    pub details: holdfast::domain::order::OrderDetails,
 }
 
 /// What an actor does, drawn before it runs so that several can run at once.
@@ -536,7 +539,8 @@ impl Sim {
                         lines.push(self.line(i, q));
                     }
                 }
-                let c = Checkout { user, key, lines };
+                let details = crate::shop::order_details((self.checkouts.len() % 6) as u8);
+                let c = Checkout { user, key, lines, details };
                 self.checkouts.push(c.clone());
                 Action::Checkout(c)
             }
@@ -798,7 +802,7 @@ impl Sim {
     fn wl_checkout_of(&mut self, user: UserId, lines: Vec<LineRequest>) -> Checkout {
         self.wl_keys += 1;
         let key = IdempotencyKey::parse(&format!("w{}", self.wl_keys)).expect("idempotency key");
-        Checkout { user, key, lines }
+        Checkout { user, key, lines, details: Default::default() }
     }
 
     /// Records a checkout with its token for replays.
@@ -820,7 +824,7 @@ impl Sim {
                 lines.push(self.line(i, 1));
             }
         }
-        let c = Checkout { user, key, lines };
+        let c = Checkout { user, key, lines, details: Default::default() };
         self.queued.push((c.clone(), token));
         c
     }
@@ -835,8 +839,8 @@ impl Sim {
         let n = PaymentNotice {
             payment_id: format!("pay{}", self.payments),
             provider: Provider::Generic,
+            amount: o.pay_amount(),
             order_id: o.id,
-            amount: o.amount,
             currency: o.currency.to_string(),
             succeeded: self.rng.u8(..5) != 0,
         };
@@ -1167,7 +1171,7 @@ fn place(p: &queue::Place) -> String {
 /// A checkout through `orders::create_admitted` (with a queued campaign's admission token, or
 /// none); `true` = it crashed at an injected fault point (the client will retry it).
 async fn checkout(app: &App, c: &Checkout, token: Option<&str>, race: bool, d: &mut Done) -> (String, bool) {
-    let r = orders::create_admitted(app, &c.user, &c.key, c.lines.clone(), token).await;
+    let r = orders::create_with(app, &c.user, &c.key, c.lines.clone(), &c.details, token).await;
     let crashed = matches!(&r, Err(e) if e.to_string().contains("injected crash"));
     let queued = c.lines.iter().any(|l| l.campaign.as_ref().is_some_and(|id| id.as_str() != shop::CAMPAIGN));
     match &r {
@@ -1425,7 +1429,7 @@ pub async fn exec(
                         payment_id: pid.clone(),
                         provider: Provider::Generic,
                         order_id: id.clone(),
-                        amount: o.amount,
+                        amount: o.pay_amount(),
                         currency: o.currency.to_string(),
                         succeeded: st == PaymentState::Succeeded,
                     };

@@ -54,6 +54,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         ("POST /orders/{order_id}/confirm-receipt", "orders:write"),
         ("POST /orders/{order_id}/return", "orders:write"),
         ("GET /admin/orders/{order_id}", "orders:admin stock:admin"),
+        ("GET /admin/orders/{order_id}/log", "orders:admin stock:admin"),
         ("POST /admin/orders/{order_id}/ship", "orders:admin stock:admin"),
         ("POST /admin/orders/{order_id}/return-received", "orders:admin stock:admin"),
         ("POST /admin/orders/{order_id}/cancel", "orders:admin stock:admin"),

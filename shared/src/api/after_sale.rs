@@ -72,7 +72,8 @@ impl HeldRefundView {
         Some(HeldRefundView {
             order_id: o.id.to_string(),
             user_id: o.user.to_string(),
-            amount: o.amount,
+            // what a refund gives back: the pay amount (docs/order-record.md)
+            amount: o.pay_amount(),
             currency: o.currency.to_string(),
             reason: r.reason.clone(),
             because: r.because.clone(),

@@ -3,7 +3,7 @@
 use super::fields;
 use crate::clock;
 use crate::domain::model::Day;
-use crate::domain::order::{Order, ALL_STATUSES};
+use crate::domain::order::{Order, OrderDetails, ALL_STATUSES};
 use crate::domain::supplier::BookingStatus;
 use crate::domain::{CampaignId, Quantity, Sku};
 use crate::service::stock::LineRequest;
@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
+
+mod record;
+pub use record::{DeliveryBody, OrderLogEntryView, OrderLogView, RemarkText};
 
 /// One line as a client asks for it.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -34,7 +37,7 @@ pub struct ItemRequest {
 }
 
 /// `POST /orders`. The same `Idempotency-Key` with the same body answers with the same order.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOrderRequest {
     /// Lines are merged by SKU; at most 20 distinct SKUs.
@@ -46,6 +49,40 @@ pub struct CreateOrderRequest {
     #[serde(default)]
     #[schema(max_length = 1024)]
     pub admission_token: Option<String>,
+    /// Where the goods go (docs/order-record.md). Shown only to the order's owner and admins;
+    /// never in a log line or an event.
+    #[serde(default)]
+    pub delivery: Option<DeliveryBody>,
+    /// The buyer's note: at most 200 characters, no control characters; empty is none.
+    #[serde(default, deserialize_with = "record::remark")]
+    #[schema(max_length = 200)]
+    pub remark: Option<String>,
+    /// Minor units off the amount: 0 ≤ discount < amount (a discount of the whole amount is
+    /// refused: a free order has no payment). Payment charges `pay_amount = amount − discount`.
+    #[serde(default, deserialize_with = "record::discount")]
+    #[schema(minimum = 0, maximum = 1_000_000_000_000_u64)]
+    pub discount: u64,
+}
+
+impl std::fmt::Debug for CreateOrderRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateOrderRequest")
+            .field("items", &self.items)
+            .field("admission_token", &self.admission_token.as_ref().map(|_| "<redacted>"))
+            .field("details", &self.details())
+            .finish()
+    }
+}
+
+impl CreateOrderRequest {
+    /// The order record this checkout asks for.
+    pub fn details(&self) -> OrderDetails {
+        OrderDetails {
+            delivery: self.delivery.clone().map(Into::into),
+            remark: self.remark.clone(),
+            discount: self.discount,
+        }
+    }
 }
 
 /// One line of an order, at the unit price it was ordered at.
@@ -77,6 +114,10 @@ pub struct OrderView {
     pub items: Vec<OrderItem>,
     /// Σ unit_price × quantity, computed by the server.
     pub amount: u64,
+    /// Minor units off the amount (0 when none was given).
+    pub discount: u64,
+    /// What payment charges: `amount − discount`.
+    pub pay_amount: u64,
     pub currency: String,
     /// The payment deadline; unpaid by then, the order expires and its stock is released.
     #[schema(format = DateTime)]
@@ -98,6 +139,13 @@ pub struct OrderView {
     /// A refund held for an admin's review, and its decision (docs/payments.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refund_review: Option<RefundReviewView>,
+    /// Where the goods go, if the checkout said (docs/order-record.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<DeliveryBody>,
+    /// The buyer's note, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub remark: Option<RemarkText>,
 }
 
 /// A buyer's refund held for review.
@@ -142,6 +190,8 @@ impl From<&Order> for OrderView {
                 })
                 .collect(),
             amount: o.amount,
+            discount: o.details.discount,
+            pay_amount: o.pay_amount(),
             currency: o.currency.as_str().to_owned(),
             pay_expire_at: clock::rfc3339(o.pay_expire_at * 1000),
             created_at: clock::rfc3339(o.created_at_ms),
@@ -165,6 +215,8 @@ impl From<&Order> for OrderView {
                 approved: r.approved,
                 decided_by: r.decided_by.clone(),
             }),
+            delivery: o.details.delivery.as_ref().map(DeliveryBody::from),
+            remark: o.details.remark.clone().map(RemarkText),
         }
     }
 }

@@ -23,7 +23,7 @@ pub struct PaymentCallback {
     pub payment_id: String,
     #[schema(value_type = String, pattern = "^[A-Za-z0-9._-]{1,64}$")]
     pub order_id: OrderId,
-    /// Minor units; must equal the order's amount.
+    /// Minor units; must equal the order's `pay_amount` (its amount less its discount).
     pub amount: u64,
     /// Must equal the order's currency.
     pub currency: String,
@@ -119,6 +119,7 @@ pub struct PaymentStarted {
     pub payment_id: String,
     /// `generic` or `stripe`.
     pub provider: &'static str,
+    /// The order's `pay_amount`: what the provider was asked to take.
     pub amount: u64,
     pub currency: String,
     /// The generic provider's page where the buyer pays.
@@ -150,7 +151,8 @@ impl PaymentStarted {
             status: o.status.as_str(),
             payment_id: a.payment_id.clone(),
             provider: a.provider.as_str(),
-            amount: o.amount,
+            // what the provider was asked for: the pay amount (docs/order-record.md)
+            amount: o.pay_amount(),
             currency: o.currency.to_string(),
             redirect_url: a.redirect_url.clone(),
             client_secret: a.client_secret.clone(),

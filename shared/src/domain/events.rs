@@ -232,6 +232,8 @@ mod tests {
             review: None,
             correlation: None,
             settled_at_ms: None,
+            details: Default::default(),
+            log: Default::default(),
         }
     }
 
@@ -248,7 +250,7 @@ mod tests {
             (OrderAction::Cancel, EventKind::OrderCancelled),
             (OrderAction::Expire, EventKind::OrderExpired),
         ] {
-            let n = o.apply(action, 2).unwrap();
+            let n = o.apply(action, &crate::domain::order::By::system("test", "test"), 2).unwrap();
             let ev = events_for_change(Some(&o), Some(&n));
             assert_eq!(kinds(ev.clone()), vec![kind]);
             assert_eq!(ev[0].detail.version, 2);
@@ -276,14 +278,16 @@ mod tests {
         };
         let waiting = Order { status: OrderStatus::AwaitingSupplier, supplier: vec![booking], ..order() };
         assert_eq!(kinds(events_for_change(None, Some(&waiting))), vec![EventKind::OrderCreated]);
-        let payable = waiting.apply(OrderAction::SupplierConfirm, 2).unwrap();
+        let payable =
+            waiting.apply(OrderAction::SupplierConfirm, &crate::domain::order::By::system("test", "test"), 2).unwrap();
         assert!(events_for_change(Some(&waiting), Some(&payable)).is_empty(), "nothing moves yet");
-        let failed = waiting.apply(OrderAction::SupplierFail, 2).unwrap();
+        let failed =
+            waiting.apply(OrderAction::SupplierFail, &crate::domain::order::By::system("test", "test"), 2).unwrap();
         assert_eq!(
             kinds(events_for_change(Some(&waiting), Some(&failed))),
             vec![EventKind::OrderFailed, EventKind::SupplierCancelRequested]
         );
-        let expired = payable.apply(OrderAction::Expire, 3).unwrap();
+        let expired = payable.apply(OrderAction::Expire, &crate::domain::order::By::system("test", "test"), 3).unwrap();
         assert_eq!(
             kinds(events_for_change(Some(&payable), Some(&expired))),
             vec![EventKind::OrderExpired, EventKind::SupplierCancelRequested]
@@ -292,7 +296,7 @@ mod tests {
         let later = expired.next(4, |o| o.supplier[0].status = BookingStatus::Cancelled);
         assert!(events_for_change(Some(&expired), Some(&later)).is_empty());
         // an order without bookings closes as it always did
-        let plain = order().apply(OrderAction::Cancel, 2).unwrap();
+        let plain = order().apply(OrderAction::Cancel, &crate::domain::order::By::system("test", "test"), 2).unwrap();
         assert_eq!(kinds(events_for_change(Some(&order()), Some(&plain))), vec![EventKind::OrderCancelled]);
     }
 
@@ -308,36 +312,46 @@ mod tests {
             config: SupplierConfig::simulated(),
             cancel_started_ms: None,
         };
-        let paid = Order { supplier: vec![booking], ..order() }.apply(OrderAction::Pay, 2).unwrap();
-        let refunding = paid.apply(OrderAction::StartRefund, 3).unwrap();
+        let paid = Order { supplier: vec![booking], ..order() }
+            .apply(OrderAction::Pay, &crate::domain::order::By::system("test", "test"), 2)
+            .unwrap();
+        let refunding =
+            paid.apply(OrderAction::StartRefund, &crate::domain::order::By::system("test", "test"), 3).unwrap();
         assert_eq!(
             kinds(events_for_change(Some(&paid), Some(&refunding))),
             vec![EventKind::OrderRefunding, EventKind::SupplierCancelRequested]
         );
         // the refund's confirmation, and the compensation's writes, announce no second cancel
-        let refunded = refunding.apply(OrderAction::FinishRefund, 4).unwrap();
+        let refunded =
+            refunding.apply(OrderAction::FinishRefund, &crate::domain::order::By::system("test", "test"), 4).unwrap();
         assert_eq!(kinds(events_for_change(Some(&refunding), Some(&refunded))), vec![EventKind::OrderRefunded]);
         let cancelled = refunded.next(5, |o| o.supplier[0].status = BookingStatus::Cancelled);
         assert!(events_for_change(Some(&refunded), Some(&cancelled)).is_empty());
         // shipped: the booking is what was bought; returned with restock gives it back, once
-        let shipped = paid.apply(OrderAction::Ship, 3).unwrap();
+        let shipped = paid.apply(OrderAction::Ship, &crate::domain::order::By::system("test", "test"), 3).unwrap();
         assert_eq!(kinds(events_for_change(Some(&paid), Some(&shipped))), vec![EventKind::OrderShipped]);
-        let asked = shipped.apply(OrderAction::RequestReturn, 4).unwrap().next(4, |o| {
-            o.return_info = Some(ReturnInfo {
-                reason: "r".into(),
-                requested_at_ms: 4,
-                restock: None,
-                received_at_ms: None,
-                received_by: None,
-            })
-        });
+        let asked = shipped
+            .apply(OrderAction::RequestReturn, &crate::domain::order::By::system("test", "test"), 4)
+            .unwrap()
+            .next(4, |o| {
+                o.return_info = Some(ReturnInfo {
+                    reason: "r".into(),
+                    requested_at_ms: 4,
+                    restock: None,
+                    received_at_ms: None,
+                    received_by: None,
+                })
+            });
         assert_eq!(kinds(events_for_change(Some(&shipped), Some(&asked))), vec![EventKind::OrderReturnRequested]);
         let received = |restock: bool| {
-            asked.apply(OrderAction::ReceiveReturn, 5).unwrap().next(5, |o| {
-                if let Some(r) = o.return_info.as_mut() {
-                    r.restock = Some(restock);
-                }
-            })
+            asked.apply(OrderAction::ReceiveReturn, &crate::domain::order::By::system("test", "test"), 5).unwrap().next(
+                5,
+                |o| {
+                    if let Some(r) = o.return_info.as_mut() {
+                        r.restock = Some(restock);
+                    }
+                },
+            )
         };
         assert_eq!(
             kinds(events_for_change(Some(&asked), Some(&received(true)))),
@@ -345,14 +359,15 @@ mod tests {
         );
         assert_eq!(kinds(events_for_change(Some(&asked), Some(&received(false)))), vec![EventKind::OrderReturned]);
         // an order without bookings is refunded as it always was
-        let plain = order().apply(OrderAction::Pay, 2).unwrap();
-        let plain_refunding = plain.apply(OrderAction::StartRefund, 3).unwrap();
+        let plain = order().apply(OrderAction::Pay, &crate::domain::order::By::system("test", "test"), 2).unwrap();
+        let plain_refunding =
+            plain.apply(OrderAction::StartRefund, &crate::domain::order::By::system("test", "test"), 3).unwrap();
         assert_eq!(kinds(events_for_change(Some(&plain), Some(&plain_refunding))), vec![EventKind::OrderRefunding]);
     }
 
     #[test]
     fn each_refund_request_is_announced_once() {
-        let o = order().apply(OrderAction::Expire, 2).unwrap();
+        let o = order().apply(OrderAction::Expire, &crate::domain::order::By::system("test", "test"), 2).unwrap();
         let rec = |id: &str| {
             let p = PaymentRecord {
                 payment_id: id.into(),
@@ -379,13 +394,16 @@ mod tests {
 
     #[test]
     fn after_sale_transitions_are_announced() {
-        let paid = order().apply(OrderAction::Pay, 2).unwrap();
-        let shipped = paid.apply(OrderAction::Ship, 3).unwrap();
+        let paid = order().apply(OrderAction::Pay, &crate::domain::order::By::system("test", "test"), 2).unwrap();
+        let shipped = paid.apply(OrderAction::Ship, &crate::domain::order::By::system("test", "test"), 3).unwrap();
         assert_eq!(kinds(events_for_change(Some(&paid), Some(&shipped))), vec![EventKind::OrderShipped]);
-        let refunding = paid.apply(OrderAction::StartRefund, 3).unwrap();
+        let refunding =
+            paid.apply(OrderAction::StartRefund, &crate::domain::order::By::system("test", "test"), 3).unwrap();
         assert_eq!(kinds(events_for_change(Some(&paid), Some(&refunding))), vec![EventKind::OrderRefunding]);
-        let asked = shipped.apply(OrderAction::RequestReturn, 4).unwrap();
-        let returned = asked.apply(OrderAction::ReceiveReturn, 5).unwrap();
+        let asked =
+            shipped.apply(OrderAction::RequestReturn, &crate::domain::order::By::system("test", "test"), 4).unwrap();
+        let returned =
+            asked.apply(OrderAction::ReceiveReturn, &crate::domain::order::By::system("test", "test"), 5).unwrap();
         assert_eq!(kinds(events_for_change(Some(&asked), Some(&returned))), vec![EventKind::OrderReturned]);
     }
 

@@ -9,6 +9,7 @@ use super::{CampaignId, OrderId, Sku, UserId};
 use shipment::{awaits_shipment, shipment_hold_fits};
 use std::collections::HashMap;
 
+mod order_record;
 mod redeemed;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -140,6 +141,11 @@ pub enum Violation {
         sku: Sku,
         /// The booking's status.
         status: String,
+    },
+    /// docs/order-record.md: the log ends at the status; a discount < amount; paid its pay amount.
+    OrderRecord {
+        order: String,
+        detail: String,
     },
 }
 
@@ -491,7 +497,6 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
         let held = locks.get(id.as_str()).is_some_and(|r| held_until_shipment(r));
         let shipment_hold = matches!(rec, OrderRecord::Order(o) if held && shipment_hold_fits(o, lock));
         let fine = lock == want || oversold || shipment_hold || (matches!(rec, OrderRecord::Void) && lock.is_none());
-
         if !fine {
             out.push(Violation::OrderLockMismatch { order: id.to_string(), status: status.into(), lock });
         }
@@ -504,6 +509,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
             }
             check_payments(o, &mut applied, &mut out);
             check_bookings(o, &mut out);
+            order_record::check(o, &mut out);
         }
     }
     for (p, n) in applied {

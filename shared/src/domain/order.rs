@@ -5,6 +5,12 @@ use super::model::Day;
 use super::{Currency, OrderId, Sku, UserId};
 use serde::{Deserialize, Serialize};
 
+pub mod details;
+pub mod history;
+
+pub use details::{Delivery, OrderDetails};
+pub use history::{Actor, By, LogEntry, OrderLog};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum OrderStatus {
@@ -348,6 +354,10 @@ pub struct Order {
     /// RESTOCKED or RELEASED): from then on the order leaves the `stock-to-settle` index
     /// (docs/runbook.md, "Reconcile"). `None` for every other order.
     pub settled_at_ms: Option<i64>,
+    /// Delivery, remark and discount (docs/order-record.md): personal data, redacted in `Debug`.
+    pub details: OrderDetails,
+    /// Every status change, appended by [`Order::apply`] in the write that makes it.
+    pub log: OrderLog,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -377,10 +387,20 @@ pub struct ReturnInfo {
 }
 
 impl Order {
-    /// The order after `action`, or `invalid_transition`. Bumps the version.
-    pub fn apply(&self, action: OrderAction, now_ms: i64) -> Result<Order, InvalidTransition> {
+    /// The order after `action` made `by` someone for a reason, or `invalid_transition`. Bumps
+    /// the version and appends the change to the order's log (docs/order-record.md): the entry
+    /// is written by the same conditional put as the status.
+    pub fn apply(&self, action: OrderAction, by: &By, now_ms: i64) -> Result<Order, InvalidTransition> {
         let status = transition(self.status, action)?;
-        Ok(self.next(now_ms, |o| o.status = status))
+        Ok(self.next(now_ms, |o| {
+            o.log.record(o.status, status, by, now_ms);
+            o.status = status;
+        }))
+    }
+
+    /// What payment charges: the amount less the discount (docs/order-record.md).
+    pub fn pay_amount(&self) -> u64 {
+        self.amount.saturating_sub(self.details.discount)
     }
 
     /// A copy with `change` applied and the version bumped.

@@ -81,6 +81,8 @@ fn create_problem(e: CreateError) -> Problem {
         )
         .sku(sku.as_str())
         .retry_after(after),
+        // the record's discount against the amount (docs/order-record.md)
+        CreateError::Discount(d) => Problem::validation(d.to_string()).field("discount"),
         CreateError::Supplier(q) => {
             use crate::service::supplier::QuoteError;
             match q {
@@ -111,7 +113,8 @@ pub async fn replay(app: &App, req: &Request) -> Option<Response> {
     let key = IdempotencyKey::parse(http::header(req, "idempotency-key")?).ok()?;
     let body: CreateOrderRequest = typed_body(req, app.config.max_body_bytes).ok()?;
     let id = crate::domain::OrderId::derive(&user, &key);
-    match orders::replay_of(app, &id, &body.items).await {
+    let hash = orders::checkout_hash(&body.items, &body.details());
+    match orders::replay_of(app, &id, &hash).await {
         Ok(Some(o)) => {
             let mut r = finish(Ok(json_response(201, &OrderView::from(&o))));
             r.headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
@@ -185,9 +188,10 @@ async fn checkout(
     // 503 "retry with the same key" instead of holding the caller until the Lambda timeout.
     // Dropping the use case mid-way is a crash at that point, which the fence and the
     // reservation check already cover.
+    let details = body.details();
     let created = match tokio::time::timeout(
         app.budget.request,
-        orders::create_admitted(app, &user, &key, body.items, body.admission_token.as_deref()),
+        orders::create_with(app, &user, &key, body.items, &details, body.admission_token.as_deref()),
     )
     .await
     {

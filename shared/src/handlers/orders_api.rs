@@ -31,6 +31,7 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /orders/{order_id}/confirm-receipt", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("POST /orders/{order_id}/return", Auth::Scope(SCOPE_ORDERS_WRITE)),
     Route::new("GET /admin/orders/{order_id}", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::new("GET /admin/orders/{order_id}/log", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/ship", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/return-received", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/orders/{order_id}/cancel", Auth::AnyScope(ADMIN_ORDERS)),
@@ -67,6 +68,7 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
             buyer(app, &req, 202, Change::RequestReturn { reason: b.reason }).await
         }
         "GET /admin/orders/{order_id}" => admin_get(app, &req).await,
+        "GET /admin/orders/{order_id}/log" => admin_log(app, &req).await,
         "POST /admin/orders/{order_id}/ship" => {
             let b: ShipRequest = typed_body(&req, app.config.max_body_bytes)?;
             admin(app, &req, Change::Ship { carrier: b.carrier, tracking_number: b.tracking_number }).await
@@ -257,6 +259,14 @@ async fn admin_get(app: &App, req: &Request) -> Result<Response, Problem> {
     let view = AdminOrderView::new(&o, lock.as_ref(), journal)
         .map_err(|e| Problem::internal(format!("order {} does not serialise: {e}", o.id)))?;
     Ok(json_response(200, &view))
+}
+
+/// The order's status changes, oldest first (docs/order-record.md, "Order log").
+async fn admin_log(app: &App, req: &Request) -> Result<Response, Problem> {
+    match app.orders.get(&order_id(req)?).await? {
+        Some(OrderRecord::Order(o)) => Ok(json_response(200, &crate::api::orders::OrderLogView::from(&*o))),
+        _ => Err(Problem::not_found("no such order")),
+    }
 }
 
 fn encode_cursor(c: &OrderCursor) -> String {

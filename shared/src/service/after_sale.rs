@@ -9,7 +9,7 @@ use super::orders::{OrderError, StockRefusal};
 use crate::clock;
 use crate::context::App;
 use crate::domain::kind::{held_until_shipment, BuyerRefund, Kind};
-use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus, RefundReview, ReturnInfo, Shipment};
+use crate::domain::order::{By, Order, OrderAction, OrderRecord, OrderStatus, RefundReview, ReturnInfo, Shipment};
 use crate::domain::refund::RefundReason;
 use crate::domain::reservation::{CodeFate, LockStatus};
 use crate::domain::{OrderId, ReservationId, UserId};
@@ -35,6 +35,29 @@ pub enum Change {
 }
 
 impl Change {
+    /// The cause code of the order log entry this change writes (docs/order-record.md).
+    pub fn cause(&self) -> &'static str {
+        match self {
+            Change::Ship { .. } => "shipped",
+            Change::ConfirmReceipt => "receipt_confirmed",
+            Change::AutoComplete => "auto_completed",
+            Change::Refund { .. } => "refund_requested",
+            Change::RequestReturn { .. } => "return_requested",
+            Change::ReceiveReturn { .. } => "return_received",
+            Change::AdminCancel { .. } => "admin_cancel",
+        }
+    }
+
+    /// Who makes it: the buyer, the admin by `sub`, or (an admin-side change nobody signed, the
+    /// automatic completion) the function that runs it.
+    pub fn by(&self, caller: Caller<'_>, admin: Option<&str>, function: &str) -> By {
+        match (caller, admin) {
+            (Caller::Buyer(_), _) => By::buyer(self.cause()),
+            (Caller::Admin, Some(sub)) => By::admin(sub, self.cause()),
+            (Caller::Admin, None) => By::system(function, self.cause()),
+        }
+    }
+
     pub fn action(&self) -> OrderAction {
         match self {
             Change::Ship { .. } => OrderAction::Ship,
@@ -47,9 +70,15 @@ impl Change {
     }
 }
 
-/// The order after `change`, or why not. Pure. `auto_complete_after_s` dates a shipment's
-/// automatic completion.
-pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i64) -> Result<Order, OrderError> {
+/// The order after `change` made `by` someone, or why not. Pure. `auto_complete_after_s` dates a
+/// shipment's automatic completion.
+pub fn decide(
+    o: &Order,
+    change: &Change,
+    now_ms: i64,
+    auto_complete_after_s: i64,
+    by: &By,
+) -> Result<Order, OrderError> {
     if let Change::AutoComplete = change {
         let due = o.shipment.as_ref().is_some_and(|s| now_ms / 1000 >= s.auto_complete_at);
         if !due {
@@ -66,7 +95,7 @@ pub fn decide(o: &Order, change: &Change, now_ms: i64, auto_complete_after_s: i6
             return Err(StockRefusal::StockLost.into());
         }
     }
-    let mut next = o.apply(change.action(), now_ms)?;
+    let mut next = o.apply(change.action(), by, now_ms)?;
     match change {
         Change::Ship { carrier, tracking_number } => {
             next.shipment = Some(Shipment {
@@ -137,7 +166,8 @@ pub async fn apply_as(
             return Ok(o);
         }
         let now = clock::now_ms();
-        let next = match decide(&o, &change, now, app.config.auto_complete_after_s) {
+        let by = change.by(caller, actor, &app.function);
+        let next = match decide(&o, &change, now, app.config.auto_complete_after_s, &by) {
             Ok(n) => n,
             Err(OrderError::Invalid(t)) if replayed(&o, &change) => {
                 tracing::debug!(order_id = %id, ?t, "after-sale change already applied");
@@ -270,15 +300,15 @@ fn review_needed(app: &App, o: &Order) -> Option<&'static str> {
     if o.supplier.iter().any(|b| b.status == crate::domain::supplier::BookingStatus::Confirmed) {
         return Some("supplier_confirmed");
     }
-    if app.config.refund_review_above.is_some_and(|limit| o.amount > limit) {
+    if app.config.refund_review_above.is_some_and(|limit| o.pay_amount() > limit) {
         return Some("amount_above_threshold");
     }
     None
 }
 
-/// PAID → REFUND_REQUESTED with the review record.
+/// PAID → REFUND_REQUESTED with the review record; the buyer asked, `because` is the cause.
 fn hold_for_review(o: &Order, reason: &str, because: &'static str, now_ms: i64) -> Result<Order, OrderError> {
-    let mut next = o.apply(OrderAction::RequestRefund, now_ms)?;
+    let mut next = o.apply(OrderAction::RequestRefund, &By::buyer(because), now_ms)?;
     next.review = Some(RefundReview {
         reason: reason.to_owned(),
         because: because.to_owned(),
@@ -325,9 +355,9 @@ pub async fn decide_refund(
             let change = Change::Refund { reason: o.review.as_ref().map(|r| r.reason.clone()).unwrap_or_default() };
             // an operator's refund: codes already shown are voided (withdrawn from the buyer)
             stock_allows(app, Caller::Admin, &o, &change).await?;
-            decide(&o, &change, now, app.config.auto_complete_after_s)?
+            decide(&o, &change, now, app.config.auto_complete_after_s, &By::admin(actor, "refund_approved"))?
         } else {
-            o.apply(OrderAction::RejectRefund, now)?
+            o.apply(OrderAction::RejectRefund, &By::admin(actor, "refund_rejected"), now)?
         };
         if let Some(r) = next.review.as_mut() {
             r.approved = Some(approve);
@@ -483,40 +513,65 @@ mod tests {
             review: None,
             correlation: None,
             settled_at_ms: None,
+            details: Default::default(),
+            log: Default::default(),
         }
     }
 
     #[test]
     fn a_refund_before_shipping_asks_for_the_whole_payment_back_once() {
-        let o = decide(&paid(), &Change::Refund { reason: "changed my mind".into() }, 5_000, 60).unwrap();
+        let o = decide(&paid(), &Change::Refund { reason: "changed my mind".into() }, 5_000, 60, &By::buyer("test"))
+            .unwrap();
         assert_eq!(o.status, OrderStatus::Refunding);
         assert_eq!(o.version, 3, "one write");
         assert_eq!(o.refunds.len(), 1);
         assert_eq!((o.refunds[0].amount, o.refunds[0].status), (500, RefundStatus::Requested));
         assert_eq!(o.refunds[0].reason, RefundReason::BuyerRequest);
-        assert!(decide(&o, &Change::Refund { reason: "again".into() }, 6_000, 60).is_err());
+        assert!(decide(&o, &Change::Refund { reason: "again".into() }, 6_000, 60, &By::buyer("test")).is_err());
         assert!(replayed(&o, &Change::Refund { reason: "again".into() }));
     }
 
     #[test]
     fn shipping_dates_the_auto_completion_and_only_then_is_it_due() {
-        let o =
-            decide(&paid(), &Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() }, 10_000, 60).unwrap();
+        let o = decide(
+            &paid(),
+            &Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() },
+            10_000,
+            60,
+            &By::buyer("test"),
+        )
+        .unwrap();
         assert_eq!(o.shipment.as_ref().unwrap().auto_complete_at, 70);
-        assert!(decide(&o, &Change::AutoComplete, 69_999, 60).is_err());
-        assert_eq!(decide(&o, &Change::AutoComplete, 70_000, 60).unwrap().status, OrderStatus::Completed);
-        assert!(decide(&paid(), &Change::ConfirmReceipt, 1, 60).is_err(), "not shipped yet");
-        assert!(decide(&o, &Change::Refund { reason: "x".into() }, 1, 60).is_err(), "shipped: return instead");
+        assert!(decide(&o, &Change::AutoComplete, 69_999, 60, &By::buyer("test")).is_err());
+        assert_eq!(
+            decide(&o, &Change::AutoComplete, 70_000, 60, &By::buyer("test")).unwrap().status,
+            OrderStatus::Completed
+        );
+        assert!(decide(&paid(), &Change::ConfirmReceipt, 1, 60, &By::buyer("test")).is_err(), "not shipped yet");
+        assert!(
+            decide(&o, &Change::Refund { reason: "x".into() }, 1, 60, &By::buyer("test")).is_err(),
+            "shipped: return instead"
+        );
     }
 
     #[test]
     fn a_received_return_records_the_restock_choice_and_asks_for_the_refund() {
-        let shipped =
-            decide(&paid(), &Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() }, 1, 60).unwrap();
-        assert!(decide(&shipped, &Change::ReceiveReturn { restock: true }, 2, 60).is_err(), "not asked for");
-        let asked = decide(&shipped, &Change::RequestReturn { reason: "broken".into() }, 2, 60).unwrap();
+        let shipped = decide(
+            &paid(),
+            &Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() },
+            1,
+            60,
+            &By::buyer("test"),
+        )
+        .unwrap();
+        assert!(
+            decide(&shipped, &Change::ReceiveReturn { restock: true }, 2, 60, &By::buyer("test")).is_err(),
+            "not asked for"
+        );
+        let asked =
+            decide(&shipped, &Change::RequestReturn { reason: "broken".into() }, 2, 60, &By::buyer("test")).unwrap();
         for restock in [true, false] {
-            let back = decide(&asked, &Change::ReceiveReturn { restock }, 3, 60).unwrap();
+            let back = decide(&asked, &Change::ReceiveReturn { restock }, 3, 60, &By::buyer("test")).unwrap();
             assert_eq!(back.status, OrderStatus::Returned);
             assert_eq!(back.restocks(), restock);
             assert_eq!(back.refunds[0].reason, RefundReason::Return);
@@ -527,9 +582,9 @@ mod tests {
     fn an_admin_cancels_only_a_pending_order() {
         let mut pending = paid();
         pending.status = OrderStatus::PendingPayment;
-        let c = decide(&pending, &Change::AdminCancel { reason: "fraud".into() }, 1, 60).unwrap();
+        let c = decide(&pending, &Change::AdminCancel { reason: "fraud".into() }, 1, 60, &By::buyer("test")).unwrap();
         assert_eq!(c.status, OrderStatus::Cancelled);
         assert_eq!(c.cancel_reason.as_deref(), Some("cancelled by admin: fraud"));
-        assert!(decide(&paid(), &Change::AdminCancel { reason: "x".into() }, 1, 60).is_err());
+        assert!(decide(&paid(), &Change::AdminCancel { reason: "x".into() }, 1, 60, &By::buyer("test")).is_err());
     }
 }

@@ -4,13 +4,18 @@ use super::stock::{self, FreezeError, FreezeRequest, Frozen, LineRequest};
 use crate::clock;
 use crate::context::App;
 use crate::domain::money::{Money, MoneyError};
-use crate::domain::order::{AttemptState, Order, OrderAction, OrderLine, OrderRecord, OrderStatus};
+use crate::domain::order::{
+    AttemptState, By, Order, OrderAction, OrderDetails, OrderLine, OrderLog, OrderRecord, OrderStatus,
+};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
 use crate::domain::{Currency, IdempotencyKey, OrderId, ReservationId, Sku, UserId};
 use crate::faults::{self, InjectedCrash};
 use crate::ports::{Message, MAX_DELAY_SECONDS};
 use crate::telemetry::names;
 use sha2::{Digest, Sha256};
+
+mod record;
+pub use record::checkout_hash;
 
 /// A canonical fingerprint of an order's lines (merged, sorted): the body an
 /// Idempotency-Key is bound to. A line without a campaign hashes as it always did.
@@ -64,6 +69,9 @@ pub enum CreateError {
     /// The line's SKU or campaign item admits no more checkouts this second (docs/operations.md).
     #[error("{0} admits no more checkouts now; retry after {1} s")]
     RateLimited(Sku, u64),
+    /// The record's discount does not fit the order's amount (docs/order-record.md).
+    #[error(transparent)]
+    Discount(#[from] crate::domain::order::details::DiscountError),
 }
 
 impl From<anyhow::Error> for CreateError {
@@ -93,7 +101,21 @@ pub async fn create_admitted(
     lines: Vec<LineRequest>,
     admission_token: Option<&str>,
 ) -> Result<(Order, bool), CreateError> {
+    create_with(app, user, key, lines, &OrderDetails::default(), admission_token).await
+}
+
+/// [`create_admitted`] with the order record (docs/order-record.md): delivery, remark and a
+/// discount, checked against the amount before anything is written and bound to the key.
+pub async fn create_with(
+    app: &App,
+    user: &UserId,
+    key: &IdempotencyKey,
+    lines: Vec<LineRequest>,
+    details: &OrderDetails,
+    admission_token: Option<&str>,
+) -> Result<(Order, bool), CreateError> {
     let id = OrderId::derive(user, key);
+    let hash = checkout_hash(&lines, details);
     let rid = ReservationId::for_order(&id);
     let skus: Vec<Sku> = lines.iter().map(|l| l.sku.clone()).collect();
     let metas = stock::metas(app, &skus).await?;
@@ -116,11 +138,13 @@ pub async fn create_admitted(
     let mut campaign_end = i64::MAX;
     let mut admissions = Vec::with_capacity(lines.len());
     let mut queued: Option<crate::domain::campaign::Campaign> = None;
+    let mut campaigns = Vec::with_capacity(lines.len());
     for l in &lines {
         let c = match &l.campaign {
             Some(id) => Some(stock::campaign(app, id).await?),
             None => None,
         };
+        campaigns.push(c.clone());
         if let Some(c) = &c {
             campaign_end = campaign_end.min(c.ends_at.saturating_add(c.end_grace_s));
             if c.queue.is_some() {
@@ -133,6 +157,14 @@ pub async fn create_admitted(
         let key = super::sale::admission_key(&l.sku, metas[&l.sku].controls.admission_rate, c.as_ref());
         admissions.push((l.sku.clone(), key));
     }
+    // a discount the amount cannot carry is refused before anything is written (a retry of a
+    // checkout that committed is answered its order)
+    if let Err(e) = details.pay_amount(record::expected_amount(&lines, &metas, &campaigns)) {
+        if let Some(o) = replay_of(app, &id, &hash).await? {
+            return Ok((o, true));
+        }
+        return Err(e.into());
+    }
     // Before anything is written: a refused checkout touches no shard. A replay of a checkout
     // that already froze is admitted again only if there is room (a retry is a new request).
     // a queued campaign's items need an admission token (a replay is answered its order first)
@@ -144,7 +176,7 @@ pub async fn create_admitted(
     let admission = match admission {
         Ok(a) => a,
         Err(refusal) => {
-            if let Some(o) = replay_of(app, &id, &lines).await? {
+            if let Some(o) = replay_of(app, &id, &hash).await? {
                 return Ok((o, true));
             }
             return Err(refusal.into());
@@ -153,7 +185,7 @@ pub async fn create_admitted(
     if let Err((sku, s)) = super::sale::admit(app, &admissions) {
         // a retry of a checkout that committed is answered its order, never refused (review
         // protocol-3 N13): one read, on the refused path only
-        if let Some(o) = replay_of(app, &id, &lines).await? {
+        if let Some(o) = replay_of(app, &id, &hash).await? {
             return Ok((o, true));
         }
         return Err(CreateError::RateLimited(sku, s));
@@ -164,7 +196,7 @@ pub async fn create_admitted(
     let bookings = super::supplier::bookings_for(&supplier_lines);
     if !supplier_lines.is_empty() {
         match app.orders.get(&id).await? {
-            Some(OrderRecord::Order(o)) if o.request_hash == request_hash(&lines) => return Ok((*o, true)),
+            Some(OrderRecord::Order(o)) if o.request_hash == hash => return Ok((*o, true)),
             Some(OrderRecord::Order(_)) => return Err(CreateError::KeyReused),
             Some(OrderRecord::Void) => return Err(CreateError::ReservationExpired),
             None => super::supplier::check_quotes(app, &supplier_lines).await?,
@@ -176,7 +208,7 @@ pub async fn create_admitted(
         id: rid.clone(),
         kind: ReservationKind::Order,
         user: Some(user.clone()),
-        request_hash: request_hash(&lines),
+        request_hash: hash.clone(),
         lines,
         // unpaid campaign orders expire when their campaign ends, plus its grace (docs/campaigns.md)
         expires_at: (now + supplier_wait + app.config.payment_ttl_s).min(campaign_end),
@@ -239,6 +271,12 @@ pub async fn create_admitted(
         order.supplier = bookings;
         order.pay_expire_at = reservation.created_at_ms / 1000 + app.config.supplier_timeout_s;
     }
+    if let Err(e) = details.pay_amount(order.amount) {
+        return record::refuse_after_freeze(app, &id, &hash, e).await;
+    }
+    // the record, and the log's first entry: the buyer's checkout (docs/order-record.md)
+    order.details = details.clone();
+    order.log = OrderLog::created(order.status, &By::buyer("checkout"), order.created_at_ms);
     let (order, replayed) = write_order(app, order).await?;
     if !replayed && order.status == OrderStatus::AwaitingSupplier {
         // The order is written: a slow supplier must not turn it into a 503. Booking gets one
@@ -249,12 +287,12 @@ pub async fn create_admitted(
     Ok((order, replayed))
 }
 
-/// The order a committed checkout of these lines wrote under `id` (the same user, key and body),
-/// if there is one: what a retry is answered before any refusal (the sales switch, an admission
-/// rate) can turn it away.
-pub async fn replay_of(app: &App, id: &OrderId, lines: &[LineRequest]) -> anyhow::Result<Option<Order>> {
+/// The order a committed checkout wrote under `id` (the same user, key and body: its
+/// [`checkout_hash`] is `hash`), if there is one: what a retry is answered before any refusal
+/// (the sales switch, an admission rate) can turn it away.
+pub async fn replay_of(app: &App, id: &OrderId, hash: &str) -> anyhow::Result<Option<Order>> {
     Ok(match app.orders.get(id).await? {
-        Some(OrderRecord::Order(o)) if o.request_hash == request_hash(lines) => Some(*o),
+        Some(OrderRecord::Order(o)) if o.request_hash == hash => Some(*o),
         _ => None,
     })
 }
@@ -311,6 +349,8 @@ fn order_of(id: &OrderId, user: &UserId, r: &Reservation) -> Result<Order, Creat
         review: None,
         correlation: crate::telemetry::correlation(),
         settled_at_ms: None,
+        details: OrderDetails::default(),
+        log: OrderLog::default(),
     })
 }
 
@@ -427,7 +467,7 @@ pub async fn get_owned(app: &App, user: &UserId, id: &OrderId) -> Result<Order, 
 pub async fn cancel(app: &App, user: &UserId, id: &OrderId) -> Result<Order, OrderError> {
     for attempt in 1..=super::CAS_ATTEMPTS {
         let o = get_owned(app, user, id).await?;
-        let mut next = o.apply(OrderAction::Cancel, clock::now_ms())?;
+        let mut next = o.apply(OrderAction::Cancel, &By::buyer("buyer_cancel"), clock::now_ms())?;
         if let Some(a) =
             o.current_attempt().filter(|a| o.status == OrderStatus::Paying && a.state == AttemptState::Open)
         {
@@ -466,7 +506,7 @@ pub use super::timeouts::{payment_timeout, TimeoutOutcome};
 /// CAS PENDING_PAYMENT → EXPIRED; `false` if the order moved first (caller re-reads). A PAYING
 /// order is never expired here: [`super::paying::at_deadline`] asks its provider first.
 pub async fn expire(app: &App, o: &Order) -> anyhow::Result<bool> {
-    let next = o.apply(OrderAction::Expire, clock::now_ms())?;
+    let next = o.apply(OrderAction::Expire, &By::system(app.function.as_str(), "payment_deadline"), clock::now_ms())?;
     let won = app.orders.replace(o, &next).await?;
     if won {
         app.count(names::ORDERS_EXPIRED, 1);
@@ -476,89 +516,4 @@ pub async fn expire(app: &App, o: &Order) -> anyhow::Result<bool> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::adapters::memory::memory_app;
-    use crate::config::Config;
-    use crate::domain::Quantity;
-    use crate::ports::SkuMeta;
-
-    fn sku(s: &str) -> Sku {
-        Sku::parse(s).unwrap()
-    }
-
-    fn meta(s: &str, price: u64, currency: &str) -> SkuMeta {
-        SkuMeta {
-            fences: Vec::new(),
-            controls: Default::default(),
-            sku: sku(s),
-            name: s.into(),
-            price,
-            currency: Currency::parse(currency).unwrap(),
-            shards: 1,
-            slots: 1,
-            per_user_limit: None,
-            stocked: 0,
-            version: 1,
-            paused: false,
-            model: Default::default(),
-            bundle: Vec::new(),
-            supplier: None,
-        }
-    }
-
-    fn lines(l: &[(&str, u64)]) -> Vec<LineRequest> {
-        l.iter().map(|(s, q)| LineRequest::plain(sku(s), Quantity::new(*q).unwrap())).collect()
-    }
-
-    /// A checkout that froze and died before its order put (the crash-recovery case).
-    async fn freeze_only(app: &App, user: &UserId, key: &IdempotencyKey, l: &[(&str, u64)]) {
-        let lines = lines(l);
-        let req = FreezeRequest {
-            id: ReservationId::for_order(&OrderId::derive(user, key)),
-            kind: ReservationKind::Order,
-            user: Some(user.clone()),
-            request_hash: request_hash(&lines),
-            lines,
-            expires_at: clock::now_s() + app.config.payment_ttl_s,
-            admission: None,
-        };
-        let skus: Vec<Sku> = req.lines.iter().map(|l| l.sku.clone()).collect();
-        let metas = stock::metas(app, &skus).await.unwrap();
-        assert!(matches!(stock::freeze(app, &req, &metas).await.unwrap(), Frozen::Created(_)));
-    }
-
-    #[tokio::test]
-    async fn a_replay_after_a_currency_change_writes_the_order_in_the_currency_it_was_priced_in() {
-        let mut c = Config::from_lookup(&|_| None).unwrap();
-        c.sku_cache_ms = 0;
-        c.soldout_cache_ms = 0;
-        let (app, w) = memory_app("test", c).unwrap();
-        w.stock.seed(meta("A", 500, "EUR"), &[5]);
-        w.stock.seed(meta("B", 300, "EUR"), &[5]);
-        let user = UserId::parse("u").unwrap();
-        let (k1, k2) = (IdempotencyKey::parse("k1").unwrap(), IdempotencyKey::parse("k2").unwrap());
-        freeze_only(&app, &user, &k1, &[("A", 2)]).await;
-        freeze_only(&app, &user, &k2, &[("A", 1), ("B", 1)]).await;
-        // the SKUs are repriced in other currencies (A and B no longer share one)
-        for m in w.stock.metas() {
-            let currency = Currency::parse(if m.sku == sku("A") { "USD" } else { "GBP" }).unwrap();
-            let repriced = SkuMeta { price: 900, currency, version: m.version + 1, ..m.clone() };
-            assert!(app.stock.put_sku(&repriced, Some(m.version)).await.unwrap());
-        }
-        // the retries write the orders as their freezes priced them
-        let (o, replayed) = create(&app, &user, &k1, lines(&[("A", 2)])).await.unwrap();
-        assert!(!replayed, "the order is written now, by the retry");
-        assert_eq!((o.currency.to_string().as_str(), o.amount, o.lines[0].unit_price), ("EUR", 1_000, 500));
-        let (o, _) = create(&app, &user, &k2, lines(&[("A", 1), ("B", 1)])).await.unwrap();
-        assert_eq!((o.currency.to_string().as_str(), o.amount), ("EUR", 800));
-        // a new checkout over SKUs that no longer share a currency is refused
-        let k3 = IdempotencyKey::parse("k3").unwrap();
-        assert!(matches!(
-            create(&app, &user, &k3, lines(&[("A", 1), ("B", 1)])).await,
-            Err(CreateError::MixedCurrency)
-        ));
-        let v = crate::domain::invariants::check_all(&w.snapshot(app.config.reservation_check_delay_s));
-        assert!(v.is_empty(), "{v:#?}");
-    }
-}
+mod tests;

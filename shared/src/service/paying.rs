@@ -14,7 +14,7 @@ use super::orders::OrderError;
 use super::payments::{self, PaymentNotice, PaymentResult};
 use crate::clock;
 use crate::context::App;
-use crate::domain::order::{AttemptState, Order, OrderAction, OrderRecord, OrderStatus, PaymentAttempt, Provider};
+use crate::domain::order::{AttemptState, By, Order, OrderAction, OrderRecord, OrderStatus, PaymentAttempt, Provider};
 use crate::domain::{OrderId, UserId};
 use crate::ports::{Message, PaymentRequest, PaymentState, ProviderPayment, MAX_DELAY_SECONDS};
 use crate::telemetry::names;
@@ -108,7 +108,8 @@ pub async fn start(
         let req = PaymentRequest {
             attempt_key: format!("pay_{}_{n}", o.id),
             order_id: o.id.clone(),
-            amount: o.amount,
+            // what the buyer pays: the amount less its discount (docs/order-record.md)
+            amount: o.pay_amount(),
             currency: o.currency.to_string(),
         };
         let created = app
@@ -119,7 +120,8 @@ pub async fn start(
             .map_err(StartError::Unavailable)?
             .map_err(StartError::Refused)?;
         let now = clock::now_ms();
-        let mut next = o.apply(OrderAction::StartPayment, now).map_err(OrderError::from)?;
+        let mut next =
+            o.apply(OrderAction::StartPayment, &By::buyer("payment_started"), now).map_err(OrderError::from)?;
         for a in next.attempts.iter_mut().filter(|a| a.state.unsettled()) {
             a.state = AttemptState::Cancelled;
         }
@@ -279,7 +281,8 @@ pub async fn at_deadline(app: &App, o: &Order) -> anyhow::Result<DeadlineOutcome
 
 /// CAS PAYING → EXPIRED, recording how its open attempt ended.
 async fn expire(app: &App, o: &Order, attempt_state: Option<AttemptState>) -> anyhow::Result<DeadlineOutcome> {
-    let mut next = o.apply(OrderAction::Expire, clock::now_ms())?;
+    let by = By::system(app.function.as_str(), "payment_deadline");
+    let mut next = o.apply(OrderAction::Expire, &by, clock::now_ms())?;
     if let (Some(st), Some(a)) = (attempt_state, next.attempts.last_mut()) {
         if a.state == AttemptState::Open {
             a.state = st;
@@ -397,6 +400,8 @@ mod tests {
             review: None,
             correlation: None,
             settled_at_ms: None,
+            details: Default::default(),
+            log: Default::default(),
         }
     }
 

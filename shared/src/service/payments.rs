@@ -5,7 +5,7 @@
 use crate::clock;
 use crate::context::App;
 use crate::domain::order::{
-    AttemptState, Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord, Provider,
+    AttemptState, By, Order, OrderAction, OrderRecord, OrderStatus, PaymentOutcome, PaymentRecord, Provider,
 };
 use crate::domain::refund::{refund_id_for, RefundReason, RefundRecord};
 use crate::domain::OrderId;
@@ -91,8 +91,10 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
     Err(PaymentError::Store(anyhow::anyhow!("order {} kept changing under the callback; retry", n.order_id)))
 }
 
+/// Whether a payment is not what the order charges: its pay amount (the amount less its discount,
+/// docs/order-record.md) in its currency.
 fn mismatched(o: &Order, amount: u64, currency: &str) -> bool {
-    amount != o.amount || currency != o.currency.as_str()
+    amount != o.pay_amount() || currency != o.currency.as_str()
 }
 
 /// The order after this notice, and the answer. Pure. `grace_s`: how long past its deadline a
@@ -117,7 +119,7 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order
         let current = o.status == OrderStatus::Paying
             && n.succeeded
             && o.current_attempt().is_some_and(|a| a.payment_id == n.payment_id);
-        let base = match o.apply(OrderAction::Expire, now_ms) {
+        let base = match o.apply(OrderAction::Expire, &By::provider(n.provider, "amount_mismatch"), now_ms) {
             Ok(expired) if current => expired,
             _ => o.next(now_ms, |_| {}),
         };
@@ -131,7 +133,7 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order
     if !n.succeeded {
         // the open attempt failed: the order is payable again (a new attempt may follow)
         let current = o.current_attempt().is_some_and(|a| a.payment_id == n.payment_id);
-        let base = match o.apply(OrderAction::PaymentFailed, now_ms) {
+        let base = match o.apply(OrderAction::PaymentFailed, &By::provider(n.provider, "payment_failed"), now_ms) {
             Ok(payable) if current => payable,
             _ => o.next(now_ms, |_| {}),
         };
@@ -151,14 +153,14 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order
         // Past the deadline the order is expired whether or not its timeout message ran yet
         // (protocol review #6): expire it and refund the payment in one compare-and-set, as the
         // timeout would have before this callback.
-        if let Ok(expired) = o.apply(OrderAction::Expire, now_ms) {
+        if let Ok(expired) = o.apply(OrderAction::Expire, &By::provider(n.provider, "paid_after_deadline"), now_ms) {
             let mut next = expired;
             mark_attempt(&mut next, &n.payment_id, AttemptState::Succeeded);
             push_payment(&mut next, record(PaymentOutcome::RefundRequested), now_ms);
             return (next, Ok(PaymentResult::RefundRequested));
         }
     }
-    match o.apply(OrderAction::Pay, now_ms) {
+    match o.apply(OrderAction::Pay, &By::provider(n.provider, "payment_succeeded"), now_ms) {
         Ok(mut paid) => {
             paid.payment_id = Some(n.payment_id.clone());
             mark_attempt(&mut paid, &n.payment_id, AttemptState::Succeeded);
@@ -232,6 +234,8 @@ mod tests {
             review: None,
             correlation: None,
             settled_at_ms: None,
+            details: Default::default(),
+            log: Default::default(),
         }
     }
 

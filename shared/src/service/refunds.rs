@@ -112,9 +112,12 @@ pub(crate) fn finish_if_refunded(o: &mut Order, now_ms: i64) {
     let paid_back = o
         .applied_payment()
         .and_then(|p| o.refund(&refund_id_for(&p.payment_id)))
-        .is_some_and(|r| r.status == RefundStatus::Confirmed);
-    if o.status == OrderStatus::Refunding && paid_back {
-        if let Ok(done) = o.apply(OrderAction::FinishRefund, now_ms) {
+        .filter(|r| r.status == RefundStatus::Confirmed)
+        .map(|r| r.provider);
+    if let (OrderStatus::Refunding, Some(provider)) = (o.status, paid_back) {
+        // the provider's confirmation is what finishes it (docs/order-record.md, "Order log")
+        let by = crate::domain::order::By::provider(provider, "refund_confirmed");
+        if let Ok(done) = o.apply(OrderAction::FinishRefund, &by, now_ms) {
             *o = Order { version: o.version, ..done };
         }
     }
@@ -309,7 +312,8 @@ pub fn with_refund_requested(o: &Order, reason: RefundReason, now_ms: i64) -> Op
     if o.refund(&refund_id_for(&p.payment_id)).is_some() {
         return None;
     }
-    let rec = RefundRecord::requested(p, o.amount, reason, now_ms);
+    // what was charged goes back: the pay amount, the amount less its discount
+    let rec = RefundRecord::requested(p, o.pay_amount(), reason, now_ms);
     Some(o.next(now_ms, |x| x.refunds.push(rec)))
 }
 
@@ -408,6 +412,8 @@ mod tests {
             review: None,
             correlation: None,
             settled_at_ms: None,
+            details: Default::default(),
+            log: Default::default(),
         }
     }
 

@@ -350,6 +350,8 @@ mod tests {
             review: None,
             correlation: None,
             settled_at_ms: None,
+            details: Default::default(),
+            log: Default::default(),
         }
     }
 

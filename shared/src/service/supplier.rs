@@ -6,7 +6,7 @@
 use crate::clock;
 use crate::context::App;
 use crate::domain::events::releases_bookings;
-use crate::domain::order::{Order, OrderAction, OrderRecord, OrderStatus};
+use crate::domain::order::{By, Order, OrderAction, OrderRecord, OrderStatus};
 use crate::domain::supplier::{self, BookingStatus, CancelPlan, PollDecision, SupplierBooking, SupplierConfig};
 use crate::domain::{OrderId, Sku};
 use crate::ports::{BookingRequest, Message, UnknownBooking, MAX_DELAY_SECONDS};
@@ -211,7 +211,13 @@ pub async fn poll(app: &App, id: &OrderId, attempt: u32, started_at: i64) -> any
         let now_ms = clock::now_ms();
         match decision {
             PollDecision::Confirm => {
-                let Ok(next) = o.apply(OrderAction::SupplierConfirm, now_ms) else { return Ok(PollOutcome::Ignored) };
+                let Ok(next) = o.apply(
+                    OrderAction::SupplierConfirm,
+                    &By::system(app.function.as_str(), "supplier_confirmed"),
+                    now_ms,
+                ) else {
+                    return Ok(PollOutcome::Ignored);
+                };
                 // the payment deadline starts now, not at the order's creation
                 let next = Order { supplier: bookings, pay_expire_at: now + app.config.payment_ttl_s, ..next };
                 if app.orders.replace(&o, &next).await? {
@@ -231,7 +237,11 @@ pub async fn poll(app: &App, id: &OrderId, attempt: u32, started_at: i64) -> any
                 }
             }
             PollDecision::Fail(reason) => {
-                let Ok(next) = o.apply(OrderAction::SupplierFail, now_ms) else { return Ok(PollOutcome::Ignored) };
+                let Ok(next) =
+                    o.apply(OrderAction::SupplierFail, &By::system(app.function.as_str(), "supplier_failed"), now_ms)
+                else {
+                    return Ok(PollOutcome::Ignored);
+                };
                 let refused = bookings.iter().any(|b| b.status == BookingStatus::Failed);
                 let next = Order { supplier: bookings, cancel_reason: Some(reason.clone()), ..next };
                 if app.orders.replace(&o, &next).await? {

@@ -18,6 +18,7 @@ mod hostile;
 mod journal;
 mod ledger;
 mod models;
+mod order_record;
 mod orders;
 mod payments;
 mod push;

@@ -5,6 +5,7 @@
 use super::item::{get_n, get_s, key, n, opt_s, s, values, Item};
 use super::retry::{Retries, RetryPolicy};
 use super::{bucket_of, charge, item_bytes, rru, wru};
+use crate::domain::order::history::appended_exactly;
 use crate::domain::order::{Order, OrderLine, OrderRecord, OrderStatus, PaymentRecord};
 use crate::domain::{Currency, OrderId, UserId};
 use crate::ports::{OrderCursor, OrderIndex, OrderStore};
@@ -77,6 +78,13 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if let Some(t) = o.settled_at_ms {
         it.insert("stl".into(), n(t));
     }
+    // the order record (personal data: never logged) and the order log (docs/order-record.md)
+    if !o.details.is_empty() {
+        it.insert("rec".into(), s(serde_json::to_string(&o.details)?));
+    }
+    if o.log.total > 0 {
+        it.insert("log".into(), s(serde_json::to_string(&o.log)?));
+    }
     // the bucketed sparse indexes (docs/after-sale.md, "Sweeps")
     for index in OrderIndex::ALL {
         if let Some(v) = index.value_of(o) {
@@ -137,6 +145,8 @@ pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
         review: opt_s(it, "rev").map(serde_json::from_str).transpose().context("order refund review")?,
         correlation: opt_s(it, "cor").map(str::to_owned),
         settled_at_ms: it.contains_key("stl").then(|| get_n(it, "stl")).transpose()?,
+        details: opt_s(it, "rec").map(serde_json::from_str).transpose().context("order record")?.unwrap_or_default(),
+        log: opt_s(it, "log").map(serde_json::from_str).transpose().context("order log")?.unwrap_or_default(),
     })))
 }
 
@@ -197,6 +207,10 @@ impl OrderStore for DynamoOrders {
     }
 
     async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
+        // a status change is written with its log entries, or not at all (docs/order-record.md)
+        if !appended_exactly(prev, next) {
+            anyhow::bail!("order {}: a status change must carry its log entry (and only then)", next.id);
+        }
         // KEYS_ONLY indexes are written only when their keys change: leaving PENDING removes the
         // pending-by-deadline entry; by-user keys never change.
         let index = sparse_keys(prev).iter().zip(sparse_keys(next)).filter(|(a, b)| **a != *b).count() as f64;
@@ -375,5 +389,77 @@ pub async fn dump_capped(
             Some(k) if !k.is_empty() => return Ok((out, read, false)),
             _ => return Ok((out, read, true)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::order::history::{sample_order, MAX_LOG_ENTRIES};
+    use crate::domain::order::{By, Delivery, OrderAction, OrderDetails, Provider};
+
+    /// A typical record: a German address of two lines, a phone number, a one-line remark and a
+    /// discount (docs/order-record.md, "Size").
+    fn typical() -> OrderDetails {
+        OrderDetails {
+            delivery: Some(Delivery {
+                name: "Ana Müller".into(),
+                phone: "+49 30 1234567".into(),
+                address: vec!["Hauptstraße 5".into(), "2. OG, Hinterhaus".into()],
+                postcode: Some("10115".into()),
+                country: "DE".into(),
+            }),
+            remark: Some("Please ring twice; the parcel box is round the back.".into()),
+            discount: 500,
+        }
+    }
+
+    #[test]
+    fn the_record_and_the_log_round_trip_and_their_added_bytes_are_what_the_docs_say() {
+        let mut bare = sample_order();
+        bare.log = Default::default();
+        let base = item_bytes(&encode_order(&bare).unwrap());
+        let created = sample_order();
+        let with_record = crate::domain::order::Order { details: typical(), ..created.clone() };
+        let paid =
+            with_record.apply(OrderAction::Pay, &By::provider(Provider::Generic, "payment_succeeded"), 5).unwrap();
+        let refunding = paid.apply(OrderAction::StartRefund, &By::buyer("refund_requested"), 6).unwrap();
+        let refunded = refunding
+            .apply(OrderAction::FinishRefund, &By::provider(Provider::Generic, "refund_confirmed"), 7)
+            .unwrap();
+        for o in [&created, &with_record, &paid, &refunded] {
+            let back = decode_record(&encode_order(o).unwrap()).unwrap();
+            assert_eq!(back, OrderRecord::Order(Box::new(o.clone())));
+        }
+        let bytes = |o: &crate::domain::order::Order| item_bytes(&encode_order(o).unwrap());
+        let record = bytes(&with_record) - bytes(&created);
+        let log_created = bytes(&created) - base;
+        let log_refunded = bytes(&Order { details: Default::default(), ..refunded.clone() }) - base;
+        eprintln!("order item {base} B; typical record +{record} B; log +{log_created} B at creation, +{log_refunded} B after 4 changes");
+        assert!((160..=200).contains(&record), "typical record: {record} B");
+        assert!((60..=90).contains(&log_created), "creation entry: {log_created} B");
+        assert!(log_refunded < 400, "a refunded order's log: {log_refunded} B");
+        // the bound: 50 entries of the longest actor stay a few KB, far inside 400 KB
+        let mut o = created;
+        for i in 0..(2 * MAX_LOG_ENTRIES as i64) {
+            let (action, by) = if i % 2 == 0 {
+                (OrderAction::StartPayment, By::buyer("payment_started"))
+            } else {
+                (OrderAction::PaymentFailed, By::provider(Provider::Generic, "payment_failed"))
+            };
+            o = o.apply(action, &by, 1_765_000_000_000 + i).unwrap();
+        }
+        let full = bytes(&o) - base;
+        eprintln!("a full log ({MAX_LOG_ENTRIES} entries): +{full} B");
+        assert!(full < 6_000, "{full} B");
+    }
+
+    #[test]
+    fn an_item_without_record_or_log_decodes_as_an_order_from_before_them() {
+        let mut o = sample_order();
+        o.log = Default::default();
+        let it = encode_order(&o).unwrap();
+        assert!(!it.contains_key("rec") && !it.contains_key("log"));
+        assert_eq!(decode_record(&it).unwrap(), OrderRecord::Order(Box::new(o)));
     }
 }

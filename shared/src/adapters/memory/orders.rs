@@ -61,6 +61,10 @@ impl OrderStore for MemoryOrders {
     /// on what is stored under `next.id` (a VOID or a missing item has no version and fails).
     async fn replace(&self, prev: &Order, next: &Order) -> anyhow::Result<bool> {
         crate::adapters::memory::interleave().await;
+        // as the DynamoDB store: a status change carries its log entries (docs/order-record.md)
+        if !crate::domain::order::history::appended_exactly(prev, next) {
+            anyhow::bail!("order {}: a status change must carry its log entry (and only then)", next.id);
+        }
         let mut m = lock(&self.records);
         match m.get(&next.id) {
             Some(OrderRecord::Order(o)) if o.version == prev.version => {

@@ -32,8 +32,8 @@ use super::ledger::{
     LedgerTotals,
 };
 use super::orders::{
-    CreateOrderRequest, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderView, RefundReviewView,
-    SupplierBookingView,
+    CreateOrderRequest, DeliveryBody, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderLogEntryView,
+    OrderLogView, OrderView, RefundReviewView, SupplierBookingView,
 };
 use super::payments::{
     CallbackAnswer, CallbackResult, PaymentAttemptView, PaymentCallback, PaymentStarted, PaymentStatus,
@@ -133,7 +133,7 @@ impl Modify for Security {
     paths(stock::put_sku, stock::adjust_sku, stock::pause_sku, stock::resume_sku, stock::sku_journal, stock::upload_codes, stock::code_pool, stock::get_sku, stock::availability, stock::calendar, stock::my_availability, campaigns::put_campaign,
           campaigns::adjust_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::get_campaign, orders::create_order, orders::list_orders, orders::get_order, orders::order_codes, orders::cancel_order, orders::start_payment, payments::payment_callback,
           payments::stripe_webhook,
-          orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_ship_order, orders::admin_return_received,
+          orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_order_log, orders::admin_ship_order, orders::admin_return_received,
           orders::admin_cancel_order, orders::admin_refund_decision, orders::admin_redeem_code, orders::list_refund_reviews, orders::get_settlement, orders::run_settlement, orders::get_ledger,
           payments::refund_webhook,
           reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation,
@@ -143,6 +143,7 @@ impl Modify for Security {
           queue::pause_queue, queue::resume_queue,
           waitlist::join_waitlist, waitlist::leave_waitlist, waitlist::my_waitlist_entry),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
+                       DeliveryBody, OrderLogView, OrderLogEntryView,
                        StartPaymentRequest, PaymentStarted, PaymentAttemptView, RefundDecisionRequest, RefundReviewView,
                        QueuePlace, QueuePublic, QueueStatsView, QueueRequest, WaitlistEntryView,
                        RefundReviewList, HeldRefundView,

@@ -277,6 +277,19 @@ pub(super) fn admin_redeem_code() {}
     ))]
 pub(super) fn admin_get_order() {}
 
+#[utoipa::path(get, path = "/admin/orders/{order_id}/log", tag = "orders", operation_id = "adminOrderLog",
+    params(("order_id" = String, Path)),
+    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Every status change of the order, oldest first, with its actor and cause \
+                                      (docs/order-record.md)", body = OrderLogView),
+        NoValidToken,
+        (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        Retry,
+    ))]
+pub(super) fn admin_order_log() {}
+
 #[utoipa::path(get, path = "/admin/refund-reviews", tag = "orders", operation_id = "listRefundReviews",
     params(("limit" = Option<u32>, Query, description = "1..=100, default 20", minimum = 1, maximum = 100),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),

@@ -124,6 +124,8 @@ fn a_failed_order_holds_nothing_and_a_closed_orders_confirmed_booking_was_cancel
         review: None,
         correlation: None,
         settled_at_ms: None,
+        details: Default::default(),
+        log: Default::default(),
     };
     let snap = |o: Order, lock: LockStatus| {
         let mut r = res("o1", lock, 1);

@@ -1,6 +1,7 @@
 //! The order port, the messages and the bus.
 
 use super::*;
+use crate::domain::order::{By, OrderLog, Provider};
 
 fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
     Order {
@@ -26,6 +27,8 @@ fn stored_order(id: &str, buyer: &str, created_at_ms: i64) -> Order {
         review: None,
         correlation: None,
         settled_at_ms: None,
+        details: Default::default(),
+        log: Default::default(),
     }
 }
 
@@ -52,12 +55,54 @@ async fn an_order_is_replaced_only_from_the_version_it_was_read_at() {
     let w = MemoryWorld::default();
     let o = stored_order("o1", "alice", 1_000);
     w.orders.put_new(&o).await.unwrap();
-    let paid = o.next(2_000, |x| x.status = OrderStatus::Paid);
+    let by = By::provider(Provider::Generic, "payment_succeeded");
+    let paid = o.apply(crate::domain::order::OrderAction::Pay, &by, 2_000).unwrap();
     assert!(w.orders.replace(&o, &paid).await.unwrap());
     assert!(!w.orders.replace(&o, &paid).await.unwrap(), "stale version");
     assert!(w.orders.pending_due(i64::MAX).await.unwrap().is_empty(), "no longer pending");
     let ghost = stored_order("o9", "alice", 1_000);
     assert!(!w.orders.replace(&ghost, &ghost).await.unwrap(), "nothing to replace");
+}
+
+#[tokio::test]
+async fn a_status_change_is_stored_only_with_its_log_entry_and_the_record_is_kept() {
+    use crate::domain::order::{Delivery, OrderAction, OrderDetails};
+    let w = MemoryWorld::default();
+    let mut o = stored_order("o1", "alice", 1_000);
+    o.details = OrderDetails {
+        delivery: Some(Delivery {
+            name: "Ana".into(),
+            phone: "+49 30 1234567".into(),
+            address: vec!["Hauptstraße 5".into()],
+            postcode: None,
+            country: "DE".into(),
+        }),
+        remark: Some("ring twice".into()),
+        discount: 100,
+    };
+    o.log = OrderLog::created(OrderStatus::PendingPayment, &By::buyer("checkout"), 1_000);
+    assert!(w.orders.put_new(&o).await.unwrap());
+    // a write that changes the status without its entry is an error, and writes nothing
+    let silent = o.next(2_000, |x| x.status = OrderStatus::Cancelled);
+    assert!(w.orders.replace(&o, &silent).await.is_err());
+    // an entry without the change neither
+    let mut stray = o.next(2_000, |_| {});
+    stray.log.record(OrderStatus::PendingPayment, OrderStatus::Cancelled, &By::buyer("buyer_cancel"), 2_000);
+    assert!(w.orders.replace(&o, &stray).await.is_err());
+    let stored = |w: &MemoryWorld| match w.orders.records().pop() {
+        Some((_, OrderRecord::Order(o))) => *o,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(stored(&w), o, "nothing was written");
+    let cancelled = o.apply(OrderAction::Cancel, &By::buyer("buyer_cancel"), 2_000).unwrap();
+    assert!(w.orders.replace(&o, &cancelled).await.unwrap());
+    let now = stored(&w);
+    assert_eq!(
+        (now.status, now.log.total, now.details.discount, now.pay_amount()),
+        (OrderStatus::Cancelled, 2, 100, 400)
+    );
+    assert_eq!(now.details, o.details, "the record stays as the checkout gave it");
+    assert_eq!(now.log.entries[1].actor, crate::domain::order::Actor::Buyer);
 }
 
 #[tokio::test]
