@@ -99,6 +99,7 @@ pub(crate) async fn models_section(endpoint: &str, n: usize) -> anyhow::Result<V
     let u = delta(&before, &usage::snapshot());
     out.insert("at_payment_pay_and_confirm".into(), usage_json(&u, ids.len() as f64));
     out.insert("code_pool".into(), code_pool_costs(&b, n).await?);
+    out.insert("at_shipment".into(), at_shipment_costs(&b, n).await?);
     let shards: Vec<(u32, f64)> = [1, 4, 16, 64].iter().map(|s| (*s, ceiling(*s))).collect();
     out.insert(
         "hot_calendar_date_ceiling_model".into(),
@@ -157,6 +158,56 @@ pub(crate) async fn code_pool_costs(b: &Bench, n: usize) -> anyhow::Result<Value
         "pay_and_confirm_of_one_code": pay,
         "claims_s_by_shards_ceiling_model": ceil,
         "note": "a code handed out writes its shard twice on the shard's partition: the claim (UpdateItem, 1 WCU) and the freeze transaction (2 WCU); the code's own slot is its own item. One shard partition (1,000 WCU/s) so sustains ~333 claims/s; shards add up until the frozen-by-age index (64 buckets) binds",
+    }))
+}
+
+/// Deduction at shipment (docs/inventory-models.md, "Deduction at shipment"): the write units of
+/// placing an order (a freeze, as for `QUANTITY`), of paying it (the confirm leaves the lock held:
+/// no stock write) and of shipping it (the take — one transaction like a confirm — then the
+/// order's compare-and-set), measured by the adapters' meter.
+pub(crate) async fn at_shipment_costs(b: &Bench, n: usize) -> anyhow::Result<Value> {
+    let spec =
+        json!({"name": "ships", "price": 1000, "currency": "EUR", "shards": 1, "model": {"deduct": "AT_SHIPMENT"}});
+    b.call("PUT", "/admin/skus/SHIPS", Some(&b.admin), &[], Some(spec)).await;
+    let body = json!({"adjustment_id": "init", "delta": 1_000_000, "reason": "bench"});
+    b.call("POST", "/admin/skus/SHIPS/adjustments", Some(&b.admin), &[], Some(body)).await;
+    let line = json!({"sku": "SHIPS", "quantity": 1});
+    b.order_items("warm-ships", "k", json!([line])).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = usage::snapshot();
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let (st, body) = b.order_items(&format!("ships-{i}"), "k", json!([line])).await;
+        anyhow::ensure!(st == 201, "at-shipment order: {st} {body}");
+        ids.push(body["order_id"].as_str().unwrap_or_default().to_owned());
+    }
+    let order = usage_json(&delta(&before, &usage::snapshot()), n as f64);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let before = usage::snapshot();
+    for id in &ids {
+        b.pay(id, 1000).await;
+    }
+    // the confirm runs off the stream and writes nothing: let it run
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    let pay = usage_json(&delta(&before, &usage::snapshot()), ids.len() as f64);
+    let before = usage::snapshot();
+    for id in &ids {
+        let body = json!({"carrier": "DHL", "tracking_number": format!("T-{id}")});
+        let (st, a) = b.call("POST", &format!("/admin/orders/{id}/ship"), Some(&b.admin), &[], Some(body)).await;
+        anyhow::ensure!(st == 200, "ship: {st} {a}");
+    }
+    let ship = usage_json(&delta(&before, &usage::snapshot()), ids.len() as f64);
+    let snap = b.stack.snapshot().await?;
+    let sold = snap.reservations.iter().filter(|r| ids.iter().any(|i| i == r.id.as_str()));
+    anyhow::ensure!(
+        sold.clone().count() == n && sold.into_iter().all(|r| r.status.as_str() == "SOLD"),
+        "not all taken"
+    );
+    Ok(json!({
+        "order": order,
+        "pay_and_confirm": pay,
+        "ship": ship,
+        "note": "the order freezes as a QUANTITY order does; the payment's confirm leaves the lock FROZEN (no stock write); the shipment's take is one transaction (lock, shard, pending-free) before the order's compare-and-set",
     }))
 }
 
