@@ -149,7 +149,7 @@ pub fn lock_totals(s: &Snapshot, w: Window) -> BTreeMap<String, Held> {
 
 /// The day's money as the orders record it, and the differences between an order's status and
 /// its payments: a paid order with no payment applied, an applied payment whose amount is not
-/// the order's, an order holding a payment applied that is still unpaid.
+/// what the order charges (its pay amount), an order holding a payment applied that is still unpaid.
 pub fn money(s: &Snapshot, w: Window) -> (MoneyTotals, Vec<Difference>) {
     let mut t = MoneyTotals::default();
     let mut out = Vec::new();
@@ -168,12 +168,13 @@ pub fn money(s: &Snapshot, w: Window) -> (MoneyTotals, Vec<Difference>) {
             if w.holds(p.at_ms) {
                 t.paid_orders += 1;
             }
-            if p.amount != o.amount {
+            // what payment charges: the amount less the discount (docs/order-record.md)
+            if p.amount != o.pay_amount() {
                 out.push(
                     Difference::new(
                         "payment_amount_mismatch",
                         id.as_str(),
-                        Some(o.amount as i64),
+                        Some(o.pay_amount() as i64),
                         Some(p.amount as i64),
                     )
                     .detail(format!("payment {} applied", p.payment_id)),
