@@ -202,7 +202,9 @@ async fn a_token_admits_only_its_buyer_once_and_a_hold_that_expires_admits_the_n
 #[tokio::test]
 async fn a_drawn_queue_publishes_its_seeds_hash_first_and_anyone_can_recompute_its_order() {
     let s = spawn().await;
-    drop_campaign(&s, "drop3", "LOT", 5, json!({"rate": 100, "draw": "random"}), 10_000).await;
+    // the start is far off and reached by the stack's clock, not slept out: twelve joins on a
+    // loaded machine once outlasted a 10 s head start and found the queue already drawn
+    drop_campaign(&s, "drop3", "LOT", 5, json!({"rate": 100, "draw": "random"}), 600_000).await;
     let before = s.get("/campaigns/drop3/queue", Some(&s.user("lot-0"))).await;
     assert_eq!(before.status, 200, "{}", before.body);
     let hash = before.body["seed_sha256"].as_str().unwrap().to_owned();
@@ -212,6 +214,7 @@ async fn a_drawn_queue_publishes_its_seeds_hash_first_and_anyone_can_recompute_i
         assert_eq!(join(&s, "drop3", u).await.status, 201);
     }
     assert_eq!(me(&s, "drop3", "lot-0").await.body["position"], Value::Null, "drawn at the start");
+    crate::common::advance_clock(Duration::from_secs(601));
     eventually("the start", Duration::from_secs(30), || async {
         let q = s.get("/campaigns/drop3/queue", Some(&s.user("lot-0"))).await.body;
         q.get("seed").is_some().then_some(())
