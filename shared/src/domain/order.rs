@@ -5,6 +5,7 @@ use super::model::Day;
 use super::{Currency, OrderId, Sku, UserId};
 use serde::{Deserialize, Serialize};
 
+mod deadline;
 pub mod details;
 pub mod history;
 

@@ -77,7 +77,7 @@ pub async fn start(
             })
             .into());
         }
-        if clock::now_s() >= o.pay_expire_at {
+        if o.deadline_passed(clock::now_ms()) {
             return Err(StartError::WindowClosed);
         }
         if o.attempts.len() >= MAX_ATTEMPTS {
@@ -244,7 +244,8 @@ pub async fn at_deadline(app: &App, o: &Order) -> anyhow::Result<DeadlineOutcome
         return expire(app, o, None).await;
     };
     let provider = app.providers.get(a.provider);
-    let now = clock::now_s();
+    let now_ms = clock::now_ms();
+    let now = now_ms / 1000;
     let found = provider.payment(&a.payment_id).await?;
     let state = found.as_ref().map(|p| p.state);
     if let (Some(PaymentState::Succeeded), Some(p)) = (state, found.as_ref()) {
@@ -253,8 +254,9 @@ pub async fn at_deadline(app: &App, o: &Order) -> anyhow::Result<DeadlineOutcome
             None => DeadlineOutcome::Moved,
         });
     }
-    let grace_ends = o.pay_expire_at + app.config.payment_grace_s;
-    if state == Some(PaymentState::Processing) && now < grace_ends {
+    let grace = app.config.payment_grace_s;
+    if state == Some(PaymentState::Processing) && !o.payment_closed(now_ms, grace) {
+        let grace_ends = o.payment_closes_at(grace);
         let wait = app.config.payment_query_every_s.min(grace_ends - now).clamp(1, MAX_DELAY_SECONDS) as u32;
         let msg = Message::PaymentTimeout { schema: 1, order_id: o.id.to_string(), due_at: now + i64::from(wait) };
         app.messages.send(&msg, wait).await?;

@@ -142,12 +142,8 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order
         push_payment(&mut next, record(PaymentOutcome::FailedRecorded), now_ms);
         return (next, Ok(PaymentResult::FailedRecorded));
     }
-    let closes_at = match o.status {
-        OrderStatus::Paying => o.pay_expire_at + grace_s.max(0),
-        _ => o.pay_expire_at,
-    };
     if matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying)
-        && now_ms / 1000 >= closes_at
+        && o.payment_closed(now_ms, grace_s)
         && !crate::mutant!("payment-ignores-deadline")
     {
         // Past the deadline the order is expired whether or not its timeout message ran yet

@@ -22,7 +22,8 @@ pub enum TimeoutOutcome {
 /// Expires an unpaid order at its deadline; re-arms if the deadline is further than one hop.
 pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Result<TimeoutOutcome> {
     for attempt in 1..=super::CAS_ATTEMPTS {
-        let now = clock::now_s();
+        let now_ms = clock::now_ms();
+        let now = now_ms / 1000;
         let o = match app.orders.get(id).await? {
             Some(OrderRecord::Order(o)) if matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying) => o,
             // paid or closed with a payment attempt that could still take money: settle it
@@ -32,8 +33,10 @@ pub async fn payment_timeout(app: &App, id: &OrderId, due_at: i64) -> anyhow::Re
             }
             _ => return Ok(TimeoutOutcome::Ignored),
         };
-        let deadline = o.pay_expire_at.max(due_at);
-        if now < deadline {
+        // not yet due: the order's deadline, or a later time the message was re-armed for (a
+        // processing payment asked again during the grace)
+        if !o.deadline_passed(now_ms) || now < due_at {
+            let deadline = o.pay_expire_at.max(due_at);
             let wait = (deadline - now).min(MAX_DELAY_SECONDS) as u32;
             let msg = Message::PaymentTimeout { schema: 1, order_id: id.to_string(), due_at: deadline };
             app.messages.send(&msg, wait).await?;

@@ -95,7 +95,7 @@ pub(super) async fn overdue_orders(app: &App, ids: &[OrderId], rep: &mut Reconci
 
 pub(super) async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bool> {
     if let Some(OrderRecord::Order(o)) = app.orders.get(id).await? {
-        if o.status == OrderStatus::AwaitingSupplier && o.pay_expire_at <= clock::now_s() {
+        if o.status == OrderStatus::AwaitingSupplier && o.deadline_passed(clock::now_ms()) {
             // its poll was lost: one poll past the deadline decides (docs/suppliers.md, "Reconcile")
             let outcome = crate::service::supplier::poll(app, id, 0, o.created_at_ms / 1000).await?;
             let decided = matches!(outcome, PollOutcome::Confirmed | PollOutcome::Failed(_));
@@ -107,7 +107,7 @@ pub(super) async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bo
         }
         if o.status != OrderStatus::Paying
             && o.attempts.iter().any(|a| a.state.unsettled())
-            && o.pay_expire_at <= clock::now_s()
+            && o.deadline_passed(clock::now_ms())
         {
             let n = crate::service::paying::settle_stray_attempts(app, &o).await?;
             app.count(names::REPAIRS, 1);
@@ -115,7 +115,7 @@ pub(super) async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bo
             // a pending order is expired by the next sweep (or its timeout) once they are settled
             return Ok(false);
         }
-        if o.status == OrderStatus::Paying && o.pay_expire_at <= clock::now_s() {
+        if o.status == OrderStatus::Paying && o.deadline_passed(clock::now_ms()) {
             // its timeout message was lost (or its webhook late): the provider decides
             let outcome = crate::service::paying::at_deadline(app, &o).await?;
             let decided = matches!(outcome, DeadlineOutcome::Paid | DeadlineOutcome::Expired);
