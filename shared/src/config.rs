@@ -1,5 +1,6 @@
 //! One configuration struct, read from the environment (docs/architecture.md, "Configuration"). Defaults are production values.
 
+use crate::domain::waitlist;
 use std::str::FromStr;
 
 #[derive(Debug, Clone)]
@@ -231,11 +232,7 @@ impl Config {
             event_bus_name: s("EVENT_BUS_NAME"),
             payment_ttl_s: parse(get, "HOLDFAST_PAYMENT_TTL_SECONDS", 900)?,
             reservation_check_delay_s: parse(get, "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", 300)?,
-            // Seconds (the local runner) win over minutes (the template's schedule parameter).
-            reconcile_interval_s: match get("HOLDFAST_RECONCILE_INTERVAL_SECONDS").filter(|v| !v.is_empty()) {
-                Some(_) => parse(get, "HOLDFAST_RECONCILE_INTERVAL_SECONDS", 600)?,
-                None => parse::<i64>(get, "HOLDFAST_RECONCILE_INTERVAL_MINUTES", 10)?.saturating_mul(60),
-            },
+            reconcile_interval_s: reconcile_interval_s(get)?,
             stale_lock_s: parse(get, "HOLDFAST_STALE_LOCK_SECONDS", 600)?,
             soldout_cache_ms: parse(get, "HOLDFAST_SOLDOUT_CACHE_MS", 1000)?,
             sku_cache_ms: parse(get, "HOLDFAST_SKU_CACHE_MS", 5000)?,
@@ -253,12 +250,7 @@ impl Config {
             provider_credential_secret_arn: s("PROVIDER_CREDENTIAL_SECRET_ARN"),
             supplier_credential: Secret::new(get("SUPPLIER_CREDENTIAL").unwrap_or_default()),
             supplier_credential_secret_arn: s("SUPPLIER_CREDENTIAL_SECRET_ARN"),
-            stripe_livemode: match s("STRIPE_LIVEMODE").as_str() {
-                "" => None,
-                v => Some(
-                    v.parse::<bool>().map_err(|e| ConfigError { name: "STRIPE_LIVEMODE", reason: e.to_string() })?,
-                ),
-            },
+            stripe_livemode: stripe_livemode(get)?,
             stripe_webhook_secret: Secret::new(get("STRIPE_WEBHOOK_SECRET").unwrap_or_default()),
             stripe_webhook_secret_arn: s("STRIPE_WEBHOOK_SECRET_ARN"),
             stripe_api_base: Some(s("STRIPE_API_BASE"))
@@ -281,60 +273,32 @@ impl Config {
             code_kms_key_id: s("CODE_KMS_KEY_ID"),
             code_pool_low_water: parse(get, "HOLDFAST_CODE_POOL_LOW", 10)?,
             code_claim_quiet_ms: parse(get, "HOLDFAST_CODE_CLAIM_QUIET_MS", 60_000)?,
-            waitlist_max_per_sku: parse(
-                get,
-                "HOLDFAST_WAITLIST_MAX_PER_SKU",
-                crate::domain::waitlist::DEFAULT_MAX_PER_SKU,
-            )?,
-            waitlist_max_per_user: parse(
-                get,
-                "HOLDFAST_WAITLIST_MAX_PER_USER",
-                crate::domain::waitlist::DEFAULT_MAX_PER_USER,
-            )?,
-            waitlist_token_ttl_s: parse(
-                get,
-                "HOLDFAST_WAITLIST_TOKEN_TTL_SECONDS",
-                crate::domain::waitlist::DEFAULT_TOKEN_TTL_S,
-            )?
-            .clamp(crate::domain::waitlist::MIN_TOKEN_TTL_S, crate::domain::waitlist::MAX_TOKEN_TTL_S),
+            waitlist_max_per_sku: parse(get, "HOLDFAST_WAITLIST_MAX_PER_SKU", waitlist::DEFAULT_MAX_PER_SKU)?,
+            waitlist_max_per_user: parse(get, "HOLDFAST_WAITLIST_MAX_PER_USER", waitlist::DEFAULT_MAX_PER_USER)?,
+            waitlist_token_ttl_s: parse(get, "HOLDFAST_WAITLIST_TOKEN_TTL_SECONDS", waitlist::DEFAULT_TOKEN_TTL_S)?
+                .clamp(waitlist::MIN_TOKEN_TTL_S, waitlist::MAX_TOKEN_TTL_S),
             faults: s("HOLDFAST_FAULTS"),
             max_body_bytes: parse(get, "HOLDFAST_MAX_BODY_BYTES", 16 * 1024)?,
             sdk_timeout_scale: parse(get, "HOLDFAST_SDK_TIMEOUT_SCALE", 1.0)?,
-            publish_events: match get("HOLDFAST_PUBLISH_EVENTS").filter(|v| !v.is_empty()) {
-                None => DEFAULT_PUBLISHED.to_vec(),
-                Some(list) => list
-                    .split(',')
-                    .map(|k| {
-                        crate::domain::events::EventKind::parse(k.trim()).ok_or_else(|| ConfigError {
-                            name: "HOLDFAST_PUBLISH_EVENTS",
-                            reason: format!("unknown event {k}"),
-                        })
-                    })
-                    .collect::<Result<_, _>>()?,
-            },
+            publish_events: published_events(get)?,
             auto_complete_after_s: parse(get, "HOLDFAST_AUTO_COMPLETE_SECONDS", 7 * 24 * 3600)?,
             refund_redrive_after_s: parse(get, "HOLDFAST_REFUND_REDRIVE_SECONDS", 300)?,
             provider_url: s("HOLDFAST_PROVIDER_URL"),
             supplier_url: s("HOLDFAST_SUPPLIER_URL"),
             supplier_timeout_s: parse(get, "HOLDFAST_SUPPLIER_TIMEOUT_SECONDS", 1800)?,
             supplier_quote_cache_ms: parse(get, "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS", MAX_SUPPLIER_QUOTE_CACHE_MS)?,
-            payment_provider: match get("HOLDFAST_PAYMENT_PROVIDER").filter(|v| !v.is_empty()) {
-                None => "generic".into(),
-                Some(p) if p == "generic" || p == "stripe" => p,
-                Some(p) => {
-                    return Err(ConfigError {
-                        name: "HOLDFAST_PAYMENT_PROVIDER",
-                        reason: format!("{p:?} is not a provider (generic, stripe)"),
-                    })
-                }
-            },
+            payment_provider: payment_provider(get)?,
             payment_grace_s: parse(get, "HOLDFAST_PAYMENT_GRACE_SECONDS", 600)?,
             payment_query_every_s: parse(get, "HOLDFAST_PAYMENT_QUERY_SECONDS", 30)?,
-            refund_review_above: match get("HOLDFAST_REFUND_REVIEW_ABOVE").filter(|v| !v.is_empty() && v != "off") {
-                None => None,
-                Some(_) => Some(parse(get, "HOLDFAST_REFUND_REVIEW_ABOVE", 0u64)?),
-            },
+            refund_review_above: refund_review_above(get)?,
         };
+        c.check_ranges()?;
+        Ok(c)
+    }
+
+    /// The settings that must be positive, and the quote cache's bounds.
+    fn check_ranges(&self) -> Result<(), ConfigError> {
+        let c = self;
         if !(0..=MAX_SUPPLIER_QUOTE_CACHE_MS).contains(&c.supplier_quote_cache_ms) {
             return Err(ConfigError {
                 name: "HOLDFAST_SUPPLIER_QUOTE_CACHE_MS",
@@ -355,7 +319,59 @@ impl Config {
                 return Err(ConfigError { name, reason: "must be positive".into() });
             }
         }
-        Ok(c)
+        Ok(())
+    }
+}
+
+/// The reconcile schedule: seconds (the local runner) win over minutes (the template's schedule
+/// parameter).
+fn reconcile_interval_s(get: &dyn Fn(&str) -> Option<String>) -> Result<i64, ConfigError> {
+    match get("HOLDFAST_RECONCILE_INTERVAL_SECONDS").filter(|v| !v.is_empty()) {
+        Some(_) => parse(get, "HOLDFAST_RECONCILE_INTERVAL_SECONDS", 600),
+        None => Ok(parse::<i64>(get, "HOLDFAST_RECONCILE_INTERVAL_MINUTES", 10)?.saturating_mul(60)),
+    }
+}
+
+/// Which Stripe mode events must come from, if set (`true`/`false`).
+fn stripe_livemode(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<bool>, ConfigError> {
+    match get("STRIPE_LIVEMODE").unwrap_or_default().as_str() {
+        "" => Ok(None),
+        v => v.parse::<bool>().map(Some).map_err(|e| ConfigError { name: "STRIPE_LIVEMODE", reason: e.to_string() }),
+    }
+}
+
+/// The event kinds put on the bus: a comma-separated list, or [`DEFAULT_PUBLISHED`].
+fn published_events(
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<crate::domain::events::EventKind>, ConfigError> {
+    let Some(list) = get("HOLDFAST_PUBLISH_EVENTS").filter(|v| !v.is_empty()) else {
+        return Ok(DEFAULT_PUBLISHED.to_vec());
+    };
+    list.split(',')
+        .map(|k| {
+            crate::domain::events::EventKind::parse(k.trim())
+                .ok_or_else(|| ConfigError { name: "HOLDFAST_PUBLISH_EVENTS", reason: format!("unknown event {k}") })
+        })
+        .collect()
+}
+
+/// The default payment provider: `generic` unless `stripe` is named.
+fn payment_provider(get: &dyn Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+    match get("HOLDFAST_PAYMENT_PROVIDER").filter(|v| !v.is_empty()) {
+        None => Ok("generic".into()),
+        Some(p) if p == "generic" || p == "stripe" => Ok(p),
+        Some(p) => Err(ConfigError {
+            name: "HOLDFAST_PAYMENT_PROVIDER",
+            reason: format!("{p:?} is not a provider (generic, stripe)"),
+        }),
+    }
+}
+
+/// The amount above which a buyer's refund waits for an admin; `None` when unset or `off`.
+fn refund_review_above(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<u64>, ConfigError> {
+    match get("HOLDFAST_REFUND_REVIEW_ABOVE").filter(|v| !v.is_empty() && v != "off") {
+        None => Ok(None),
+        Some(_) => Ok(Some(parse(get, "HOLDFAST_REFUND_REVIEW_ABOVE", 0u64)?)),
     }
 }
 

@@ -1,14 +1,13 @@
 //! The invariants of docs/architecture.md, "Invariants", as pure checks over a snapshot. Reconcile runs
 //! [`check_stock`]; test suites and the demo run [`check_all`] at quiescence.
 
-use super::kind::{held_until_shipment, Kind};
+use super::kind::Kind;
 use super::order::{Order, OrderRecord, PaymentOutcome};
-use super::refund::RefundReason;
-use super::reservation::{CodeFate, LockStatus, Reservation, ReservationKind};
+use super::reservation::{CodeFate, LockStatus, Reservation};
 use super::{CampaignId, OrderId, Sku, UserId};
-use shipment::{awaits_shipment, shipment_hold_fits};
 use std::collections::HashMap;
 
+mod links;
 mod order_record;
 mod redeemed;
 
@@ -455,92 +454,9 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     out.extend(check_sold(&s.skus, &s.reservations));
     out.extend(check_campaigns(&s.campaigns, &s.reservations));
     out.extend(check_code_pools(&s.skus, &s.codes, &s.reservations));
-    let orders: HashMap<&str, &OrderRecord> = s.orders.iter().map(|(id, o)| (id.as_str(), o)).collect();
-    let locks: HashMap<&str, &Reservation> = s.reservations.iter().map(|r| (r.id.as_str(), r)).collect();
-
-    for r in s.reservations.iter().filter(|r| r.status == LockStatus::Frozen) {
-        let young = s.now_s * 1000 - r.created_at_ms < s.check_delay_s * 1000;
-        let ok = match r.kind {
-            ReservationKind::External => r.expires_at >= s.now_s,
-            // a paid order held until shipment keeps its lock FROZEN: held, not stranded
-            ReservationKind::Order => {
-                young
-                    || matches!(orders.get(r.id.as_str()),
-                        Some(OrderRecord::Order(o)) if o.status.is_open_unpaid()
-                            || (held_until_shipment(r) && awaits_shipment(o)))
-            }
-        };
-        if !ok {
-            out.push(Violation::StrandedLock { reservation: r.id.to_string() });
-        }
-    }
-
-    let mut applied: HashMap<&str, usize> = HashMap::new();
-    for (id, rec) in &s.orders {
-        let lock = locks.get(id.as_str()).map(|r| r.status);
-        let (status, want): (&str, Option<LockStatus>) = match rec {
-            OrderRecord::Void => ("VOID", Some(LockStatus::Released)),
-            OrderRecord::Order(o) if o.restocks() => (o.status.as_str(), Some(LockStatus::Restocked)),
-            OrderRecord::Order(o) if o.status.is_paid_or_later() => (o.status.as_str(), Some(LockStatus::Sold)),
-            OrderRecord::Order(o) if o.status.is_closed_unpaid() => (o.status.as_str(), Some(LockStatus::Released)),
-            OrderRecord::Order(o) => (o.status.as_str(), Some(LockStatus::Frozen)),
-        };
-        // a VOID whose freeze never happened has no lock at all, which is fine; a paid order
-        // whose stock was gone at payment (an oversell, or a pay-time line short) has a released
-        // lock flagged oversold and its money on the way back — by the oversell's refund, or by
-        // the buyer's refund asked before the confirm ran (one refund per payment either way;
-        // simulator finding F1)
-        let oversold = matches!(rec, OrderRecord::Order(o) if o.status.is_paid_or_later()
-            && lock == Some(LockStatus::Released)
-            && locks.get(id.as_str()).is_some_and(|r| r.oversold)
-            && o.applied_payment().is_some_and(|p| o.refunds.iter().any(|f| f.payment_id == p.payment_id)));
-        let held = locks.get(id.as_str()).is_some_and(|r| held_until_shipment(r));
-        let shipment_hold = matches!(rec, OrderRecord::Order(o) if held && shipment_hold_fits(o, lock));
-        let fine = lock == want || oversold || shipment_hold || (matches!(rec, OrderRecord::Void) && lock.is_none());
-        if !fine {
-            out.push(Violation::OrderLockMismatch { order: id.to_string(), status: status.into(), lock });
-        }
-        if let OrderRecord::Order(o) = rec {
-            // goods left the warehouse only from a sold lock whose stock was not lost
-            let lost = oversold || o.refunds.iter().any(|f| f.reason == RefundReason::Oversold);
-            let held = matches!(lock, Some(LockStatus::Sold | LockStatus::Restocked));
-            if o.shipment.is_some() && (lost || !held) {
-                out.push(Violation::ShippedWithoutStock { order: id.to_string(), lock });
-            }
-            check_payments(o, &mut applied, &mut out);
-            check_bookings(o, &mut out);
-            order_record::check(o, &mut out);
-        }
-    }
-    for (p, n) in applied {
-        if n > 1 {
-            out.push(Violation::PaymentAppliedTwice { payment_id: p.to_owned() });
-        }
-    }
-
-    let limits: HashMap<&Sku, u32> = s.skus.iter().filter_map(|k| k.per_user_limit.map(|l| (&k.sku, l))).collect();
-    let mut holds: HashMap<(&Sku, &UserId), i64> = HashMap::new();
-    for r in &s.reservations {
-        if let Some(u) = &r.user {
-            for l in r.lines.iter().filter(|l| l.limited && keeps_allowance(r, l)) {
-                *holds.entry((&l.sku, u)).or_default() += i64::from(l.quantity);
-            }
-        }
-    }
-    let counters: HashMap<(&Sku, &UserId), i64> = s.user_counters.iter().map(|(k, u, n)| ((k, u), *n)).collect();
-    let mut keys: Vec<(&Sku, &UserId)> = holds.keys().chain(counters.keys()).copied().collect();
-    keys.sort();
-    keys.dedup();
-    for (sku, user) in keys {
-        // a limit removed since keeps its counters exact (a later limit starts from them)
-        let limit = limits.get(sku).copied();
-        let h = holds.get(&(sku, user)).copied().unwrap_or(0);
-        let c = counters.get(&(sku, user)).copied().unwrap_or(0);
-        if limit.is_some_and(|l| h > i64::from(l)) || h != c {
-            let limit = limit.unwrap_or(0);
-            out.push(Violation::UserLimit { sku: sku.clone(), user: user.clone(), holds: h, counter: c, limit });
-        }
-    }
+    out.extend(links::check_stranded_locks(s));
+    out.extend(links::check_orders_against_locks(s));
+    out.extend(links::check_user_limits(s));
     out
 }
 

@@ -205,26 +205,7 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
         let limit_delta =
             |q: i64| if how == CounterMove::Restock && !rules.allowance_back { 0 } else { limit_delta(q) };
         if let Some(h) = cell_how {
-            for c in l.cells() {
-                for p in c.pieces {
-                    let target = Target::Shard { sku: c.cell.clone(), shard: p.shard };
-                    if l.codes.is_some() && h == CounterMove::Release {
-                        let back = returns.iter().find(|b| b.cell == c.cell && b.shard == p.shard)?;
-                        if back.codes.len() != p.quantity as usize {
-                            return None;
-                        }
-                        let ring = Some(RingStep::Append { tail: back.tail });
-                        out.push(Action { target, op: Op::Move { how: h, quantity: p.quantity, ring } });
-                        for (i, code) in back.codes.iter().enumerate() {
-                            let slot =
-                                Target::CodeSlot { sku: c.cell.clone(), shard: p.shard, pos: back.tail + i as u64 };
-                            out.push(Action { target: slot, op: Op::PutCode(code.clone()) });
-                        }
-                    } else {
-                        out.push(mv(target, h, p.quantity));
-                    }
-                }
-            }
+            out.extend(cell_moves(l, h, returns)?);
         }
         if let Some(c) = &l.campaign {
             for p in &c.pieces {
@@ -251,6 +232,33 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
         out.push(add(Target::Pending { user: u.clone() }, -1, None));
     }
     Some(merged(out))
+}
+
+/// The moves of one line's cells, shard by shard; a code line's release appends the codes that
+/// go back (`returns`) to each shard's ring. `None` if a shard's returned codes are missing or
+/// do not match its quantity.
+fn cell_moves(l: &ReservedLine, h: CounterMove, returns: &[CodeAppend]) -> Option<Vec<Action>> {
+    let mut out = Vec::new();
+    for c in l.cells() {
+        for p in c.pieces {
+            let target = Target::Shard { sku: c.cell.clone(), shard: p.shard };
+            if l.codes.is_none() || h != CounterMove::Release {
+                out.push(mv(target, h, p.quantity));
+                continue;
+            }
+            let back = returns.iter().find(|b| b.cell == c.cell && b.shard == p.shard)?;
+            if back.codes.len() != p.quantity as usize {
+                return None;
+            }
+            let ring = Some(RingStep::Append { tail: back.tail });
+            out.push(Action { target, op: Op::Move { how: h, quantity: p.quantity, ring } });
+            for (i, code) in back.codes.iter().enumerate() {
+                let slot = Target::CodeSlot { sku: c.cell.clone(), shard: p.shard, pos: back.tail + i as u64 };
+                out.push(Action { target: slot, op: Op::PutCode(code.clone()) });
+            }
+        }
+    }
+    Some(out)
 }
 
 /// What a cancelled freeze means, from the targets whose conditions failed, in the order that

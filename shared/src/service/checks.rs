@@ -7,7 +7,7 @@ use crate::clock;
 use crate::context::App;
 use crate::domain::order::{Order, OrderRecord};
 use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
-use crate::domain::ReservationId;
+use crate::domain::{OrderId, ReservationId};
 use crate::ports::{Message, MAX_DELAY_SECONDS};
 use crate::telemetry::names;
 
@@ -74,93 +74,113 @@ pub async fn sweep_frozen(app: &App, r: &Reservation) -> anyhow::Result<Swept> {
 }
 
 async fn resolve(app: &App, r: &Reservation, sweep: bool) -> anyhow::Result<Swept> {
-    let released = |c: Result<LockChange, LockError>| -> anyhow::Result<bool> {
-        match c {
-            Ok(LockChange::Moved(_)) => Ok(true),
-            Ok(_) | Err(LockError::NotFound) | Err(LockError::InvalidTransition(_)) => Ok(false),
-            Err(LockError::Store(e)) => Err(e),
-        }
-    };
     match r.kind {
-        ReservationKind::External => {
-            if r.expires_at > clock::now_s() {
-                return Ok(Swept::just(CheckOutcome::Fine));
+        ReservationKind::External => resolve_external(app, r).await,
+        ReservationKind::Order => {
+            let Some(order_id) = r.id.order_id() else { return Ok(Swept::just(CheckOutcome::Fine)) };
+            match order_or_void(app, r, &order_id, sweep).await? {
+                Some(record) => by_order(app, r, record, sweep).await,
+                None => Ok(Swept::just(CheckOutcome::ReArmed)),
             }
-            if released(stock::release(app, &r.id).await)? {
-                app.count(names::EXTERNAL_EXPIRED, 1);
-                tracing::info!(reservation = %r.id, "external reservation released at its deadline");
+        }
+    }
+}
+
+/// Whether a release (or another move) moved the lock; a lock already moved or gone did not.
+fn moved(c: Result<LockChange, LockError>) -> anyhow::Result<bool> {
+    match c {
+        Ok(LockChange::Moved(_)) => Ok(true),
+        Ok(_) | Err(LockError::NotFound) | Err(LockError::InvalidTransition(_)) => Ok(false),
+        Err(LockError::Store(e)) => Err(e),
+    }
+}
+
+/// An external hold is released once its deadline has passed.
+async fn resolve_external(app: &App, r: &Reservation) -> anyhow::Result<Swept> {
+    if r.expires_at > clock::now_s() {
+        return Ok(Swept::just(CheckOutcome::Fine));
+    }
+    if moved(stock::release(app, &r.id).await)? {
+        app.count(names::EXTERNAL_EXPIRED, 1);
+        tracing::info!(reservation = %r.id, "external reservation released at its deadline");
+        return Ok(Swept::just(CheckOutcome::Released));
+    }
+    Ok(Swept::just(CheckOutcome::Fine))
+}
+
+/// The record under the lock's order id; a missing order is fenced out with a VOID first. `None`
+/// when the lock is too young to judge (the check is sent again with its full delay).
+async fn order_or_void(
+    app: &App,
+    r: &Reservation,
+    order_id: &OrderId,
+    sweep: bool,
+) -> anyhow::Result<Option<OrderRecord>> {
+    match app.orders.get(order_id).await? {
+        Some(rec) => Ok(Some(rec)),
+        None if young(app, r) => {
+            // A check sent by an earlier attempt of this checkout (whose freeze failed) can
+            // arrive while a later attempt is still writing its order: a lock younger than the
+            // check delay gets its own full delay (protocol review #3).
+            if !sweep {
+                let due_at = r.created_at_ms.div_euclid(1000) + app.config.reservation_check_delay_s;
+                let msg =
+                    Message::ReservationCheck { schema: 1, reservation_id: r.id.to_string(), kind: r.kind, due_at };
+                let wait = (due_at - clock::now_s()).clamp(1, MAX_DELAY_SECONDS) as u32;
+                app.messages.send(&msg, wait).await?;
+            }
+            Ok(None)
+        }
+        None => {
+            // Fence first: after this no create-order can write the order.
+            if crate::mutant!("check-skips-void") || app.orders.put_void(order_id).await? {
+                tracing::warn!(order_id = %order_id, "orphan freeze: order id voided");
+                Ok(Some(OrderRecord::Void))
+            } else {
+                Ok(Some(app.orders.get(order_id).await?.unwrap_or(OrderRecord::Void)))
+            }
+        }
+    }
+}
+
+/// What the lock's order record says to do with it: a VOID's lock is released; in a sweep, a
+/// closed unpaid order's lock is released and a paid one's confirmed (and restocked if refunded).
+async fn by_order(app: &App, r: &Reservation, record: OrderRecord, sweep: bool) -> anyhow::Result<Swept> {
+    match record {
+        OrderRecord::Void => {
+            if moved(stock::release(app, &r.id).await)? {
+                app.count(names::ORPHANS_RELEASED, 1);
+                if sweep {
+                    app.count(names::REPAIRS, 1);
+                }
                 return Ok(Swept::just(CheckOutcome::Released));
             }
             Ok(Swept::just(CheckOutcome::Fine))
         }
-        ReservationKind::Order => {
-            let Some(order_id) = r.id.order_id() else { return Ok(Swept::just(CheckOutcome::Fine)) };
-            let record = match app.orders.get(&order_id).await? {
-                Some(rec) => rec,
-                None if young(app, r) => {
-                    // A check sent by an earlier attempt of this checkout (whose freeze failed)
-                    // can arrive while a later attempt is still writing its order: a lock
-                    // younger than the check delay gets its own full delay (protocol review #3).
-                    if !sweep {
-                        let due_at = r.created_at_ms.div_euclid(1000) + app.config.reservation_check_delay_s;
-                        let msg = Message::ReservationCheck {
-                            schema: 1,
-                            reservation_id: r.id.to_string(),
-                            kind: r.kind,
-                            due_at,
-                        };
-                        let wait = (due_at - clock::now_s()).clamp(1, MAX_DELAY_SECONDS) as u32;
-                        app.messages.send(&msg, wait).await?;
-                    }
-                    return Ok(Swept::just(CheckOutcome::ReArmed));
-                }
-                None => {
-                    // Fence first: after this no create-order can write the order.
-                    if crate::mutant!("check-skips-void") || app.orders.put_void(&order_id).await? {
-                        tracing::warn!(order_id = %order_id, "orphan freeze: order id voided");
-                        OrderRecord::Void
-                    } else {
-                        app.orders.get(&order_id).await?.unwrap_or(OrderRecord::Void)
-                    }
-                }
-            };
-            match record {
-                OrderRecord::Void => {
-                    if released(stock::release(app, &r.id).await)? {
-                        app.count(names::ORPHANS_RELEASED, 1);
-                        if sweep {
-                            app.count(names::REPAIRS, 1);
-                        }
-                        return Ok(Swept::just(CheckOutcome::Released));
-                    }
-                    Ok(Swept::just(CheckOutcome::Fine))
-                }
-                OrderRecord::Order(o) if sweep && o.status.is_closed_unpaid() => {
-                    let mut swept = Swept { order: Some((*o).clone()), ..Swept::just(CheckOutcome::Fine) };
-                    if released(stock::release(app, &r.id).await)? {
-                        app.count(names::REPAIRS, 1);
-                        tracing::warn!(order_id = %o.id, "reconcile released the lock of a closed order");
-                        swept.outcome = CheckOutcome::Released;
-                    }
-                    Ok(swept)
-                }
-                OrderRecord::Order(o) if sweep && o.status.is_paid_or_later() => {
-                    let confirmed = stock::confirm(app, &r.id, stock::OnReleased::Retake).await;
-                    if let Ok(LockChange::Moved(_)) = confirmed {
-                        app.count(names::REPAIRS, 1);
-                        tracing::warn!(order_id = %o.id, "reconcile confirmed the lock of a paid order");
-                    }
-                    // Refunded before the confirm ran: its restock failed on the FROZEN lock
-                    // (and went to the DLQ); now that the lock is sold, it goes back on sale.
-                    let restocked = o.restocks()
-                        && !crate::mutant!("p2-9-sweep-skips-restock")
-                        && restock_after_confirm(app, &o, &r.id, &confirmed).await?;
-                    Ok(Swept { outcome: CheckOutcome::Fine, restocked, order: Some(*o) })
-                }
-                // pending (its own timeout and the pending sweep handle it), or not a sweep
-                OrderRecord::Order(o) => Ok(Swept { order: sweep.then_some(*o), ..Swept::just(CheckOutcome::Fine) }),
+        OrderRecord::Order(o) if sweep && o.status.is_closed_unpaid() => {
+            let mut swept = Swept { order: Some((*o).clone()), ..Swept::just(CheckOutcome::Fine) };
+            if moved(stock::release(app, &r.id).await)? {
+                app.count(names::REPAIRS, 1);
+                tracing::warn!(order_id = %o.id, "reconcile released the lock of a closed order");
+                swept.outcome = CheckOutcome::Released;
             }
+            Ok(swept)
         }
+        OrderRecord::Order(o) if sweep && o.status.is_paid_or_later() => {
+            let confirmed = stock::confirm(app, &r.id, stock::OnReleased::Retake).await;
+            if let Ok(LockChange::Moved(_)) = confirmed {
+                app.count(names::REPAIRS, 1);
+                tracing::warn!(order_id = %o.id, "reconcile confirmed the lock of a paid order");
+            }
+            // Refunded before the confirm ran: its restock failed on the FROZEN lock (and went
+            // to the DLQ); now that the lock is sold, it goes back on sale.
+            let restocked = o.restocks()
+                && !crate::mutant!("p2-9-sweep-skips-restock")
+                && restock_after_confirm(app, &o, &r.id, &confirmed).await?;
+            Ok(Swept { outcome: CheckOutcome::Fine, restocked, order: Some(*o) })
+        }
+        // pending (its own timeout and the pending sweep handle it), or not a sweep
+        OrderRecord::Order(o) => Ok(Swept { order: sweep.then_some(*o), ..Swept::just(CheckOutcome::Fine) }),
     }
 }
 

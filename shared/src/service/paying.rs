@@ -70,73 +70,14 @@ pub async fn start(
                 return Ok((o, false));
             }
         }
-        if !matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying) {
-            return Err(OrderError::Invalid(crate::domain::order::InvalidTransition {
-                from: o.status,
-                action: OrderAction::StartPayment,
-            })
-            .into());
-        }
-        if o.deadline_passed(clock::now_ms()) {
-            return Err(StartError::WindowClosed);
-        }
-        if o.attempts.len() >= MAX_ATTEMPTS {
-            return Err(StartError::TooManyAttempts);
-        }
-        // a new attempt cancels the earlier ones that could still take money at their provider:
-        // the open one (another provider asked) and failed ones (a failed card payment can be
-        // retried there)
-        let mut moved = false;
-        for a in o.attempts.iter().filter(|a| a.state.unsettled()) {
-            match cancel_at_provider(app, &o, a).await.map_err(StartError::Unavailable)? {
-                Cancelled::Paid => {
-                    return Err(OrderError::Invalid(crate::domain::order::InvalidTransition {
-                        from: OrderStatus::Paid,
-                        action: OrderAction::StartPayment,
-                    })
-                    .into())
-                }
-                Cancelled::Recorded => moved = true,
-                Cancelled::NotCancellable => return Err(StartError::Processing),
-                Cancelled::Cancelled => {}
-            }
-        }
-        if moved {
+        may_start(&o)?;
+        if cancel_earlier_attempts(app, &o).await? {
             continue;
         }
-        let n = o.attempts.len() as u32 + 1;
-        let req = PaymentRequest {
-            attempt_key: format!("pay_{}_{n}", o.id),
-            order_id: o.id.clone(),
-            // what the buyer pays: the amount less its discount (docs/order-record.md)
-            amount: o.pay_amount(),
-            currency: o.currency.to_string(),
-        };
-        let created = app
-            .providers
-            .get(provider)
-            .create_payment(&req)
-            .await
-            .map_err(StartError::Unavailable)?
-            .map_err(StartError::Refused)?;
-        let now = clock::now_ms();
-        let mut next =
-            o.apply(OrderAction::StartPayment, &By::buyer("payment_started"), now).map_err(OrderError::from)?;
-        for a in next.attempts.iter_mut().filter(|a| a.state.unsettled()) {
-            a.state = AttemptState::Cancelled;
-        }
-        next.attempts.push(PaymentAttempt {
-            attempt: n,
-            payment_id: created.payment_id,
-            provider,
-            state: AttemptState::Open,
-            created_at_ms: now,
-            redirect_url: created.redirect_url,
-            client_secret: created.client_secret,
-        });
+        let next = with_new_attempt(app, &o, provider).await?;
         if app.orders.replace(&o, &next).await? {
             app.count(names::PAYMENTS_STARTED, 1);
-            tracing::info!(order_id = %o.id, attempt = n, provider = ?provider, "payment started");
+            tracing::info!(order_id = %o.id, attempt = next.attempts.len(), provider = ?provider, "payment started");
             return Ok((next, true));
         }
         // lost a race (a callback, the deadline, a concurrent start): re-read and decide again;
@@ -146,6 +87,77 @@ pub async fn start(
     Err(StartError::Order(OrderError::Store(anyhow::anyhow!(
         "order {id} kept changing under the payment start; retry"
     ))))
+}
+
+/// Why `o` may not start another payment now, if it may not: not payable, past its deadline, or
+/// out of attempts.
+fn may_start(o: &Order) -> Result<(), StartError> {
+    if !matches!(o.status, OrderStatus::PendingPayment | OrderStatus::Paying) {
+        return Err(refused_start(o.status));
+    }
+    if o.deadline_passed(clock::now_ms()) {
+        return Err(StartError::WindowClosed);
+    }
+    if o.attempts.len() >= MAX_ATTEMPTS {
+        return Err(StartError::TooManyAttempts);
+    }
+    Ok(())
+}
+
+/// `invalid_transition` for starting a payment on an order in `from`.
+fn refused_start(from: OrderStatus) -> StartError {
+    OrderError::Invalid(crate::domain::order::InvalidTransition { from, action: OrderAction::StartPayment }).into()
+}
+
+/// Cancels at their providers the attempts of `o` that could still take money: the open one
+/// (another provider asked) and failed ones (a failed card payment can be retried there).
+/// `true` when a provider's answer changed the order (decide again on a fresh read).
+async fn cancel_earlier_attempts(app: &App, o: &Order) -> Result<bool, StartError> {
+    let mut moved = false;
+    for a in o.attempts.iter().filter(|a| a.state.unsettled()) {
+        match cancel_at_provider(app, o, a).await.map_err(StartError::Unavailable)? {
+            Cancelled::Paid => return Err(refused_start(OrderStatus::Paid)),
+            Cancelled::Recorded => moved = true,
+            Cancelled::NotCancellable => return Err(StartError::Processing),
+            Cancelled::Cancelled => {}
+        }
+    }
+    Ok(moved)
+}
+
+/// Creates the next attempt's payment at `provider` and answers `o` moved to PAYING with it as
+/// its open attempt (the earlier ones recorded cancelled).
+async fn with_new_attempt(app: &App, o: &Order, provider: Provider) -> Result<Order, StartError> {
+    let n = o.attempts.len() as u32 + 1;
+    let req = PaymentRequest {
+        attempt_key: format!("pay_{}_{n}", o.id),
+        order_id: o.id.clone(),
+        // what the buyer pays: the amount less its discount (docs/order-record.md)
+        amount: o.pay_amount(),
+        currency: o.currency.to_string(),
+    };
+    let created = app
+        .providers
+        .get(provider)
+        .create_payment(&req)
+        .await
+        .map_err(StartError::Unavailable)?
+        .map_err(StartError::Refused)?;
+    let now = clock::now_ms();
+    let mut next = o.apply(OrderAction::StartPayment, &By::buyer("payment_started"), now).map_err(OrderError::from)?;
+    for a in next.attempts.iter_mut().filter(|a| a.state.unsettled()) {
+        a.state = AttemptState::Cancelled;
+    }
+    next.attempts.push(PaymentAttempt {
+        attempt: n,
+        payment_id: created.payment_id,
+        provider,
+        state: AttemptState::Open,
+        created_at_ms: now,
+        redirect_url: created.redirect_url,
+        client_secret: created.client_secret,
+    });
+    Ok(next)
 }
 
 /// The attempt that is still open on a PAYING order.

@@ -15,6 +15,7 @@ use crate::ports::{DayListing, OrderIndex};
 use crate::telemetry::names;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 /// What kind of difference a mismatch is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -187,6 +188,8 @@ fn day_start_ms(day: Day) -> i64 {
         .unwrap_or_default()
 }
 
+/// Every difference between what provider `p` lists for the day (`from..to`, ms) and what
+/// `orders` recorded, into `report`: first the captures, then the refunds.
 async fn compare(
     app: &App,
     p: Provider,
@@ -196,82 +199,141 @@ async fn compare(
     to: i64,
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let miss = |kind, order_id: Option<String>, payment_id: Option<String>, refund_id: Option<String>, amount| {
-        Mismatch { kind, provider: name(p), order_id, payment_id, refund_id, amount }
-    };
-    // captures: every succeeded payment Holdfast recorded in the day, by payment id
-    let mut ours: BTreeMap<&str, (&Order, u64, &str)> = BTreeMap::new();
+    compare_captures(app, p, listing, orders, from..to, report).await?;
+    compare_refunds(p, listing, orders, from..to, report);
+    Ok(())
+}
+
+/// One difference of provider `p`.
+fn mismatch(
+    p: Provider,
+    kind: MismatchKind,
+    order_id: Option<String>,
+    payment_id: Option<String>,
+    refund_id: Option<String>,
+    amount: Option<u64>,
+) -> Mismatch {
+    Mismatch { kind, provider: name(p), order_id, payment_id, refund_id, amount }
+}
+
+/// Every succeeded payment through `p` Holdfast recorded in `day`, by payment id: its order,
+/// amount and currency.
+fn recorded_captures<'a>(
+    orders: &'a BTreeMap<OrderId, Order>,
+    p: Provider,
+    day: &Range<i64>,
+) -> BTreeMap<&'a str, (&'a Order, u64, &'a str)> {
+    let mut ours = BTreeMap::new();
     for o in orders.values() {
-        for x in o.payments.iter().filter(|x| x.provider == p && x.succeeded && (from..to).contains(&x.at_ms)) {
+        for x in o.payments.iter().filter(|x| x.provider == p && x.succeeded && day.contains(&x.at_ms)) {
             ours.insert(x.payment_id.as_str(), (o, x.amount, x.currency.as_str()));
         }
     }
+    ours
+}
+
+/// Captures: each one the provider lists against the payment Holdfast recorded, and each
+/// recorded one the provider does not list that day.
+async fn compare_captures(
+    app: &App,
+    p: Provider,
+    listing: &DayListing,
+    orders: &BTreeMap<OrderId, Order>,
+    day: Range<i64>,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let ours = recorded_captures(orders, p, &day);
     let mut seen = BTreeSet::new();
     for c in &listing.captures {
         seen.insert(c.payment_id.as_str());
         match ours.get(c.payment_id.as_str()) {
-            Some((o, amount, currency)) => {
-                if *amount != c.amount || !currency.eq_ignore_ascii_case(&c.currency) {
-                    report.mismatches.push(miss(
-                        MismatchKind::AmountMismatch,
-                        Some(o.id.to_string()),
-                        Some(c.payment_id.clone()),
-                        None,
-                        Some(c.amount),
-                    ));
-                } else {
-                    report.payments_matched += 1;
-                }
+            Some(&(o, amount, currency)) if amount != c.amount || !currency.eq_ignore_ascii_case(&c.currency) => {
+                let (order_id, payment_id) = (Some(o.id.to_string()), Some(c.payment_id.clone()));
+                report.mismatches.push(mismatch(
+                    p,
+                    MismatchKind::AmountMismatch,
+                    order_id,
+                    payment_id,
+                    None,
+                    Some(c.amount),
+                ));
             }
-            None => {
-                // recorded on another day, or not at all: ask the order it names
-                let order = match c.order_id.as_deref().and_then(|id| OrderId::parse(id).ok()) {
-                    Some(id) => match app.orders.get(&id).await? {
-                        Some(OrderRecord::Order(o)) => Some(*o),
-                        _ => None,
-                    },
-                    None => None,
-                };
-                match order {
-                    None => report.mismatches.push(miss(
-                        MismatchKind::CaptureWithoutOrder,
-                        c.order_id.clone(),
-                        Some(c.payment_id.clone()),
-                        None,
-                        Some(c.amount),
-                    )),
-                    Some(o) if o.payments.iter().any(|x| x.payment_id == c.payment_id && x.succeeded) => {
-                        report.payments_matched += 1
-                    }
-                    Some(o) => report.mismatches.push(miss(
-                        MismatchKind::CaptureNotRecorded,
-                        Some(o.id.to_string()),
-                        Some(c.payment_id.clone()),
-                        None,
-                        Some(c.amount),
-                    )),
-                }
-            }
+            Some(_) => report.payments_matched += 1,
+            None => report_capture_from_another_day(app, p, c, report).await?,
         }
     }
     for (pid, (o, amount, _)) in &ours {
-        if !seen.contains(pid) {
-            // listed on the day the money moved, which may be the day before (midnight)
-            let elsewhere = app.providers.get(p).payment(pid).await?;
-            if elsewhere.is_some_and(|x| x.state == crate::ports::PaymentState::Succeeded) {
-                report.payments_matched += 1;
-                continue;
-            }
-            report.mismatches.push(miss(
-                MismatchKind::PaidWithoutCapture,
-                Some(o.id.to_string()),
-                Some((*pid).to_owned()),
-                None,
-                Some(*amount),
-            ));
+        if seen.contains(pid) {
+            continue;
         }
+        // listed on the day the money moved, which may be the day before (midnight)
+        let elsewhere = app.providers.get(p).payment(pid).await?;
+        if elsewhere.is_some_and(|x| x.state == crate::ports::PaymentState::Succeeded) {
+            report.payments_matched += 1;
+            continue;
+        }
+        let (order_id, payment_id) = (Some(o.id.to_string()), Some((*pid).to_owned()));
+        report.mismatches.push(mismatch(
+            p,
+            MismatchKind::PaidWithoutCapture,
+            order_id,
+            payment_id,
+            None,
+            Some(*amount),
+        ));
     }
-    // refunds: every refund Holdfast issued (or saw confirmed) in the day
+    Ok(())
+}
+
+/// A listed capture Holdfast did not record that day: recorded on another day, or not at all
+/// (asked of the order it names, if any).
+async fn report_capture_from_another_day(
+    app: &App,
+    p: Provider,
+    c: &crate::ports::ProviderPayment,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let order = match c.order_id.as_deref().and_then(|id| OrderId::parse(id).ok()) {
+        Some(id) => match app.orders.get(&id).await? {
+            Some(OrderRecord::Order(o)) => Some(*o),
+            _ => None,
+        },
+        None => None,
+    };
+    let payment_id = Some(c.payment_id.clone());
+    match order {
+        None => report.mismatches.push(mismatch(
+            p,
+            MismatchKind::CaptureWithoutOrder,
+            c.order_id.clone(),
+            payment_id,
+            None,
+            Some(c.amount),
+        )),
+        Some(o) if o.payments.iter().any(|x| x.payment_id == c.payment_id && x.succeeded) => {
+            report.payments_matched += 1
+        }
+        Some(o) => report.mismatches.push(mismatch(
+            p,
+            MismatchKind::CaptureNotRecorded,
+            Some(o.id.to_string()),
+            payment_id,
+            None,
+            Some(c.amount),
+        )),
+    }
+    Ok(())
+}
+
+/// Refunds: every refund Holdfast issued (or saw confirmed) in `day` against the provider's
+/// list, and every listed refund Holdfast never issued.
+fn compare_refunds(
+    p: Provider,
+    listing: &DayListing,
+    orders: &BTreeMap<OrderId, Order>,
+    day: Range<i64>,
+    report: &mut Report,
+) {
     let listed: BTreeMap<&str, u64> =
         listing.refunds.iter().map(|r| (r.provider_refund_id.as_str(), r.amount)).collect();
     let mut known = BTreeSet::new();
@@ -280,13 +342,14 @@ async fn compare(
             if let Some(prid) = r.provider_refund_id.as_deref() {
                 known.insert(prid);
             }
-            let in_day = r.issued_at_ms.is_some_and(|t| (from..to).contains(&t));
+            let in_day = r.issued_at_ms.is_some_and(|t| day.contains(&t));
             if !in_day {
                 continue;
             }
             match r.provider_refund_id.as_deref().and_then(|prid| listed.get(prid)) {
                 Some(_) => report.refunds_matched += 1,
-                None => report.mismatches.push(miss(
+                None => report.mismatches.push(mismatch(
+                    p,
                     MismatchKind::RefundNotAtProvider,
                     Some(o.id.to_string()),
                     Some(r.payment_id.clone()),
@@ -296,18 +359,16 @@ async fn compare(
             }
         }
     }
-    for r in &listing.refunds {
-        if !known.contains(r.provider_refund_id.as_str()) {
-            report.mismatches.push(miss(
-                MismatchKind::RefundNotRecorded,
-                None,
-                Some(r.payment_id.clone()),
-                Some(r.refund_id.clone().unwrap_or_else(|| r.provider_refund_id.clone())),
-                Some(r.amount),
-            ));
-        }
+    for r in listing.refunds.iter().filter(|r| !known.contains(r.provider_refund_id.as_str())) {
+        report.mismatches.push(mismatch(
+            p,
+            MismatchKind::RefundNotRecorded,
+            None,
+            Some(r.payment_id.clone()),
+            Some(r.refund_id.clone().unwrap_or_else(|| r.provider_refund_id.clone())),
+            Some(r.amount),
+        ));
     }
-    Ok(())
 }
 
 #[cfg(test)]

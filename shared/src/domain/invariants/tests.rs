@@ -1,6 +1,6 @@
 use super::*;
 use crate::domain::allocation::Piece;
-use crate::domain::reservation::ReservedLine;
+use crate::domain::reservation::{ReservationKind, ReservedLine};
 use crate::domain::{Currency, ReservationId};
 
 fn sku() -> Sku {

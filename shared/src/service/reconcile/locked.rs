@@ -35,26 +35,11 @@ pub(super) async fn locked_totals(
     budget: Duration,
     rep: &mut ReconcileReport,
 ) -> anyhow::Result<Option<LockSums>> {
-    use futures::StreamExt;
     if s.phase == 0 {
-        s = LockSums {
-            phase: 1,
-            started_ms: clock::now_ms(),
-            frozen: vec![0; LOCK_GROUPS],
-            locked: vec![0; LOCK_GROUPS],
-            quiet: vec![0; LOCK_GROUPS],
-            q_frozen: vec![0; LOCK_GROUPS],
-            q_locked: vec![0; LOCK_GROUPS],
-            q_quiet: vec![0; LOCK_GROUPS],
-            focus: s.focus,
-            q_focus: s.q_focus,
-            ..Default::default()
-        };
+        s = first_phase(s);
     }
     // a first run sums every group; a focused one only the groups of `focus` / `q_focus`
     let full = s.focus.is_empty() && s.q_focus.is_empty();
-    let focused = |s: &LockSums, g: usize| s.focus.contains(&(g as u32));
-    let q_focused = |s: &LockSums, g: usize| s.q_focus.contains(&(g as u32));
     let mut pages = 0;
     loop {
         // one page at least: each invocation moves on
@@ -62,108 +47,157 @@ pub(super) async fn locked_totals(
             return Ok(Some(s));
         }
         pages += 1;
-        if s.phase == 1 {
-            if s.bucket >= INDEX_BUCKETS {
-                (s.phase, s.cursor) = (2, None);
-                continue;
-            }
-            // every FROZEN lock, whatever its age (a SKU never written since the journal began
-            // is judged too, and its locks may be new)
-            let page = app.sweep.frozen_page(s.bucket, i64::MAX, s.cursor.as_deref(), LOCKED_LOCK_PAGE).await?;
-            let chunks: Vec<Vec<ReservationId>> = page.items.chunks(100).map(<[_]>::to_vec).collect();
-            let mut reads =
-                futures::stream::iter(chunks.into_iter().map(|c| async move { app.stock.get_reservations(&c).await }))
-                    .buffer_unordered(PAGE_CONCURRENCY);
-            while let Some(locks) = reads.next().await {
-                let locks = locks?;
-                rep.locked_locks_read += locks.len();
-                for r in locks.iter().filter(|r| r.status == LockStatus::Frozen) {
-                    // as `check_stock` counts them: pay-time lines hold nothing while FROZEN;
-                    // calendar cells are not SKUs of the index (not summed there either)
-                    for l in r.lines.iter().filter(|l| !l.at_payment) {
-                        for c in l.cells().into_iter().filter(|c| c.cell.calendar_parent().is_none()) {
-                            let g = lock_group(c.cell.as_str());
-                            if full {
-                                s.frozen[g] += i64::from(c.quantity);
-                            } else if focused(&s, g) {
-                                *s.by_sku.entry(c.cell.to_string()).or_default() += i64::from(c.quantity);
-                            }
-                        }
-                    }
-                    // a campaign line holds its quota pieces while FROZEN, pay-time or not
-                    for l in &r.lines {
-                        let Some(cl) = &l.campaign else { continue };
-                        let key = item_key(&cl.campaign_id, &l.sku);
-                        let g = lock_group(&key);
-                        let q: i64 = cl.pieces.iter().map(|p| i64::from(p.quantity)).sum();
-                        if full {
-                            s.q_frozen[g] += q;
-                        } else if q_focused(&s, g) {
-                            *s.q_by_item.entry(key).or_default() += q;
-                        }
-                    }
+        match s.phase {
+            1 => frozen_locks_page(app, &mut s, full, rep).await?,
+            3 => {
+                if campaign_items(app, &mut s, full, rep).await? {
+                    return finish(s, full, rep);
                 }
             }
-            drop(reads);
-            match page.next {
-                None => (s.bucket, s.cursor) = (s.bucket + 1, None),
-                c => s.cursor = c,
-            }
-            continue;
-        }
-        if s.phase == 3 {
-            if campaign_items(app, &mut s, full, rep).await? {
-                return finish(s, full, rep);
-            }
-            continue;
-        }
-        if !full && s.focus.is_empty() {
             // a focused run for campaign items only
-            (s.phase, s.cursor) = (3, None);
-            continue;
+            _ if !full && s.focus.is_empty() => (s.phase, s.cursor) = (3, None),
+            _ => skus_page(app, &mut s, full, rep).await?,
         }
-        let page = app.sweep.skus_page(s.cursor.as_deref(), SKU_PAGE).await?;
-        let skus: Vec<Sku> = page.items.into_iter().filter(|k| full || focused(&s, lock_group(k.as_str()))).collect();
-        let metas: Vec<crate::ports::SkuMeta> = app.stock.get_skus(&skus).await?.into_values().collect();
-        let reads = futures::stream::iter(metas.into_iter().map(|m| async move {
-            let shards = app.stock.read_shards(&m.sku, m.slots).await?;
-            let (newest, _) = app.journal.for_sku(&m.sku, None, 1).await?;
-            anyhow::Ok((m.sku.clone(), shards, newest.first().map(|e| e.at_ms)))
-        }))
-        .buffer_unordered(PAGE_CONCURRENCY)
-        .collect::<Vec<_>>()
-        .await;
-        let mut violations = Vec::new();
-        for read in reads {
-            let (sku, shards, last_write) = read?;
-            let g = lock_group(sku.as_str());
-            if last_write.is_some_and(|t| t >= s.started_ms - LOCKED_QUIET_MS) {
-                rep.locked_skus_moved += 1;
-                if !s.moved.contains(&(g as u32)) {
-                    s.moved.push(g as u32);
-                }
-                continue;
-            }
-            let locked: i64 = shards.iter().map(|c| c.locked).sum();
-            if full {
-                s.locked[g] += locked;
-                s.quiet[g] += 1;
-            } else {
-                rep.locked_skus_judged += 1;
-                let frozen = s.by_sku.get(sku.as_str()).copied().unwrap_or(0);
-                if frozen != locked {
-                    violations.push(Violation::LockedMismatch { sku, locked, frozen });
-                }
-            }
-        }
-        report_violations(app, &violations, rep);
-        if page.next.is_some() {
-            s.cursor = page.next;
-            continue;
-        }
-        // the SKUs are done: the campaign items next
-        (s.phase, s.cursor) = (3, None);
     }
+}
+
+/// A new run's sums, all zero, keeping the groups it is to focus on.
+fn first_phase(s: LockSums) -> LockSums {
+    LockSums {
+        phase: 1,
+        started_ms: clock::now_ms(),
+        frozen: vec![0; LOCK_GROUPS],
+        locked: vec![0; LOCK_GROUPS],
+        quiet: vec![0; LOCK_GROUPS],
+        q_frozen: vec![0; LOCK_GROUPS],
+        q_locked: vec![0; LOCK_GROUPS],
+        q_quiet: vec![0; LOCK_GROUPS],
+        focus: s.focus,
+        q_focus: s.q_focus,
+        ..Default::default()
+    }
+}
+
+/// Whether group `g` is one of `focus`.
+fn in_focus(focus: &[u32], g: usize) -> bool {
+    focus.contains(&(g as u32))
+}
+
+/// Phase 1, one page: every FROZEN lock, whatever its age (a SKU never written since the
+/// journal began is judged too, and its locks may be new), added to the sums; past the last
+/// bucket, on to phase 2.
+async fn frozen_locks_page(app: &App, s: &mut LockSums, full: bool, rep: &mut ReconcileReport) -> anyhow::Result<()> {
+    use futures::StreamExt;
+    if s.bucket >= INDEX_BUCKETS {
+        (s.phase, s.cursor) = (2, None);
+        return Ok(());
+    }
+    let page = app.sweep.frozen_page(s.bucket, i64::MAX, s.cursor.as_deref(), LOCKED_LOCK_PAGE).await?;
+    let chunks: Vec<Vec<ReservationId>> = page.items.chunks(100).map(<[_]>::to_vec).collect();
+    let mut reads =
+        futures::stream::iter(chunks.into_iter().map(|c| async move { app.stock.get_reservations(&c).await }))
+            .buffer_unordered(PAGE_CONCURRENCY);
+    while let Some(locks) = reads.next().await {
+        let locks = locks?;
+        rep.locked_locks_read += locks.len();
+        for r in locks.iter().filter(|r| r.status == LockStatus::Frozen) {
+            add_frozen_lock(s, r, full);
+        }
+    }
+    drop(reads);
+    match page.next {
+        None => (s.bucket, s.cursor) = (s.bucket + 1, None),
+        c => s.cursor = c,
+    }
+    Ok(())
+}
+
+/// Adds what one FROZEN lock holds to its SKUs' groups and its campaign items' groups (a
+/// focused run: to the SKUs and items of the groups in focus).
+fn add_frozen_lock(s: &mut LockSums, r: &crate::domain::reservation::Reservation, full: bool) {
+    // as `check_stock` counts them: pay-time lines hold nothing while FROZEN; calendar cells
+    // are not SKUs of the index (not summed there either)
+    for l in r.lines.iter().filter(|l| !l.at_payment) {
+        for c in l.cells().into_iter().filter(|c| c.cell.calendar_parent().is_none()) {
+            let g = lock_group(c.cell.as_str());
+            if full {
+                s.frozen[g] += i64::from(c.quantity);
+            } else if in_focus(&s.focus, g) {
+                *s.by_sku.entry(c.cell.to_string()).or_default() += i64::from(c.quantity);
+            }
+        }
+    }
+    // a campaign line holds its quota pieces while FROZEN, pay-time or not
+    for l in &r.lines {
+        let Some(cl) = &l.campaign else { continue };
+        let key = item_key(&cl.campaign_id, &l.sku);
+        let g = lock_group(&key);
+        let q: i64 = cl.pieces.iter().map(|p| i64::from(p.quantity)).sum();
+        if full {
+            s.q_frozen[g] += q;
+        } else if in_focus(&s.q_focus, g) {
+            *s.q_by_item.entry(key).or_default() += q;
+        }
+    }
+}
+
+/// Phase 2, one page of SKUs: each quiet SKU's `locked` added to its group (a focused run:
+/// compared with its FROZEN sum); past the last page, on to the campaign items (phase 3).
+async fn skus_page(app: &App, s: &mut LockSums, full: bool, rep: &mut ReconcileReport) -> anyhow::Result<()> {
+    use futures::StreamExt;
+    let page = app.sweep.skus_page(s.cursor.as_deref(), SKU_PAGE).await?;
+    let skus: Vec<Sku> =
+        page.items.into_iter().filter(|k| full || in_focus(&s.focus, lock_group(k.as_str()))).collect();
+    let metas: Vec<crate::ports::SkuMeta> = app.stock.get_skus(&skus).await?.into_values().collect();
+    let reads = futures::stream::iter(metas.into_iter().map(|m| async move {
+        let shards = app.stock.read_shards(&m.sku, m.slots).await?;
+        let (newest, _) = app.journal.for_sku(&m.sku, None, 1).await?;
+        let locked: i64 = shards.iter().map(|c| c.locked).sum();
+        anyhow::Ok((m.sku.clone(), locked, newest.first().map(|e| e.at_ms)))
+    }))
+    .buffer_unordered(PAGE_CONCURRENCY)
+    .collect::<Vec<_>>()
+    .await;
+    let mut violations = Vec::new();
+    for read in reads {
+        let (sku, locked, last_write) = read?;
+        violations.extend(add_sku_locked(s, sku, locked, last_write, full, rep));
+    }
+    report_violations(app, &violations, rep);
+    match page.next {
+        Some(next) => s.cursor = Some(next),
+        // the SKUs are done: the campaign items next
+        None => (s.phase, s.cursor) = (3, None),
+    }
+    Ok(())
+}
+
+/// Adds a quiet SKU's `locked` to its group, or (a focused run) judges it against its FROZEN
+/// sum; a SKU written since a minute before the run marks its group moved (not judged).
+fn add_sku_locked(
+    s: &mut LockSums,
+    sku: Sku,
+    locked: i64,
+    last_write: Option<i64>,
+    full: bool,
+    rep: &mut ReconcileReport,
+) -> Option<Violation> {
+    let g = lock_group(sku.as_str());
+    if last_write.is_some_and(|t| t >= s.started_ms - LOCKED_QUIET_MS) {
+        rep.locked_skus_moved += 1;
+        if !s.moved.contains(&(g as u32)) {
+            s.moved.push(g as u32);
+        }
+        return None;
+    }
+    if full {
+        s.locked[g] += locked;
+        s.quiet[g] += 1;
+        return None;
+    }
+    rep.locked_skus_judged += 1;
+    let frozen = s.by_sku.get(sku.as_str()).copied().unwrap_or(0);
+    (frozen != locked).then_some(Violation::LockedMismatch { sku, locked, frozen })
 }
 
 /// The key of a campaign item in the sums.

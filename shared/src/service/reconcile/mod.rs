@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 mod invariants;
 mod journals;
 mod locked;
+mod passes;
 mod repairs;
 mod settle;
 #[cfg(test)]
@@ -37,6 +38,7 @@ mod tests;
 use invariants::*;
 use journals::*;
 use locked::*;
+use passes::*;
 use repairs::*;
 use settle::*;
 
@@ -267,107 +269,35 @@ pub async fn seed(app: &App) -> anyhow::Result<Seeded> {
 pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Result<WorkOutcome> {
     let started = Instant::now();
     let mut rep = ReconcileReport { items: 1, ..Default::default() };
+    let within = (started, budget);
     let next = match item {
         WorkItem::StaleLocks { bucket, before_ms, cursor } => {
-            let mut cursor = cursor.clone();
-            loop {
-                let page = app.sweep.frozen_page(*bucket, *before_ms, cursor.as_deref(), LOCK_PAGE).await?;
-                stale_locks(app, &page.items, &mut rep).await?;
-                match page.next {
-                    None => break None,
-                    Some(c) if started.elapsed() > budget => {
-                        break Some(WorkItem::StaleLocks { bucket: *bucket, before_ms: *before_ms, cursor: Some(c) })
-                    }
-                    Some(c) => cursor = Some(c),
-                }
-            }
+            stale_lock_pages(app, (*bucket, *before_ms, cursor.clone()), within, &mut rep)
+                .await?
+                .map(|c| WorkItem::StaleLocks { bucket: *bucket, before_ms: *before_ms, cursor: Some(c) })
         }
         WorkItem::OverdueOrders { bucket, before_s, cursor } => {
-            let mut cursor = cursor.clone();
-            loop {
-                let page = app.sweep.pending_page(*bucket, *before_s, cursor.as_deref(), ORDER_PAGE).await?;
-                overdue_orders(app, &page.items, &mut rep).await;
-                match page.next {
-                    None => break None,
-                    Some(c) if started.elapsed() > budget => {
-                        break Some(WorkItem::OverdueOrders { bucket: *bucket, before_s: *before_s, cursor: Some(c) })
-                    }
-                    Some(c) => cursor = Some(c),
-                }
-            }
+            overdue_order_pages(app, (*bucket, *before_s, cursor.clone()), within, &mut rep)
+                .await?
+                .map(|c| WorkItem::OverdueOrders { bucket: *bucket, before_s: *before_s, cursor: Some(c) })
         }
         WorkItem::ShippedDue { bucket, before_s, cursor } => {
-            let mut cursor = cursor.clone();
-            loop {
-                let page = app
-                    .sweep
-                    .orders_page(OrderIndex::Shipped, *bucket, *before_s, cursor.as_deref(), ORDER_PAGE)
-                    .await?;
-                for id in &page.items {
-                    match after_sale::apply(app, Caller::Admin, id, Change::AutoComplete).await {
-                        Ok(_) => rep.orders_completed += 1,
-                        // confirmed by the buyer, returned, or not due after all: nothing to do
-                        Err(
-                            OrderError::Invalid(_)
-                            | OrderError::NotFound
-                            | OrderError::Refused(_)
-                            | OrderError::PaymentProcessing
-                            | OrderError::StaleDecision,
-                        ) => {}
-                        Err(OrderError::Store(e)) => {
-                            rep.errors += 1;
-                            tracing::warn!(order_id = %id, error = format!("{e:#}"), "auto-complete failed");
-                        }
-                    }
-                }
-                match page.next {
-                    None => break None,
-                    Some(c) if started.elapsed() > budget => {
-                        break Some(WorkItem::ShippedDue { bucket: *bucket, before_s: *before_s, cursor: Some(c) })
-                    }
-                    Some(c) => cursor = Some(c),
-                }
-            }
+            shipped_due_pages(app, (*bucket, *before_s, cursor.clone()), within, &mut rep)
+                .await?
+                .map(|c| WorkItem::ShippedDue { bucket: *bucket, before_s: *before_s, cursor: Some(c) })
         }
         WorkItem::UnissuedRefunds { bucket, before_ms, cursor } => {
-            let mut cursor = cursor.clone();
-            loop {
-                let page = app
-                    .sweep
-                    .orders_page(OrderIndex::RefundsRequested, *bucket, *before_ms, cursor.as_deref(), ORDER_PAGE)
-                    .await?;
-                for id in &page.items {
-                    let Some(OrderRecord::Order(o)) = app.orders.get(id).await? else { continue };
-                    match refunds::redrive(app, &o, *before_ms).await {
-                        Ok(n) => rep.refunds_redriven += n,
-                        Err(e) => {
-                            rep.errors += 1;
-                            tracing::warn!(order_id = %id, error = format!("{e:#}"), "refund re-drive failed");
-                        }
-                    }
-                    // a refunded SUPPLIER order is read here anyway: its bookings too
-                    held_bookings(app, &o, &mut rep).await;
-                }
-                match page.next {
-                    None => break None,
-                    Some(c) if started.elapsed() > budget => {
-                        break Some(WorkItem::UnissuedRefunds {
-                            bucket: *bucket,
-                            before_ms: *before_ms,
-                            cursor: Some(c),
-                        })
-                    }
-                    Some(c) => cursor = Some(c),
-                }
-            }
+            unissued_refund_pages(app, (*bucket, *before_ms, cursor.clone()), within, &mut rep)
+                .await?
+                .map(|c| WorkItem::UnissuedRefunds { bucket: *bucket, before_ms: *before_ms, cursor: Some(c) })
         }
         WorkItem::StockToSettle { bucket, before_ms, cursor } => {
-            page_owed(app, Owed::Stock, (*bucket, *before_ms, cursor.clone()), (started, budget), &mut rep)
+            page_owed(app, Owed::Stock, (*bucket, *before_ms, cursor.clone()), within, &mut rep)
                 .await?
                 .map(|c| WorkItem::StockToSettle { bucket: *bucket, before_ms: *before_ms, cursor: Some(c) })
         }
         WorkItem::IssuedRefunds { bucket, before_ms, cursor } => {
-            page_owed(app, Owed::Refunds, (*bucket, *before_ms, cursor.clone()), (started, budget), &mut rep)
+            page_owed(app, Owed::Refunds, (*bucket, *before_ms, cursor.clone()), within, &mut rep)
                 .await?
                 .map(|c| WorkItem::IssuedRefunds { bucket: *bucket, before_ms: *before_ms, cursor: Some(c) })
         }
@@ -375,22 +305,12 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
             overdue_reviews(app, &mut rep).await?;
             None
         }
-        WorkItem::FenceReturns { cursor } => fence_returns(app, cursor.as_deref(), (started, budget), &mut rep)
+        WorkItem::FenceReturns { cursor } => fence_returns(app, cursor.as_deref(), within, &mut rep)
             .await?
             .map(|c| WorkItem::FenceReturns { cursor: Some(c) }),
-        WorkItem::SkuInvariants { cursor } => {
-            let mut cursor = cursor.clone();
-            loop {
-                let page = app.sweep.skus_page(cursor.as_deref(), SKU_PAGE).await?;
-                let v = sku_invariants(app, &page.items, &mut rep).await?;
-                report_violations(app, &v, &mut rep);
-                match page.next {
-                    None => break None,
-                    Some(c) if started.elapsed() > budget => break Some(WorkItem::SkuInvariants { cursor: Some(c) }),
-                    Some(c) => cursor = Some(c),
-                }
-            }
-        }
+        WorkItem::SkuInvariants { cursor } => sku_invariant_pages(app, cursor.clone(), within, &mut rep)
+            .await?
+            .map(|c| WorkItem::SkuInvariants { cursor: Some(c) }),
         WorkItem::Settlement { date } => {
             let r = crate::service::settlement::run_and_report(app, *date).await?;
             rep.settlement_mismatches += r.mismatches.len();
@@ -405,31 +325,7 @@ pub async fn work(app: &App, item: &WorkItem, budget: Duration) -> anyhow::Resul
             None
         }
         WorkItem::SkuJournals { cursor, pending, last_page } => {
-            let mut cursor = cursor.clone();
-            // SKUs the last invocation left part-read come first, then the pages after `cursor`
-            let mut skus: Vec<Sku> = pending.iter().map(|s| Sku::from_stored(s)).collect::<Result<_, _>>()?;
-            let mut last = *last_page;
-            let mut fetch = skus.is_empty();
-            loop {
-                if fetch {
-                    let page = app.sweep.skus_page(cursor.as_deref(), JOURNAL_SKU_PAGE).await?;
-                    skus = page.items;
-                    last = page.next.is_none();
-                    cursor = page.next;
-                }
-                fetch = true;
-                let stopped = sku_journals(app, &skus, started, budget, &mut rep).await?;
-                if !stopped.is_empty() {
-                    let pending = stopped.iter().map(|s| s.to_string()).collect();
-                    break Some(WorkItem::SkuJournals { cursor, pending, last_page: last });
-                }
-                if last {
-                    break None;
-                }
-                if started.elapsed() > budget {
-                    break Some(WorkItem::SkuJournals { cursor, pending: Vec::new(), last_page: false });
-                }
-            }
+            sku_journal_pages(app, (cursor.clone(), pending, *last_page), within, &mut rep).await?
         }
     };
     if next.is_some() {

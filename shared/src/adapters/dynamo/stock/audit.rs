@@ -20,6 +20,17 @@ pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
 /// [`dump`], stopping after the page that reaches `max_items` items: (dump, items read,
 /// whether the table was read to its end). The daily ledger report's read (`adapters::dynamo::audit`).
 pub async fn dump_capped(client: &Client, table: &str, max_items: usize) -> anyhow::Result<(StockDump, usize, bool)> {
+    let (items, complete) = scan_capped(client, table, max_items).await?;
+    let mut sorted = Sorted::default();
+    for it in &items {
+        sorted.add(it)?;
+    }
+    Ok((sorted.into_dump(), items.len(), complete))
+}
+
+/// Every item of the table, a page at a time, stopping after the page that reaches `max_items`;
+/// `true` when the scan reached the table's end.
+async fn scan_capped(client: &Client, table: &str, max_items: usize) -> anyhow::Result<(Vec<Item>, bool)> {
     let mut items = Vec::new();
     let mut start = None;
     let complete = loop {
@@ -32,85 +43,104 @@ pub async fn dump_capped(client: &Client, table: &str, max_items: usize) -> anyh
             _ => break true,
         }
     };
-    let read = items.len();
-    let mut metas = Vec::new();
-    let mut shards: HashMap<String, ShardCounts> = HashMap::new();
-    let mut reservations = Vec::new();
-    let mut user_counters = Vec::new();
-    let mut campaigns = Vec::new();
-    let mut campaign_counters = CampaignCounters::default();
-    let mut codes = CodePools::default();
-    let mut rings: HashMap<String, Ring> = HashMap::new();
-    for it in &items {
+    Ok((items, complete))
+}
+
+/// The scanned items sorted by what their key says they are.
+#[derive(Default)]
+struct Sorted {
+    metas: Vec<SkuMeta>,
+    shards: HashMap<String, ShardCounts>,
+    reservations: Vec<Reservation>,
+    user_counters: Vec<(Sku, UserId, i64)>,
+    campaigns: Vec<crate::domain::campaign::Campaign>,
+    campaign_counters: CampaignCounters,
+    codes: CodePools,
+    rings: HashMap<String, Ring>,
+}
+
+impl Sorted {
+    /// Files one item by its partition key.
+    fn add(&mut self, it: &Item) -> anyhow::Result<()> {
         let pk = get_s(it, "pk")?;
         if let Some(rest) = pk.strip_prefix("CODE#") {
-            // CODE#<sku>#<shard>#<pos>: a SKU has no '#'
-            let parts: Vec<&str> = rest.split('#').collect();
-            if let [sku, shard, pos] = parts[..] {
-                let slot = (Sku::from_stored(sku)?, shard.parse()?, pos.parse()?);
-                if it.contains_key("rdm") {
-                    codes.redeemed.insert(slot.clone());
-                }
-                codes.slots.insert(slot, get_s(it, "fp")?.to_owned());
-            }
-            continue;
+            return self.add_code(it, rest);
         }
         if pk.starts_with("SKU#") && it.contains_key("chd") {
-            rings.insert(pk.to_owned(), decode_ring(it));
+            self.rings.insert(pk.to_owned(), decode_ring(it));
         }
+        let counts = |it: &Item| -> anyhow::Result<ShardCounts> {
+            Ok(ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? })
+        };
         if pk.starts_with("CMP#") {
-            campaigns.push(super::super::campaigns::decode_item(it)?);
+            self.campaigns.push(super::super::campaigns::decode_item(it)?);
         } else if pk.starts_with("CQ#") {
-            shards.insert(
-                pk.to_owned(),
-                ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? },
-            );
+            self.shards.insert(pk.to_owned(), counts(it)?);
         } else if let Some(rest) = pk.strip_prefix("LIMC#") {
             let mut parts = rest.splitn(3, '#');
             if let (Some(c), Some(k), Some(u)) = (parts.next(), parts.next(), parts.next()) {
                 let n = opt_n(it, "n").unwrap_or(0);
-                campaign_counters.user_counters.push((CampaignId::parse(c)?, Sku::parse(k)?, UserId::parse(u)?, n));
+                let counter = (CampaignId::parse(c)?, Sku::parse(k)?, UserId::parse(u)?, n);
+                self.campaign_counters.user_counters.push(counter);
             }
         } else if let Some(u) = pk.strip_prefix("PEND#") {
-            campaign_counters.pending.push((UserId::parse(u)?, opt_n(it, "n").unwrap_or(0)));
+            self.campaign_counters.pending.push((UserId::parse(u)?, opt_n(it, "n").unwrap_or(0)));
         } else if pk.starts_with("RES#") {
-            reservations.push(decode_reservation(it)?);
+            self.reservations.push(decode_reservation(it)?);
         } else if let Some(rest) = pk.strip_prefix("LIM#") {
             if let Some((sku, user)) = rest.split_once('#') {
-                user_counters.push((Sku::parse(sku)?, UserId::parse(user)?, opt_n(it, "n").unwrap_or(0)));
+                self.user_counters.push((Sku::parse(sku)?, UserId::parse(user)?, opt_n(it, "n").unwrap_or(0)));
             }
         } else if pk.starts_with("SKU#") && it.contains_key("av") {
-            shards.insert(
-                pk.to_owned(),
-                ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? },
-            );
+            self.shards.insert(pk.to_owned(), counts(it)?);
         } else if pk.starts_with("SKU#") {
-            metas.push(decode_meta(it)?);
+            self.metas.push(decode_meta(it)?);
         }
+        Ok(())
     }
-    for m in metas.iter().filter(|m| Stocking::of(&m.model).holds_codes()) {
-        codes.pools.push(m.sku.clone());
-        for i in 0..m.slots {
-            if let Some(g) = rings.get(&shard_pk(&m.sku, i)) {
-                codes.rings.insert((m.sku.clone(), i), *g);
+
+    /// A code slot: `CODE#<sku>#<shard>#<pos>` (a SKU has no '#').
+    fn add_code(&mut self, it: &Item, rest: &str) -> anyhow::Result<()> {
+        let parts: Vec<&str> = rest.split('#').collect();
+        if let [sku, shard, pos] = parts[..] {
+            let slot = (Sku::from_stored(sku)?, shard.parse()?, pos.parse()?);
+            if it.contains_key("rdm") {
+                self.codes.redeemed.insert(slot.clone());
+            }
+            self.codes.slots.insert(slot, get_s(it, "fp")?.to_owned());
+        }
+        Ok(())
+    }
+
+    /// The snapshot: each SKU with its shards, the code pools with their rings, each campaign
+    /// item with its quota shards.
+    fn into_dump(self) -> StockDump {
+        let Sorted { metas, shards, reservations, user_counters, campaigns, mut campaign_counters, mut codes, rings } =
+            self;
+        for m in metas.iter().filter(|m| Stocking::of(&m.model).holds_codes()) {
+            codes.pools.push(m.sku.clone());
+            for i in 0..m.slots {
+                if let Some(g) = rings.get(&shard_pk(&m.sku, i)) {
+                    codes.rings.insert((m.sku.clone(), i), *g);
+                }
             }
         }
-    }
-    let skus = metas
-        .into_iter()
-        .map(|m| SkuSnapshot {
-            shards: (0..m.slots).map(|i| shards.get(&shard_pk(&m.sku, i)).copied().unwrap_or_default()).collect(),
-            sku: m.sku,
-            stocked: m.stocked,
-            per_user_limit: m.per_user_limit,
-        })
-        .collect();
-    for c in campaigns {
-        for i in &c.items {
-            campaign_counters.items.push(CampaignItemSnapshot::of(&c.id, i, |n| {
-                shards.get(&quota_pk(&c.id, &i.sku, n)).copied().unwrap_or_default()
-            }));
+        let skus = metas
+            .into_iter()
+            .map(|m| SkuSnapshot {
+                shards: (0..m.slots).map(|i| shards.get(&shard_pk(&m.sku, i)).copied().unwrap_or_default()).collect(),
+                sku: m.sku,
+                stocked: m.stocked,
+                per_user_limit: m.per_user_limit,
+            })
+            .collect();
+        for c in campaigns {
+            for i in &c.items {
+                campaign_counters.items.push(CampaignItemSnapshot::of(&c.id, i, |n| {
+                    shards.get(&quota_pk(&c.id, &i.sku, n)).copied().unwrap_or_default()
+                }));
+            }
         }
+        StockDump { skus, reservations, user_counters, campaigns: campaign_counters, codes }
     }
-    Ok((StockDump { skus, reservations, user_counters, campaigns: campaign_counters, codes }, read, complete))
 }
