@@ -9,13 +9,17 @@
 #   3. lays them out as cargo-lambda does: $CARGO_TARGET_DIR/lambda/<name>/bootstrap,
 #      and prints function -> size;
 #   4. fails if any bootstrap contains a fault-injection string (the point names of
-#      shared/src/faults.rs `ALL`, or the "unknown point" parse error of the faults build).
+#      shared/src/faults.rs `ALL`, or the "unknown point" parse error of the faults build);
+#   5. fails if any bootstrap is over the size limit (6,000,000 bytes: each function links only
+#      the ports its main wires; docs/architecture.md, "How a function is wired").
 #
 # Usage:
 #   bash scripts/package.sh                     build + size table + fault-string check
 #   bash scripts/package.sh --check-faults BIN  only the fault-string check, on any binary(ies);
 #                                               exit 1 if found (e.g. target/debug/holdfast-local,
 #                                               which is built with faults, to see the check fail)
+#   bash scripts/package.sh --check-size BIN    only the size check, on any binary(ies); exit 1 if
+#                                               one is over the limit (e.g. target/debug/holdfast-local)
 # Env:
 #   CARGO_TARGET_DIR=...          default: <repo>/target
 #   HOLDFAST_ARM64=1              build for aarch64-unknown-linux-gnu (Lambda arm64/Graviton);
@@ -24,6 +28,8 @@
 #   HOLDFAST_PACKAGE_BUILDER=cargo  skip cargo-lambda: plain `cargo build --release -p ...` and
 #                                 copy each binary to target/lambda/<name>/bootstrap (host arch only).
 #                                 Used automatically, with a warning, if cargo-lambda can't be installed.
+#   HOLDFAST_MAX_BOOTSTRAP_BYTES=N  the size limit (default 6000000); only to try the check, the
+#                                 limit itself is DESIGN's and the README's
 #   CARGO_LAMBDA_COMPILER=cargo   cargo-lambda backend (default cargo-zigbuild; `cargo` = the
 #                                 host toolchain's linker, no zig; native x86_64 only).
 set -euo pipefail
@@ -70,6 +76,32 @@ check_faults() {
   done
   return "$bad"
 }
+
+# --- size check --------------------------------------------------------------------------
+MAX_BYTES="${HOLDFAST_MAX_BOOTSTRAP_BYTES:-6000000}"
+[[ "$MAX_BYTES" =~ ^[0-9]+$ ]] || die "HOLDFAST_MAX_BOOTSTRAP_BYTES must be a number of bytes, not '$MAX_BYTES'"
+
+# check_size BIN...: prints one line per binary over the limit; returns 1 if any is.
+check_size() {
+  local bad=0 bin size
+  for bin in "$@"; do
+    [[ -f "$bin" ]] || die "no such binary: $bin"
+    size="$(stat -c %s "$bin")"
+    if (( size > MAX_BYTES )); then
+      bad=1
+      echo "OVER THE SIZE LIMIT: ${bin#"$ROOT"/} is $size bytes (limit $MAX_BYTES)"
+    fi
+  done
+  (( bad == 0 )) && echo "all $# within $MAX_BYTES bytes"
+  return "$bad"
+}
+
+if [[ "${1:-}" == "--check-size" ]]; then
+  shift
+  [[ $# -gt 0 ]] || die "--check-size needs at least one binary"
+  check_size "$@"
+  exit $?
+fi
 
 if [[ "${1:-}" == "--check-faults" ]]; then
   shift
@@ -169,5 +201,9 @@ echo
 echo "Fault-injection strings (must be absent from production binaries):"
 if ! check_faults "${BOOTSTRAPS[@]}"; then
   die "fault-injection code reached a Lambda binary (was holdfast built with the \`faults\` feature?)"
+fi
+echo "Size (every bootstrap at most $MAX_BYTES bytes):"
+if ! check_size "${BOOTSTRAPS[@]}"; then
+  die "a Lambda binary is over the size limit: does its main wire a port it does not use (functions/<name>/src/main.rs), or did a dependency grow?"
 fi
 log "ok: ${#BOOTSTRAPS[@]} functions in ${LAMBDA_DIR#"$ROOT"/}"

@@ -1,13 +1,14 @@
 //! The Lambda runtime side of the function binaries: build the app once, then serve events.
 //!
-//! Each binary under `functions/<name>` calls the one entry of its trigger with its own handler
-//! (`lambda::http("create-order", handlers::create_order::handle)`), so it links that handler
-//! and nothing of the other functions (no name-dispatched registry in a Lambda binary; the
-//! local runner and the tests dispatch by name through [`crate::handlers`]). A handler error
+//! Each binary under `functions/<name>` calls the one entry of its trigger with its wiring and
+//! its own handler (`lambda::http("create-order", wire, handlers::create_order::handle)`), so it
+//! links that handler, the adapters of the ports `wire` names ([`crate::app::wiring`]) and
+//! nothing of the other functions (no name-dispatched registry in a Lambda binary; the local
+//! runner and the tests dispatch by name through [`crate::handlers`]). A handler error
 //! reaches Lambda as a [`Diagnostic`] whose `errorType` says whether a retry can help
 //! (docs/architecture.md, "Failure handling").
 
-use crate::app::App;
+use crate::app::{App, Wiring};
 use crate::faults::InjectedCrash;
 use crate::handlers::stream::{StreamBatchResponse, StreamEvent};
 use crate::http::{Request, Response};
@@ -66,17 +67,40 @@ impl From<HandlerError> for Diagnostic {
     }
 }
 
-/// Builds the app for `name` with the runtime's own subscriber (level and format from the
-/// function's LoggingConfig: AWS_LAMBDA_LOG_LEVEL / AWS_LAMBDA_LOG_FORMAT from template.yaml).
-async fn app(name: &'static str) -> Result<App, Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    Ok(App::from_env(name).await?)
+/// Builds the app for `name` with the ports `wire` names, logging as [`init_logging`] says.
+async fn app(name: &'static str, wire: impl FnOnce(Wiring) -> Wiring) -> Result<App, Error> {
+    init_logging(&|k| std::env::var(k).ok());
+    Ok(App::from_env(name, wire).await?)
+}
+
+/// The subscriber `lambda_runtime::tracing::init_default_subscriber` installs, with the level
+/// as a plain maximum: from the function's LoggingConfig (`AWS_LAMBDA_LOG_LEVEL`, else
+/// `RUST_LOG`, else INFO) and JSON when `AWS_LAMBDA_LOG_FORMAT` is `JSON` (template.yaml). The
+/// runtime's own builds an `EnvFilter`, whose directive syntax brings a regex engine into every
+/// binary; a Lambda's level is one word, so a `RUST_LOG` with per-target directives falls back
+/// to INFO here.
+fn init_logging(get: &dyn Fn(&str) -> Option<String>) {
+    let fmt = tracing_subscriber::fmt().with_target(false).without_time().with_max_level(log_level(get));
+    let json = get("AWS_LAMBDA_LOG_FORMAT").is_some_and(|f| f.eq_ignore_ascii_case("json"));
+    // a subscriber already set (a second call in one process) stays
+    let _ = if json { fmt.json().try_init() } else { fmt.try_init() };
+}
+
+fn log_level(get: &dyn Fn(&str) -> Option<String>) -> tracing_subscriber::filter::LevelFilter {
+    get("AWS_LAMBDA_LOG_LEVEL")
+        .or_else(|| get("RUST_LOG"))
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(tracing_subscriber::filter::LevelFilter::INFO)
 }
 
 /// Serves an HTTP API function: the CloudFront origin gate and the `sam local` gate (both off
 /// unless configured), the sales switch, then the handler.
-pub async fn http(name: &'static str, handle: impl AsyncFn(&App, Request) -> Response) -> Result<(), Error> {
-    let app = app(name).await?;
+pub async fn http(
+    name: &'static str,
+    wire: impl FnOnce(Wiring) -> Wiring,
+    handle: impl AsyncFn(&App, Request) -> Response,
+) -> Result<(), Error> {
+    let app = app(name, wire).await?;
     // Off unless under `sam local`, which has no JWT authorizer (see sam_local).
     let gate = crate::sam_local::Gate::from_env();
     // Off unless the edge is on: then only requests that came through CloudFront.
@@ -98,12 +122,16 @@ pub async fn http(name: &'static str, handle: impl AsyncFn(&App, Request) -> Res
 
 /// Serves an event-source function (SQS, DynamoDB stream or schedule) whose handler answers
 /// with a (partial batch) response or a batch-level error.
-pub async fn batch<E, R>(name: &'static str, handle: impl AsyncFn(&App, E) -> anyhow::Result<R>) -> Result<(), Error>
+pub async fn batch<E, R>(
+    name: &'static str,
+    wire: impl FnOnce(Wiring) -> Wiring,
+    handle: impl AsyncFn(&App, E) -> anyhow::Result<R>,
+) -> Result<(), Error>
 where
     E: DeserializeOwned,
     R: Serialize,
 {
-    let app = app(name).await?;
+    let app = app(name, wire).await?;
     let (app, handle) = (&app, &handle);
     lambda_runtime::run(service_fn(|e: LambdaEvent<E>| async move {
         handle(app, e.payload).await.map_err(HandlerError::from)
@@ -114,30 +142,46 @@ where
 /// An SQS function (partial batch failures).
 pub async fn sqs(
     name: &'static str,
+    wire: impl FnOnce(Wiring) -> Wiring,
     handle: impl AsyncFn(&App, SqsEvent) -> anyhow::Result<SqsBatchResponse>,
 ) -> Result<(), Error> {
-    batch(name, handle).await
+    batch(name, wire, handle).await
 }
 
 /// A DynamoDB stream function (partial batch failures).
 pub async fn stream(
     name: &'static str,
+    wire: impl FnOnce(Wiring) -> Wiring,
     handle: impl AsyncFn(&App, StreamEvent) -> anyhow::Result<StreamBatchResponse>,
 ) -> Result<(), Error> {
-    batch(name, handle).await
+    batch(name, wire, handle).await
 }
 
 /// A scheduled function.
 pub async fn schedule(
     name: &'static str,
+    wire: impl FnOnce(Wiring) -> Wiring,
     handle: impl AsyncFn(&App, serde_json::Value) -> anyhow::Result<serde_json::Value>,
 ) -> Result<(), Error> {
-    batch(name, handle).await
+    batch(name, wire, handle).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_level_comes_from_lambda_then_rust_log_then_info() {
+        use tracing_subscriber::filter::LevelFilter;
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned())
+        };
+        assert_eq!(log_level(&env(&[("AWS_LAMBDA_LOG_LEVEL", "DEBUG"), ("RUST_LOG", "warn")])), LevelFilter::DEBUG);
+        assert_eq!(log_level(&env(&[("RUST_LOG", "warn")])), LevelFilter::WARN);
+        assert_eq!(log_level(&env(&[("AWS_LAMBDA_LOG_LEVEL", "TRACE")])), LevelFilter::TRACE);
+        assert_eq!(log_level(&env(&[("RUST_LOG", "holdfast=debug")])), LevelFilter::INFO);
+        assert_eq!(log_level(&env(&[])), LevelFilter::INFO);
+    }
 
     #[test]
     fn an_infrastructure_error_is_retryable_and_an_injected_crash_is_named() {

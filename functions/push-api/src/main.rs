@@ -1,7 +1,27 @@
 //! The `push-api` Lambda: the WebSocket API's routes and the push queue (docs/push.md); it links
 //! no other function's handler.
+//! Its `wire` names the ports the handler reaches; only their adapters are linked, and the test
+//! below holds them to the function's IAM grants (`holdfast::permissions::USES`).
+
+use holdfast::app::Wiring;
+
+const NAME: &str = "push-api";
+
+fn wire(w: Wiring) -> Wiring {
+    w.stock_table().admission_keys().push()
+}
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::batch("push-api", holdfast::handlers::push_api::handle).await
+    holdfast::lambda::batch(NAME, wire, holdfast::handlers::push_api::handle).await
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wires_the_ports_its_grants_imply_and_no_other() {
+        if let Err(e) = holdfast::app::check_grants(super::NAME, super::wire) {
+            panic!("{e}");
+        }
+    }
 }
