@@ -78,6 +78,8 @@ pub enum Code {
     NotWaitlistable,
     /// A code redeemed once is redeemed again (docs/code-pools.md, "Redemption").
     AlreadyRedeemed,
+    /// A paid order's codes are not issued by its supplier yet (docs/suppliers.md).
+    CodesPending,
     /// A code past its expire time (docs/code-pools.md, "Expiry").
     CodeExpired,
     /// A refund of an order whose code was redeemed: never refunded.
@@ -85,7 +87,7 @@ pub enum Code {
 }
 
 impl Code {
-    pub const ALL: [Code; 47] = [
+    pub const ALL: [Code; 48] = [
         Code::MalformedJson,
         Code::IdempotencyKeyRequired,
         Code::Unauthorized,
@@ -131,6 +133,7 @@ impl Code {
         Code::TooManyWaitlists,
         Code::NotWaitlistable,
         Code::AlreadyRedeemed,
+        Code::CodesPending,
         Code::CodeExpired,
         Code::CodesRedeemed,
     ];
@@ -183,6 +186,7 @@ impl Code {
             Code::TooManyWaitlists => (409, "too_many_waitlists", "Too many waitlists"),
             Code::NotWaitlistable => (422, "not_waitlistable", "SKU has no waitlist"),
             Code::AlreadyRedeemed => (409, "already_redeemed", "Code already redeemed"),
+            Code::CodesPending => (409, "codes_pending", "Codes not issued yet"),
             Code::CodeExpired => (409, "code_expired", "Code expired"),
             Code::CodesRedeemed => (409, "codes_redeemed", "A code was redeemed; never refunded"),
         }

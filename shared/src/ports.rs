@@ -107,8 +107,12 @@ impl OrderIndex {
             // `pay_expire_at` until the bookings confirm): the sweep resolves a lost poll
             // and any order with a payment attempt that could still take money: its deadline
             // settles it (service/paying.rs, `settle_stray_attempts`)
+            // and a paid order whose supplier codes are still being issued, by the time the sweep
+            // runs the issue itself (docs/suppliers.md, "Codes issued by the supplier")
             OrderIndex::Pending => {
-                (o.status.is_open_unpaid() || o.attempts.iter().any(|a| a.state.unsettled())).then_some(o.pay_expire_at)
+                let unpaid = (o.status.is_open_unpaid() || o.attempts.iter().any(|a| a.state.unsettled()))
+                    .then_some(o.pay_expire_at);
+                unpaid.into_iter().chain(crate::domain::supplier::codes::sweep_due(o)).min()
             }
             OrderIndex::Shipped => {
                 o.shipment.as_ref().filter(|_| o.status == OrderStatus::Shipped).map(|s| s.auto_complete_at)
@@ -185,6 +189,9 @@ pub enum Message {
     /// Ask the supplier about this order's bookings (poll number `attempt`, the order written
     /// at `started_at`, epoch s); rides the payment-timeout queue (docs/suppliers.md).
     SupplierPoll { schema: u32, order_id: String, attempt: u32, started_at: i64 },
+    /// Ask the supplier for a paid order's codes (attempt `attempt`, 1-based: retried after 1,
+    /// 2 and 4 s); rides the payment-timeout queue (docs/suppliers.md, "Codes issued by the supplier").
+    SupplierIssue { schema: u32, order_id: String, attempt: u32 },
 }
 
 #[async_trait]
@@ -396,6 +403,13 @@ pub trait SupplierPort: Send + Sync {
     async fn status(&self, booking_id: &str) -> anyhow::Result<crate::domain::supplier::BookingStatus>;
     /// Cancels; cancelling a cancelled booking is a no-op. An unknown id is [`UnknownBooking`].
     async fn cancel(&self, booking_id: &str) -> anyhow::Result<()>;
+    /// The codes of a CONFIRMED booking of a `SUPPLIER_CODES` SKU, `req.quantity` of them,
+    /// idempotent by `req.key` (the booking's key, which names the order): asked again, the same
+    /// codes, never a second set (docs/suppliers.md, "Codes issued by the supplier").
+    async fn issue_codes(&self, booking_id: &str, req: &BookingRequest<'_>) -> anyhow::Result<Vec<String>> {
+        let _ = (booking_id, req);
+        anyhow::bail!("this supplier adapter issues no codes")
+    }
 }
 
 /// The stock journal (docs/after-sale.md, "Stock journal"): one entry per counter write of a

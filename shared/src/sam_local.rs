@@ -51,6 +51,7 @@ pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
     ("POST /admin/orders/{order_id}/cancel", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("POST /admin/orders/{order_id}/refund-decision", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("POST /admin/orders/{order_id}/codes/redeem", RouteAuth::Jwt(&["stock:codes", "stock:admin"])),
+    ("POST /admin/orders/{order_id}/codes/reissue", RouteAuth::Jwt(&["stock:codes", "stock:admin"])),
     ("GET /admin/refund-reviews", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("GET /admin/settlement/{date}", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
     ("POST /admin/settlement/{date}/run", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),

@@ -109,9 +109,9 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
                         let msg = handlers::sqs::parse_message(m)
                             .unwrap_or_else(|e| panic!("events/{name}: {function} refuses its body: {e:#}"));
                         let right_kind = match msg {
-                            Message::PaymentTimeout { .. } | Message::SupplierPoll { .. } => {
-                                function == "payment-timeout"
-                            }
+                            Message::PaymentTimeout { .. }
+                            | Message::SupplierPoll { .. }
+                            | Message::SupplierIssue { .. } => function == "payment-timeout",
                             Message::ReservationCheck { .. } => function == "reservation-check",
                             Message::ReconcileWork { .. } => function == "reconcile-worker",
                         };

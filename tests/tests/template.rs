@@ -66,6 +66,7 @@ fn scoped_public_and_user_routes_are_read_as_declared() {
         ("POST /admin/skus/{sku}/codes", "stock:codes stock:admin"),
         ("GET /admin/skus/{sku}/codes", "stock:codes stock:admin"),
         ("POST /admin/orders/{order_id}/codes/redeem", "stock:codes stock:admin"),
+        ("POST /admin/orders/{order_id}/codes/reissue", "stock:codes stock:admin"),
         ("GET /orders/{order_id}/codes", "orders:read"),
         ("PUT /admin/campaigns/{campaign_id}", "stock:catalogue stock:admin"),
         ("POST /admin/campaigns/{campaign_id}/adjustments", "stock:catalogue stock:admin"),

@@ -7,7 +7,8 @@ use holdfast::app::Wiring;
 const NAME: &str = "orders-api";
 
 fn wire(w: Wiring) -> Wiring {
-    w.stock_table().order_table().journal().audit().code_keys().code_key_service().providers()
+    // supplier: an operator's reissue of a paid order's supplier codes (docs/suppliers.md)
+    w.stock_table().order_table().journal().audit().code_keys().code_key_service().providers().supplier()
 }
 
 #[tokio::main]

@@ -7,7 +7,8 @@ use holdfast::app::Wiring;
 const NAME: &str = "payment-callback";
 
 fn wire(w: Wiring) -> Wiring {
-    w.order_table().webhook_keys().stripe_webhook_keys().refund_webhook_keys()
+    // queues: a SUPPLIER_CODES order just paid queues its code issue (docs/suppliers.md)
+    w.order_table().webhook_keys().stripe_webhook_keys().refund_webhook_keys().queues()
 }
 
 #[tokio::main]

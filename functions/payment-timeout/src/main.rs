@@ -7,7 +7,8 @@ use holdfast::app::Wiring;
 const NAME: &str = "payment-timeout";
 
 fn wire(w: Wiring) -> Wiring {
-    w.order_table().queues().providers().supplier()
+    // code keys and KMS: a supplier's codes sealed as they arrive (docs/suppliers.md)
+    w.order_table().queues().providers().supplier().code_keys().code_key_service()
 }
 
 #[tokio::main]

@@ -7,7 +7,8 @@ use holdfast::app::Wiring;
 const NAME: &str = "reconcile-worker";
 
 fn wire(w: Wiring) -> Wiring {
-    w.stock_table().order_table().sweep().journal().queues().bus().providers().supplier()
+    // code keys and KMS: a paid order's lost supplier code issue, run by the sweep
+    w.stock_table().order_table().sweep().journal().queues().bus().providers().supplier().code_keys().code_key_service()
 }
 
 #[tokio::main]

@@ -5,8 +5,9 @@
 //! `latency_ms` — books once per idempotency key, and counts every status and cancel call per
 //! booking so tests can assert "cancel called exactly once".
 //!
-//! - `POST /quotes`, `POST /bookings`, `GET /bookings/{id}`, `POST /bookings/{id}/cancel` (the
-//!   wire format)
+//! - `POST /quotes`, `POST /bookings`, `GET /bookings/{id}`, `POST /bookings/{id}/cancel`,
+//!   `POST /bookings/{id}/codes` (the wire format); an issue fails (503) for the first
+//!   `issue_failures` calls of each booking, then issues `quantity` codes once per key
 //! - `GET /bookings` — every booking with its counters; `GET /bookings/{id}` carries them too
 //! - `POST /control` — `{"latency_ms"?, "fail_rate"?, "hang_ms"?}`: latency of every call, the
 //!   share of calls answered 503, and a stall before answering (to exercise timeouts); also from
@@ -16,7 +17,7 @@
 //! answer 401 without it; the two test controls (`POST /control`, `GET /bookings`) are open.
 
 use super::{json, lock};
-use holdfast::adapters::supplier::{BookingAnswer, QuoteAnswer, SupplierBody};
+use holdfast::adapters::supplier::{BookingAnswer, CodesAnswer, QuoteAnswer, SupplierBody};
 use holdfast::domain::supplier::{BookingStatus, SimOutcome};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -40,6 +41,12 @@ pub struct SimBooking {
     pub book_calls: u32,
     pub status_calls: u32,
     pub cancel_calls: u32,
+    /// `POST /bookings/{id}/codes` calls, failed ones included.
+    #[serde(default)]
+    pub issue_calls: u32,
+    /// The codes issued (once; a repeat answers them again).
+    #[serde(default)]
+    pub codes: Vec<String>,
 }
 
 impl SimBooking {
@@ -206,6 +213,10 @@ impl SimSupplier {
                 Err(e) => error(400, &e.to_string()),
             },
             ("GET", ["bookings", id]) => self.with_booking(id, |b| b.status_calls += 1),
+            ("POST", ["bookings", id, "codes"]) => match serde_json::from_slice::<SupplierBody>(&body) {
+                Ok(b) => self.issue(id, &b),
+                Err(e) => error(400, &e.to_string()),
+            },
             ("POST", ["bookings", id, "cancel"]) => self.with_booking(id, |b| {
                 b.cancel_calls += 1;
                 b.status = BookingStatus::Cancelled;
@@ -239,12 +250,39 @@ impl SimSupplier {
             book_calls: 1,
             status_calls: 0,
             cancel_calls: 0,
+            issue_calls: 0,
+            codes: Vec::new(),
         };
         let mut booking = booking;
         booking.settle(now);
         let answer = BookingAnswer { booking_id: booking.booking_id.clone(), status: booking.status };
         s.bookings.push(booking);
         json(201, &answer)
+    }
+
+    /// `POST /bookings/{id}/codes`: the booking's codes, issued once (idempotent by its key).
+    fn issue(&self, id: &str, b: &SupplierBody) -> hyper::Response<Full<Bytes>> {
+        let now = holdfast::clock::now_ms();
+        let mut s = lock(&self.state);
+        let Some(bk) = s.bookings.iter_mut().find(|x| x.booking_id == id) else {
+            return error(404, "unknown booking");
+        };
+        bk.settle(now);
+        bk.issue_calls += 1;
+        if bk.key != b.key || b.quantity != bk.quantity {
+            return error(400, "the key and quantity must be the booking's");
+        }
+        if bk.status != BookingStatus::Confirmed {
+            return error(409, "the booking is not confirmed");
+        }
+        if !bk.codes.is_empty() {
+            return json(200, &CodesAnswer { booking_id: bk.booking_id.clone(), codes: bk.codes.clone() });
+        }
+        if bk.issue_calls <= b.settings.issue_failures.unwrap_or(0) {
+            return error(503, "the code issuer is temporarily unavailable");
+        }
+        bk.codes = (1..=bk.quantity).map(|i| format!("SIM-{}-{i}-{}", bk.booking_id, fastrand_code())).collect();
+        json(201, &CodesAnswer { booking_id: bk.booking_id.clone(), codes: bk.codes.clone() })
     }
 
     fn with_booking(&self, id: &str, f: impl FnOnce(&mut SimBooking)) -> hyper::Response<Full<Bytes>> {
@@ -259,4 +297,9 @@ impl SimSupplier {
             None => error(404, "unknown booking"),
         }
     }
+}
+
+/// Eight random characters of a simulated code (the supplier's secret part).
+fn fastrand_code() -> String {
+    (0..8).map(|_| fastrand::alphanumeric()).collect()
 }

@@ -29,7 +29,9 @@ impl SqsMessages {
 impl Messages for SqsMessages {
     async fn send(&self, msg: &Message, delay_s: u32) -> anyhow::Result<()> {
         let url = match msg {
-            Message::PaymentTimeout { .. } | Message::SupplierPoll { .. } => &self.payment_timeout_url,
+            Message::PaymentTimeout { .. } | Message::SupplierPoll { .. } | Message::SupplierIssue { .. } => {
+                &self.payment_timeout_url
+            }
             Message::ReservationCheck { .. } => &self.reservation_check_url,
             Message::ReconcileWork { .. } => &self.reconcile_work_url,
         };

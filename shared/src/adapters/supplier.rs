@@ -6,6 +6,9 @@
 //! - `GET {base}/bookings/{id}` → 200 `{"booking_id","status",…}`; 404 unknown
 //! - `POST {base}/bookings/{id}/cancel` → 200 `{"booking_id","status":"CANCELLED"}` (again: the
 //!   same answer); 404 unknown
+//! - `POST {base}/bookings/{id}/codes` + `Idempotency-Key: <key>` `{"key","sku","quantity","dates","settings"}`
+//!   → 201 (issued now) / 200 (the same key again: the same codes) `{"booking_id","codes":[…]}`;
+//!   404 unknown; 409 not confirmed
 //!
 //! Every call carries `Authorization: Bearer <credential>`, the secret at
 //! `SUPPLIER_CREDENTIAL_SECRET_ARN` (security review M3); the simulated supplier answers 401
@@ -45,6 +48,13 @@ pub struct QuoteAnswer {
 pub struct BookingAnswer {
     pub booking_id: String,
     pub status: BookingStatus,
+}
+
+/// `POST /bookings/{id}/codes`'s answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodesAnswer {
+    pub booking_id: String,
+    pub codes: Vec<String>,
 }
 
 pub struct HttpSupplier {
@@ -159,6 +169,20 @@ impl SupplierPort for HttpSupplier {
         let _: BookingAnswer = Self::answer(resp, "cancel", booking_id).await?;
         Ok(())
     }
+
+    async fn issue_codes(&self, booking_id: &str, req: &BookingRequest<'_>) -> anyhow::Result<Vec<String>> {
+        check_id(booking_id)?;
+        let _span = super::usage::call("supplier:issue");
+        let resp = self
+            .request(reqwest::Method::POST, &format!("/bookings/{booking_id}/codes"))
+            .await?
+            .header("Idempotency-Key", req.key)
+            .json(&Self::body(req))
+            .send()
+            .await?;
+        let a: CodesAnswer = Self::answer(resp, "issue", booking_id).await?;
+        Ok(a.codes)
+    }
 }
 
 /// An in-memory supplier for unit tests: books by key, answers each booking with the status it
@@ -174,6 +198,10 @@ struct MemState {
     bookings: Vec<(String, String, BookingStatus, u32)>,
     available: Option<u64>,
     quotes: u32,
+    /// Issue calls to fail before one succeeds; codes issued per key; issue calls received.
+    issue_failures: u32,
+    issued: Vec<(String, Vec<String>)>,
+    issue_calls: u32,
 }
 
 impl MemorySupplier {
@@ -195,6 +223,17 @@ impl MemorySupplier {
         for b in &mut self.lock().bookings {
             b.2 = st;
         }
+    }
+
+    /// The next `n` issue calls fail (as a supplier that does not answer).
+    pub fn fail_issues(&self, n: u32) {
+        self.lock().issue_failures = n;
+    }
+
+    /// (issue calls received, code sets issued).
+    pub fn issues(&self) -> (u32, usize) {
+        let s = self.lock();
+        (s.issue_calls, s.issued.len())
     }
 
     /// Quote calls received.
@@ -242,6 +281,26 @@ impl SupplierPort for MemorySupplier {
         b.2 = BookingStatus::Cancelled;
         b.3 += 1;
         Ok(())
+    }
+
+    async fn issue_codes(&self, booking_id: &str, req: &BookingRequest<'_>) -> anyhow::Result<Vec<String>> {
+        let mut s = self.lock();
+        s.issue_calls += 1;
+        if s.issue_failures > 0 {
+            s.issue_failures -= 1;
+            anyhow::bail!("supplier issue answered 503");
+        }
+        match s.bookings.iter().find(|b| b.1 == booking_id).map(|b| b.2) {
+            None => return Err(UnknownBooking(booking_id.into()).into()),
+            Some(BookingStatus::Confirmed) => {}
+            Some(st) => anyhow::bail!("supplier issue answered 409: booking {booking_id} is {}", st.as_str()),
+        }
+        if let Some((_, codes)) = s.issued.iter().find(|(k, _)| k == req.key) {
+            return Ok(codes.clone());
+        }
+        let codes: Vec<String> = (1..=req.quantity).map(|i| format!("MEM-{}-{i}", req.key.replace('.', "-"))).collect();
+        s.issued.push((req.key.to_owned(), codes.clone()));
+        Ok(codes)
     }
 }
 

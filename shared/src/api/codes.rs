@@ -20,6 +20,37 @@ pub struct RedeemCodeRequest {
     pub code: String,
 }
 
+/// `POST /admin/orders/{order_id}/codes/reissue`: an operator asks the supplier once more for a
+/// paid order's codes, after its automatic retries were spent (docs/suppliers.md).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReissueCodesRequest {
+    /// Why (the ticket or the supplier's all-clear), 1..=200 characters; logged with the admin.
+    #[schema(min_length = 1, max_length = 200)]
+    pub reason: String,
+}
+
+impl ReissueCodesRequest {
+    /// The reason, checked: 1..=200 characters, no control characters.
+    pub fn check(&self) -> Result<&str, &'static str> {
+        let n = self.reason.chars().count();
+        if n == 0 || n > 200 || self.reason.chars().any(char::is_control) || self.reason.trim().is_empty() {
+            return Err("reason must be 1..=200 characters without control characters");
+        }
+        Ok(&self.reason)
+    }
+}
+
+/// The supplier issued the order's codes on an operator's reissue.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CodesReissued {
+    pub order_id: String,
+    #[schema(example = "ISSUED")]
+    pub codes_status: &'static str,
+    /// How many codes were issued (shown only to the buyer, at `GET /orders/{order_id}/codes`).
+    pub codes: usize,
+}
+
 /// A redemption, recorded once.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CodeRedemption {

@@ -171,6 +171,12 @@ pub struct SupplierBookingView {
     /// The supplier's booking id (null until the supplier answered the booking).
     pub booking_id: Option<String>,
     pub status: BookingStatus,
+    /// A `SUPPLIER_CODES` line's codes (docs/suppliers.md, "Codes issued by the supplier"):
+    /// `PENDING` (being asked for), `GAVE_UP` (retries spent; an operator reissues) or `ISSUED`;
+    /// absent before payment and for other lines. The codes themselves: `GET /orders/{id}/codes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "ISSUED")]
+    pub codes: Option<&'static str>,
 }
 
 impl From<&Order> for OrderView {
@@ -205,6 +211,7 @@ impl From<&Order> for OrderView {
                     sku: b.sku.to_string(),
                     booking_id: b.booking_id.clone(),
                     status: b.status,
+                    codes: b.codes.as_ref().map(|c| c.status.as_str()),
                 })
                 .collect(),
             payments: o.attempts.iter().map(super::payments::PaymentAttemptView::from).collect(),

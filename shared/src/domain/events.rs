@@ -275,6 +275,8 @@ mod tests {
             status: BookingStatus::Pending,
             config: SupplierConfig::simulated(),
             cancel_started_ms: None,
+            issues_codes: false,
+            codes: None,
         };
         let waiting = Order { status: OrderStatus::AwaitingSupplier, supplier: vec![booking], ..order() };
         assert_eq!(kinds(events_for_change(None, Some(&waiting))), vec![EventKind::OrderCreated]);
@@ -311,6 +313,8 @@ mod tests {
             status: BookingStatus::Confirmed,
             config: SupplierConfig::simulated(),
             cancel_started_ms: None,
+            issues_codes: false,
+            codes: None,
         };
         let paid = Order { supplier: vec![booking], ..order() }
             .apply(OrderAction::Pay, &crate::domain::order::By::system("test", "test"), 2)

@@ -13,6 +13,7 @@ mod redeemed;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShardCounts {
+mod supplier_codes;
     pub available: i64,
     pub locked: i64,
     pub sold: i64,
@@ -134,6 +135,12 @@ pub enum Violation {
     /// with restock: its lock restocks) still holds a booking at its supplier (CONFIRMED or
     /// PENDING, never cancelled).
     RefundedSupplierBookingHeld {
+    /// docs/suppliers.md, "Codes issued by the supplier": codes issued for an order never paid,
+    /// a wrong count, a paid order with no issue started, or one code in two orders.
+    SupplierCodes {
+        order: String,
+        detail: String,
+    },
         order: String,
         /// The order's status (REFUNDING, REFUNDED, RETURNED).
         order_status: String,
@@ -474,6 +481,7 @@ fn check_bookings(o: &Order, out: &mut Vec<Violation>) {
             Violation::SupplierBookingHeld { order, sku, status }
         } else {
             Violation::RefundedSupplierBookingHeld { order, order_status: o.status.as_str().to_owned(), sku, status }
+    out.extend(supplier_codes::check(&s.orders));
         });
     }
 }

@@ -41,6 +41,9 @@ pub enum Kind {
 pub enum PauseBy {
     /// Each product shard carries the flag and the freeze's write condition judges it: no
     /// checkout can slip past, whatever any cache says.
+    /// Booked like `Supplier`; its codes are issued by the supplier when the order is paid and
+    /// shown to the paid buyer (docs/suppliers.md, "Codes issued by the supplier").
+    SupplierCodes,
     Shards,
     /// The freeze writes no shard of the SKU: its metadata decides, through the warm cache
     /// (at most `HOLDFAST_SKU_CACHE_MS` stale).
@@ -101,6 +104,16 @@ impl Rules {
 }
 
 const fn rules(
+    /// The order's codes come from the SKU's own pool (claimed at order, on its shards).
+    pub fn codes_from_pool(&self) -> bool {
+        self.reveals_codes && !self.books_supplier
+    }
+
+    /// The order's codes are issued by its supplier when the order is paid.
+    pub fn codes_from_supplier(&self) -> bool {
+        self.reveals_codes && self.books_supplier
+    }
+
     external: bool,
     campaign: bool,
     pause: PauseBy,
@@ -142,11 +155,13 @@ const SUPPLIER: Rules =
     Rules { books_supplier: true, ..rules(false, false, CachedMetadata, BeforeShipping, true, true, AtOrder) };
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Quantity,
         Kind::Calendar,
         Kind::Bundle,
         Kind::PayTime,
+// booked as SUPPLIER; its codes, issued at payment, are refunded only until shown, like a pool's
+const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRevealed, ..SUPPLIER };
         Kind::AtShipment,
         Kind::Unlimited,
         Kind::CodePool,
@@ -167,6 +182,7 @@ impl Kind {
             (Management::Quantity, Unit::Bundle, Deduct::AtOrder) => Kind::Bundle,
         }
     }
+        Kind::SupplierCodes,
 
     /// The kind of a reserved line, as far as its lock's moves care: a code line, a pay-time
     /// line, an at-shipment line, or a line of counted units taken at order (calendar, bundle
@@ -177,6 +193,7 @@ impl Kind {
         } else if l.at_payment {
             Kind::PayTime
         } else if l.at_shipment {
+            (Management::Supplier | Management::Quantity, Unit::Code, _) => Kind::SupplierCodes,
             Kind::AtShipment
         } else {
             Kind::Quantity
@@ -214,6 +231,7 @@ impl Kind {
 /// moves as one record, so its other lines are held and taken with it (docs/inventory-models.md,
 /// "Deduction at shipment"): the payment's confirm leaves it FROZEN, the shipment sells it, a
 /// refund before shipping releases it.
+            Kind::SupplierCodes => "SUPPLIER_CODES",
 pub fn held_until_shipment(r: &super::reservation::Reservation) -> bool {
     r.lines.iter().any(|l| Kind::of_line(l).rules().takes_at_shipment())
 }
@@ -229,6 +247,7 @@ impl std::fmt::Display for Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stocking {
     /// Counted units on the SKU's own shards (adjusted, paused, re-sharded there).
+            Kind::SupplierCodes => &SUPPLIER_CODES,
     OwnShards,
     /// Codes on the SKU's own shards: stocked by uploading codes; the shard count is fixed at
     /// creation (the codes live on the shards).
@@ -247,7 +266,7 @@ impl Stocking {
     pub fn of(model: &InventoryModel) -> Stocking {
         match (model.management, model.unit) {
             (Management::Unlimited, _) => Stocking::NoCounters,
-            (Management::Supplier, _) => Stocking::AtSupplier,
+            (Management::Supplier, _) | (_, Unit::Code) => Stocking::AtSupplier,
             (Management::CodePool, _) => Stocking::Codes,
             (Management::Quantity, Unit::Single) => Stocking::OwnShards,
             (Management::Quantity, Unit::Calendar) => Stocking::PerDate,
@@ -279,7 +298,7 @@ impl Stocking {
 /// The compatibility matrix: whether lines of kinds `a` and `b` may share one order or
 /// reservation. Symmetric. The reasons:
 /// - a SUPPLIER order waits for its bookings before it can be paid, and is failed when one is
-///   refused: it carries only SUPPLIER lines (docs/suppliers.md);
+///   refused: it carries only SUPPLIER lines (docs/suppliers.md), with or without codes;
 /// - a CODE_POOL line and a PAY_TIME line: the pay-time line may come up short at payment and
 ///   the whole order is then refunded — after its codes may have been seen (review finding
 ///   "a revealed code sold twice"), so the two never share an order;
@@ -292,8 +311,8 @@ impl Stocking {
 pub fn may_share_an_order(a: Kind, b: Kind) -> bool {
     use Kind::*;
     match (a, b) {
-        (Supplier, Supplier) => true,
-        (Supplier, _) | (_, Supplier) => false,
+        (Supplier | SupplierCodes, Supplier | SupplierCodes) => true,
+        (Supplier | SupplierCodes, _) | (_, Supplier | SupplierCodes) => false,
         (CodePool, PayTime) | (PayTime, CodePool) => crate::mutant!("p2-1-shown-code-resold"),
         (AtShipment, PayTime | CodePool) | (PayTime | CodePool, AtShipment) => false,
         _ => true,
@@ -450,8 +469,13 @@ mod tests {
             }
             assert!(may_share_an_order(a, a), "{a} with itself");
         }
-        let mut want: Vec<(Kind, Kind)> =
-            Kind::ALL.iter().filter(|k| **k != Kind::Supplier).map(|k| (*k, Kind::Supplier)).collect();
+        let booked = |k: &Kind| k.rules().books_supplier;
+        let pair = |a: Kind, b: Kind| (a.min(b), a.max(b));
+        let mut want: Vec<(Kind, Kind)> = Kind::ALL
+            .iter()
+            .filter(|k| !booked(k))
+            .flat_map(|k| [pair(*k, Kind::Supplier), pair(*k, Kind::SupplierCodes)])
+            .collect();
         want.push((Kind::PayTime, Kind::CodePool));
         want.push((Kind::PayTime, Kind::AtShipment));
         want.push((Kind::AtShipment, Kind::CodePool));
@@ -487,7 +511,12 @@ mod tests {
         assert_eq!(r.buyer_refund, BuyerRefund::UntilRevealed);
         assert_eq!(Kind::PayTime.rules().pause, PauseBy::FreshMetadata);
         assert!(!Kind::Supplier.rules().external && !Kind::Supplier.rules().campaign);
-        assert!(Kind::ALL.iter().filter(|k| k.rules().reveals_codes).eq([Kind::CodePool].iter()));
+        assert!(Kind::ALL.iter().filter(|k| k.rules().reveals_codes).eq([Kind::CodePool, Kind::SupplierCodes].iter()));
+        let sc = Kind::SupplierCodes.rules();
+        assert!(sc.codes_from_supplier() && !sc.codes_from_pool() && !sc.external && !sc.campaign);
+        assert!(r.codes_from_pool() && !r.codes_from_supplier() && sc.buyer_refund == BuyerRefund::UntilRevealed);
+        let m = InventoryModel { management: Management::Supplier, unit: Unit::Code, ..InventoryModel::default() };
+        assert_eq!((Kind::of(&m), Stocking::of(&m)), (Kind::SupplierCodes, Stocking::AtSupplier));
     }
 
     #[test]

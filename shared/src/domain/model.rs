@@ -40,6 +40,9 @@ pub enum Unit {
     Calendar,
     Bundle,
 }
+    /// Codes a supplier issues when the order is paid: a SUPPLIER SKU only (docs/suppliers.md,
+    /// "Codes issued by the supplier").
+    Code,
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -137,7 +140,9 @@ pub enum ModelError {
     ChildModel(Sku),
     #[error("a SKU's inventory model is fixed when it is created ({0} is {1})")]
     ModelChanged(Sku, String),
-    #[error("a SUPPLIER SKU is booked one unit line at a time; use unit SINGLE")]
+    #[error("unit CODE is a SUPPLIER SKU whose codes the supplier issues at payment; use management SUPPLIER")]
+    CodeUnitShape,
+    #[error("a SUPPLIER SKU is booked one unit line at a time; use unit SINGLE (or CODE: codes issued at payment)")]
     SupplierUnit,
     #[error("a SUPPLIER SKU is booked when the order is placed; use deduct AT_ORDER")]
     SupplierAtPayment,
@@ -169,7 +174,7 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
         return Err(ModelError::CodePoolShape);
     }
     if model.management == Management::Supplier {
-        if model.unit != Unit::Single {
+        if !matches!(model.unit, Unit::Single | Unit::Code) {
             return Err(ModelError::SupplierUnit);
         }
         if model.deduct == Deduct::AtPayment {
@@ -198,6 +203,9 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
         }
     }
     Ok(())
+    if model.unit == Unit::Code && model.management != Management::Supplier {
+        return Err(ModelError::CodeUnitShape);
+    }
 }
 
 /// Children must exist and be plain (SINGLE, taken at order): no nesting, so no cycle can form,
@@ -420,7 +428,7 @@ impl Strategy for Unlimited {
 pub fn strategy(model: &InventoryModel) -> &'static dyn Strategy {
     match (model.management, model.unit) {
         // the supplier holds the stock: no cells here either (docs/suppliers.md)
-        (Management::Unlimited | Management::Supplier, _) => &Unlimited,
+        (Management::Unlimited | Management::Supplier, _) | (_, Unit::Code) => &Unlimited,
         (Management::Quantity | Management::CodePool, Unit::Single) => &Single,
         (Management::Quantity | Management::CodePool, Unit::Calendar) => &Calendar,
         (Management::Quantity | Management::CodePool, Unit::Bundle) => &Bundle,

@@ -6,6 +6,8 @@ use super::model::{Deduct, InventoryModel, Management, ModelError, Unit};
 use super::{OrderId, Sku};
 use serde::{Deserialize, Serialize};
 
+pub mod codes;
+
 /// Polls every `FAST_POLL_S` for the first `FAST_WINDOW_S` seconds after the order is written…
 pub const FAST_POLL_S: i64 = 2;
 pub const FAST_WINDOW_S: i64 = 30;
@@ -15,6 +17,8 @@ pub const SLOW_POLL_S: i64 = 60;
 pub const MAX_CONFIRM_AFTER_S: u32 = 86_400;
 /// Longest simulated latency per call.
 pub const MAX_LATENCY_MS: u32 = 5_000;
+/// Most failing code-issue calls a simulated supplier may be told.
+pub const MAX_ISSUE_FAILURES: u32 = 1_000;
 
 /// Which adapter speaks to the supplier. `simulated` is the HTTP wire format of
 /// docs/suppliers.md, spoken by the local stack's simulated supplier (and by any real
@@ -59,6 +63,11 @@ pub struct SupplierConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0, maximum = 5000)]
     pub latency_ms: Option<u32>,
+    /// (simulated) The first n code-issue calls of each booking answer 503 (`SUPPLIER` with unit
+    /// `CODE` only; docs/suppliers.md, "Codes issued by the supplier"); at most 1000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1000)]
+    pub issue_failures: Option<u32>,
 }
 
 impl SupplierConfig {
@@ -70,6 +79,7 @@ impl SupplierConfig {
             outcome: None,
             available: None,
             latency_ms: None,
+            issue_failures: None,
         }
     }
 }
@@ -81,7 +91,7 @@ pub fn validate(model: &InventoryModel, supplier: Option<&SupplierConfig>) -> Re
         (false, Some(_)) => Err(ModelError::SupplierWithoutModel),
         (true, None) => Err(ModelError::SupplierSettingsMissing),
         (true, Some(c)) => {
-            if model.unit != Unit::Single {
+            if !matches!(model.unit, Unit::Single | Unit::Code) {
                 return Err(ModelError::SupplierUnit);
             }
             if model.deduct != Deduct::AtOrder {
@@ -94,6 +104,11 @@ pub fn validate(model: &InventoryModel, supplier: Option<&SupplierConfig>) -> Re
             }
             if c.latency_ms.is_some_and(|l| l > MAX_LATENCY_MS) {
                 return Err(ModelError::SupplierSettings(format!("latency_ms must be at most {MAX_LATENCY_MS}")));
+            }
+            if c.issue_failures.is_some_and(|n| n > MAX_ISSUE_FAILURES) {
+                return Err(ModelError::SupplierSettings(format!(
+                    "issue_failures must be at most {MAX_ISSUE_FAILURES}"
+                )));
             }
             if c.available.is_some_and(|a| a > 1_000_000_000) {
                 return Err(ModelError::SupplierSettings("available must be at most 1000000000".into()));
@@ -141,6 +156,12 @@ pub struct SupplierBooking {
     /// call never completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_started_ms: Option<i64>,
+    /// A `SUPPLIER_CODES` line: its supplier issues its codes when the order is paid.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub issues_codes: bool,
+    /// Its codes' issue, from the payment on (docs/suppliers.md, "Codes issued by the supplier").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codes: Option<codes::CodeIssue>,
 }
 
 /// The idempotency key of a line's booking: one booking per order and SKU, however often the
@@ -253,6 +274,8 @@ mod tests {
             status,
             config: cfg(),
             cancel_started_ms: None,
+            issues_codes: false,
+            codes: None,
         }
     }
 

@@ -29,6 +29,7 @@ pub fn code_problem(e: CodeError) -> Problem {
         }
         e @ CodeError::CodesVoided => Problem::new(Code::CodesVoided, e.to_string()),
         e @ CodeError::RefundPending => Problem::new(Code::RefundPending, e.to_string()),
+        e @ CodeError::IssuePending => Problem::new(Code::CodesPending, e.to_string()),
         e @ CodeError::NotReady => {
             let mut p = Problem::new(Code::TemporarilyUnavailable, e.to_string());
             p.retry_after = Some(1);

@@ -87,7 +87,7 @@ fn create_problem(e: CreateError) -> Problem {
             use crate::service::supplier::QuoteError;
             match q {
                 QuoteError::Short(s) => freeze_problem(crate::service::stock::FreezeError::Insufficient(s)),
-                QuoteError::Mixed(ref s) | QuoteError::Campaign(ref s) => {
+                QuoteError::Mixed(ref s) | QuoteError::Campaign(ref s) | QuoteError::TooManyCodes(ref s) => {
                     Problem::validation(q.to_string()).field("items").sku(s.as_str())
                 }
                 QuoteError::Unavailable(s, e) => {

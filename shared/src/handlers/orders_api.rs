@@ -38,6 +38,8 @@ pub const ROUTES: &[Route] = &[
     Route::new("POST /admin/orders/{order_id}/refund-decision", Auth::AnyScope(ADMIN_ORDERS)),
     // the merchant's redemption system holds the codes scope, not the orders one (docs/code-pools.md)
     Route::new("POST /admin/orders/{order_id}/codes/redeem", Auth::AnyScope(ADMIN_CODES)),
+    // a supplier's codes asked for again by an operator (docs/suppliers.md)
+    Route::new("POST /admin/orders/{order_id}/codes/reissue", Auth::AnyScope(ADMIN_CODES)),
     Route::new("GET /admin/refund-reviews", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("GET /admin/settlement/{date}", Auth::AnyScope(ADMIN_ORDERS)),
     Route::new("POST /admin/settlement/{date}/run", Auth::AnyScope(ADMIN_ORDERS)),
@@ -96,6 +98,7 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
             Ok(json_response(200, &OrderView::from(&o)))
         }
         "POST /admin/orders/{order_id}/codes/redeem" => redeem_code(app, &req).await,
+        "POST /admin/orders/{order_id}/codes/reissue" => reissue_codes(app, &req).await,
         "GET /admin/refund-reviews" => refund_reviews(app, &req).await,
         "GET /admin/settlement/{date}" => settlement(app, &req, false).await,
         "POST /admin/settlement/{date}/run" => {
@@ -190,6 +193,32 @@ async fn redeem_code(app: &App, req: &Request) -> Result<Response, Problem> {
         RedeemError::Store(e) => e.into(),
     })?;
     Ok(json_response(200, &CodeRedemption::from(&r)))
+}
+
+/// `POST /admin/orders/{order_id}/codes/reissue`: the supplier asked once more for a paid order's
+/// pending codes (docs/suppliers.md, "Codes issued by the supplier"). Nothing is written unless
+/// it issues them.
+async fn reissue_codes(app: &App, req: &Request) -> Result<Response, Problem> {
+    use crate::api::codes::{CodesReissued, ReissueCodesRequest};
+    use crate::service::supplier::codes::{reissue, ReissueError};
+    let b: ReissueCodesRequest = typed_body(req, app.config.max_body_bytes)?;
+    let reason = b.check().map_err(|e| Problem::validation(e).field("reason"))?;
+    let id = order_id(req)?;
+    let actor = subject(req).map(|u| u.to_string()).unwrap_or_else(|_| "admin".into());
+    tracing::info!(order_id = %id, actor, reason, "supplier code reissue asked");
+    let n = reissue(app, &id, &actor).await.map_err(|e| match e {
+        ReissueError::NotFound => Problem::not_found("no such order"),
+        e @ (ReissueError::NoCodes | ReissueError::NotPaid(_) | ReissueError::AlreadyIssued) => {
+            Problem::invalid_transition(e.to_string())
+        }
+        ReissueError::SupplierFailed(err) => {
+            tracing::warn!(order_id = %id, error = format!("{err:#}"), "supplier code reissue failed");
+            Problem::new(Code::TemporarilyUnavailable, "the supplier did not issue the codes; try again later")
+                .retry_after(5)
+        }
+        ReissueError::Store(e) => e.into(),
+    })?;
+    Ok(json_response(200, &CodesReissued { order_id: id.to_string(), codes_status: "ISSUED", codes: n }))
 }
 
 async fn cancel(app: &App, req: &Request) -> Result<Response, Problem> {

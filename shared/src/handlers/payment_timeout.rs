@@ -33,6 +33,12 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
                     let outcome = supplier::poll(app, &id, attempt, started_at).await?;
                     tracing::info!(order_id = %id, attempt, ?outcome, "supplier poll handled");
                 }
+                // a paid order's supplier codes, and their retries (docs/suppliers.md)
+                Message::SupplierIssue { order_id, attempt, .. } => {
+                    let id = OrderId::parse(&order_id)?;
+                    let outcome = supplier::codes::issue(app, &id, attempt).await?;
+                    tracing::info!(order_id = %id, attempt, ?outcome, "supplier code issue handled");
+                }
                 _ => {
                     app.count(names::REJECTED_MESSAGES, 1);
                     anyhow::bail!("rejected message: not a payment timeout or supplier poll");

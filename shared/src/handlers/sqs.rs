@@ -112,7 +112,8 @@ pub fn parse_message(m: &SqsMessage) -> anyhow::Result<crate::ports::Message> {
         crate::ports::Message::PaymentTimeout { schema, .. }
         | crate::ports::Message::ReservationCheck { schema, .. }
         | crate::ports::Message::ReconcileWork { schema, .. }
-        | crate::ports::Message::SupplierPoll { schema, .. } => *schema,
+        | crate::ports::Message::SupplierPoll { schema, .. }
+        | crate::ports::Message::SupplierIssue { schema, .. } => *schema,
     };
     if schema != 1 {
         anyhow::bail!("rejected message: unknown schema {schema}");

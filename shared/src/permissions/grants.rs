@@ -88,6 +88,10 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:Scan", StockTable),
             ("dynamodb:Scan", OrderTable),
             ("dynamodb:Query", JournalTable),
+            // POST /admin/orders/{order_id}/codes/reissue: the supplier asked for a paid order's
+            // codes (its credential), which are sealed under a KMS data key made for the SKU
+            ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
+            ("kms:GenerateDataKey", CodeKey),
         ],
     ),
     (
@@ -103,6 +107,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("secretsmanager:GetSecretValue", StripeWebhookSecret),
             // POST /payments/refunds: the refund confirmation's own key (review L1)
             ("secretsmanager:GetSecretValue", RefundWebhookSecret),
+            // a SUPPLIER_CODES order just paid: its first Message::SupplierIssue (docs/suppliers.md)
+            ("sqs:SendMessage", PaymentTimeoutQueue),
         ],
     ),
     (
@@ -240,6 +246,10 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("secretsmanager:GetSecretValue", StripeApiKeySecret),
             // the supplier's credential on every supplier call (review M3)
             ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
+            // Message::SupplierIssue: the codes a supplier issued, sealed under the keyring and a
+            // KMS data key made for the SKU (granted by the key's policy) before they are stored
+            ("secretsmanager:GetSecretValue", CodeKeySecret),
+            ("kms:GenerateDataKey", CodeKey),
         ],
     ),
     (
@@ -306,6 +316,9 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("secretsmanager:GetSecretValue", StripeApiKeySecret),
             // the supplier's credential on every supplier call (review M3)
             ("secretsmanager:GetSecretValue", SupplierCredentialSecret),
+            // a paid order's supplier code issue whose message was lost: issued and sealed here
+            ("secretsmanager:GetSecretValue", CodeKeySecret),
+            ("kms:GenerateDataKey", CodeKey),
         ],
     ),
     // the push channel (docs/push.md): connections and sent-marks (adapters::dynamo::connections),

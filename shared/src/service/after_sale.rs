@@ -393,6 +393,10 @@ async fn stock_allows(
     if !matches!(change, Change::Ship { .. }) && !refund {
         return Ok(None);
     }
+    // codes issued by a supplier are kept on the order (docs/suppliers.md)
+    if let Some(allow) = refund.then(|| crate::service::supplier::codes::refund_rule(o, buyer_refund)).flatten() {
+        return Ok(allow);
+    }
     let rid = ReservationId::for_order(&o.id);
     let Some(r) = app.stock.get_reservation(&rid).await? else {
         return Err(StockRefusal::NotConfirmed.into());

@@ -55,6 +55,10 @@ pub enum CodeError {
     /// Paid, but its stock is not confirmed yet (the event flow takes well under a second).
     #[error("the order's payment is being applied; its codes are shown in a moment")]
     NotReady,
+    /// Paid, and its supplier has not issued its codes yet (docs/suppliers.md, "Codes issued by
+    /// the supplier"): retried automatically, then by an operator.
+    #[error("the supplier has not issued this order's codes yet; they are shown once it has")]
+    IssuePending,
     #[error("contention; retry")]
     Contention,
     /// A stored code failed its integrity check at reveal (security review L6): it does not
@@ -345,6 +349,9 @@ pub async fn reveal_codes(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<
     }
     if o.status == crate::domain::order::OrderStatus::RefundRequested {
         return Err(CodeError::RefundPending);
+    }
+    if let Some(codes) = super::supplier::codes::reveal(app, &o).await? {
+        return Ok(codes);
     }
     let Some(r) = app.stock.get_reservation(&ReservationId::for_order(id)).await? else {
         return Ok(Vec::new());

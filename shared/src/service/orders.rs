@@ -193,7 +193,7 @@ pub async fn create_with(
     // A SUPPLIER order: a replay answers the order it made (its quote may have moved since);
     // otherwise every line is quoted first, and a line above its quote writes nothing.
     let supplier_lines = super::supplier::lines_of(&lines, &metas)?;
-    let bookings = super::supplier::bookings_for(&supplier_lines);
+    let bookings = super::supplier::bookings_for(&supplier_lines, &metas);
     if !supplier_lines.is_empty() {
         match app.orders.get(&id).await? {
             Some(OrderRecord::Order(o)) if o.request_hash == hash => return Ok((*o, true)),

@@ -83,6 +83,9 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
                 _ => {}
             }
             tracing::info!(order_id = %o.id, payment_id = n.payment_id, ?result, "payment recorded");
+            if matches!(result, Ok(PaymentResult::Applied)) {
+                super::supplier::codes::after_paid(app, &next).await;
+            }
             return result;
         }
         // lost a race (expiry, cancel, another callback): re-read and decide again
@@ -159,6 +162,8 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order
     match o.apply(OrderAction::Pay, &By::provider(n.provider, "payment_succeeded"), now_ms) {
         Ok(mut paid) => {
             paid.payment_id = Some(n.payment_id.clone());
+            // a SUPPLIER_CODES order's issue starts in the write that pays it (docs/suppliers.md)
+            crate::domain::supplier::codes::start(&mut paid, now_ms / 1000);
             mark_attempt(&mut paid, &n.payment_id, AttemptState::Succeeded);
             push_payment(&mut paid, record(PaymentOutcome::Applied), now_ms);
             (paid, Ok(PaymentResult::Applied))

@@ -23,6 +23,8 @@ pub enum QuoteError {
     Campaign(Sku),
     #[error("insufficient stock of {0}")]
     Short(Sku),
+    #[error("a line of {0} (codes issued by its supplier) asks for at most {max} codes", max = supplier::codes::MAX_CODES_PER_LINE)]
+    TooManyCodes(Sku),
     #[error("the supplier of {0} did not answer; retry")]
     Unavailable(Sku, #[source] anyhow::Error),
 }
@@ -40,6 +42,12 @@ pub fn lines_of<'a>(
         }) {
             if l.campaign.is_some() {
                 return Err(QuoteError::Campaign(l.sku.clone()));
+            }
+            let codes = metas
+                .get(&l.sku)
+                .is_some_and(|m| crate::domain::kind::Kind::of(&m.model).rules().codes_from_supplier());
+            if codes && l.quantity.get() > supplier::codes::MAX_CODES_PER_LINE {
+                return Err(QuoteError::TooManyCodes(l.sku.clone()));
             }
             out.push((l, c));
         }
@@ -84,7 +92,14 @@ pub async fn check_quotes(app: &App, lines: &[(&LineRequest, &SupplierConfig)]) 
 }
 
 /// The bookings a new SUPPLIER order starts with: one PENDING per line, no id yet.
-pub fn bookings_for(lines: &[(&LineRequest, &SupplierConfig)]) -> Vec<SupplierBooking> {
+/// A `SUPPLIER_CODES` line's booking is marked: its codes are asked for at payment.
+pub fn bookings_for(
+    lines: &[(&LineRequest, &SupplierConfig)],
+    metas: &HashMap<Sku, crate::ports::SkuMeta>,
+) -> Vec<SupplierBooking> {
+    let issues = |sku: &Sku| {
+        metas.get(sku).is_some_and(|m| crate::domain::kind::Kind::of(&m.model).rules().codes_from_supplier())
+    };
     lines
         .iter()
         .map(|(l, c)| SupplierBooking {
@@ -94,6 +109,8 @@ pub fn bookings_for(lines: &[(&LineRequest, &SupplierConfig)]) -> Vec<SupplierBo
             status: BookingStatus::Pending,
             config: (*c).clone(),
             cancel_started_ms: None,
+            issues_codes: issues(&l.sku),
+            codes: None,
         })
         .collect()
 }
@@ -384,6 +401,8 @@ fn with_learnt(o: &Order, before: &[SupplierBooking], learnt: &[SupplierBooking]
     }
     changed.then(|| o.next(now_ms, |n| n.supplier = supplier))
 }
+
+pub mod codes;
 
 #[cfg(test)]
 mod tests;

@@ -31,6 +31,7 @@ mod stock;
 mod store_contract;
 mod stripe;
 mod supplier;
+mod supplier_codes;
 mod waitlist;
 mod waves;
 mod webhook_keys;

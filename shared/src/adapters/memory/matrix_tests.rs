@@ -35,6 +35,7 @@ fn model_of(kind: Kind) -> InventoryModel {
         Kind::Unlimited => m(Management::Unlimited, Unit::Single, Deduct::AtOrder),
         Kind::CodePool => m(Management::CodePool, Unit::Single, Deduct::AtOrder),
         Kind::Supplier => m(Management::Supplier, Unit::Single, Deduct::AtOrder),
+        Kind::SupplierCodes => m(Management::Supplier, Unit::Code, Deduct::AtOrder),
     }
 }
 
@@ -61,7 +62,7 @@ async fn make(app: &App, name: &str, kind: Kind) {
         per_user_limit: Some(5),
         model: model_of(kind),
         bundle,
-        supplier: (kind == Kind::Supplier).then(SupplierConfig::simulated),
+        supplier: kind.rules().books_supplier.then(SupplierConfig::simulated),
     };
     admin::put_sku(app, &s, &spec, Some("ops")).await.unwrap();
     match kind {
@@ -75,7 +76,6 @@ async fn make(app: &App, name: &str, kind: Kind) {
             let codes: Vec<String> = (0..10).map(|i| format!("{name}-CODE-{i:04}")).collect();
             crate::service::codes::upload(app, &s, "b1", &codes, Some("ops")).await.unwrap();
         }
-        Kind::Bundle | Kind::Unlimited | Kind::Supplier => {}
     }
 }
 

@@ -26,7 +26,7 @@ use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
     QueueRequest, WaveRequest, WaveView,
 };
-use super::codes::{CodeRedemption, RedeemCodeRequest};
+use super::codes::{CodeRedemption, CodesReissued, RedeemCodeRequest, ReissueCodesRequest};
 use super::ledger::{
     LedgerDifference, LedgerJournal, LedgerLocks, LedgerMoney, LedgerReport, LedgerShard, LedgerSku, LedgerStock,
     LedgerTotals,
@@ -134,7 +134,7 @@ impl Modify for Security {
           campaigns::adjust_campaign, campaigns::pause_campaign, campaigns::resume_campaign, campaigns::get_campaign, orders::create_order, orders::list_orders, orders::get_order, orders::order_codes, orders::cancel_order, orders::start_payment, payments::payment_callback,
           payments::stripe_webhook,
           orders::refund_order, orders::confirm_receipt, orders::return_order, orders::admin_get_order, orders::admin_order_log, orders::admin_ship_order, orders::admin_return_received,
-          orders::admin_cancel_order, orders::admin_refund_decision, orders::admin_redeem_code, orders::list_refund_reviews, orders::get_settlement, orders::run_settlement, orders::get_ledger,
+          orders::admin_cancel_order, orders::admin_refund_decision, orders::admin_redeem_code, orders::admin_reissue_codes, orders::list_refund_reviews, orders::get_settlement, orders::run_settlement, orders::get_ledger,
           payments::refund_webhook,
           reservations::create_reservation, reservations::confirm_reservation, reservations::release_reservation,
           sale::get_sales_switch, sale::put_sales_switch, sale::admin_get_sku, sale::list_campaigns, sale::campaign_stats,
@@ -161,7 +161,7 @@ impl Modify for Security {
                        JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
                        InventoryModel, Management, Unit, Deduct, BundleChild,
                        CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes, RedeemCodeRequest,
-                       CodeRedemption,
+                       CodeRedemption, ReissueCodesRequest, CodesReissued,
                        SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus,
                        SalesMode, SalesSwitchRequest, SalesSwitchView, AdminSkuView, ShardView, CampaignList,
                        CampaignSummary, CampaignStats, StatsItem, PerSecond, LatencyView, Machinery, QueueView,

@@ -265,6 +265,30 @@ pub(super) fn admin_refund_decision() {}
     ))]
 pub(super) fn admin_redeem_code() {}
 
+#[utoipa::path(post, path = "/admin/orders/{order_id}/codes/reissue", tag = "orders", operation_id = "adminReissueCodes",
+    description = "Asks the supplier once more for a paid SUPPLIER_CODES order's codes, after its automatic \
+                   retries (1, 2 and 4 s) were spent. Idempotent at the supplier (one set per booking); nothing \
+                   is written unless it issues them (docs/suppliers.md, \"Codes issued by the supplier\").",
+    params(("order_id" = String, Path)),
+    request_body = ReissueCodesRequest,
+    security(("jwt" = ["stock:codes"]), ("jwt" = ["stock:admin"])),
+    responses(
+        (status = 200, description = "Issued now and recorded on the order", body = CodesReissued),
+        NotJson,
+        NoValidToken,
+        (status = 403, description = "Token has neither stock:codes nor stock:admin", body = GatewayError),
+        (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order has no supplier codes, is not PAID, or its \
+                                      codes are already issued", body = ProblemBody,
+         content_type = "application/problem+json"),
+        TooLarge,
+        (status = 422, description = "validation_failed: reason missing, empty or too long", body = ProblemBody,
+         content_type = "application/problem+json"),
+        (status = 503, description = "temporarily_unavailable: the supplier did not issue them (retry later)",
+         body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+pub(super) fn admin_reissue_codes() {}
+
 #[utoipa::path(get, path = "/admin/orders/{order_id}", tag = "orders", operation_id = "adminGetOrder",
     params(("order_id" = String, Path)),
     security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),

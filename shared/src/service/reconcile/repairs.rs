@@ -95,6 +95,13 @@ pub(super) async fn overdue_orders(app: &App, ids: &[OrderId], rep: &mut Reconci
 
 pub(super) async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bool> {
     if let Some(OrderRecord::Order(o)) = app.orders.get(id).await? {
+        if crate::domain::supplier::codes::sweep_due(&o).is_some_and(|d| d <= clock::now_s()) {
+            // its issue message was lost: the sweep starts the attempts again (docs/suppliers.md)
+            let outcome = crate::service::supplier::codes::issue(app, id, 1).await?;
+            app.count(names::REPAIRS, 1);
+            tracing::warn!(order_id = %id, ?outcome, "reconcile ran a paid order's pending supplier code issue");
+            return Ok(false);
+        }
         if o.status == OrderStatus::AwaitingSupplier && o.deadline_passed(clock::now_ms()) {
             // its poll was lost: one poll past the deadline decides (docs/suppliers.md, "Reconcile")
             let outcome = crate::service::supplier::poll(app, id, 0, o.created_at_ms / 1000).await?;

@@ -96,7 +96,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             draws: Vec::new(),
             at_payment: kind.rules().takes_at_payment(),
             at_shipment: kind.rules().takes_at_shipment(),
-            codes: kind.rules().reveals_codes.then(Vec::new),
+            codes: kind.rules().codes_from_pool().then(Vec::new),
         };
         if line.holds_codes() && q > crate::domain::codes::MAX_CODES_PER_LINE {
             return refuse(app, req, FreezeError::TooManyCodes(sku.clone())).await;

@@ -186,3 +186,4 @@ mod order_service;
 mod stock_port;
 mod stock_service;
 mod waitlist;
+mod supplier_codes;
