@@ -79,6 +79,16 @@ pub mod names {
     pub const SUPPLIER_CANCELS: &str = "SupplierCancels";
     /// One poll of a SUPPLIER order's bookings.
     pub const SUPPLIER_POLLS: &str = "SupplierPolls";
+    /// A SUPPLIER_CODES order's codes issued by its supplier and recorded (docs/suppliers.md,
+    /// "Codes issued by the supplier").
+    pub const SUPPLIER_CODES_ISSUED: &str = "SupplierCodesIssued";
+    /// … of which issued by a retry (the first attempt failed).
+    pub const SUPPLIER_CODES_RETRIED: &str = "SupplierCodesRetried";
+    /// A paid order whose codes are still pending after every automatic retry: alarmed
+    /// (`SupplierCodesPendingAlarm`); an operator reissues them.
+    pub const SUPPLIER_CODES_PENDING: &str = "SupplierCodesPending";
+    /// An operator's reissue delivered an order's codes.
+    pub const SUPPLIER_CODES_REISSUED: &str = "SupplierCodesReissued";
     /// Milliseconds from a SUPPLIER order's booking request (its write) to its supplier's
     /// confirmation, one value per confirmed order: its p99 is alarmed (docs/suppliers.md, "KPIs").
     pub const SUPPLIER_CONFIRM_MS: &str = "SupplierConfirmMs";
@@ -90,16 +100,6 @@ pub mod names {
     pub const PAYMENTS_RECOVERED: &str = "PaymentsRecovered";
     /// A buyer's refund put to an admin's review.
     pub const REFUNDS_HELD_FOR_REVIEW: &str = "RefundsHeldForReview";
-    /// A SUPPLIER_CODES order's codes issued by its supplier and recorded (docs/suppliers.md,
-    /// "Codes issued by the supplier").
-    pub const SUPPLIER_CODES_ISSUED: &str = "SupplierCodesIssued";
-    /// … of which issued by a retry (the first attempt failed).
-    pub const SUPPLIER_CODES_RETRIED: &str = "SupplierCodesRetried";
-    /// A paid order whose codes are still pending after every automatic retry: alarmed
-    /// (`SupplierCodesPendingAlarm`); an operator reissues them.
-    pub const SUPPLIER_CODES_PENDING: &str = "SupplierCodesPending";
-    /// An operator's reissue delivered an order's codes.
-    pub const SUPPLIER_CODES_REISSUED: &str = "SupplierCodesReissued";
     /// Settlement mismatches found (any kind; docs/payments.md, "Settlement").
     pub const SETTLEMENT_MISMATCHES: &str = "SettlementMismatches";
     /// Differences the daily ledger report found (docs/operations.md, "Daily ledger report").

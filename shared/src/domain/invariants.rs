@@ -10,10 +10,10 @@ use std::collections::HashMap;
 mod links;
 mod order_record;
 mod redeemed;
+mod supplier_codes;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShardCounts {
-mod supplier_codes;
     pub available: i64,
     pub locked: i64,
     pub sold: i64,
@@ -131,16 +131,16 @@ pub enum Violation {
         sku: Sku,
         status: String,
     },
-    /// A paid SUPPLIER order whose stock went back on sale (refunded before service, or returned
-    /// with restock: its lock restocks) still holds a booking at its supplier (CONFIRMED or
-    /// PENDING, never cancelled).
-    RefundedSupplierBookingHeld {
     /// docs/suppliers.md, "Codes issued by the supplier": codes issued for an order never paid,
     /// a wrong count, a paid order with no issue started, or one code in two orders.
     SupplierCodes {
         order: String,
         detail: String,
     },
+    /// A paid SUPPLIER order whose stock went back on sale (refunded before service, or returned
+    /// with restock: its lock restocks) still holds a booking at its supplier (CONFIRMED or
+    /// PENDING, never cancelled).
+    RefundedSupplierBookingHeld {
         order: String,
         /// The order's status (REFUNDING, REFUNDED, RETURNED).
         order_status: String,
@@ -464,6 +464,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     out.extend(links::check_stranded_locks(s));
     out.extend(links::check_orders_against_locks(s));
     out.extend(links::check_user_limits(s));
+    out.extend(supplier_codes::check(&s.orders));
     out
 }
 
@@ -481,7 +482,6 @@ fn check_bookings(o: &Order, out: &mut Vec<Violation>) {
             Violation::SupplierBookingHeld { order, sku, status }
         } else {
             Violation::RefundedSupplierBookingHeld { order, order_status: o.status.as_str().to_owned(), sku, status }
-    out.extend(supplier_codes::check(&s.orders));
         });
     }
 }

@@ -34,6 +34,9 @@ pub enum Kind {
     CodePool,
     /// An outside supplier holds the stock: quoted, then booked (docs/suppliers.md).
     Supplier,
+    /// Booked like `Supplier`; its codes are issued by the supplier when the order is paid and
+    /// shown to the paid buyer (docs/suppliers.md, "Codes issued by the supplier").
+    SupplierCodes,
 }
 
 /// How a stop-sale (`PUT /admin/skus/{sku}/pause`) reaches a kind's checkouts.
@@ -41,9 +44,6 @@ pub enum Kind {
 pub enum PauseBy {
     /// Each product shard carries the flag and the freeze's write condition judges it: no
     /// checkout can slip past, whatever any cache says.
-    /// Booked like `Supplier`; its codes are issued by the supplier when the order is paid and
-    /// shown to the paid buyer (docs/suppliers.md, "Codes issued by the supplier").
-    SupplierCodes,
     Shards,
     /// The freeze writes no shard of the SKU: its metadata decides, through the warm cache
     /// (at most `HOLDFAST_SKU_CACHE_MS` stale).
@@ -97,13 +97,6 @@ impl Rules {
         self.deduct == Deduct::AtPayment
     }
 
-    /// The units stay held after payment and are taken when the order ships.
-    pub fn takes_at_shipment(&self) -> bool {
-        self.deduct == Deduct::AtShipment
-    }
-}
-
-const fn rules(
     /// The order's codes come from the SKU's own pool (claimed at order, on its shards).
     pub fn codes_from_pool(&self) -> bool {
         self.reveals_codes && !self.books_supplier
@@ -114,6 +107,13 @@ const fn rules(
         self.reveals_codes && self.books_supplier
     }
 
+    /// The units stay held after payment and are taken when the order ships.
+    pub fn takes_at_shipment(&self) -> bool {
+        self.deduct == Deduct::AtShipment
+    }
+}
+
+const fn rules(
     external: bool,
     campaign: bool,
     pause: PauseBy,
@@ -153,6 +153,8 @@ const CODE_POOL: Rules =
     Rules { reveals_codes: true, ..rules(false, true, Shards, UntilRevealed, false, false, AtOrder) };
 const SUPPLIER: Rules =
     Rules { books_supplier: true, ..rules(false, false, CachedMetadata, BeforeShipping, true, true, AtOrder) };
+// booked as SUPPLIER; its codes, issued at payment, are refunded only until shown, like a pool's
+const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRevealed, ..SUPPLIER };
 
 impl Kind {
     pub const ALL: [Kind; 9] = [
@@ -160,12 +162,11 @@ impl Kind {
         Kind::Calendar,
         Kind::Bundle,
         Kind::PayTime,
-// booked as SUPPLIER; its codes, issued at payment, are refunded only until shown, like a pool's
-const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRevealed, ..SUPPLIER };
         Kind::AtShipment,
         Kind::Unlimited,
         Kind::CodePool,
         Kind::Supplier,
+        Kind::SupplierCodes,
     ];
 
     /// The kind of a SKU's model. Deduction at payment makes any counted unit a pay-time kind;
@@ -174,6 +175,7 @@ const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRe
         match (model.management, model.unit, model.deduct) {
             (Management::Unlimited, ..) => Kind::Unlimited,
             (Management::CodePool, ..) => Kind::CodePool,
+            (Management::Supplier | Management::Quantity, Unit::Code, _) => Kind::SupplierCodes,
             (Management::Supplier, ..) => Kind::Supplier,
             (Management::Quantity, _, Deduct::AtPayment) => Kind::PayTime,
             (Management::Quantity, _, Deduct::AtShipment) => Kind::AtShipment,
@@ -182,7 +184,6 @@ const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRe
             (Management::Quantity, Unit::Bundle, Deduct::AtOrder) => Kind::Bundle,
         }
     }
-        Kind::SupplierCodes,
 
     /// The kind of a reserved line, as far as its lock's moves care: a code line, a pay-time
     /// line, an at-shipment line, or a line of counted units taken at order (calendar, bundle
@@ -193,7 +194,6 @@ const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRe
         } else if l.at_payment {
             Kind::PayTime
         } else if l.at_shipment {
-            (Management::Supplier | Management::Quantity, Unit::Code, _) => Kind::SupplierCodes,
             Kind::AtShipment
         } else {
             Kind::Quantity
@@ -210,6 +210,7 @@ const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRe
             Kind::Unlimited => "UNLIMITED",
             Kind::CodePool => "CODE_POOL",
             Kind::Supplier => "SUPPLIER",
+            Kind::SupplierCodes => "SUPPLIER_CODES",
         }
     }
 
@@ -223,6 +224,7 @@ const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRe
             Kind::Unlimited => &UNLIMITED,
             Kind::CodePool => &CODE_POOL,
             Kind::Supplier => &SUPPLIER,
+            Kind::SupplierCodes => &SUPPLIER_CODES,
         }
     }
 }
@@ -231,7 +233,6 @@ const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRe
 /// moves as one record, so its other lines are held and taken with it (docs/inventory-models.md,
 /// "Deduction at shipment"): the payment's confirm leaves it FROZEN, the shipment sells it, a
 /// refund before shipping releases it.
-            Kind::SupplierCodes => "SUPPLIER_CODES",
 pub fn held_until_shipment(r: &super::reservation::Reservation) -> bool {
     r.lines.iter().any(|l| Kind::of_line(l).rules().takes_at_shipment())
 }
@@ -247,7 +248,6 @@ impl std::fmt::Display for Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stocking {
     /// Counted units on the SKU's own shards (adjusted, paused, re-sharded there).
-            Kind::SupplierCodes => &SUPPLIER_CODES,
     OwnShards,
     /// Codes on the SKU's own shards: stocked by uploading codes; the shard count is fixed at
     /// creation (the codes live on the shards).

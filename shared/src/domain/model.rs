@@ -39,10 +39,10 @@ pub enum Unit {
     Single,
     Calendar,
     Bundle,
-}
     /// Codes a supplier issues when the order is paid: a SUPPLIER SKU only (docs/suppliers.md,
     /// "Codes issued by the supplier").
     Code,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -173,6 +173,9 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
     if model.management == Management::CodePool && (model.unit != Unit::Single || model.deduct != Deduct::AtOrder) {
         return Err(ModelError::CodePoolShape);
     }
+    if model.unit == Unit::Code && model.management != Management::Supplier {
+        return Err(ModelError::CodeUnitShape);
+    }
     if model.management == Management::Supplier {
         if !matches!(model.unit, Unit::Single | Unit::Code) {
             return Err(ModelError::SupplierUnit);
@@ -203,9 +206,6 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
         }
     }
     Ok(())
-    if model.unit == Unit::Code && model.management != Management::Supplier {
-        return Err(ModelError::CodeUnitShape);
-    }
 }
 
 /// Children must exist and be plain (SINGLE, taken at order): no nesting, so no cycle can form,

@@ -280,7 +280,7 @@ mod tests {
     }
 
     fn supplier_model(unit: Unit, deduct: Deduct) -> InventoryModel {
-        InventoryModel { management: Management::Supplier, unit, deduct }
+        InventoryModel { management: Management::Supplier, unit, deduct, ..Default::default() }
     }
 
     #[test]

@@ -76,6 +76,7 @@ async fn make(app: &App, name: &str, kind: Kind) {
             let codes: Vec<String> = (0..10).map(|i| format!("{name}-CODE-{i:04}")).collect();
             crate::service::codes::upload(app, &s, "b1", &codes, Some("ops")).await.unwrap();
         }
+        Kind::Bundle | Kind::Unlimited | Kind::Supplier | Kind::SupplierCodes => {}
     }
 }
 

@@ -100,9 +100,9 @@ fn a_failed_order_holds_nothing_and_a_closed_orders_confirmed_booking_was_cancel
         status,
         config: SupplierConfig::simulated(),
         cancel_started_ms: None,
-    };
         issues_codes: false,
         codes: None,
+    };
     let order = |status, b: BookingStatus| Order {
         id: OrderId::parse("o1").unwrap(),
         user: UserId::parse("u").unwrap(),

@@ -185,5 +185,5 @@ mod order_port;
 mod order_service;
 mod stock_port;
 mod stock_service;
-mod waitlist;
 mod supplier_codes;
+mod waitlist;
