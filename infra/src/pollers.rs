@@ -119,12 +119,13 @@ impl SqsSource {
                 drop(usage::call("sqs:SendMessage(rule target)"));
             }
         }
-        usage::invocation(&self.function);
+        let billed = usage::invocation(&self.function);
         let ids: Vec<String> = records.iter().filter_map(|r| r.message_id.clone()).collect();
         let app = self.app.clone();
         let function = self.function.clone();
         let out =
             tokio::spawn(async move { holdfast::handlers::sqs(&function, &app, SqsEvent { records }).await }).await;
+        drop(billed);
         let succeeded: Vec<String> = match out {
             Ok(Some(Ok(resp))) if self.report_failures => {
                 let failed: Vec<&str> = resp.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
@@ -370,8 +371,9 @@ impl StreamSource {
             let app = self.app.clone();
             let function = self.function.clone();
             let ev = StreamEvent { records: batch.iter().map(|(_, r)| r.clone()).collect() };
-            holdfast::adapters::usage::invocation(&function);
+            let billed = holdfast::adapters::usage::invocation(&function);
             let out = tokio::spawn(async move { holdfast::handlers::stream(&function, &app, ev).await }).await;
+            drop(billed);
             let retry_from = match out {
                 Ok(Some(Ok(resp))) => match resp.batch_item_failures.first() {
                     None => continue,
@@ -445,8 +447,10 @@ pub async fn schedule(function: String, app: Arc<App>, every: Duration, mut shut
         let ev = serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});
         let f = function.clone();
         let a = app.clone();
-        holdfast::adapters::usage::invocation(&f);
-        match tokio::spawn(async move { holdfast::handlers::schedule(&f, &a, ev).await }).await {
+        let billed = holdfast::adapters::usage::invocation(&f);
+        let out = tokio::spawn(async move { holdfast::handlers::schedule(&f, &a, ev).await }).await;
+        drop(billed);
+        match out {
             Ok(Some(Ok(report))) => tracing::info!(function, %report, "scheduled run done"),
             Ok(Some(Err(e))) => tracing::warn!(function, error = format!("{e:#}"), "scheduled run failed"),
             _ => tracing::error!(function, "scheduled run panicked"),

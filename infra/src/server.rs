@@ -131,6 +131,8 @@ impl Server {
         let Some((route, params)) = self.routes.iter().find_map(|r| r.matches(&method, &path).map(|p| (r, p))) else {
             return gateway_error(404, "Not Found");
         };
+        // what the HTTP API bills: every request to a route, throttled or refused ones included
+        drop(holdfast::adapters::usage::call("apigateway:HttpRequest"));
         // held until the response is made: the function's concurrency in use
         let _pass = match self.door.admit(&route.route_key, &route.function) {
             Ok(pass) => pass,
@@ -199,9 +201,10 @@ impl Server {
             return gateway_error(500, "Internal Server Error");
         };
         let function = route.function.clone();
-        holdfast::adapters::usage::invocation(&function);
+        let billed = holdfast::adapters::usage::invocation(&function);
         // Run the handler in its own task: a panic becomes a 500, as a crashed Lambda would.
         let out = tokio::spawn(async move { holdfast::handlers::http(&function, &app, event).await }).await;
+        drop(billed);
         let Ok(Some(resp)) = out else {
             return gateway_error(500, "Internal Server Error");
         };

@@ -131,10 +131,12 @@ impl WebSocketServer {
             },
             ..Default::default()
         };
-        holdfast::adapters::usage::invocation(function);
+        let billed = holdfast::adapters::usage::invocation(function);
         let function = function.to_owned();
         let run = async move { holdfast::handlers::websocket(&function, &app, req).await };
-        match tokio::spawn(run).await {
+        let out = tokio::spawn(run).await;
+        drop(billed);
+        match out {
             Ok(Some(r)) => Some(r),
             _ => Some(ApiGatewayProxyResponse { status_code: 500, ..Default::default() }),
         }

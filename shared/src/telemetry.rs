@@ -176,14 +176,58 @@ fn counters() -> &'static Mutex<BTreeMap<String, u64>> {
     C.get_or_init(|| Mutex::new(BTreeMap::new()))
 }
 
+/// EMF lines written, by metric name and then by the value of its own dimension (the function,
+/// or `campaign:<id>`): what CloudWatch bills (metric series per month, log bytes ingested).
+type Emitted = BTreeMap<String, BTreeMap<String, u64>>;
+
+fn emitted() -> &'static Mutex<Emitted> {
+    static E: OnceLock<Mutex<Emitted>> = OnceLock::new();
+    E.get_or_init(|| Mutex::new(BTreeMap::new()))
+}
+
+/// Tallies one EMF line (no allocation once the metric has been seen).
+fn note(name: &str, dimension: &str) {
+    let Ok(mut e) = emitted().lock() else { return };
+    match e.get_mut(name).map(|by| (by.get_mut(dimension).map(|n| *n += 1).is_some(), by)) {
+        Some((true, _)) => {}
+        Some((false, by)) => {
+            by.insert(dimension.to_owned(), 1);
+        }
+        None => {
+            e.insert(name.to_owned(), BTreeMap::from([(dimension.to_owned(), 1)]));
+        }
+    }
+}
+
+/// A copy of the EMF lines written so far: (metric name, its dimension's value) → lines.
+pub fn emitted_lines() -> BTreeMap<(String, String), u64> {
+    let e = emitted().lock().map(|e| e.clone()).unwrap_or_default();
+    e.into_iter().flat_map(|(name, by)| by.into_iter().map(move |(d, n)| ((name.clone(), d), n))).collect()
+}
+
+/// The size in bytes of one EMF line of metric `name` with its dimension's value `dimension`
+/// (as [`emitted_lines`] names it): what the log ingestion of one line costs.
+pub fn emf_line_bytes(name: &str, dimension: &str) -> usize {
+    match dimension.strip_prefix("campaign:") {
+        Some(c) => campaign_line("create-order", c, name, 1.0, "Count").to_string().len(),
+        None => count_line(dimension, name, 1).to_string().len(),
+    }
+}
+
 /// Emits `n` of metric `name` for `function` as an EMF line and adds it to the process counters.
 pub fn count(function: &str, name: &str, n: u64) {
     if n == 0 {
         return;
     }
     if let Ok(mut c) = counters().lock() {
-        *c.entry(name.to_owned()).or_default() += n;
+        match c.get_mut(name) {
+            Some(v) => *v += n,
+            None => {
+                c.insert(name.to_owned(), n);
+            }
+        }
     }
+    note(name, function);
     if std::env::var_os("HOLDFAST_QUIET_METRICS").is_none() {
         println!("{}", count_line(function, name, n));
     }
@@ -192,6 +236,7 @@ pub fn count(function: &str, name: &str, n: u64) {
 /// Emits one value of metric `name` (a duration, a size) for `function` as an EMF line, with the
 /// dimension sets of [`count`]: alarms read its percentiles (`ExtendedStatistic`).
 pub fn measure(function: &str, name: &str, value: f64, unit: &str) {
+    note(name, function);
     if std::env::var_os("HOLDFAST_QUIET_METRICS").is_none() {
         println!("{}", measure_line(function, name, value, unit));
     }
@@ -234,6 +279,7 @@ fn count_line(function: &str, name: &str, n: u64) -> serde_json::Value {
 /// few and admin-made) and for the rollup over all campaigns, as an EMF line
 /// (docs/operations.md, "Live signals").
 pub fn campaign_metric(function: &str, campaign: &str, name: &str, value: f64, unit: &str) {
+    note(name, &format!("campaign:{campaign}"));
     if std::env::var_os("HOLDFAST_QUIET_METRICS").is_some() {
         return;
     }
@@ -331,6 +377,21 @@ mod tests {
         assert_eq!(cw["Metrics"], json!([{"Name": "CheckoutLatencyP99", "Unit": "Milliseconds"}]));
         assert_eq!((&line["Campaign"], &line["CheckoutLatencyP99"]), (&json!("sale-1"), &json!(812.0)));
         assert_eq!(dimensions_of(names::CHECKOUT_LATENCY_P99), CAMPAIGN_DIMENSIONS);
+    }
+
+    #[test]
+    fn every_emf_line_is_tallied_by_metric_and_function_or_campaign() {
+        let key = |n: &str, d: &str| (n.to_owned(), d.to_owned());
+        let lines = |k: &(String, String)| emitted_lines().get(k).copied().unwrap_or(0);
+        let (a, b) = (key("TallyTest", "fn-a"), key("TallyTest", "campaign:c1"));
+        let (a0, b0) = (lines(&a), lines(&b));
+        count("fn-a", "TallyTest", 5);
+        count("fn-a", "TallyTest", 0);
+        measure("fn-a", "TallyTest", 1.0, "Count");
+        campaign_metric("fn-a", "c1", "TallyTest", 1.0, "Count");
+        assert_eq!((lines(&a) - a0, lines(&b) - b0), (2, 1));
+        assert_eq!(emf_line_bytes("TallyTest", "fn-a"), count_line("fn-a", "TallyTest", 1).to_string().len());
+        assert!(emf_line_bytes("TallyTest", "campaign:c1") > 100);
     }
 
     #[test]

@@ -16,6 +16,17 @@ pub struct Usage {
     /// Write units by what was written (`operation item-kinds`, e.g.
     /// `TransactWriteItems RES+SKU+PEND`): where a lifecycle's write units go.
     pub writes: BTreeMap<String, Writes>,
+    /// Handler wall time per function, as the local runner (playing Lambda) measured it.
+    pub lambda: BTreeMap<String, Billed>,
+}
+
+/// Invocations of one function and their durations: `ms` as measured, `billed_ms` each rounded
+/// up to the whole millisecond, as Lambda bills.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct Billed {
+    pub invocations: u64,
+    pub ms: f64,
+    pub billed_ms: f64,
 }
 
 /// Requests and write units of one kind of write.
@@ -104,9 +115,42 @@ pub fn call(op: &str) -> Span {
     Span(idx)
 }
 
-/// A Lambda invocation (counted by the local runner, which plays Lambda).
-pub fn invocation(function: &str) {
+/// [`call`], traced as `op` and `what` (e.g. the kind of item read), so a round trip names
+/// what it was for; counted as `op`.
+pub fn call_of(op: &str, what: &str) -> Span {
+    let span = call(op);
+    if let (Some(i), Ok(mut t)) = (span.0, trace().lock()) {
+        if let Some(c) = t.as_mut().and_then(|v| v.get_mut(i)) {
+            c.2 = format!("{op} {what}");
+        }
+    }
+    span
+}
+
+/// A Lambda invocation (counted by the local runner, which plays Lambda): hold the returned
+/// timer until the handler has answered; its drop records the handler's wall time.
+#[must_use = "the invocation's duration is recorded when this is dropped"]
+pub fn invocation(function: &str) -> Invocation {
     drop(call(&format!("lambda:Invoke:{function}")));
+    Invocation { function: function.to_owned(), start: std::time::Instant::now() }
+}
+
+/// The running invocation of [`invocation`].
+pub struct Invocation {
+    function: String,
+    start: std::time::Instant,
+}
+
+impl Drop for Invocation {
+    fn drop(&mut self) {
+        let ms = self.start.elapsed().as_secs_f64() * 1000.0;
+        if let Ok(mut t) = tally().lock() {
+            let b = t.lambda.entry(std::mem::take(&mut self.function)).or_default();
+            b.invocations += 1;
+            b.ms += ms;
+            b.billed_ms += ms.ceil().max(1.0);
+        }
+    }
 }
 
 pub fn capacity(read: f64, write: f64) {
@@ -150,6 +194,18 @@ pub fn reset() {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn an_invocation_is_billed_its_wall_time_rounded_up_to_the_ms() {
+        let before = snapshot().lambda.get("billing-test").copied().unwrap_or_default();
+        let running = invocation("billing-test");
+        std::thread::sleep(Duration::from_millis(3));
+        drop(running);
+        let after = snapshot().lambda.get("billing-test").copied().unwrap_or_default();
+        assert_eq!(after.invocations, before.invocations + 1);
+        assert!(after.ms - before.ms >= 3.0, "{after:?}");
+        assert!(after.billed_ms - before.billed_ms >= (after.ms - before.ms).ceil(), "{after:?}");
+    }
 
     #[test]
     fn overlapping_requests_count_as_one_round_trip_and_chains_as_many() {

@@ -39,6 +39,7 @@ pub(crate) async fn paid_lifecycles_of(
     b.pay(o["order_id"].as_str().unwrap_or_default(), amount).await;
     b.drain(Duration::from_secs(4)).await;
     let before = usage::snapshot();
+    let emf_before = holdfast::telemetry::emitted_lines();
     for chunk in (0..n).collect::<Vec<_>>().chunks(8) {
         join_all(chunk.iter().map(|i| {
             let b = &b;
@@ -54,10 +55,11 @@ pub(crate) async fn paid_lifecycles_of(
     }
     b.drain(Duration::from_secs(5)).await;
     let u = delta(&before, &usage::snapshot());
+    let emf = emf_json(&emf_before, &holdfast::telemetry::emitted_lines(), n as f64);
     let snap = b.stack.snapshot().await?;
     let sold = snap.reservations.iter().filter(|r| r.status.as_str() == "SOLD").count();
     b.stack.shutdown().await;
-    Ok(json!({"lifecycles": n, "paid_and_sold": sold - 1, "usage": usage_json(&u, n as f64)}))
+    Ok(json!({"lifecycles": n, "paid_and_sold": sold - 1, "usage": usage_json(&u, n as f64), "emf": emf}))
 }
 
 /// After the money (docs/after-sale.md): `n` paid orders refunded by their buyers, each through
@@ -154,6 +156,7 @@ pub(crate) async fn refused(endpoint: &str, n: usize, fast_path: bool) -> anyhow
     b.order("first", "k", "GONE", 1).await;
     b.drain(Duration::from_secs(2)).await;
     let before = usage::snapshot();
+    let emf_before = holdfast::telemetry::emitted_lines();
     let mut refusals = 0;
     for i in 0..n {
         let (st, body) = b.order(&format!("late-{i}"), "k", "GONE", 1).await;
@@ -161,8 +164,53 @@ pub(crate) async fn refused(endpoint: &str, n: usize, fast_path: bool) -> anyhow
     }
     b.drain(Duration::from_secs(2)).await;
     let u = delta(&before, &usage::snapshot());
+    let emf = emf_json(&emf_before, &holdfast::telemetry::emitted_lines(), n as f64);
     b.stack.shutdown().await;
-    Ok(json!({"requests": n, "refused": refusals, "fast_path": fast_path, "usage": usage_json(&u, n as f64)}))
+    Ok(
+        json!({"requests": n, "refused": refusals, "fast_path": fast_path, "usage": usage_json(&u, n as f64), "emf": emf}),
+    )
+}
+
+/// Refused checkouts of a drop (a live campaign): `sold_out`, its one-unit quota sold (and
+/// paid) before `n` late buyers each ask for it; else `not admitted`, a queued drop's checkout
+/// without an admission token. Priced all-in per refused request, with the deployed defaults
+/// (the sold-out fast path on).
+pub(crate) async fn refused_drop(endpoint: &str, n: usize, sold_out: bool) -> anyhow::Result<Value> {
+    let b = Bench::start(
+        endpoint,
+        &[("HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS", "1"), ("HOLDFAST_PAYMENT_TTL_SECONDS", "3")],
+    )
+    .await?;
+    b.sku("DROP", 1_000, 1).await;
+    let now = holdfast::clock::now_s();
+    let mut spec = json!({"name": "drop", "starts_at": holdfast::clock::rfc3339((now - 5) * 1000),
+        "ends_at": holdfast::clock::rfc3339((now + 3600) * 1000),
+        "items": [{"sku": "DROP", "quota": if sold_out { 1 } else { 1_000 }, "price": 900, "per_user_limit": 1}]});
+    if !sold_out {
+        spec["queue"] = json!({"rate": 10, "token_ttl_seconds": 120});
+    }
+    let (st, body) = b.call("PUT", "/admin/campaigns/DROP", Some(&b.admin), &[], Some(spec)).await;
+    anyhow::ensure!(st < 300, "campaign not set: {st} {body}");
+    let line = json!([{"sku": "DROP", "quantity": 1, "campaign_id": "DROP"}]);
+    if sold_out {
+        let (_, o) = b.order_items("first", "k", line.clone()).await;
+        b.pay(o["order_id"].as_str().unwrap_or_default(), 900).await;
+    }
+    // one refusal before measuring: the warm Lambda's caches (SKU, campaign, sold-out mark)
+    b.order_items("warm", "k", line.clone()).await;
+    b.drain(Duration::from_secs(2)).await;
+    let before = usage::snapshot();
+    let emf_before = holdfast::telemetry::emitted_lines();
+    let mut answers: BTreeMap<String, usize> = BTreeMap::new();
+    for i in 0..n {
+        let (st, body) = b.order_items(&format!("late-{i}"), "k", line.clone()).await;
+        *answers.entry(format!("{st} {}", body["code"].as_str().unwrap_or("-"))).or_default() += 1;
+    }
+    b.drain(Duration::from_secs(2)).await;
+    let u = delta(&before, &usage::snapshot());
+    let emf = emf_json(&emf_before, &holdfast::telemetry::emitted_lines(), n as f64);
+    b.stack.shutdown().await;
+    Ok(json!({"requests": n, "answers": answers, "usage": usage_json(&u, n as f64), "emf": emf}))
 }
 
 /// Sequential AWS round trips of one create-order, measured from the request trace: requests
@@ -192,7 +240,10 @@ pub(crate) async fn round_trips(endpoint: &str) -> anyhow::Result<Value> {
     b.order("warm", "warm2", "SHORT", 1).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let mut out = serde_json::Map::new();
-    for (label, sku, q) in [("create_order", "RT", 1), ("create_order_shard_short", "SHORT", 3)] {
+    // the first 1.5 s after the warm-up (past the 1 s sales-switch cache), the next at once
+    for (label, sku, q) in
+        [("create_order", "RT", 1), ("create_order_switch_cached", "RT", 1), ("create_order_shard_short", "SHORT", 3)]
+    {
         usage::trace_start();
         let (st, _) = b.order("rt", label, sku, q).await;
         let rounds: Vec<Vec<String>> = usage::trace_rounds()
@@ -201,6 +252,7 @@ pub(crate) async fn round_trips(endpoint: &str) -> anyhow::Result<Value> {
                 r.into_iter()
                     .filter(|op| {
                         !op.starts_with("lambda:")
+                            && !op.starts_with("apigateway:")
                             && !op.contains("rule target")
                             && op != "sqs:ReceiveMessage"
                             && op != "sqs:DeleteMessageBatch"

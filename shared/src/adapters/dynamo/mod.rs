@@ -81,7 +81,7 @@ pub(crate) async fn get_consistent(
     table: &str,
     pk: String,
 ) -> anyhow::Result<Option<HashMap<String, AttributeValue>>> {
-    let _span = super::usage::call("dynamodb:GetItem");
+    let _span = super::usage::call_of("dynamodb:GetItem", super::usage::kind_of(&pk));
     let r = client
         .get_item()
         .table_name(table)
