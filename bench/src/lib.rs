@@ -65,6 +65,7 @@ pub fn sku(s: &str) -> Sku {
 pub fn stock(w: &MemoryWorld, name: &str, shards: u16, per_user_limit: Option<u32>) {
     let meta = SkuMeta {
         fences: Vec::new(),
+        warehouses: None,
         controls: Default::default(),
         sku: sku(name),
         name: format!("{name} (benchmark)"),

@@ -45,6 +45,9 @@ pub mod names {
     pub const SHIPMENT_TAKES: &str = "ShipmentDeductions";
     /// A lock held until shipment was released by a refund before shipping.
     pub const SHIPMENT_HOLDS_RELEASED: &str = "ShipmentHoldsReleased";
+    /// A warehoused line (docs/inventory-models.md, "Warehouses") frozen over two or more
+    /// warehouses (allocation `split`, no one warehouse holding it).
+    pub const WAREHOUSE_SPLITS: &str = "WarehouseSplits";
     /// A freeze left a code pool below `HOLDFAST_CODE_POOL_LOW` codes (docs/code-pools.md).
     pub const CODE_POOL_LOW: &str = "CodePoolLow";
     /// A code freeze found a ring head moved by another freeze and planned again.

@@ -9,6 +9,7 @@ use holdfast::domain::campaign::{CampaignItem, CampaignSpec, QueueSettings, Unso
 use holdfast::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management, Unit};
 use holdfast::domain::queue::Draw;
 use holdfast::domain::supplier::SupplierConfig;
+use holdfast::domain::warehouse::{Allocation, Warehouse, Warehouses};
 use holdfast::domain::{CampaignId, Currency, Sku, UserId};
 use holdfast::service::admin::{self, SkuSpec};
 use holdfast::service::{campaigns, codes, queue};
@@ -31,7 +32,7 @@ pub const NOTIFY_SKU: &str = "notify";
 /// the drop's SKU (a queued campaign's item, whose own stock keeps a waitlist beside the queue).
 pub const WAITLIST_SKUS: &[&str] = &[NOTIFY_SKU, NOTIFY_SKU, NOTIFY_SKU, "qty-b", DROP_SKU];
 /// SKUs that have no waitlist (422 not_waitlistable).
-pub const NOT_WAITLISTABLE: &[&str] = &["codes", "cal", "bundle", "unlimited", "paytime", "atship", "supp"];
+pub const NOT_WAITLISTABLE: &[&str] = &["codes", "cal", "bundle", "unlimited", "paytime", "atship", "supp", "wh"];
 /// The waitlists' bounds in the shop: fewer places per SKU than buyers, one waitlist per buyer
 /// at a time (of three waitlisted SKUs), so both refusals are reached. Tokens live the default
 /// 300 s.
@@ -80,7 +81,27 @@ fn defs() -> Vec<Def> {
         d(DROP_SKU, 800, 1, None, q, 4),
         // few units, sold to ordinary checkouts: sold out often, its waitlist told when they come back
         d(NOTIFY_SKU, 400, 1, None, q, 2),
+        // kept per warehouse, lines split over them (docs/inventory-models.md, "Warehouses"):
+        // stocked by [`WAREHOUSES`], so a line of 2 is taken whole from BJ, then split
+        d("wh", 350, 1, None, m(Management::Quantity, Unit::Warehouse, Deduct::AtOrder), 0),
     ]
+}
+
+/// The warehoused SKU's warehouses (declared order) and the units each is stocked with.
+pub const WAREHOUSES: &[(&str, i64)] = &[("SH", 1), ("BJ", 2), ("GZ", 1)];
+
+/// Creates the warehoused SKU `sku` (allocation `split`) and stocks each of [`WAREHOUSES`].
+async fn open_warehoused(app: &App, sku: &Sku, spec: &SkuSpec) -> anyhow::Result<()> {
+    let list =
+        WAREHOUSES.iter().map(|(w, _)| Warehouse::parse(w).map_err(anyhow::Error::msg)).collect::<Result<_, _>>()?;
+    let stores = Warehouses { list, allocation: Allocation::Split };
+    admin::put_sku_with(app, sku, spec, Some(&stores), Some("sim")).await.map_err(|e| anyhow::anyhow!("{sku}: {e}"))?;
+    for ((_, units), w) in WAREHOUSES.iter().zip(&stores.list) {
+        admin::adjust_warehouse(app, sku, w, "init", *units, "stock", Some("sim"))
+            .await
+            .map_err(|e| anyhow::anyhow!("{sku} in {w}: {e}"))?;
+    }
+    Ok(())
 }
 
 pub fn days() -> Vec<Day> {
@@ -111,6 +132,11 @@ pub async fn open(app: &App) -> anyhow::Result<Vec<Item>> {
             bundle,
             supplier,
         };
+        if d.model.unit == Unit::Warehouse {
+            open_warehoused(app, &sku, &spec).await?;
+            items.push(Item { sku, dates: Vec::new(), in_campaign: false });
+            continue;
+        }
         admin::put_sku(app, &sku, &spec, Some("sim")).await.map_err(|e| anyhow::anyhow!("{}: {e}", d.name))?;
         let dates = if d.model.unit == Unit::Calendar { days() } else { Vec::new() };
         if d.model.management == Management::CodePool {

@@ -133,6 +133,8 @@ pub const PATHS: &[(&str, Need)] = &[
     // an AT_SHIPMENT order shipped (its held units taken), and one refunded before shipping
     ("metric ShipmentDeductions", Required),
     ("metric ShipmentHoldsReleased", Required),
+    // a warehoused line frozen over two warehouses (docs/inventory-models.md, "Warehouses")
+    ("metric WarehouseSplits", Required),
     ("metric OrphansReleased", Required),
     ("metric Restocks", Required),
     ("metric Repairs", Required),
@@ -159,6 +161,7 @@ pub const METRICS: &[&str] = &[
     names::PAY_TIME_SHORT,
     names::SHIPMENT_TAKES,
     names::SHIPMENT_HOLDS_RELEASED,
+    names::WAREHOUSE_SPLITS,
     names::ORPHANS_RELEASED,
     names::RESTOCKS,
     names::REPAIRS,

@@ -103,6 +103,7 @@ async fn run(shards: u16, rate: u32, a: &Args) -> anyhow::Result<Row> {
     mem.seed(
         SkuMeta {
             fences: Vec::new(),
+            warehouses: None,
             controls: Default::default(),
             sku: sku(),
             name: "drop".into(),

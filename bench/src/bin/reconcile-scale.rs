@@ -530,6 +530,7 @@ async fn main() -> anyhow::Result<()> {
         let sku = Sku::parse(&format!("S{i:06}"))?;
         let meta = SkuMeta {
             fences: Vec::new(),
+            warehouses: None,
             controls: Default::default(),
             sku,
             name: format!("sku {i}"),

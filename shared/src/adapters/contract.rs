@@ -28,6 +28,7 @@ pub mod model;
 mod seed;
 mod shipment;
 mod waitlists;
+mod warehouses;
 mod waves;
 
 pub use checks::{
@@ -38,6 +39,7 @@ pub use codes::{adjustment_pairs, adjustments, code_lifecycle, code_pools};
 use seed::*;
 pub use shipment::shipment_takes;
 pub use waitlists::waitlists;
+pub use warehouses::warehouse_cells;
 pub use waves::waves;
 
 use futures::future::BoxFuture;
@@ -66,6 +68,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("queues", |s, _, p| Box::pin(queues(s, p))),
     ("waitlists", |s, w, p| Box::pin(waitlists(s, w, p))),
     ("waves", |s, _, p| Box::pin(waves(s, p))),
+    ("warehouse_cells", |s, _, p| Box::pin(warehouse_cells(s, p))),
 ];
 
 /// Runs every check (each under `prefix` + its name) and returns the failed ones with their

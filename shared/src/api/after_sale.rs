@@ -180,6 +180,17 @@ pub struct LockLineView {
     /// `[shard, quantity]` pairs.
     pub pieces: Vec<[u32; 2]>,
     pub campaign_id: Option<String>,
+    /// A `WAREHOUSE` SKU's line: the warehouses it was allocated to, with their units
+    /// (docs/inventory-models.md, "Warehouses"); absent for every other line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocation: Vec<WarehouseUnits>,
+}
+
+/// Units of one order line taken from one warehouse.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct WarehouseUnits {
+    pub warehouse: String,
+    pub quantity: u32,
 }
 
 /// The order's lock record: `FROZEN`, `SOLD`, `RELEASED` or `RESTOCKED`.
@@ -246,6 +257,14 @@ impl AdminOrderView {
                             quantity: l.quantity,
                             pieces: l.pieces.iter().map(|p| [u32::from(p.shard), p.quantity]).collect(),
                             campaign_id: l.campaign.as_ref().map(|c| c.campaign_id.to_string()),
+                            allocation: l
+                                .draws
+                                .iter()
+                                .filter_map(|d| {
+                                    let w = d.warehouse.as_ref()?;
+                                    Some(WarehouseUnits { warehouse: w.to_string(), quantity: d.quantity })
+                                })
+                                .collect(),
                         })
                         .collect(),
                 })

@@ -3,6 +3,7 @@
 use super::fields;
 use crate::domain::model::{BundleChild, Day, InventoryModel, Management};
 use crate::domain::supplier::SupplierConfig;
+use crate::domain::warehouse::{Allocation, Warehouse, Warehouses};
 use crate::domain::Currency;
 use crate::service::admin::{SkuSpec, StockView};
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,27 @@ pub struct PutSkuRequest {
     #[serde(default, deserialize_with = "fields::low_stock_threshold")]
     #[schema(minimum = 1, maximum = 1000000000_i64)]
     pub low_stock_threshold: Option<i64>,
+    /// A `WAREHOUSE` SKU's warehouses, in preference order (required for, and only for, unit
+    /// `WAREHOUSE`); one may be added later, none dropped.
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<String>>, min_items = 1, max_items = 8)]
+    pub warehouses: Option<Vec<Warehouse>>,
+    /// How a `WAREHOUSE` SKU's order line is allocated: `single` (default: one warehouse that
+    /// holds the whole line) or `split` (as few warehouses as possible).
+    #[serde(default)]
+    pub allocation: Option<Allocation>,
+}
+
+impl PutSkuRequest {
+    /// The warehouses and policy the request names (`None` when it names neither).
+    pub fn stores(&self) -> Option<Warehouses> {
+        match (&self.warehouses, self.allocation) {
+            (None, None) => None,
+            (list, allocation) => {
+                Some(Warehouses { list: list.clone().unwrap_or_default(), allocation: allocation.unwrap_or_default() })
+            }
+        }
+    }
 }
 
 fn one() -> u16 {
@@ -103,6 +125,10 @@ pub struct AdjustmentRequest {
     #[serde(default, deserialize_with = "fields::dates")]
     #[schema(value_type = Option<Vec<String>>, min_items = 1, max_items = 366)]
     pub dates: Option<Vec<Day>>,
+    /// For a `WAREHOUSE` SKU: the warehouse the delta applies to (required for such a SKU only).
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^[A-Za-z0-9_-]{1,16}$")]
+    pub warehouse: Option<Warehouse>,
 }
 
 /// A SKU and its stock summed over its shards: `total = available + locked + sold`.
@@ -145,6 +171,25 @@ pub struct SkuView {
     /// The admin write that last replaced this record (in admin answers only; security review L7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_by: Option<UpdatedBy>,
+    /// A `WAREHOUSE` SKU's allocation policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<Allocation>,
+    /// A `WAREHOUSE` SKU's warehouses in preference order, each with its counters (the SKU's
+    /// `available`, `locked` and `sold` are their sums).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warehouses: Vec<WarehouseStock>,
+}
+
+/// One warehouse of a `WAREHOUSE` SKU: `total = available + locked + sold`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WarehouseStock {
+    pub warehouse: String,
+    pub total: i64,
+    pub available: i64,
+    pub locked: i64,
+    pub sold: i64,
+    /// Stop-sale on this warehouse's shards.
+    pub paused: bool,
 }
 
 /// Who made an admin write, as the record keeps it: the admin's token `sub`, what the write was
@@ -185,6 +230,19 @@ impl From<&StockView> for SkuView {
             admission_rate: v.meta.controls.admission_rate,
             low_stock_threshold: v.meta.controls.low_stock_threshold,
             updated_by: None,
+            allocation: v.meta.warehouses.as_ref().map(|w| w.allocation),
+            warehouses: v
+                .warehouses
+                .iter()
+                .map(|w| WarehouseStock {
+                    warehouse: w.warehouse.to_string(),
+                    total: w.counts.available + w.counts.locked + w.counts.sold,
+                    available: w.counts.available,
+                    locked: w.counts.locked,
+                    sold: w.counts.sold,
+                    paused: w.paused,
+                })
+                .collect(),
         }
     }
 }

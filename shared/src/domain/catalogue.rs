@@ -57,6 +57,8 @@ pub struct SkuMeta {
     pub controls: SkuControls,
     /// Campaigns with a ring-fenced item of this SKU (their cells hold its reserved units).
     pub fences: Vec<CampaignId>,
+    /// A WAREHOUSE SKU's warehouses and allocation policy (docs/inventory-models.md, "Warehouses").
+    pub warehouses: Option<super::warehouse::Warehouses>,
 }
 
 impl SkuMeta {
@@ -79,6 +81,7 @@ impl SkuMeta {
             supplier: None,
             controls: SkuControls::default(),
             fences: Vec::new(),
+            warehouses: None,
         }
     }
 }

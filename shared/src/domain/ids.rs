@@ -93,8 +93,27 @@ impl Sku {
         Some((Sku(p.to_owned()), CampaignId::parse(c).ok()?))
     }
 
-    /// A SKU read back from storage: a client's SKU, a calendar cell or a ring-fence cell.
+    /// The stock cell of one warehouse of a WAREHOUSE SKU: `<sku>~<warehouse>` (`~` is outside
+    /// the client alphabet too; docs/inventory-models.md, "Warehouses").
+    pub fn warehouse_cell(&self, w: &super::warehouse::Warehouse) -> Sku {
+        Sku(format!("{}~{w}", self.0))
+    }
+
+    /// The SKU and warehouse of a warehouse cell.
+    pub fn warehouse_parent(&self) -> Option<(Sku, super::warehouse::Warehouse)> {
+        let (p, w) = self.0.split_once('~')?;
+        Some((Sku(p.to_owned()), super::warehouse::Warehouse::parse(w).ok()?))
+    }
+
+    /// A SKU read back from storage: a client's SKU, a calendar cell, a ring-fence cell or a
+    /// warehouse cell.
     pub fn from_stored(s: &str) -> Result<Sku, IdError> {
+        if let Some((p, w)) = s.split_once('~') {
+            check_token("sku", p, 64)?;
+            let w = super::warehouse::Warehouse::parse(w)
+                .map_err(|_| IdError { field: "sku", reason: "has a bad warehouse" })?;
+            return Ok(Sku(p.to_owned()).warehouse_cell(&w));
+        }
         if let Some((p, c)) = s.split_once('!') {
             check_token("sku", p, 64)?;
             return Ok(Sku(p.to_owned()).reserve_cell(&CampaignId::parse(c)?));

@@ -11,6 +11,7 @@ mod links;
 mod order_record;
 mod redeemed;
 mod supplier_codes;
+mod warehouses;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShardCounts {
@@ -151,6 +152,13 @@ pub enum Violation {
     /// docs/order-record.md: the log ends at the status; a discount < amount; paid its pay amount.
     OrderRecord {
         order: String,
+        detail: String,
+    },
+    /// A warehoused line's draws are not its own SKU's warehouse cells, do not add up to its
+    /// quantity, or sit beside units of the SKU itself (docs/inventory-models.md, "Warehouses").
+    WarehouseAllocation {
+        reservation: String,
+        sku: Sku,
         detail: String,
     },
 }
@@ -461,6 +469,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     out.extend(check_sold(&s.skus, &s.reservations));
     out.extend(check_campaigns(&s.campaigns, &s.reservations));
     out.extend(check_code_pools(&s.skus, &s.codes, &s.reservations));
+    out.extend(warehouses::check_allocations(&s.reservations));
     out.extend(links::check_stranded_locks(s));
     out.extend(links::check_orders_against_locks(s));
     out.extend(links::check_user_limits(s));

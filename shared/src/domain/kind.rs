@@ -32,6 +32,8 @@ pub enum Kind {
     Unlimited,
     /// Unique codes, each handed out to one buyer (docs/code-pools.md).
     CodePool,
+    /// Counted units per warehouse, taken at order (docs/inventory-models.md, "Warehouses").
+    Warehouse,
     /// An outside supplier holds the stock: quoted, then booked (docs/suppliers.md).
     Supplier,
     /// Booked like `Supplier`; its codes are issued by the supplier when the order is paid and
@@ -155,9 +157,11 @@ const SUPPLIER: Rules =
     Rules { books_supplier: true, ..rules(false, false, CachedMetadata, BeforeShipping, true, true, AtOrder) };
 // booked as SUPPLIER; its codes, issued at payment, are refunded only until shown, like a pool's
 const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRevealed, ..SUPPLIER };
+// each warehouse a cell with its own shards (paused with the SKU); no campaigns (not proven)
+const WAREHOUSE: Rules = rules(true, false, Shards, BeforeShipping, true, true, AtOrder);
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Quantity,
         Kind::Calendar,
         Kind::Bundle,
@@ -167,6 +171,7 @@ impl Kind {
         Kind::CodePool,
         Kind::Supplier,
         Kind::SupplierCodes,
+        Kind::Warehouse,
     ];
 
     /// The kind of a SKU's model. Deduction at payment makes any counted unit a pay-time kind;
@@ -182,6 +187,7 @@ impl Kind {
             (Management::Quantity, Unit::Single, Deduct::AtOrder) => Kind::Quantity,
             (Management::Quantity, Unit::Calendar, Deduct::AtOrder) => Kind::Calendar,
             (Management::Quantity, Unit::Bundle, Deduct::AtOrder) => Kind::Bundle,
+            (Management::Quantity, Unit::Warehouse, Deduct::AtOrder) => Kind::Warehouse,
         }
     }
 
@@ -210,6 +216,7 @@ impl Kind {
             Kind::Unlimited => "UNLIMITED",
             Kind::CodePool => "CODE_POOL",
             Kind::Supplier => "SUPPLIER",
+            Kind::Warehouse => "WAREHOUSE",
             Kind::SupplierCodes => "SUPPLIER_CODES",
         }
     }
@@ -224,6 +231,7 @@ impl Kind {
             Kind::Unlimited => &UNLIMITED,
             Kind::CodePool => &CODE_POOL,
             Kind::Supplier => &SUPPLIER,
+            Kind::Warehouse => &WAREHOUSE,
             Kind::SupplierCodes => &SUPPLIER_CODES,
         }
     }
@@ -260,6 +268,9 @@ pub enum Stocking {
     NoCounters,
     /// The supplier's: nothing here to adjust.
     AtSupplier,
+    /// Counted units per warehouse, each warehouse its own cell (adjusted with `warehouse`;
+    /// paused on every warehouse cell).
+    PerWarehouse,
 }
 
 impl Stocking {
@@ -271,6 +282,7 @@ impl Stocking {
             (Management::Quantity, Unit::Single) => Stocking::OwnShards,
             (Management::Quantity, Unit::Calendar) => Stocking::PerDate,
             (Management::Quantity, Unit::Bundle) => Stocking::Children,
+            (Management::Quantity, Unit::Warehouse) => Stocking::PerWarehouse,
         }
     }
 

@@ -241,6 +241,9 @@ fn row(v: &Violation) -> Difference {
         V::PendingCount { user, frozen, counter } => d("pending_count", user.as_str(), Some(*frozen), Some(*counter))
             .detail("the buyer's pending-checkout counter differs from their FROZEN checkouts"),
         V::CodePool { sku, detail } => d("code_pool", sku.as_str(), None, None).detail(detail.clone()),
+        V::WarehouseAllocation { reservation, sku, detail } => {
+            d("warehouse_allocation", reservation.as_str(), None, None).detail(format!("{sku}: {detail}"))
+        }
         V::SupplierBookingHeld { order, sku, status } => d("supplier_booking_held", order.as_str(), None, None)
             .detail(format!("a closed order's booking of {sku} is {status}")),
         V::RefundedSupplierBookingHeld { order, order_status, sku, status } => {

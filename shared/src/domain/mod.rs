@@ -27,6 +27,7 @@ pub mod stock_feed;
 pub mod stripe;
 pub mod supplier;
 pub mod waitlist;
+pub mod warehouse;
 pub mod webhook_mac;
 
 pub use ids::{CampaignId, IdempotencyKey, OrderId, ReservationId, Sku, UserId};

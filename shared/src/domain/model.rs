@@ -42,6 +42,9 @@ pub enum Unit {
     /// Codes a supplier issues when the order is paid: a SUPPLIER SKU only (docs/suppliers.md,
     /// "Codes issued by the supplier").
     Code,
+    /// Counted units per warehouse, each warehouse its own cell; a line is allocated to one
+    /// warehouse or split over several by the SKU's policy (docs/inventory-models.md, "Warehouses").
+    Warehouse,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -152,6 +155,20 @@ pub enum ModelError {
     SupplierWithoutModel,
     #[error("bad supplier settings: {0}")]
     SupplierSettings(String),
+    #[error(
+        "unit WAREHOUSE keeps counted units per warehouse, taken at order: it needs management QUANTITY and deduct AT_ORDER"
+    )]
+    WarehouseShape,
+    #[error("a WAREHOUSE SKU needs a non-empty \"warehouses\" list")]
+    WarehousesMissing,
+    #[error("only a SKU of unit WAREHOUSE lists \"warehouses\" or an \"allocation\"")]
+    WarehousesWithoutModel,
+    #[error("a SKU lists at most {max} warehouses", max = super::warehouse::MAX_WAREHOUSES)]
+    TooManyWarehouses,
+    #[error("warehouse {0} is listed twice")]
+    DuplicateWarehouse(String),
+    #[error("warehouse {0} cannot be dropped: its units and the locks on it would be stranded")]
+    WarehouseDropped(String),
 }
 
 /// Checks a model and its bundle list on their own (children are checked against their
@@ -288,6 +305,17 @@ pub struct LineSpec<'a> {
     pub bundle: &'a [BundleChild],
     /// Today (UTC), for refusing past dates.
     pub today: Day,
+    /// A warehoused SKU's warehouse cells with their available units, and its policy
+    /// (docs/inventory-models.md, "Warehouses"); `None` for every other model.
+    pub stock: Option<Pick<'a>>,
+}
+
+/// The cells a warehoused line may draw on (declared order) with their available units, read
+/// just before the freeze plans it.
+#[derive(Debug, Clone, Copy)]
+pub struct Pick<'a> {
+    pub cells: &'a [(Sku, i64)],
+    pub allocation: super::warehouse::Allocation,
 }
 
 /// One stock cell a line draws on: `quantity` units of the counters of `sku` (on `date`, for a
@@ -327,6 +355,9 @@ pub enum LineRefusal {
     TooManyDates(Sku),
     #[error("{0}: the quantity times a child's quantity is too large")]
     Overflow(Sku),
+    /// No warehouse (allocation `single`) or not all together (`split`) hold the line.
+    #[error("not enough {0} available in its warehouses")]
+    WarehousesShort(Sku),
 }
 
 /// What a SKU's view shows as available.
@@ -349,6 +380,7 @@ struct Single;
 struct Calendar;
 struct Bundle;
 struct Unlimited;
+struct Warehoused;
 
 fn no_dates(line: &LineSpec<'_>) -> Result<(), LineRefusal> {
     if line.dates.is_empty() {
@@ -423,6 +455,24 @@ impl Strategy for Unlimited {
     }
 }
 
+impl Strategy for Warehoused {
+    fn draws(&self, line: &LineSpec<'_>) -> Result<Vec<CellDraw>, LineRefusal> {
+        no_dates(line)?;
+        let short = || LineRefusal::WarehousesShort(line.sku.clone());
+        let pick = line.stock.ok_or_else(short)?;
+        let available: Vec<i64> = pick.cells.iter().map(|(_, a)| *a).collect();
+        let pieces = super::warehouse::allocate(pick.allocation, &available, line.quantity).map_err(|_| short())?;
+        Ok(pieces
+            .into_iter()
+            .map(|(i, q)| CellDraw { fence: None, sku: pick.cells[i].0.clone(), date: None, quantity: q })
+            .collect())
+    }
+    fn availability(&self, cells: &[(CellDraw, i64)]) -> Availability {
+        // what the warehouses hold together (one `single` line may still need one that holds it all)
+        Availability::Units(cells.iter().map(|(_, a)| (*a).max(0)).sum())
+    }
+}
+
 /// The strategy of a model. Deduction is not a strategy: it only decides *when* the cells move
 /// (docs/inventory-models.md, "Pay-time deduction").
 pub fn strategy(model: &InventoryModel) -> &'static dyn Strategy {
@@ -432,149 +482,9 @@ pub fn strategy(model: &InventoryModel) -> &'static dyn Strategy {
         (Management::Quantity | Management::CodePool, Unit::Single) => &Single,
         (Management::Quantity | Management::CodePool, Unit::Calendar) => &Calendar,
         (Management::Quantity | Management::CodePool, Unit::Bundle) => &Bundle,
+        (Management::Quantity | Management::CodePool, Unit::Warehouse) => &Warehoused,
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sku(s: &str) -> Sku {
-        Sku::parse(s).unwrap()
-    }
-    fn day(s: &str) -> Day {
-        Day::parse(s).unwrap()
-    }
-    fn model(m: Management, u: Unit, d: Deduct) -> InventoryModel {
-        InventoryModel { management: m, unit: u, deduct: d }
-    }
-
-    #[test]
-    fn models_that_make_no_sense_are_refused_by_name() {
-        use Deduct::*;
-        use Management::*;
-        use Unit::*;
-        let s = sku("S");
-        let kids = vec![BundleChild { sku: sku("A"), quantity: 2 }];
-        assert_eq!(validate(&s, &model(Unlimited, Calendar, AtOrder), &[]), Err(ModelError::UnlimitedUnit));
-        assert_eq!(validate(&s, &model(Unlimited, Single, AtPayment), &[]), Err(ModelError::UnlimitedAtPayment));
-        assert_eq!(validate(&s, &model(Quantity, Bundle, AtOrder), &[]), Err(ModelError::EmptyBundle));
-        assert_eq!(validate(&s, &model(Quantity, Single, AtOrder), &kids), Err(ModelError::ChildrenWithoutBundle));
-        let selfish = vec![BundleChild { sku: s.clone(), quantity: 1 }];
-        assert_eq!(validate(&s, &model(Quantity, Bundle, AtOrder), &selfish), Err(ModelError::Cycle(s.clone())));
-        let twice = vec![kids[0].clone(), kids[0].clone()];
-        assert_eq!(validate(&s, &model(Quantity, Bundle, AtOrder), &twice), Err(ModelError::DuplicateChild(sku("A"))));
-        assert!(validate(&s, &model(Quantity, Bundle, AtPayment), &kids).is_ok());
-        assert!(validate(&s, &model(Quantity, Calendar, AtPayment), &[]).is_ok());
-        assert!(validate(&s, &model(Quantity, Single, AtShipment), &[]).is_ok());
-        for (m, u) in
-            [(Quantity, Calendar), (Quantity, Bundle), (Unlimited, Single), (CodePool, Single), (Supplier, Single)]
-        {
-            let kids = if u == Bundle { kids.clone() } else { Vec::new() };
-            assert_eq!(validate(&s, &model(m, u, AtShipment), &kids), Err(ModelError::AtShipmentShape), "{m:?} {u:?}");
-        }
-        assert!(!model(Quantity, Single, AtShipment).can_be_child(), "a bundle takes its children at order");
-        assert!(validate(&s, &InventoryModel::default(), &[]).is_ok());
-        let nested = model(Quantity, Bundle, AtOrder);
-        assert_eq!(check_children(&kids, |_| Some(nested)), Err(ModelError::ChildModel(sku("A"))));
-        assert_eq!(check_children(&kids, |_| None), Err(ModelError::UnknownChild(sku("A"))));
-        // an UNLIMITED child has no shard to draw on: refused, not sold out for ever
-        assert_eq!(
-            check_children(&kids, |_| Some(model(Unlimited, Single, AtOrder))),
-            Err(ModelError::ChildModel(sku("A")))
-        );
-        assert_eq!(validate(&s, &model(CodePool, Calendar, AtOrder), &[]), Err(ModelError::CodePoolShape));
-        assert_eq!(validate(&s, &model(CodePool, Single, AtPayment), &[]), Err(ModelError::CodePoolShape));
-        assert!(validate(&s, &model(CodePool, Single, AtOrder), &[]).is_ok());
-        assert_eq!(
-            check_children(&kids, |_| Some(model(CodePool, Single, AtOrder))),
-            Err(ModelError::ChildModel(sku("A")))
-        );
-        assert_eq!(validate(&s, &model(Supplier, Calendar, AtOrder), &[]), Err(ModelError::SupplierUnit));
-        assert_eq!(validate(&s, &model(Supplier, Bundle, AtOrder), &kids), Err(ModelError::SupplierUnit));
-        assert_eq!(validate(&s, &model(Supplier, Single, AtPayment), &[]), Err(ModelError::SupplierAtPayment));
-        assert!(validate(&s, &model(Supplier, Single, AtOrder), &[]).is_ok());
-        let supplier = model(Supplier, Single, AtOrder);
-        assert!(!supplier.has_own_stock() && supplier.is_supplier());
-        assert_eq!(check_children(&kids, |_| Some(supplier)), Err(ModelError::ChildModel(sku("A"))));
-        assert!(strategy(&supplier)
-            .draws(&LineSpec { sku: &s, quantity: 3, dates: &[], bundle: &[], today: Day::of_epoch_s(0) })
-            .unwrap()
-            .is_empty());
-    }
-
-    #[test]
-    fn the_default_model_reads_from_an_empty_object_and_a_missing_one() {
-        let m: InventoryModel = serde_json::from_str("{}").unwrap();
-        assert!(m.is_default() && m.has_own_stock());
-        let m: InventoryModel = serde_json::from_str(r#"{"unit":"CALENDAR"}"#).unwrap();
-        assert_eq!((m.management, m.unit, m.deduct), (Management::Quantity, Unit::Calendar, Deduct::AtOrder));
-        assert!(serde_json::from_str::<InventoryModel>(r#"{"unit":"calendar"}"#).is_err());
-    }
-
-    #[test]
-    fn dates_are_strict_and_count_their_span() {
-        assert!(Day::parse("2026-02-29").is_err());
-        assert!(Day::parse("2026-2-28").is_err());
-        assert!(Day::parse("2026-02-28T00").is_err());
-        assert_eq!(day("2026-12-31").next(), day("2027-01-01"));
-        assert_eq!(day("2026-12-30").span(day("2027-01-01")), 3);
-        assert_eq!(day("2026-12-30").span(day("2026-12-29")), 0);
-        assert_eq!(Day::of_epoch_s(0), day("1970-01-01"));
-        assert_eq!(Day::of_epoch_s(1_767_571_200 + 86_399), day("2026-01-05"));
-        assert_eq!(Day::of_epoch_s(-1), day("1969-12-31"));
-    }
-
-    #[test]
-    fn an_epoch_second_beyond_the_calendar_is_its_nearest_end_not_1970() {
-        for s in [i64::MAX, i64::MAX / 2, 9_000_000_000_000] {
-            assert_eq!(Day::of_epoch_s(s), Day(chrono::NaiveDate::MAX), "{s}");
-            assert!(Day::of_epoch_s(s) > day("9999-12-31"));
-        }
-        for s in [i64::MIN, i64::MIN / 2, -9_000_000_000_000] {
-            assert_eq!(Day::of_epoch_s(s), Day(chrono::NaiveDate::MIN), "{s}");
-            assert!(Day::of_epoch_s(s) < day("0001-01-01"));
-        }
-        assert_eq!(serde_json::to_string(&day("2026-01-05")).unwrap(), "\"2026-01-05\"");
-    }
-
-    #[test]
-    fn each_strategy_names_its_cells() {
-        let s = sku("H");
-        let today = day("2026-12-01");
-        let dates = [day("2026-12-03"), day("2026-12-02")];
-        let line = |dates: &'static [Day], bundle: &'static [BundleChild]| LineSpec {
-            sku: Box::leak(Box::new(s.clone())),
-            quantity: 2,
-            dates,
-            bundle,
-            today,
-        };
-        let dates: &'static [Day] = Box::leak(Box::new(dates));
-        let cal = strategy(&model(Management::Quantity, Unit::Calendar, Deduct::AtOrder));
-        let d = cal.draws(&line(dates, &[])).unwrap();
-        assert_eq!(d.iter().map(|c| c.cell().to_string()).collect::<Vec<_>>(), vec!["H@2026-12-02", "H@2026-12-03"]);
-        assert_eq!(cal.draws(&line(&[], &[])), Err(LineRefusal::DatesMissing(s.clone())));
-        let past: &'static [Day] = Box::leak(Box::new([day("2026-11-30")]));
-        assert_eq!(cal.draws(&line(past, &[])), Err(LineRefusal::PastDate(s.clone(), day("2026-11-30"))));
-        let kids: &'static [BundleChild] = Box::leak(Box::new([
-            BundleChild { sku: sku("A"), quantity: 2 },
-            BundleChild { sku: sku("B"), quantity: 1 },
-        ]));
-        let b = strategy(&model(Management::Quantity, Unit::Bundle, Deduct::AtOrder));
-        let d = b.draws(&line(&[], kids)).unwrap();
-        assert_eq!(d.iter().map(|c| c.quantity).collect::<Vec<_>>(), vec![4, 2]);
-        assert_eq!(b.draws(&line(dates, kids)), Err(LineRefusal::DatesNotAllowed(s.clone())));
-        let one = |q| CellDraw { fence: None, sku: sku("A"), date: None, quantity: q };
-        assert_eq!(b.availability(&[(one(2), 5), (one(1), 9)]), Availability::Units(2));
-        assert_eq!(b.availability(&[(one(2), -1)]), Availability::Units(0));
-        let u = strategy(&model(Management::Unlimited, Unit::Single, Deduct::AtOrder));
-        assert!(u.draws(&line(&[], &[])).unwrap().is_empty());
-        assert_eq!(u.availability(&[]), Availability::Unlimited);
-        let single = strategy(&InventoryModel::default());
-        assert_eq!(
-            single.draws(&line(&[], &[])).unwrap(),
-            vec![CellDraw { fence: None, sku: s.clone(), date: None, quantity: 2 }]
-        );
-    }
-}
+mod tests;

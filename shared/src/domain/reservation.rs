@@ -148,11 +148,18 @@ pub struct Draw {
     /// ([`Sku::reserve_cell`]; docs/campaigns.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<super::CampaignId>,
+    /// A warehoused line's draw: on the cell of `sku` in this warehouse ([`Sku::warehouse_cell`];
+    /// docs/inventory-models.md, "Warehouses").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warehouse: Option<super::warehouse::Warehouse>,
 }
 
 impl Draw {
     /// The SKU whose counters this draw moves.
     pub fn cell(&self) -> Sku {
+        if let Some(w) = &self.warehouse {
+            return self.sku.warehouse_cell(w);
+        }
         match (&self.fence, self.date) {
             (Some(c), _) => self.sku.reserve_cell(c),
             (None, Some(d)) => self.sku.cell(d),

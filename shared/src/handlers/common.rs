@@ -65,7 +65,7 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
         .stock_cell(&s),
         FreezeError::Line(e) => {
             let field = match &e {
-                LineRefusal::Overflow(_) => "items",
+                LineRefusal::Overflow(_) | LineRefusal::WarehousesShort(_) => "items",
                 _ => "dates",
             };
             let sku = match &e {
@@ -74,7 +74,8 @@ pub fn freeze_problem(e: FreezeError) -> Problem {
                 | LineRefusal::PastDate(s, _)
                 | LineRefusal::DuplicateDate(s, _)
                 | LineRefusal::TooManyDates(s)
-                | LineRefusal::Overflow(s) => s.to_string(),
+                | LineRefusal::Overflow(s)
+                | LineRefusal::WarehousesShort(s) => s.to_string(),
             };
             Problem::validation(e.to_string()).sku(sku).field(field)
         }

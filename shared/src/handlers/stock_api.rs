@@ -95,11 +95,18 @@ pub fn admin_problem(e: AdminError) -> Problem {
                 | ModelError::AtShipmentShape
                 | ModelError::CodePoolShape => "model",
                 ModelError::CodePoolShards => "shards",
+                ModelError::WarehouseShape => "model",
+                ModelError::WarehousesMissing
+                | ModelError::WarehousesWithoutModel
+                | ModelError::TooManyWarehouses
+                | ModelError::DuplicateWarehouse(_)
+                | ModelError::WarehouseDropped(_) => "warehouses",
                 _ => "bundle",
             };
             Problem::validation(e.to_string()).field(field)
         }
         AdminError::NotAdjustable(d) => Problem::validation(d),
+        e @ AdminError::UnknownWarehouse(..) => Problem::not_found(e.to_string()).field("warehouse"),
         AdminError::Store(e) => Problem::from(e),
     }
 }
@@ -111,10 +118,13 @@ pub fn view_json(v: &StockView) -> anyhow::Result<serde_json::Value> {
 
 async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
-    let spec = typed_body::<PutSkuRequest>(req, app.config.max_body_bytes)?.into();
+    let body = typed_body::<PutSkuRequest>(req, app.config.max_body_bytes)?;
+    let stores = body.stores();
+    let spec = body.into();
     let actor = subject(req).ok();
-    let (_, created) =
-        admin::put_sku(app, &sku, &spec, actor.as_ref().map(|a| a.as_str())).await.map_err(admin_problem)?;
+    let (_, created) = admin::put_sku_with(app, &sku, &spec, stores.as_ref(), actor.as_ref().map(|a| a.as_str()))
+        .await
+        .map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if created { 201 } else { 200 }, &admin_sku_view(app, &v).await?))
 }
@@ -130,10 +140,15 @@ async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
     let b: AdjustmentRequest = typed_body(req, app.config.max_body_bytes)?;
     let actor = subject(req).ok();
     let dates = b.dates.unwrap_or_default();
-    let applied =
-        admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason, actor.as_ref().map(|a| a.as_str()), &dates)
-            .await
-            .map_err(admin_problem)?;
+    let actor = actor.as_ref().map(|a| a.as_str());
+    let applied = match &b.warehouse {
+        Some(_) if !dates.is_empty() => {
+            return Err(Problem::validation("an adjustment names dates or a warehouse, not both").field("warehouse"))
+        }
+        Some(w) => admin::adjust_warehouse(app, &sku, w, &b.adjustment_id, b.delta, &b.reason, actor).await,
+        None => admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason, actor, &dates).await,
+    }
+    .map_err(admin_problem)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if applied { 201 } else { 200 }, &SkuView::from(&v)))
 }

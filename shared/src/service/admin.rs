@@ -8,9 +8,13 @@ use crate::domain::invariants::{ShardCounts, SkuSnapshot};
 use crate::domain::journal::Cause;
 use crate::domain::kind::Stocking;
 use crate::domain::model::{self, Availability, BundleChild, CellDraw, Day, InventoryModel, LineSpec, ModelError};
+use crate::domain::warehouse::Warehouses;
 use crate::domain::{Currency, Sku};
 use crate::ports::{AdjustRejection, Adjustment, AdminStamp, SkuMeta};
 use std::collections::HashMap;
+
+mod warehouses;
+pub use warehouses::{adjust_warehouse, WarehouseCounts};
 
 const ATTEMPTS: u32 = 10;
 
@@ -45,6 +49,8 @@ pub enum AdminError {
     /// stock of its own; a calendar SKU's needs dates; another SKU's must not carry them).
     #[error("{0}")]
     NotAdjustable(String),
+    #[error("{0} has no warehouse {1}")]
+    UnknownWarehouse(Sku, crate::domain::warehouse::Warehouse),
     #[error(transparent)]
     Store(#[from] anyhow::Error),
 }
@@ -58,7 +64,19 @@ async fn known(app: &App, sku: &Sku) -> Result<SkuMeta, AdminError> {
 /// new shards in one transaction; locked and sold units stay where their locks say.
 /// `actor` is the admin's JWT `sub`, stamped on rebalanced shards for the journal.
 pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) -> Result<(SkuMeta, bool), AdminError> {
+    put_sku_with(app, sku, spec, None, actor).await
+}
+
+/// [`put_sku`] with a WAREHOUSE SKU's warehouses and policy (docs/inventory-models.md, "Warehouses").
+pub async fn put_sku_with(
+    app: &App,
+    sku: &Sku,
+    spec: &SkuSpec,
+    stores: Option<&Warehouses>,
+    actor: Option<&str>,
+) -> Result<(SkuMeta, bool), AdminError> {
     model::validate(sku, &spec.model, &spec.bundle)?;
+    crate::domain::warehouse::validate(&spec.model, stores, None)?;
     crate::domain::supplier::validate(&spec.model, spec.supplier.as_ref())?;
     if !spec.bundle.is_empty() {
         let children: Vec<Sku> = spec.bundle.iter().map(|c| c.sku.clone()).collect();
@@ -72,23 +90,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
     for attempt in 1..=ATTEMPTS {
         let existing = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku);
         let Some(old) = existing else {
-            let meta = SkuMeta {
-                fences: Vec::new(),
-                sku: sku.clone(),
-                name: spec.name.clone(),
-                price: spec.price,
-                currency: spec.currency.clone(),
-                shards: spec.shards,
-                slots: own(spec.shards),
-                per_user_limit: spec.per_user_limit,
-                stocked: 0,
-                version: 1,
-                paused: false,
-                model: spec.model,
-                bundle: spec.bundle.clone(),
-                supplier: spec.supplier.clone(),
-                controls: spec.controls,
-            };
+            let meta = new_meta(sku, spec, stores, own(spec.shards));
             if put_meta(app, &meta, None, actor).await? {
                 app.caches.forget_sku(sku);
                 return Ok((meta, true));
@@ -100,6 +102,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             let was = serde_json::to_string(&old.model).map_err(anyhow::Error::from)?;
             return Err(ModelError::ModelChanged(sku.clone(), was).into());
         }
+        crate::domain::warehouse::validate(&spec.model, stores, old.warehouses.as_ref())?;
         if !stocking.reshardable() && spec.shards != old.shards {
             return Err(ModelError::CodePoolShards.into());
         }
@@ -114,6 +117,7 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
             bundle: spec.bundle.clone(),
             supplier: spec.supplier.clone(),
             controls: spec.controls,
+            warehouses: stores.cloned(),
             ..old.clone()
         };
         let done = if meta.shards == old.shards || !stocking.has_shards() {
@@ -133,6 +137,28 @@ pub async fn put_sku(app: &App, sku: &Sku, spec: &SkuSpec, actor: Option<&str>) 
         super::backoff(attempt).await;
     }
     Err(AdminError::Contention)
+}
+
+/// A new SKU's metadata: nothing stocked, version 1, `slots` shard items of its own.
+fn new_meta(sku: &Sku, spec: &SkuSpec, stores: Option<&Warehouses>, slots: u16) -> SkuMeta {
+    SkuMeta {
+        fences: Vec::new(),
+        warehouses: stores.cloned(),
+        sku: sku.clone(),
+        name: spec.name.clone(),
+        price: spec.price,
+        currency: spec.currency.clone(),
+        shards: spec.shards,
+        slots,
+        per_user_limit: spec.per_user_limit,
+        stocked: 0,
+        version: 1,
+        paused: false,
+        model: spec.model,
+        bundle: spec.bundle.clone(),
+        supplier: spec.supplier.clone(),
+        controls: spec.controls,
+    }
 }
 
 /// Applies a stock adjustment once per `adjustment_id`. Returns whether it was applied now
@@ -161,6 +187,9 @@ pub async fn adjust(
         (Stocking::Children, _) => {
             Err(AdminError::NotAdjustable(format!("{sku} is a BUNDLE: its stock is its children's; adjust them")))
         }
+        (Stocking::PerWarehouse, _) => Err(AdminError::NotAdjustable(format!(
+            "{sku} keeps its stock per warehouse: the adjustment needs \"warehouse\" (and no dates)"
+        ))),
         (Stocking::PerDate, true) => {
             Err(AdminError::NotAdjustable(format!("{sku} is sold by date: the adjustment needs \"dates\"")))
         }
@@ -273,6 +302,9 @@ pub async fn set_paused_by(app: &App, sku: &Sku, paused: bool, actor: Option<&st
                 "{sku} keeps its stock on its dates or children: pause those, or the campaign it sells in"
             )));
         }
+        if Stocking::of(&old.model) == Stocking::PerWarehouse {
+            warehouses::pause_cells(app, &old, paused, actor).await?;
+        }
         let next = SkuMeta { paused, version: old.version + 1, ..old.clone() };
         let written = match actor {
             Some(a) => {
@@ -305,6 +337,8 @@ pub struct StockView {
     /// Units ring-fenced for campaigns and not sold: the `available` of the SKU's campaign
     /// cells (whose `locked` and `sold` are in `totals`; docs/campaigns.md).
     pub reserved: i64,
+    /// A WAREHOUSE SKU's warehouses, each with its counters (summed into `totals`).
+    pub warehouses: Vec<WarehouseCounts>,
 }
 
 pub async fn view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockView>> {
@@ -351,8 +385,19 @@ async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Opt
     let strategy = model::strategy(&v.meta.model);
     v.available = match Stocking::of(&v.meta.model) {
         Stocking::PerDate => None,
+        Stocking::PerWarehouse => {
+            warehouses::fill_view(app, &mut v, consistent).await?;
+            Some(v.warehouses.iter().map(|w| w.counts.available.max(0)).sum())
+        }
         Stocking::Children => {
-            let one = LineSpec { sku, quantity: 1, dates: &[], bundle: &v.meta.bundle, today: Day::of_epoch_s(0) };
+            let one = LineSpec {
+                sku,
+                quantity: 1,
+                dates: &[],
+                bundle: &v.meta.bundle,
+                today: Day::of_epoch_s(0),
+                stock: None,
+            };
             let draws = strategy.draws(&one).unwrap_or_default();
             let children: Vec<Sku> = draws.iter().map(|d| d.cell()).collect();
             let metas = metas_read(app, &children, consistent).await?;
@@ -387,7 +432,7 @@ fn units(a: Availability) -> Option<i64> {
 fn totals(meta: SkuMeta, counts: Vec<ShardCounts>) -> StockView {
     let sku = meta.sku.clone();
     let totals = SkuSnapshot { sku, stocked: meta.stocked, shards: counts.clone(), per_user_limit: None }.totals();
-    StockView { meta, available: Some(totals.available), totals, shards: counts, reserved: 0 }
+    StockView { meta, available: Some(totals.available), totals, shards: counts, reserved: 0, warehouses: Vec::new() }
 }
 
 /// One date of a calendar SKU.
@@ -498,90 +543,4 @@ pub async fn calendar(app: &App, sku: &Sku, from: Day, to: Day) -> anyhow::Resul
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::adapters::memory::memory_app;
-    use crate::config::Config;
-    use crate::domain::model::Unit;
-
-    /// An app whose public cache keeps answers `public_cache_ms`, with a calendar SKU `ROOM`
-    /// stocked 5 a night on 2027-01-01 and 2027-01-02.
-    async fn hotel(public_cache_ms: i64) -> App {
-        let mut c = Config::from_lookup(&|_| None).unwrap();
-        c.public_cache_ms = public_cache_ms;
-        let (app, _w) = memory_app("stock-read", c).unwrap();
-        let sku = Sku::parse("ROOM").unwrap();
-        let spec = SkuSpec {
-            name: "Room".into(),
-            price: 9000,
-            currency: Currency::parse("EUR").unwrap(),
-            shards: 2,
-            per_user_limit: None,
-            model: InventoryModel { unit: Unit::Calendar, ..Default::default() },
-            bundle: Vec::new(),
-            supplier: None,
-            controls: Default::default(),
-        };
-        put_sku(&app, &sku, &spec, Some("ops")).await.unwrap();
-        adjust(&app, &sku, "a1", 5, "season", Some("ops"), &[day("2027-01-01"), day("2027-01-02")]).await.unwrap();
-        app
-    }
-
-    fn day(s: &str) -> Day {
-        Day::parse(s).unwrap()
-    }
-
-    fn available(c: &CalendarCounts) -> Vec<(String, i64)> {
-        c.dates.iter().map(|d| (d.date.to_string(), d.counts.available)).collect()
-    }
-
-    /// Security review 3 M3: each date's counters are kept per `(sku, date)` for
-    /// `public_cache_ms`, so a repeated or shifted range reads only dates not seen lately.
-    #[tokio::test]
-    async fn the_calendar_view_caches_each_date_for_the_public_cache_time() {
-        let app = hotel(60_000).await;
-        let sku = Sku::parse("ROOM").unwrap();
-        let first = calendar(&app, &sku, day("2027-01-01"), day("2027-01-02")).await.unwrap().unwrap();
-        assert_eq!(available(&first), [("2027-01-01".into(), 5), ("2027-01-02".into(), 5)]);
-        // stock changes behind the cache: the dates already seen answer from it ...
-        adjust(&app, &sku, "a2", 2, "more", Some("ops"), &[day("2027-01-02"), day("2027-01-03")]).await.unwrap();
-        let shifted = calendar(&app, &sku, day("2027-01-02"), day("2027-01-03")).await.unwrap().unwrap();
-        // ... and a date not seen yet is read
-        assert_eq!(available(&shifted), [("2027-01-02".into(), 5), ("2027-01-03".into(), 2)]);
-        // with the cache off every view reads every date
-        let fresh = hotel(0).await;
-        adjust(&fresh, &sku, "a2", 2, "more", Some("ops"), &[day("2027-01-02")]).await.unwrap();
-        let once = calendar(&fresh, &sku, day("2027-01-02"), day("2027-01-02")).await.unwrap().unwrap();
-        adjust(&fresh, &sku, "a3", 1, "more", Some("ops"), &[day("2027-01-02")]).await.unwrap();
-        let again = calendar(&fresh, &sku, day("2027-01-02"), day("2027-01-02")).await.unwrap().unwrap();
-        assert_eq!((available(&once)[0].1, available(&again)[0].1), (7, 8));
-    }
-
-    #[tokio::test]
-    async fn the_calendar_view_reads_at_most_its_day_cap_and_knows_skus_not_sold_by_date() {
-        let app = hotel(60_000).await;
-        let sku = Sku::parse("ROOM").unwrap();
-        let year = calendar(&app, &sku, day("2027-01-01"), day("2027-12-31")).await.unwrap().unwrap();
-        assert_eq!(year.dates.len(), CALENDAR_VIEW_DAYS);
-        assert_eq!(year.dates.last().unwrap().date, day("2027-03-03"));
-        assert!(calendar(&app, &Sku::parse("NOPE").unwrap(), day("2027-01-01"), day("2027-01-01"))
-            .await
-            .unwrap()
-            .is_none());
-        let plain = Sku::parse("MUG").unwrap();
-        let spec = SkuSpec {
-            name: "Mug".into(),
-            price: 100,
-            currency: Currency::parse("EUR").unwrap(),
-            shards: 1,
-            per_user_limit: None,
-            model: InventoryModel::default(),
-            bundle: Vec::new(),
-            supplier: None,
-            controls: Default::default(),
-        };
-        put_sku(&app, &plain, &spec, Some("ops")).await.unwrap();
-        let not = calendar(&app, &plain, day("2027-01-01"), day("2027-01-02")).await.unwrap().unwrap();
-        assert_eq!(not, CalendarCounts { by_date: false, dates: Vec::new() });
-    }
-}
+mod tests;

@@ -33,5 +33,6 @@ mod stripe;
 mod supplier;
 mod supplier_codes;
 mod waitlist;
+mod warehouses;
 mod waves;
 mod webhook_keys;

@@ -25,6 +25,7 @@ pub(super) fn eur() -> Currency {
 pub(super) fn new_meta(sku: &Sku, shards: u16) -> SkuMeta {
     SkuMeta {
         fences: Vec::new(),
+        warehouses: None,
         controls: Default::default(),
         sku: sku.clone(),
         name: format!("{sku} (contract)"),

@@ -35,6 +35,11 @@ async fn the_memory_store_judges_campaign_quota_window_pause_and_limit() {
 }
 
 #[tokio::test]
+async fn the_memory_store_freezes_a_line_over_warehouse_cells_as_one_and_gives_each_its_units_back() {
+    contract::warehouse_cells(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
 async fn the_memory_store_judges_confirm_release_retake_and_restock() {
     contract::lock_moves(&MemoryStock::new(), "m").await;
 }
@@ -88,5 +93,5 @@ async fn the_memory_store_moves_an_adjustment_pair_together_or_not_at_all() {
 async fn the_memory_store_passes_the_whole_stock_store_contract_on_one_store() {
     let failed = contract::failures(&MemoryStock::new(), &super::MemoryWaitlists::new(), "m-").await;
     assert!(failed.is_empty(), "contract checks failed:\n{}", failed.join("\n"));
-    assert_eq!(contract::CHECKS.len(), 16, "a new check gets its own test above");
+    assert_eq!(contract::CHECKS.len(), 17, "a new check gets its own test above");
 }

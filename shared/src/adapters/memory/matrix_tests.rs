@@ -35,6 +35,7 @@ fn model_of(kind: Kind) -> InventoryModel {
         Kind::Unlimited => m(Management::Unlimited, Unit::Single, Deduct::AtOrder),
         Kind::CodePool => m(Management::CodePool, Unit::Single, Deduct::AtOrder),
         Kind::Supplier => m(Management::Supplier, Unit::Single, Deduct::AtOrder),
+        Kind::Warehouse => m(Management::Quantity, Unit::Warehouse, Deduct::AtOrder),
         Kind::SupplierCodes => m(Management::Supplier, Unit::Code, Deduct::AtOrder),
     }
 }
@@ -64,8 +65,18 @@ async fn make(app: &App, name: &str, kind: Kind) {
         bundle,
         supplier: kind.rules().books_supplier.then(SupplierConfig::simulated),
     };
-    admin::put_sku(app, &s, &spec, Some("ops")).await.unwrap();
+    // a warehoused SKU: two warehouses of 5, split (docs/inventory-models.md, "Warehouses")
+    let stores = (kind == Kind::Warehouse).then(|| crate::domain::warehouse::Warehouses {
+        list: ["SH", "BJ"].map(|w| crate::domain::warehouse::Warehouse::parse(w).unwrap()).to_vec(),
+        allocation: crate::domain::warehouse::Allocation::Split,
+    });
+    admin::put_sku_with(app, &s, &spec, stores.as_ref(), Some("ops")).await.unwrap();
     match kind {
+        Kind::Warehouse => {
+            for w in stores.iter().flat_map(|x| x.list.iter()) {
+                admin::adjust_warehouse(app, &s, w, "init", 5, "stock", Some("ops")).await.unwrap();
+            }
+        }
         Kind::Quantity | Kind::PayTime | Kind::AtShipment => {
             admin::adjust(app, &s, "init", 10, "stock", Some("ops"), &[]).await.unwrap();
         }

@@ -20,7 +20,7 @@ mod waitlist;
 use super::after_sale::{
     AdminOrderView, HeldRefundView, LockLineView, LockView, PaymentView, ReasonRequest, RefundDecisionRequest,
     RefundReviewList, RefundView, RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus, ReturnReceivedRequest,
-    ShipRequest,
+    ShipRequest, WarehouseUnits,
 };
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
@@ -47,13 +47,14 @@ use super::sale::{
 };
 use super::stock::{
     AdjustmentRequest, CalendarDate, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, CountersBody,
-    JournalEntryBody, JournalPage, PutSkuRequest, SkuView,
+    JournalEntryBody, JournalPage, PutSkuRequest, SkuView, WarehouseStock,
 };
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use super::waitlist::WaitlistEntryView;
 use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
 use crate::domain::sale::SalesMode;
 use crate::domain::supplier::{BookingStatus, SimOutcome, SupplierAdapter, SupplierConfig};
+use crate::domain::warehouse::Allocation;
 use crate::http::{Code, ProblemBody};
 use serde::Serialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -157,9 +158,9 @@ impl Modify for Security {
                        WaveRequest, WaveView,
                        CampaignViewBody, Availability, ReasonRequest, ShipRequest, ReturnReceivedRequest,
                        RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
-                       LockLineView, PaymentView, RefundView,
+                       LockLineView, WarehouseUnits, PaymentView, RefundView,
                        JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
-                       InventoryModel, Management, Unit, Deduct, BundleChild,
+                       InventoryModel, Management, Unit, Deduct, BundleChild, WarehouseStock, Allocation,
                        CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes, RedeemCodeRequest,
                        CodeRedemption, ReissueCodesRequest, CodesReissued,
                        SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus,

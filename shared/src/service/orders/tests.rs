@@ -13,6 +13,7 @@ fn sku(s: &str) -> Sku {
 fn meta(s: &str, price: u64, currency: &str) -> SkuMeta {
     SkuMeta {
         fences: Vec::new(),
+        warehouses: None,
         controls: Default::default(),
         sku: sku(s),
         name: s.into(),

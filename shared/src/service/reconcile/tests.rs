@@ -20,6 +20,7 @@ async fn the_sweep_confirms_and_restocks_the_stale_lock_of_an_order_refunded_bef
     w.stock.seed(
         SkuMeta {
             fences: Vec::new(),
+            warehouses: None,
             controls: Default::default(),
             sku: a.clone(),
             name: "A".into(),
@@ -73,6 +74,7 @@ async fn the_sweep_confirms_and_restocks_the_stale_lock_of_an_order_refunded_bef
 fn plain(sku: &str, shards: u16) -> SkuMeta {
     SkuMeta {
         fences: Vec::new(),
+        warehouses: None,
         controls: Default::default(),
         sku: Sku::parse(sku).unwrap(),
         name: sku.into(),

@@ -32,7 +32,12 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     }
     let (line_draws, other_cells) = match plan_cells(app, &req.lines, metas, Day::of_epoch_s(clock::now_s())).await {
         Ok(c) => c,
-        Err(e @ (FreezeError::Line(_) | FreezeError::UnknownSku(_))) => return refuse(app, req, e).await,
+        Err(
+            e @ (FreezeError::Line(_)
+            | FreezeError::UnknownSku(_)
+            | FreezeError::Insufficient(_)
+            | FreezeError::SalePaused(_)),
+        ) => return refuse(app, req, e).await,
         Err(e) => return Err(e),
     };
     let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
@@ -112,7 +117,12 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             if d.sku == *sku && d.date.is_none() && d.fence.is_none() {
                 line.pieces = pieces;
             } else {
-                line.draws.push(Draw { sku: d.sku, date: d.date, quantity: d.quantity, pieces, fence: d.fence });
+                // a warehouse cell is stored as its SKU and warehouse (a lock names client SKUs only)
+                let (sku, warehouse) = match d.sku.warehouse_parent() {
+                    Some((parent, w)) => (parent, Some(w)),
+                    None => (d.sku, None),
+                };
+                line.draws.push(Draw { sku, date: d.date, quantity: d.quantity, pieces, fence: d.fence, warehouse });
             }
         }
         lines.push(line);

@@ -7,7 +7,7 @@ use crate::clock;
 use crate::context::App;
 use crate::domain::campaign::{Campaign, GateRefusal};
 use crate::domain::kind::{admit, Candidate, Holder, Kind, Refusal};
-use crate::domain::model::{self, CellDraw, Day, LineRefusal, LineSpec};
+use crate::domain::model::{self, CellDraw, Day, LineRefusal, LineSpec, Pick};
 use crate::domain::reservation::{Reservation, ReservationKind};
 use crate::domain::{CampaignId, Quantity, ReservationId, Sku, UserId};
 use crate::ports::SkuMeta;
@@ -17,7 +17,7 @@ use std::collections::HashMap;
 mod freezing;
 mod lock_changes;
 mod replanning;
-pub use freezing::freeze;
+mod warehouses;
 use freezing::replay;
 pub use lock_changes::{confirm, release, restock, take_at_shipment, LockChange, LockError, OnReleased};
 
@@ -106,6 +106,35 @@ pub enum FreezeError {
     Store(#[from] anyhow::Error),
 }
 
+/// Freezes all lines or none. Replays (same id) return the existing reservation. A warehoused
+/// line whose warehouse was emptied between the freeze's read and its write is planned again
+/// over the warehouses (twice at most); a refusal then names the SKU, not its warehouse cell.
+pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta>) -> Result<Frozen, FreezeError> {
+    let mut again = 2;
+    loop {
+        match freezing::freeze(app, req, metas).await {
+            Err(e) if again > 0 && warehouses::replannable(&e) => again -= 1,
+            Err(FreezeError::Insufficient(c)) => {
+                return Err(FreezeError::Insufficient(c.warehouse_parent().map_or(c, |(p, _)| p)))
+            }
+            Err(FreezeError::SalePaused(c)) => {
+                return Err(FreezeError::SalePaused(c.warehouse_parent().map_or(c, |(p, _)| p)))
+            }
+            Ok(Frozen::Created(r)) => {
+                let split = |l: &&crate::domain::reservation::ReservedLine| {
+                    l.draws.iter().filter(|d| d.warehouse.is_some()).count() > 1
+                };
+                let n = r.lines.iter().filter(split).count();
+                if n > 0 {
+                    app.count(names::WAREHOUSE_SPLITS, n as u64);
+                }
+                return Ok(Frozen::Created(r));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// SKU metadata through the warm cache; unknown SKUs are an error.
 pub async fn metas(app: &App, skus: &[Sku]) -> Result<HashMap<Sku, SkuMeta>, FreezeError> {
     let found = cached_metas(app, skus).await?;
@@ -164,8 +193,19 @@ async fn plan_cells(
     let mut others: Vec<Sku> = Vec::new();
     for l in lines {
         let meta = metas.get(&l.sku).ok_or_else(|| FreezeError::UnknownSku(l.sku.clone()))?;
-        let spec = LineSpec { sku: &l.sku, quantity: l.quantity.get(), dates: &l.dates, bundle: &meta.bundle, today };
-        let mut d = model::strategy(&meta.model).draws(&spec)?;
+        // a warehoused line is allocated over its warehouses' available units, read now
+        let stock = match meta.warehouses.as_ref().filter(|_| Kind::of(&meta.model) == Kind::Warehouse) {
+            Some(_) if meta.paused => return Err(FreezeError::SalePaused(l.sku.clone())),
+            Some(w) => Some((warehouses::stock(app, &l.sku, w).await?, w.allocation)),
+            None => None,
+        };
+        let stock = stock.as_ref().map(|(cells, allocation)| Pick { cells, allocation: *allocation });
+        let spec =
+            LineSpec { sku: &l.sku, quantity: l.quantity.get(), dates: &l.dates, bundle: &meta.bundle, today, stock };
+        let mut d = match model::strategy(&meta.model).draws(&spec) {
+            Err(LineRefusal::WarehousesShort(s)) => return Err(FreezeError::Insufficient(s)),
+            d => d?,
+        };
         // a ring-fenced campaign item draws on its own cell, not the SKU's shards
         // (docs/campaigns.md, "Ring-fenced quota")
         if let Some(cid) = &l.campaign {

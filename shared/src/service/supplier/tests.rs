@@ -18,6 +18,7 @@ fn sku(s: &str) -> Sku {
 fn meta(s: &str, supplier: bool) -> SkuMeta {
     SkuMeta {
         fences: Vec::new(),
+        warehouses: None,
         controls: Default::default(),
         sku: sku(s),
         name: s.into(),

@@ -83,6 +83,9 @@ pub(super) fn encode_meta(m: &SkuMeta) -> anyhow::Result<Item> {
     if !m.fences.is_empty() {
         it.insert("fen".into(), s(serde_json::to_string(&m.fences).context("SKU fences")?));
     }
+    if let Some(w) = &m.warehouses {
+        it.insert("whs".into(), s(serde_json::to_string(w).context("SKU warehouses")?));
+    }
     Ok(it)
 }
 
@@ -103,6 +106,7 @@ pub(super) fn decode_meta(it: &Item) -> anyhow::Result<SkuMeta> {
         supplier: opt_s(it, "sup").map(serde_json::from_str).transpose().context("supplier settings")?,
         controls: crate::ports::SkuControls { admission_rate: opt_n(it, "adm"), low_stock_threshold: opt_n(it, "low") },
         fences: opt_s(it, "fen").map(serde_json::from_str).transpose().context("SKU fences")?.unwrap_or_default(),
+        warehouses: opt_s(it, "whs").map(serde_json::from_str).transpose().context("SKU warehouses")?,
     })
 }
 

@@ -43,6 +43,7 @@ fn eur() -> Currency {
 fn meta(s: &str, shards: u16, per_user_limit: Option<u32>) -> SkuMeta {
     SkuMeta {
         fences: Vec::new(),
+        warehouses: None,
         controls: Default::default(),
         sku: sku(s),
         name: format!("{s} name"),
@@ -187,3 +188,4 @@ mod stock_port;
 mod stock_service;
 mod supplier_codes;
 mod waitlist;
+mod warehouses;

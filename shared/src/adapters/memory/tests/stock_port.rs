@@ -36,6 +36,7 @@ async fn a_transaction_touching_one_shard_twice_is_an_error_as_in_dynamodb() {
     r.lines[1].pieces.clear();
     r.lines[1].draws = vec![Draw {
         fence: None,
+        warehouse: None,
         sku: sku("A"),
         date: None,
         quantity: 1,

@@ -26,6 +26,7 @@ fn sku() -> Sku {
 fn meta(shards: u16) -> SkuMeta {
     SkuMeta {
         fences: Vec::new(),
+        warehouses: None,
         controls: Default::default(),
         sku: sku(),
         name: "drop".into(),
