@@ -427,9 +427,13 @@ fn all_in_section(md: &mut String, n: usize, runs: &[(&str, &Value)]) {
             f(&r["emf"]["lines_per_unit"]),
             f(&r["emf"]["bytes_per_unit"]),
             r["emf"]["series"],
-            r.get("answers").map(|a| format!("; answers {a}")).unwrap_or_default()
+            match (r.get("answers"), r.get("paid_and_sold")) {
+                (Some(a), _) => format!("; answers {a}"),
+                (_, Some(p)) => format!("; {p} of {n} paid and sold (the others' payments came after the 3 s payment deadline: expired or refunded, their cost included)"),
+                _ => String::new(),
+            }
         );
     }
-    let _ = writeln!(md, "\nThe Lambda durations are this machine's (a debug build on 2 loaded cores, every AWS call a loopback round trip to the emulator, which serialises DynamoDB requests), so they overstate what AWS would bill; cold starts (INIT) are not in them. The metric series' price is monthly, whatever the volume: at {ORDERS_PER_MONTH:.0} orders a month each series costs ${:.8} an order (**model**). Not counted: Lambda's own log lines (START/END/REPORT) and the application's JSON logs, data transfer, the free tiers.\n\nRequests per paid plain order:\n\n```\n{}\n```\n", METRIC_MONTH / ORDERS_PER_MONTH, serde_json::to_string_pretty(&runs[0].1["usage"]["per_unit_calls"]).unwrap_or_default());
+    let _ = writeln!(md, "\nThe Lambda durations are this machine's (a debug build on 2 loaded cores, every AWS call a loopback round trip to the emulator, which serialises DynamoDB requests; the paid lifecycles run 8 buyers at a time, so a handler's wall time includes waiting behind the other seven's requests, while the refused checkouts run one at a time), so they overstate what AWS would bill; cold starts (INIT) are not in them. The metric series' price is monthly, whatever the volume: at {ORDERS_PER_MONTH:.0} orders a month each series costs ${:.8} an order (**model**). Not counted: Lambda's own log lines (START/END/REPORT) and the application's JSON logs, data transfer, the free tiers.\n\nRequests per paid plain order:\n\n```\n{}\n```\n", METRIC_MONTH / ORDERS_PER_MONTH, serde_json::to_string_pretty(&runs[0].1["usage"]["per_unit_calls"]).unwrap_or_default());
     let _ = writeln!(md, "Price table ({PRICES_DATE}):\n\n{}", price_table());
 }
