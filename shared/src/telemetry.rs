@@ -43,6 +43,14 @@ pub mod names {
     pub const PAY_TIME_SHORT: &str = "PayTimeShortfalls";
     /// A lock held until shipment (`AT_SHIPMENT`) was sold when its order shipped.
     pub const SHIPMENT_TAKES: &str = "ShipmentDeductions";
+    /// Checkouts of a BACKORDER SKU accepted short (docs/inventory-models.md, "Backorders").
+    pub const BACKORDERS_ACCEPTED: &str = "BackordersAccepted";
+    /// Units filled into waiting backorders by a restock.
+    pub const BACKORDER_UNITS_FILLED: &str = "BackorderUnitsFilled";
+    /// Units of a BACKORDER SKU waiting for a restock, and the age of its oldest waiting order
+    /// (seconds), both gauges emitted by each fill pass.
+    pub const BACKLOG_UNITS: &str = "BacklogUnits";
+    pub const BACKLOG_OLDEST_AGE: &str = "BacklogOldestAgeSeconds";
     /// A lock held until shipment was released by a refund before shipping.
     pub const SHIPMENT_HOLDS_RELEASED: &str = "ShipmentHoldsReleased";
     /// A warehoused line (docs/inventory-models.md, "Warehouses") frozen over two or more

@@ -60,7 +60,7 @@ struct Def {
 }
 
 fn defs() -> Vec<Def> {
-    let m = |management, unit, deduct| InventoryModel { management, unit, deduct };
+    let m = |management, unit, deduct| InventoryModel { management, unit, deduct, ..Default::default() };
     let q = InventoryModel::default();
     let d = |name, price, shards, limit, model, stock| Def { name, price, shards, limit, model, stock, bundle: &[] };
     vec![

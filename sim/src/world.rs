@@ -1083,6 +1083,7 @@ pub fn label(d: &Delivery) -> String {
         }
         Delivery::Queue(Message::ReconcileWork { .. }) => "queue ReconcileWork".into(),
         Delivery::Queue(Message::SupplierPoll { order_id, .. }) => format!("queue SupplierPoll {order_id}"),
+        Delivery::Queue(Message::SupplierIssue { order_id, .. }) => format!("queue SupplierIssue {order_id}"),
         Delivery::Stream(records, _) => format!("stream batch of {} records", records.len()),
         Delivery::Told(user, sku) => format!("push WaitlistNotified {user} {sku}"),
     }
@@ -1568,7 +1569,9 @@ async fn deliver(app: &App, armed: Option<&'static str>, q: &Delivery, d: &mut D
                 _ => (true, Vec::new()),
             }
         }
-        Delivery::Queue(m @ (Message::PaymentTimeout { .. } | Message::SupplierPoll { .. })) => {
+        Delivery::Queue(
+            m @ (Message::PaymentTimeout { .. } | Message::SupplierPoll { .. } | Message::SupplierIssue { .. }),
+        ) => {
             if let Message::PaymentTimeout { order_id, due_at, .. } = m {
                 if processing_at_deadline(app, order_id, *due_at).await {
                     d.hits.push("payment: timeout met a processing payment at its deadline");

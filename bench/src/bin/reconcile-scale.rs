@@ -257,6 +257,18 @@ impl Locks for Stock {
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
         self.0.read_counters(counters).await
     }
+    async fn fill_backorder(
+        &self,
+        before: &Reservation,
+        after: &Reservation,
+        actions: &[holdfast::domain::plan::Action],
+    ) -> anyhow::Result<Result<(), MoveRejection>> {
+        self.1.add("Transact(backorder fill)", 1 + actions.len()).await;
+        self.journaled(Self::cells_of(after), false, self.0.fill_backorder(before, after, actions)).await
+    }
+    async fn read_backlog(&self, sku: &Sku) -> anyhow::Result<holdfast::domain::backorder::Backlog> {
+        self.0.read_backlog(sku).await
+    }
 }
 
 #[async_trait]
@@ -624,6 +636,7 @@ async fn main() -> anyhow::Result<()> {
                 at_payment: false,
                 at_shipment: false,
                 codes: None,
+                backorder: None,
             }],
             oversold: false,
             code_fate: None,

@@ -22,6 +22,7 @@ use crate::ports::{
     AdjustRejection, Adjustment, CodeUpload, Counter, FreezeLimits, FreezeRejection, MoveRejection, SkuMeta,
     StockStore, Waitlists,
 };
+mod backorders;
 mod checks;
 mod codes;
 pub mod model;
@@ -31,6 +32,7 @@ mod waitlists;
 mod warehouses;
 mod waves;
 
+pub use backorders::backorder_fills;
 pub use checks::{
     batched_reads, campaign_gates, freezes, lock_moves, pending_cap, per_user_limits, queues, stop_sale,
     stop_sale_on_new_shards,
@@ -68,6 +70,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("queues", |s, _, p| Box::pin(queues(s, p))),
     ("waitlists", |s, w, p| Box::pin(waitlists(s, w, p))),
     ("waves", |s, _, p| Box::pin(waves(s, p))),
+    ("backorder_fills", |s, _, p| Box::pin(backorder_fills(s, p))),
     ("warehouse_cells", |s, _, p| Box::pin(warehouse_cells(s, p))),
 ];
 

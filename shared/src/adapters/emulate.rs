@@ -326,6 +326,21 @@ impl<S: StockStore + ?Sized> Locks for Emulated<S> {
         self.inner.mark_oversold(r).await
     }
 
+    async fn fill_backorder(
+        &self,
+        before: &Reservation,
+        after: &Reservation,
+        actions: &[plan::Action],
+    ) -> anyhow::Result<Result<(), MoveRejection>> {
+        let mut items = vec![format!("Reservation({})", before.id)];
+        items.extend(actions.iter().map(|a| key(&a.target)));
+        self.lock_tx(items, || self.inner.fill_backorder(before, after, actions)).await
+    }
+
+    async fn read_backlog(&self, sku: &crate::domain::Sku) -> anyhow::Result<crate::domain::backorder::Backlog> {
+        self.inner.read_backlog(sku).await
+    }
+
     /// The index as it stands `L` ms ago: a lock frozen less than `L` ago is not in it yet, a
     /// lock that left FROZEN less than `L` ago still is.
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>> {

@@ -1,4 +1,4 @@
-//! Usage spans are taken before the request they measure. A span (`usage::call`, `charge`) marks
+//! Usage spans are taken before the request they measure. A span (`usage::call`, `usage::call_of`, `charge`) marks
 //! a request's start when created and its end when dropped; one taken after the request's
 //! `.await` measures nothing, and the round-trip counts of the benchmark go wrong silently (the
 //! bug fixed at five sites of the stock adapter). This reads every metered adapter's source and
@@ -40,7 +40,10 @@ fn span_lets(clean: &str) -> Vec<usize> {
             let value = value.trim_start();
             let path: String = value.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
             value[path.len()..].starts_with('(')
-                && (path == "charge" || path.ends_with("::charge") || path.ends_with("usage::call"))
+                && (path == "charge"
+                    || path.ends_with("::charge")
+                    || path.ends_with("usage::call")
+                    || path.ends_with("usage::call_of"))
         })
         .collect()
 }

@@ -184,6 +184,22 @@ pub struct LockLineView {
     /// (docs/inventory-models.md, "Warehouses"); absent for every other line.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allocation: Vec<WarehouseUnits>,
+    /// A `BACKORDER` SKU's line: `BACKORDERED` while units of it still wait for a restock (the
+    /// order ships once it is `FILLED`); absent for every other line (docs/inventory-models.md,
+    /// "Backorders (oversell allowed)").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backorder: Option<BackorderLineView>,
+}
+
+/// The backorder part of a lock line: `short` units were missing at order, `filled` of them came
+/// from restocks since, `waiting` still wait.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct BackorderLineView {
+    /// `BACKORDERED` (units still wait) or `FILLED`.
+    pub state: &'static str,
+    pub short: u32,
+    pub filled: u32,
+    pub waiting: u32,
 }
 
 /// Units of one order line taken from one warehouse.
@@ -265,6 +281,12 @@ impl AdminOrderView {
                                     Some(WarehouseUnits { warehouse: w.to_string(), quantity: d.quantity })
                                 })
                                 .collect(),
+                            backorder: l.backorder.map(|b| BackorderLineView {
+                                state: if b.open() > 0 { "BACKORDERED" } else { "FILLED" },
+                                short: b.short,
+                                filled: b.filled,
+                                waiting: b.open(),
+                            }),
                         })
                         .collect(),
                 })

@@ -178,6 +178,34 @@ pub struct SkuView {
     /// `available`, `locked` and `sold` are their sums).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warehouses: Vec<WarehouseStock>,
+    /// A `model.oversell: BACKORDER` SKU's backlog (admin views only; docs/inventory-models.md,
+    /// "Backorders (oversell allowed)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<BacklogView>,
+}
+
+/// Units ordered short of stock and what became of them: `waiting = ordered - filled -
+/// cancelled`, the units the orders in `orders` still wait for (oldest filled first).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct BacklogView {
+    pub ordered: i64,
+    pub filled: i64,
+    pub cancelled: i64,
+    pub waiting: i64,
+    /// The reservation ids of the orders still waiting.
+    pub orders: Vec<String>,
+}
+
+impl From<&crate::domain::backorder::Backlog> for BacklogView {
+    fn from(b: &crate::domain::backorder::Backlog) -> Self {
+        BacklogView {
+            ordered: b.ordered,
+            filled: b.filled,
+            cancelled: b.cancelled,
+            waiting: b.waiting(),
+            orders: b.open.iter().map(|i| i.to_string()).collect(),
+        }
+    }
 }
 
 /// One warehouse of a `WAREHOUSE` SKU: `total = available + locked + sold`.
@@ -231,6 +259,7 @@ impl From<&StockView> for SkuView {
             low_stock_threshold: v.meta.controls.low_stock_threshold,
             updated_by: None,
             allocation: v.meta.warehouses.as_ref().map(|w| w.allocation),
+            backlog: v.backlog.as_ref().map(BacklogView::from),
             warehouses: v
                 .warehouses
                 .iter()

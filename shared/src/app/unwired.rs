@@ -115,6 +115,17 @@ impl Locks for Unwired {
     async fn read_counters(&self, _: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
         Err(self.refusal())
     }
+    async fn fill_backorder(
+        &self,
+        _: &Reservation,
+        _: &Reservation,
+        _: &[crate::domain::plan::Action],
+    ) -> anyhow::Result<Result<(), MoveRejection>> {
+        Err(self.refusal())
+    }
+    async fn read_backlog(&self, _: &Sku) -> anyhow::Result<crate::domain::backorder::Backlog> {
+        Err(self.refusal())
+    }
 }
 
 #[async_trait]

@@ -7,6 +7,9 @@ use super::reservation::{CodeFate, LockStatus, Reservation};
 use super::{CampaignId, OrderId, Sku, UserId};
 use std::collections::HashMap;
 
+pub use backlog::check_backlogs;
+
+mod backlog;
 mod links;
 mod order_record;
 mod redeemed;
@@ -152,6 +155,12 @@ pub enum Violation {
     /// docs/order-record.md: the log ends at the status; a discount < amount; paid its pay amount.
     OrderRecord {
         order: String,
+        detail: String,
+    },
+    /// A BACKORDER SKU's backlog disagrees with its locks, or a backorder line holds other than
+    /// its quantity less what waits (docs/inventory-models.md, "Backorders (oversell allowed)").
+    Backlog {
+        sku: Sku,
         detail: String,
     },
     /// A warehoused line's draws are not its own SKU's warehouse cells, do not add up to its
@@ -469,11 +478,11 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     out.extend(check_sold(&s.skus, &s.reservations));
     out.extend(check_campaigns(&s.campaigns, &s.reservations));
     out.extend(check_code_pools(&s.skus, &s.codes, &s.reservations));
-    out.extend(warehouses::check_allocations(&s.reservations));
     out.extend(links::check_stranded_locks(s));
     out.extend(links::check_orders_against_locks(s));
     out.extend(links::check_user_limits(s));
     out.extend(supplier_codes::check(&s.orders));
+    out.extend(warehouses::check_allocations(&s.reservations));
     out
 }
 

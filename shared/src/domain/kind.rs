@@ -34,6 +34,9 @@ pub enum Kind {
     CodePool,
     /// Counted units per warehouse, taken at order (docs/inventory-models.md, "Warehouses").
     Warehouse,
+    /// Counted units of one SKU that may be sold short: a short checkout is accepted and the
+    /// shortfall filled by a later restock (docs/inventory-models.md, "Backorders (oversell allowed)").
+    Backorder,
     /// An outside supplier holds the stock: quoted, then booked (docs/suppliers.md).
     Supplier,
     /// Booked like `Supplier`; its codes are issued by the supplier when the order is paid and
@@ -159,9 +162,13 @@ const SUPPLIER: Rules =
 const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRevealed, ..SUPPLIER };
 // each warehouse a cell with its own shards (paused with the SKU); no campaigns (not proven)
 const WAREHOUSE: Rules = rules(true, false, Shards, BeforeShipping, true, true, AtOrder);
+// held on its own shards like QUANTITY; another system's hold cannot wait for a restock, and a
+// campaign's price and quota are for stock that exists; a released lock is never retaken (its
+// backlog was cancelled with it: the late payment is refunded as an oversell)
+const BACKORDER: Rules = rules(false, false, Shards, BeforeShipping, true, false, AtOrder);
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Quantity,
         Kind::Calendar,
         Kind::Bundle,
@@ -169,6 +176,7 @@ impl Kind {
         Kind::AtShipment,
         Kind::Unlimited,
         Kind::CodePool,
+        Kind::Backorder,
         Kind::Supplier,
         Kind::SupplierCodes,
         Kind::Warehouse,
@@ -178,6 +186,7 @@ impl Kind {
     /// deduction at shipment is only valid on a SINGLE unit (`model::validate`).
     pub fn of(model: &InventoryModel) -> Kind {
         match (model.management, model.unit, model.deduct) {
+            _ if !model.oversell.is_strict() && super::backorder::may_backorder(model) => Kind::Backorder,
             (Management::Unlimited, ..) => Kind::Unlimited,
             (Management::CodePool, ..) => Kind::CodePool,
             (Management::Supplier | Management::Quantity, Unit::Code, _) => Kind::SupplierCodes,
@@ -201,6 +210,8 @@ impl Kind {
             Kind::PayTime
         } else if l.at_shipment {
             Kind::AtShipment
+        } else if l.backorder.is_some() {
+            Kind::Backorder
         } else {
             Kind::Quantity
         }
@@ -216,8 +227,9 @@ impl Kind {
             Kind::Unlimited => "UNLIMITED",
             Kind::CodePool => "CODE_POOL",
             Kind::Supplier => "SUPPLIER",
-            Kind::Warehouse => "WAREHOUSE",
+            Kind::Backorder => "BACKORDER",
             Kind::SupplierCodes => "SUPPLIER_CODES",
+            Kind::Warehouse => "WAREHOUSE",
         }
     }
 
@@ -231,8 +243,9 @@ impl Kind {
             Kind::Unlimited => &UNLIMITED,
             Kind::CodePool => &CODE_POOL,
             Kind::Supplier => &SUPPLIER,
-            Kind::Warehouse => &WAREHOUSE,
+            Kind::Backorder => &BACKORDER,
             Kind::SupplierCodes => &SUPPLIER_CODES,
+            Kind::Warehouse => &WAREHOUSE,
         }
     }
 }
@@ -316,7 +329,12 @@ impl Stocking {
 ///   "a revealed code sold twice"), so the two never share an order;
 /// - an AT_SHIPMENT line holds its order's whole lock FROZEN until the order ships (one lock,
 ///   one move): a PAY_TIME line could not be taken at payment in it, and a CODE_POOL line's
-///   codes (shown only from a SOLD lock) would wait for a shipment codes never have.
+///   codes (shown only from a SOLD lock) would wait for a shipment codes never have;
+/// - a BACKORDER line may wait for a restock after its order is paid, its fill moving the whole
+///   lock's pieces by the lock's status: a PAY_TIME line (taken at payment, its order refunded
+///   whole when short), an AT_SHIPMENT line (its lock FROZEN after payment: "ships when filled"
+///   and "taken at shipment" would race) and a CODE_POOL line (a refund of a waiting order after
+///   its codes were shown) never share its order.
 ///
 /// Two lines of any other kinds may; the plan still refuses one stock item moved both at order
 /// and at payment (a bundle taken at order whose child is also ordered at payment).
@@ -327,6 +345,7 @@ pub fn may_share_an_order(a: Kind, b: Kind) -> bool {
         (Supplier | SupplierCodes, _) | (_, Supplier | SupplierCodes) => false,
         (CodePool, PayTime) | (PayTime, CodePool) => crate::mutant!("p2-1-shown-code-resold"),
         (AtShipment, PayTime | CodePool) | (PayTime | CodePool, AtShipment) => false,
+        (Backorder, PayTime | AtShipment | CodePool) | (PayTime | AtShipment | CodePool, Backorder) => false,
         _ => true,
     }
 }
@@ -421,7 +440,7 @@ pub fn render_rules() -> String {
             PauseBy::Shards => "each shard, in the freeze",
             PauseBy::CachedMetadata => "metadata (cached)",
             PauseBy::FreshMetadata => "metadata, fresh, at order and at payment",
-            PauseBy::Cells => "its dates' or children's shards",
+            PauseBy::Cells => "its dates', children's or warehouses' shards",
         };
         let refund = match r.buyer_refund {
             BuyerRefund::BeforeShipping => "before shipping",
@@ -448,151 +467,4 @@ pub fn render_rules() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sku(s: &str) -> Sku {
-        Sku::parse(s).unwrap()
-    }
-
-    #[test]
-    fn every_model_has_one_kind_and_deduction_at_payment_wins_for_counted_units() {
-        let m = |management, unit, deduct| InventoryModel { management, unit, deduct };
-        assert_eq!(Kind::of(&InventoryModel::default()), Kind::Quantity);
-        assert_eq!(Kind::of(&m(Management::Quantity, Unit::Calendar, Deduct::AtPayment)), Kind::PayTime);
-        assert_eq!(Kind::of(&m(Management::Quantity, Unit::Bundle, Deduct::AtOrder)), Kind::Bundle);
-        assert_eq!(Kind::of(&m(Management::CodePool, Unit::Single, Deduct::AtOrder)), Kind::CodePool);
-        assert_eq!(Kind::of(&m(Management::Quantity, Unit::Single, Deduct::AtShipment)), Kind::AtShipment);
-        for k in Kind::ALL {
-            assert_eq!(k.rules().deduct == Deduct::AtPayment, k == Kind::PayTime, "{k}");
-            assert_eq!(k.rules().takes_at_shipment(), k == Kind::AtShipment, "{k}");
-        }
-    }
-
-    #[test]
-    fn the_matrix_is_symmetric_and_refuses_exactly_the_named_pairs() {
-        let mut refused = Vec::new();
-        for a in Kind::ALL {
-            for b in Kind::ALL {
-                assert_eq!(may_share_an_order(a, b), may_share_an_order(b, a), "{a} × {b}");
-                if !may_share_an_order(a, b) && a <= b {
-                    refused.push((a, b));
-                }
-            }
-            assert!(may_share_an_order(a, a), "{a} with itself");
-        }
-        let booked = |k: &Kind| k.rules().books_supplier;
-        let pair = |a: Kind, b: Kind| (a.min(b), a.max(b));
-        let mut want: Vec<(Kind, Kind)> = Kind::ALL
-            .iter()
-            .filter(|k| !booked(k))
-            .flat_map(|k| [pair(*k, Kind::Supplier), pair(*k, Kind::SupplierCodes)])
-            .collect();
-        want.push((Kind::PayTime, Kind::CodePool));
-        want.push((Kind::PayTime, Kind::AtShipment));
-        want.push((Kind::AtShipment, Kind::CodePool));
-        want.sort();
-        refused.sort();
-        assert_eq!(refused, want);
-    }
-
-    #[test]
-    fn admission_walks_every_pair_of_kinds_for_orders_reservations_and_campaigns() {
-        let (a, b) = (sku("A"), sku("B"));
-        for ka in Kind::ALL {
-            for kb in Kind::ALL {
-                for campaign in [false, true] {
-                    let lines =
-                        [Candidate { sku: &a, kind: ka, campaign }, Candidate { sku: &b, kind: kb, campaign: false }];
-                    let order = admit(Holder::Order, &lines);
-                    let together = may_share_an_order(ka, kb);
-                    let camp_ok = !campaign || ka.rules().campaign;
-                    assert_eq!(order.is_ok(), together && camp_ok, "order {ka} × {kb} campaign={campaign}: {order:?}");
-                    let ext = admit(Holder::External, &lines);
-                    let ext_ok = together && camp_ok && ka.rules().external && kb.rules().external;
-                    assert_eq!(ext.is_ok(), ext_ok, "reservation {ka} × {kb}: {ext:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn codes_are_never_retaken_never_give_the_allowance_back_and_refund_only_until_shown() {
-        let r = Kind::CodePool.rules();
-        assert!(r.reveals_codes && !r.retake && !r.allowance_back && !r.external);
-        assert_eq!(r.buyer_refund, BuyerRefund::UntilRevealed);
-        assert_eq!(Kind::PayTime.rules().pause, PauseBy::FreshMetadata);
-        assert!(!Kind::Supplier.rules().external && !Kind::Supplier.rules().campaign);
-        assert!(Kind::ALL.iter().filter(|k| k.rules().reveals_codes).eq([Kind::CodePool, Kind::SupplierCodes].iter()));
-        let sc = Kind::SupplierCodes.rules();
-        assert!(sc.codes_from_supplier() && !sc.codes_from_pool() && !sc.external && !sc.campaign);
-        assert!(r.codes_from_pool() && !r.codes_from_supplier() && sc.buyer_refund == BuyerRefund::UntilRevealed);
-        let m = InventoryModel { management: Management::Supplier, unit: Unit::Code, ..InventoryModel::default() };
-        assert_eq!((Kind::of(&m), Stocking::of(&m)), (Kind::SupplierCodes, Stocking::AtSupplier));
-    }
-
-    #[test]
-    fn at_shipment_is_held_on_its_shards_refunded_before_shipping_and_never_held_for_another_system() {
-        use Kind::*;
-        let r = AtShipment.rules();
-        assert!(!r.external && r.campaign && r.allowance_back && !r.retake && !r.reveals_codes && !r.books_supplier);
-        assert_eq!(
-            (r.pause, r.buyer_refund, r.deduct),
-            (PauseBy::Shards, BuyerRefund::BeforeShipping, Deduct::AtShipment)
-        );
-        for k in [Quantity, Calendar, Bundle, Unlimited, AtShipment] {
-            assert!(may_share_an_order(AtShipment, k), "{k}");
-        }
-        for k in [PayTime, CodePool, Supplier] {
-            assert!(!may_share_an_order(AtShipment, k), "{k}");
-        }
-    }
-
-    #[test]
-    fn a_lock_is_held_until_shipment_when_any_of_its_lines_is_taken_at_shipment() {
-        use crate::domain::reservation::{LockStatus, Reservation, ReservationKind};
-        let line = |at_shipment: bool| ReservedLine {
-            sku: sku("A"),
-            quantity: 1,
-            unit_price: 1,
-            currency: crate::domain::Currency::parse("EUR").unwrap(),
-            limited: false,
-            pieces: Vec::new(),
-            campaign: None,
-            dates: Vec::new(),
-            draws: Vec::new(),
-            at_payment: false,
-            at_shipment,
-            codes: None,
-        };
-        let mut r = Reservation {
-            id: crate::domain::ReservationId::from_stored("o1").unwrap(),
-            kind: ReservationKind::Order,
-            status: LockStatus::Frozen,
-            user: None,
-            request_hash: String::new(),
-            created_at_ms: 0,
-            expires_at: 0,
-            lines: vec![line(false)],
-            oversold: false,
-            pending: false,
-            code_fate: None,
-        };
-        assert!(!held_until_shipment(&r));
-        assert_eq!(Kind::of_line(&r.lines[0]), Kind::Quantity);
-        r.lines.push(line(true));
-        assert!(held_until_shipment(&r), "one at-shipment line holds the whole lock");
-        assert_eq!(Kind::of_line(&r.lines[1]), Kind::AtShipment);
-    }
-
-    #[test]
-    fn the_docs_carry_the_current_matrix() {
-        let doc = include_str!("../../../docs/inventory-models.md");
-        for table in [render_matrix(), render_rules()] {
-            assert!(
-                doc.contains(&table),
-                "docs/inventory-models.md is stale: paste this under \"Kinds and their lifecycle\":\n{table}"
-            );
-        }
-    }
-}
+mod tests;

@@ -1,6 +1,7 @@
 //! Pure domain: no AWS types, no async, no I/O. Everything here is unit-tested beside its code.
 
 pub mod allocation;
+pub mod backorder;
 pub mod campaign;
 pub mod catalogue;
 pub mod codes;

@@ -10,6 +10,7 @@
 //! one transaction of a freeze, confirm, release, restock, reconcile and the invariants — works
 //! on cells and never asks which model produced them.
 
+pub use super::backorder::Oversell;
 use super::Sku;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -39,12 +40,12 @@ pub enum Unit {
     Single,
     Calendar,
     Bundle,
-    /// Codes a supplier issues when the order is paid: a SUPPLIER SKU only (docs/suppliers.md,
-    /// "Codes issued by the supplier").
-    Code,
     /// Counted units per warehouse, each warehouse its own cell; a line is allocated to one
     /// warehouse or split over several by the SKU's policy (docs/inventory-models.md, "Warehouses").
     Warehouse,
+    /// Codes a supplier issues when the order is paid: a SUPPLIER SKU only (docs/suppliers.md,
+    /// "Codes issued by the supplier").
+    Code,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
@@ -68,6 +69,10 @@ pub struct InventoryModel {
     pub unit: Unit,
     #[serde(default)]
     pub deduct: Deduct,
+    /// `BACKORDER`: a checkout short of stock is accepted and the shortfall waits for a restock
+    /// (docs/inventory-models.md, "Backorders (oversell allowed)"); a counted SINGLE SKU only.
+    #[serde(default, skip_serializing_if = "Oversell::is_strict")]
+    pub oversell: Oversell,
 }
 
 impl InventoryModel {
@@ -84,7 +89,10 @@ impl InventoryModel {
     /// supplier's stock cannot be taken in the bundle's transaction, codes are handed out one
     /// line at a time, and an UNLIMITED SKU has no shard for the bundle to draw on).
     pub fn can_be_child(&self) -> bool {
-        self.management == Management::Quantity && self.unit == Unit::Single && self.deduct == Deduct::AtOrder
+        self.management == Management::Quantity
+            && self.unit == Unit::Single
+            && self.deduct == Deduct::AtOrder
+            && self.oversell.is_strict()
     }
 
     /// Whether the SKU hands out unique codes from a pool (docs/code-pools.md).
@@ -119,6 +127,8 @@ pub enum ModelError {
         "deduct AT_SHIPMENT holds and takes a SKU's own counted units: it needs management QUANTITY and unit SINGLE (not a calendar, bundle, unlimited, code-pool or supplier SKU)"
     )]
     AtShipmentShape,
+    #[error("model.oversell BACKORDER needs management QUANTITY, unit SINGLE and deduct AT_ORDER (not a calendar, bundle, pay-time, at-shipment, unlimited, code-pool or supplier SKU)")]
+    BackorderShape,
     #[error("a CODE_POOL SKU is unit SINGLE and takes its codes at order (deduct AT_ORDER)")]
     CodePoolShape,
     #[error("a CODE_POOL SKU's shard count is fixed when it is created (its codes live on the shards)")]
@@ -178,6 +188,9 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
     // their own to wait for, and unlimited, code and supplier stock is never held
     if model.deduct == Deduct::AtShipment && !(model.management == Management::Quantity && model.unit == Unit::Single) {
         return Err(ModelError::AtShipmentShape);
+    }
+    if !model.oversell.is_strict() && !super::backorder::may_backorder(model) {
+        return Err(ModelError::BackorderShape);
     }
     if model.management == Management::Unlimited {
         if model.unit != Unit::Single {

@@ -34,6 +34,8 @@ pub enum Target {
     /// The use of one queue ticket's admission (docs/waiting-room.md): a counter that goes from
     /// 0 to 1 once and never back.
     Admission { campaign: CampaignId, ticket: u64 },
+    /// A BACKORDER SKU's backlog item (docs/inventory-models.md, "Backorders (oversell allowed)").
+    Backlog { sku: Sku },
 }
 
 /// How a stock counter triple (`available`, `locked`, `sold`) moves.
@@ -73,6 +75,9 @@ pub enum Op {
     /// On a counter target: `n += delta`, conditional on `n <= max_before` when set (absent
     /// counts as 0).
     Add { delta: i64, max_before: Option<i64> },
+    /// On a backlog target: its counters grown and the reservation listed or unlisted
+    /// (unconditional: the lock's own condition decides).
+    Backlog(super::backorder::BacklogStep),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +141,7 @@ pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
     if let Some((campaign, ticket)) = &limits.admission {
         out.push(add(Target::Admission { campaign: campaign.clone(), ticket: *ticket }, 1, Some(0)));
     }
+    out.extend(super::backorder::freeze_steps(r));
     merged(out)
 }
 
@@ -230,6 +236,10 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
     // FROZEN gives the slot back.
     if let (true, Some(u), LockStatus::Frozen) = (r.pending, &r.user, from) {
         out.push(add(Target::Pending { user: u.clone() }, -1, None));
+    }
+    // a lock given back no longer waits: its open backorder units are cancelled
+    if matches!(how, CounterMove::Release | CounterMove::Restock) {
+        out.extend(super::backorder::cancel_steps(r));
     }
     Some(merged(out))
 }
@@ -346,6 +356,7 @@ mod tests {
                 at_payment: false,
                 at_shipment: false,
                 codes: None,
+                backorder: None,
             }],
             oversold: false,
             code_fate: None,

@@ -125,6 +125,10 @@ pub struct ReservedLine {
     /// (docs/code-pools.md); `Some(empty)` until the freeze plans them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codes: Option<Vec<CodeRange>>,
+    /// A BACKORDER SKU's line: the units missing at order and those filled since
+    /// (docs/inventory-models.md, "Backorders (oversell allowed)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backorder: Option<super::backorder::BackorderLine>,
 }
 
 /// The codes of one piece of a code pool line: `count` ring positions of `shard` from `from` on.
@@ -182,6 +186,12 @@ impl ReservedLine {
         self.at_payment
     }
 
+    /// Units the line holds on its own cell: its quantity less what still waits for a restock
+    /// (a backorder; docs/inventory-models.md, "Backorders (oversell allowed)").
+    pub fn held(&self) -> u32 {
+        self.quantity - super::backorder::open_units(self)
+    }
+
     /// Whether the line hands out codes (a code pool line; docs/code-pools.md).
     pub fn holds_codes(&self) -> bool {
         self.codes.is_some()
@@ -197,7 +207,7 @@ impl ReservedLine {
     pub fn cells(&self) -> Vec<CellPieces<'_>> {
         let own = (!self.pieces.is_empty()).then(|| CellPieces {
             cell: self.sku.clone(),
-            quantity: self.quantity,
+            quantity: self.held(),
             pieces: &self.pieces,
         });
         own.into_iter()
@@ -209,7 +219,7 @@ impl ReservedLine {
     pub fn pieces_on_mut(&mut self, cell: &Sku) -> Vec<(u32, &mut Vec<Piece>)> {
         let mut out = Vec::new();
         if &self.sku == cell && !self.pieces.is_empty() {
-            out.push((self.quantity, &mut self.pieces));
+            out.push((self.held(), &mut self.pieces));
         }
         for d in &mut self.draws {
             if &d.cell() == cell {

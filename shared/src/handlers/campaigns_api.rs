@@ -39,6 +39,9 @@ pub fn campaign_problem(e: CampaignError) -> Problem {
             Problem::new(Code::IdempotencyKeyReused, "this adjustment_id was already applied with a different change")
         }
         CampaignError::Contention => Problem::internal("contention; retry"),
+        CampaignError::NoCampaign(s, k) => {
+            Problem::validation(format!("{s} ({k}) is not sold in campaigns")).field("items").sku(s.as_str())
+        }
         CampaignError::NotFenceable(s) => {
             Problem::validation(format!("{s} cannot be ring-fenced: only plain stock taken at order can"))
                 .field("items")

@@ -93,6 +93,7 @@ pub fn admin_problem(e: AdminError) -> Problem {
                 ModelError::UnlimitedUnit
                 | ModelError::UnlimitedAtPayment
                 | ModelError::AtShipmentShape
+                | ModelError::BackorderShape
                 | ModelError::CodePoolShape => "model",
                 ModelError::CodePoolShards => "shards",
                 ModelError::WarehouseShape => "model",

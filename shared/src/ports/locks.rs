@@ -34,4 +34,15 @@ pub trait Locks: Send + Sync {
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>>;
     /// Current values of the given counters (absent = 0), eventually consistent.
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>>;
+    /// A backorder fill (`domain::backorder::fill`): the lock stored as `after` with `actions`,
+    /// conditional on the lock still in `before`'s status and at `before`'s fill version
+    /// (`StatusChanged` otherwise; `ShardShort` when a shard no longer has the units).
+    async fn fill_backorder(
+        &self,
+        before: &Reservation,
+        after: &Reservation,
+        actions: &[crate::domain::plan::Action],
+    ) -> anyhow::Result<Result<(), MoveRejection>>;
+    /// A SKU's backlog item, read consistently (all zero and empty when absent).
+    async fn read_backlog(&self, sku: &crate::domain::Sku) -> anyhow::Result<crate::domain::backorder::Backlog>;
 }

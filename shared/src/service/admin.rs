@@ -6,7 +6,7 @@ use crate::context::App;
 use crate::domain::allocation::{adjustment_pieces, spread};
 use crate::domain::invariants::{ShardCounts, SkuSnapshot};
 use crate::domain::journal::Cause;
-use crate::domain::kind::Stocking;
+use crate::domain::kind::{Kind, Stocking};
 use crate::domain::model::{self, Availability, BundleChild, CellDraw, Day, InventoryModel, LineSpec, ModelError};
 use crate::domain::warehouse::Warehouses;
 use crate::domain::{Currency, Sku};
@@ -206,7 +206,17 @@ pub async fn adjust(
             }
             Ok(applied)
         }
-        (Stocking::OwnShards, true) => adjust_cell(app, sku, adjustment_id, delta, reason, actor).await,
+        (Stocking::OwnShards, true) => {
+            let applied = adjust_cell(app, sku, adjustment_id, delta, reason, actor).await?;
+            // a restock of a BACKORDER SKU fills its oldest waiting orders; a fill that fails
+            // here is finished by reconcile's SKU sweep (the adjustment stands either way)
+            if delta > 0 && Kind::of(&meta.model) == Kind::Backorder {
+                if let Err(e) = crate::service::stock::backorders::fill(app, sku).await {
+                    tracing::warn!(sku = %sku, error = format!("{e:#}"), "backorder fill after restock failed");
+                }
+            }
+            Ok(applied)
+        }
     }
 }
 
@@ -327,6 +337,8 @@ pub async fn set_paused_by(app: &App, sku: &Sku, paused: bool, actor: Option<&st
 /// what its model says is available (docs/inventory-models.md, "Views").
 #[derive(Debug, Clone)]
 pub struct StockView {
+    /// A BACKORDER SKU's backlog (the admin's consistent view only).
+    pub backlog: Option<crate::domain::backorder::Backlog>,
     pub meta: SkuMeta,
     pub totals: ShardCounts,
     /// `None` when no single number is true: an UNLIMITED SKU (see `meta.model`), or a calendar
@@ -371,7 +383,11 @@ async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Opt
         return Ok(None);
     };
     let counts = shards_read(app, sku, meta.slots, consistent).await?;
+    let waits = consistent && Kind::of(&meta.model) == Kind::Backorder;
     let mut v = totals(meta, counts);
+    if waits {
+        v.backlog = Some(app.stock.read_backlog(sku).await?);
+    }
     let cells: Vec<Sku> = v.meta.fences.iter().map(|c| sku.reserve_cell(c)).collect();
     if !cells.is_empty() {
         for (cell, m) in metas_read(app, &cells, consistent).await? {
@@ -432,7 +448,15 @@ fn units(a: Availability) -> Option<i64> {
 fn totals(meta: SkuMeta, counts: Vec<ShardCounts>) -> StockView {
     let sku = meta.sku.clone();
     let totals = SkuSnapshot { sku, stocked: meta.stocked, shards: counts.clone(), per_user_limit: None }.totals();
-    StockView { meta, available: Some(totals.available), totals, shards: counts, reserved: 0, warehouses: Vec::new() }
+    StockView {
+        meta,
+        available: Some(totals.available),
+        totals,
+        shards: counts,
+        reserved: 0,
+        warehouses: Vec::new(),
+        backlog: None,
+    }
 }
 
 /// One date of a calendar SKU.

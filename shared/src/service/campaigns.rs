@@ -6,6 +6,7 @@ use crate::context::App;
 use crate::domain::allocation::adjustment_pieces;
 use crate::domain::campaign::{check_update, gate, Campaign, CampaignSpec, GateRefusal, SpecError, UpdateRefusal};
 use crate::domain::invariants::ShardCounts;
+use crate::domain::kind::Kind;
 use crate::domain::{CampaignId, Sku, UserId};
 use crate::ports::{AdjustRejection, AdminStamp, CampaignAdjustment, Counter};
 
@@ -33,6 +34,8 @@ pub enum CampaignError {
     #[error("contention; retry")]
     Contention,
     /// A ring-fenced item on a SKU whose stock is not plain (docs/campaigns.md).
+    #[error("{0} ({1}) is not sold in campaigns")]
+    NoCampaign(Sku, Kind),
     #[error("{0} cannot be ring-fenced: only plain stock taken at order can")]
     NotFenceable(Sku),
     #[error(transparent)]
@@ -78,6 +81,11 @@ pub async fn put_by(
     if let Some(missing) = skus.iter().find(|s| !metas.contains_key(*s)) {
         return Err(CampaignError::UnknownSku(missing.clone()));
     }
+    // a kind not sold in campaigns (its rules row) is refused here, before anything is written,
+    // not only at checkout
+    if let Some(m) = skus.iter().filter_map(|s| metas.get(s)).find(|m| !Kind::of(&m.model).rules().campaign) {
+        return Err(CampaignError::NoCampaign(m.sku.clone(), Kind::of(&m.model)));
+    }
     for attempt in 1..=ATTEMPTS {
         let existing = app.stock.get_campaign(id, true).await?;
         if existing.is_none() {
@@ -92,48 +100,7 @@ pub async fn put_by(
                 super::fence::fence(app, id, i, i.quota, &super::fence::fence_id(id, None), actor).await?;
             }
         }
-        let (next, expected) = match &existing {
-            None => (
-                Campaign {
-                    id: id.clone(),
-                    name: spec.name.clone(),
-                    starts_at: spec.starts_at,
-                    ends_at: spec.ends_at,
-                    paused: false,
-                    items: spec.items.clone(),
-                    version: 1,
-                    end_grace_s: spec.end_grace_s,
-                    queue: spec.queue.map(super::queue::new_queue).transpose()?,
-                },
-                None,
-            ),
-            Some(old) => {
-                check_update(old, spec)?;
-                let items = old
-                    .items
-                    .iter()
-                    .map(|cur| {
-                        let new = spec.items.iter().find(|n| n.sku == cur.sku).unwrap_or(cur);
-                        crate::domain::campaign::CampaignItem {
-                            price: new.price,
-                            per_user_limit: new.per_user_limit,
-                            admission_rate: new.admission_rate,
-                            ..cur.clone()
-                        }
-                    })
-                    .collect();
-                let next = Campaign {
-                    name: spec.name.clone(),
-                    starts_at: spec.starts_at,
-                    ends_at: spec.ends_at,
-                    items,
-                    version: old.version + 1,
-                    end_grace_s: spec.end_grace_s,
-                    ..old.clone()
-                };
-                (next, Some(old.version))
-            }
-        };
+        let (next, expected) = next_version(id, spec, existing.as_ref())?;
         if write(app, &next, expected, actor.map(|a| AdminStamp::new(a, "put", crate::clock::now_ms()))).await? {
             app.caches.forget_campaign(id);
             tracing::info!(campaign = %id, version = next.version, "campaign written");
@@ -142,6 +109,57 @@ pub async fn put_by(
         super::backoff(attempt).await;
     }
     Err(CampaignError::Contention)
+}
+
+/// The campaign `spec` writes: a new one at version 1, or `old` with what an update may change
+/// (`check_update`), one version on; with the version the write expects to replace.
+fn next_version(
+    id: &CampaignId,
+    spec: &CampaignSpec,
+    existing: Option<&Campaign>,
+) -> Result<(Campaign, Option<u64>), CampaignError> {
+    Ok(match existing {
+        None => (
+            Campaign {
+                id: id.clone(),
+                name: spec.name.clone(),
+                starts_at: spec.starts_at,
+                ends_at: spec.ends_at,
+                paused: false,
+                items: spec.items.clone(),
+                version: 1,
+                end_grace_s: spec.end_grace_s,
+                queue: spec.queue.map(super::queue::new_queue).transpose()?,
+            },
+            None,
+        ),
+        Some(old) => {
+            check_update(old, spec)?;
+            let items = old
+                .items
+                .iter()
+                .map(|cur| {
+                    let new = spec.items.iter().find(|n| n.sku == cur.sku).unwrap_or(cur);
+                    crate::domain::campaign::CampaignItem {
+                        price: new.price,
+                        per_user_limit: new.per_user_limit,
+                        admission_rate: new.admission_rate,
+                        ..cur.clone()
+                    }
+                })
+                .collect();
+            let next = Campaign {
+                name: spec.name.clone(),
+                starts_at: spec.starts_at,
+                ends_at: spec.ends_at,
+                items,
+                version: old.version + 1,
+                end_grace_s: spec.end_grace_s,
+                ..old.clone()
+            };
+            (next, Some(old.version))
+        }
+    })
 }
 
 /// Pauses or resumes a campaign: one transaction over its metadata and every quota shard, so

@@ -3,6 +3,7 @@
 
 mod after_sale;
 mod at_shipment;
+mod backorder;
 mod backstops;
 mod campaigns;
 mod codes;

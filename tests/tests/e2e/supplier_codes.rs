@@ -177,3 +177,38 @@ async fn a_supplier_that_never_issues_leaves_the_reissue_refused_and_nothing_wri
     s.assert_invariants().await;
     s.local.shutdown().await;
 }
+
+/// A paid order whose issue message never ran (the callback died after the payment's write):
+/// it is in DynamoDB's `pending-by-deadline` index by its issue's due time, and the reconcile
+/// sweep's overdue-orders arm issues its codes.
+#[tokio::test]
+async fn a_lost_issue_is_found_by_the_sweep_in_the_pending_index_and_issued() {
+    use holdfast::domain::order::OrderRecord;
+    use holdfast::domain::supplier::codes::{IssueStatus, SWEEP_AFTER_S};
+    let s = spawn().await;
+    // every automatic attempt fails, so the order is left GAVE_UP; it is then put back to the
+    // state a lost message leaves (PENDING, nothing queued) through the order store itself
+    gift_sku(&s, "LOST", 4).await;
+    let (id, key) = paid_order(&s, "fa", "k1", "LOST", 1).await;
+    eventually("the retries spent", WAIT, || async {
+        (codes_status(&s.order_reaches("fa", &id, "PAID").await) == Some("GAVE_UP")).then_some(())
+    })
+    .await;
+    let app = s.local.app("reconcile-worker").expect("reconcile-worker");
+    let oid = holdfast::domain::OrderId::parse(&id).expect("id");
+    let Some(OrderRecord::Order(o)) = app.orders.get(&oid).await.expect("get") else { panic!("no order") };
+    let lost = o.next(holdfast::clock::now_ms(), |x| {
+        let c = x.supplier[0].codes.as_mut().expect("issue");
+        c.status = IssueStatus::Pending;
+    });
+    assert!(app.orders.replace(&o, &lost).await.expect("replace"));
+    assert_eq!(codes_status(&s.get_order("fa", &id).await.body), Some("PENDING"));
+    let stale = app.config.stale_lock_s;
+    crate::common::advance_clock(Duration::from_secs((SWEEP_AFTER_S + stale + 1) as u64));
+    let report = s.reconcile().await;
+    assert!(report["overdue_orders"].as_u64().unwrap_or(0) >= 1, "{report}");
+    let shown = codes_shown(&s, "fa", &id).await;
+    assert_eq!(peer(&s, &key).codes, shown, "the fifth call issued them");
+    s.assert_invariants().await;
+    s.local.shutdown().await;
+}

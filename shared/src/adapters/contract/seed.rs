@@ -123,6 +123,7 @@ pub(super) fn line(sku: &Sku, pieces: &[(u16, u32)]) -> ReservedLine {
         at_payment: false,
         at_shipment: false,
         codes: None,
+        backorder: None,
     }
 }
 

@@ -60,6 +60,7 @@ fn reservation(id: &str, shard: u16) -> Reservation {
             at_payment: false,
             at_shipment: false,
             codes: None,
+            backorder: None,
         }],
         oversold: false,
         code_fate: None,

@@ -40,6 +40,11 @@ async fn the_memory_store_freezes_a_line_over_warehouse_cells_as_one_and_gives_e
 }
 
 #[tokio::test]
+async fn the_memory_store_lists_fills_and_cancels_backorders_conditionally() {
+    contract::backorder_fills(&MemoryStock::new(), "m").await;
+}
+
+#[tokio::test]
 async fn the_memory_store_judges_confirm_release_retake_and_restock() {
     contract::lock_moves(&MemoryStock::new(), "m").await;
 }
@@ -93,5 +98,5 @@ async fn the_memory_store_moves_an_adjustment_pair_together_or_not_at_all() {
 async fn the_memory_store_passes_the_whole_stock_store_contract_on_one_store() {
     let failed = contract::failures(&MemoryStock::new(), &super::MemoryWaitlists::new(), "m-").await;
     assert!(failed.is_empty(), "contract checks failed:\n{}", failed.join("\n"));
-    assert_eq!(contract::CHECKS.len(), 17, "a new check gets its own test above");
+    assert_eq!(contract::CHECKS.len(), 18, "a new check gets its own test above");
 }

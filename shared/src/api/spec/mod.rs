@@ -18,9 +18,9 @@ mod stock;
 mod waitlist;
 
 use super::after_sale::{
-    AdminOrderView, HeldRefundView, LockLineView, LockView, PaymentView, ReasonRequest, RefundDecisionRequest,
-    RefundReviewList, RefundView, RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus, ReturnReceivedRequest,
-    ShipRequest, WarehouseUnits,
+    AdminOrderView, BackorderLineView, HeldRefundView, LockLineView, LockView, PaymentView, ReasonRequest,
+    RefundDecisionRequest, RefundReviewList, RefundView, RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus,
+    ReturnReceivedRequest, ShipRequest, WarehouseUnits,
 };
 use super::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
@@ -46,12 +46,12 @@ use super::sale::{
     ReconcileView, SalesSwitchRequest, SalesSwitchView, ShardView, StatsItem,
 };
 use super::stock::{
-    AdjustmentRequest, CalendarDate, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, CountersBody,
-    JournalEntryBody, JournalPage, PutSkuRequest, SkuView, WarehouseStock,
+    AdjustmentRequest, BacklogView, CalendarDate, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView,
+    CountersBody, JournalEntryBody, JournalPage, PutSkuRequest, SkuView, WarehouseStock,
 };
 use super::stripe::{StripeAnswer, StripeEvent, StripeEventData, StripeResult};
 use super::waitlist::WaitlistEntryView;
-use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Unit};
+use crate::domain::model::{BundleChild, Deduct, InventoryModel, Management, Oversell, Unit};
 use crate::domain::sale::SalesMode;
 use crate::domain::supplier::{BookingStatus, SimOutcome, SupplierAdapter, SupplierConfig};
 use crate::domain::warehouse::Allocation;
@@ -158,9 +158,9 @@ impl Modify for Security {
                        WaveRequest, WaveView,
                        CampaignViewBody, Availability, ReasonRequest, ShipRequest, ReturnReceivedRequest,
                        RefundWebhook, RefundWebhookStatus, RefundWebhookAnswer, AdminOrderView, LockView,
-                       LockLineView, WarehouseUnits, PaymentView, RefundView,
+                       LockLineView, BackorderLineView, WarehouseUnits, PaymentView, RefundView,
                        JournalPage, JournalEntryBody, CountersBody, CalendarView, CalendarDate,
-                       InventoryModel, Management, Unit, Deduct, BundleChild, WarehouseStock, Allocation,
+                       InventoryModel, Management, Unit, Deduct, Oversell, BacklogView, BundleChild, WarehouseStock, Allocation,
                        CodeBatchRequest, CodeBatchView, CodePoolView, OrderCode, OrderCodes, RedeemCodeRequest,
                        CodeRedemption, ReissueCodesRequest, CodesReissued,
                        SupplierConfig, SupplierAdapter, SimOutcome, SupplierBookingView, BookingStatus,

@@ -38,6 +38,7 @@ fn res(id: &str, status: LockStatus, q: u32) -> Reservation {
             at_payment: false,
             at_shipment: false,
             codes: None,
+            backorder: None,
         }],
         oversold: false,
         code_fate: None,

@@ -7,7 +7,7 @@ fn day(s: &str) -> Day {
     Day::parse(s).unwrap()
 }
 fn model(m: Management, u: Unit, d: Deduct) -> InventoryModel {
-    InventoryModel { management: m, unit: u, deduct: d }
+    InventoryModel { management: m, unit: u, deduct: d, ..Default::default() }
 }
 
 #[test]

@@ -28,7 +28,12 @@ async fn pool(n: usize) -> (App, Arc<MemoryKeyService>, Vec<String>) {
         currency: Currency::parse("EUR").unwrap(),
         shards: 1,
         per_user_limit: None,
-        model: InventoryModel { management: Management::CodePool, unit: Unit::Single, deduct: Deduct::AtOrder },
+        model: InventoryModel {
+            management: Management::CodePool,
+            unit: Unit::Single,
+            deduct: Deduct::AtOrder,
+            ..Default::default()
+        },
         bundle: Vec::new(),
         supplier: None,
     };

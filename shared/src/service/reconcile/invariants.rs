@@ -39,6 +39,12 @@ pub(super) async fn sku_invariants(
 ) -> anyhow::Result<Vec<Violation>> {
     // code pools first: codes a dead checkout claimed go back (docs/code-pools.md, "Crashes")
     let metas = app.stock.get_skus(skus).await?;
+    // a restock's backorder fill stopped half-way is finished here (docs/inventory-models.md,
+    // "Backorders (oversell allowed)")
+    for m in metas.values().filter(|m| crate::domain::kind::Kind::of(&m.model) == crate::domain::kind::Kind::Backorder)
+    {
+        crate::service::stock::backorders::fill(app, &m.sku).await?;
+    }
     let code_pools: Vec<Sku> = metas
         .values()
         .filter(|m| crate::domain::kind::Stocking::of(&m.model).holds_codes())

@@ -125,6 +125,7 @@ fn orphan(id: &str, sku: &str, quantity: u32, age_ms: i64) -> crate::domain::res
             at_payment: false,
             at_shipment: false,
             codes: None,
+            backorder: None,
         }],
         oversold: false,
         code_fate: None,

@@ -1,7 +1,7 @@
 //! The freeze: a checkout's lines admitted, planned over the shards and written as one
 //! FROZEN lock, retried on contention; and a replayed request answered with its lock.
 
-use super::replanning::{claim_codes, give_back, replan, resplit, resplit_quota};
+use super::replanning::{claim_codes, give_back, replan, replan_or_backorder, resplit, resplit_quota};
 use super::{
     admission, campaign, fast_path_refusal, paused_now, plan_cells, refuse, FreezeError, FreezeRequest, Frozen,
     FREEZE_ATTEMPTS,
@@ -26,7 +26,10 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     if let Err(e) = admission(req.kind, &req.lines, metas) {
         return refuse(app, req, e).await;
     }
-    if let Some(e) = fast_path_refusal(app, &req.lines) {
+    // a BACKORDER SKU is never refused as short: its sold-out mark is not its answer
+    let strict: Vec<_> =
+        req.lines.iter().filter(|l| metas.get(&l.sku).is_none_or(|m| m.model.oversell.is_strict())).cloned().collect();
+    if let Some(e) = fast_path_refusal(app, &strict) {
         app.count(names::SOLD_OUT_FAST_PATH, 1);
         return refuse(app, req, e).await;
     }
@@ -102,6 +105,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
             at_payment: kind.rules().takes_at_payment(),
             at_shipment: kind.rules().takes_at_shipment(),
             codes: kind.rules().codes_from_pool().then(Vec::new),
+            backorder: (kind == Kind::Backorder).then(crate::domain::backorder::BackorderLine::default),
         };
         if line.holds_codes() && q > crate::domain::codes::MAX_CODES_PER_LINE {
             return refuse(app, req, FreezeError::TooManyCodes(sku.clone())).await;
@@ -389,11 +393,7 @@ async fn replan_away<'m>(
             // nowhere else: every shard is fair again, the avoided ones included
             spread = false;
             avoid.clear();
-            replan(r, &cell, &available, start, movable).map_err(|short| {
-                app.caches.mark_short(&cell, short.available, clock::now_ms());
-                app.count(names::FREEZE_REFUSED, 1);
-                FreezeError::Insufficient(cell.clone())
-            })?;
+            replan_or_backorder(app, r, &cell, &available, start)?;
         }
     }
     if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {

@@ -14,6 +14,7 @@ use crate::ports::SkuMeta;
 use crate::telemetry::names;
 use std::collections::HashMap;
 
+pub mod backorders;
 mod freezing;
 mod lock_changes;
 mod replanning;

@@ -190,11 +190,33 @@ pub(super) async fn resplit(
     // its lock took them from, which may lie beyond the current count.
     let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
     let start = start_shard(r.id.as_str(), sku, shards);
-    replan(r, sku, &available, start, |l| !l.takes_at_payment()).map_err(|short| {
-        app.caches.mark_short(sku, short.available, clock::now_ms());
+    replan_or_backorder(app, r, sku, &available, start)
+}
+
+/// [`replan`] of the lines on `cell`; when the cell is short, a BACKORDER SKU's lines keep what
+/// exists and record the rest as backordered (docs/inventory-models.md, "Backorders (oversell
+/// allowed)"), anything else is refused as short.
+pub(super) fn replan_or_backorder(
+    app: &App,
+    r: &mut Reservation,
+    cell: &Sku,
+    available: &[i64],
+    start: u16,
+) -> Result<(), FreezeError> {
+    let which = |l: &ReservedLine| !l.takes_at_payment() && !l.holds_codes();
+    let refused = |short: Shortfall| {
+        app.caches.mark_short(cell, short.available, clock::now_ms());
         app.count(names::FREEZE_REFUSED, 1);
-        FreezeError::Insufficient(sku.clone())
-    })
+        FreezeError::Insufficient(cell.clone())
+    };
+    match replan(r, cell, available, start, which) {
+        Ok(()) => Ok(()),
+        Err(short) if crate::domain::backorder::shorten(r, cell, short.available) => {
+            app.count(names::BACKORDERS_ACCEPTED, 1);
+            replan(r, cell, available, start, which).map_err(refused)
+        }
+        Err(short) => Err(refused(short)),
+    }
 }
 
 /// Re-plans every piece the lines picked by `which` hold on `cell` from the cell's shard

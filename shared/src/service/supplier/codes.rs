@@ -234,9 +234,7 @@ pub async fn reveal(app: &App, o: &Order) -> Result<Option<Vec<RevealedCode>>, C
         OrderCodes::Issued => {}
         OrderCodes::Unpaid | OrderCodes::Pending | OrderCodes::GaveUp => return Err(CodeError::IssuePending),
     }
-    if !issue::revealed(o)
-        && !write(app, &o.id, |x| x.status == OrderStatus::Paid, |x, now| issue::mark_revealed(x, now)).await?
-    {
+    if !issue::revealed(o) && !write(app, &o.id, |x| x.status == OrderStatus::Paid, issue::mark_revealed).await? {
         // refunded (or otherwise moved) meanwhile: shown never, or by the reveal that won
         return Err(CodeError::Contention);
     }

@@ -31,7 +31,12 @@ fn meta(s: &str, supplier: bool) -> SkuMeta {
         version: 1,
         paused: false,
         model: if supplier {
-            InventoryModel { management: Management::Supplier, unit: Unit::Single, deduct: Deduct::AtOrder }
+            InventoryModel {
+                management: Management::Supplier,
+                unit: Unit::Single,
+                deduct: Deduct::AtOrder,
+                ..Default::default()
+            }
         } else {
             InventoryModel::default()
         },

@@ -47,7 +47,14 @@ pub(super) fn target_pk(r: &Reservation, t: &Target) -> String {
         Target::Pending { user } => pending_pk(user),
         Target::CodeSlot { sku, shard, pos } => code_pk(sku, *shard, *pos),
         Target::Admission { campaign, ticket } => admission_pk(campaign, *ticket),
+        Target::Backlog { sku } => backlog_pk(sku),
     }
+}
+
+/// A BACKORDER SKU's backlog: `bo`/`bf`/`bc` (units ordered short, filled, cancelled) and `q`
+/// (the string set of orders still waiting; docs/inventory-models.md, "Backorders (oversell allowed)").
+pub(in crate::adapters::dynamo) fn backlog_pk(sku: &Sku) -> String {
+    format!("BLOG#{sku}")
 }
 
 /// A queue ticket's spent admission (docs/waiting-room.md).

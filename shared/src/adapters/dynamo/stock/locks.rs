@@ -113,6 +113,50 @@ impl Locks for DynamoStock {
         items.iter().map(decode_reservation).collect()
     }
 
+    async fn fill_backorder(
+        &self,
+        before: &Reservation,
+        after: &Reservation,
+        actions: &[plan::Action],
+    ) -> anyhow::Result<Result<(), MoveRejection>> {
+        let t = &self.table;
+        let (fill, mut vals) = super::requests::fill_condition(before);
+        vals.extend(values([
+            (":st", s(before.status.as_str())),
+            (":ln", s(serde_json::to_string(&after.lines)?)),
+            (":nv", n(crate::domain::backorder::fill_version(after))),
+        ]));
+        let mut items = vec![update(
+            t,
+            res_pk(&before.id),
+            "SET ln = :ln, bfv = :nv",
+            Some(&format!("st = :st AND {fill}")),
+            vals,
+        )?];
+        for a in actions {
+            items.push(action_item(t, before, a, crate::clock::now_s())?);
+        }
+        Ok(self.transact(items, 0.0).await?.map_err(move_rejection))
+    }
+
+    async fn read_backlog(&self, sku: &crate::domain::Sku) -> anyhow::Result<crate::domain::backorder::Backlog> {
+        let it = super::super::get_consistent(&self.client, &self.table, backlog_pk(sku)).await?;
+        let Some(it) = it else { return Ok(Default::default()) };
+        let mut open: Vec<ReservationId> = match it.get("q") {
+            Some(AttributeValue::Ss(ids)) => {
+                ids.iter().map(|i| ReservationId::from_stored(i)).collect::<Result<_, _>>()?
+            }
+            _ => Vec::new(),
+        };
+        open.sort();
+        Ok(crate::domain::backorder::Backlog {
+            ordered: opt_n(&it, "bo").unwrap_or(0),
+            filled: opt_n(&it, "bf").unwrap_or(0),
+            cancelled: opt_n(&it, "bc").unwrap_or(0),
+            open,
+        })
+    }
+
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
         let items = self.batch_get(counters.iter().map(counter_pk).collect(), false).await?;
         let by_pk: HashMap<&str, i64> =

@@ -163,17 +163,22 @@ impl DynamoStock {
         let actions =
             plan::lock_move(r, from, to, returns).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
         // the lines are written back: a pay-time confirm may have re-planned its pieces
+        // a lock marked oversold is decided: never retaken (service/stock.rs, `retake`)
+        let status =
+            if from == LockStatus::Released { "st = :from AND attribute_not_exists(ov)" } else { "st = :from" };
+        // … and a copy read before a backorder fill never writes the old pieces back
+        let (fill, mut vals) = fill_condition(r);
+        vals.extend(values([
+            (":to", s(to.as_str())),
+            (":from", s(from.as_str())),
+            (":ln", s(serde_json::to_string(&r.lines)?)),
+        ]));
         let mut items = vec![update(
             t,
             res_pk(&r.id),
             "SET st = :to, ln = :ln REMOVE fzb, fza",
-            // a lock marked oversold is decided: never retaken (service/stock.rs, `retake`)
-            Some(if from == LockStatus::Released { "st = :from AND attribute_not_exists(ov)" } else { "st = :from" }),
-            values([
-                (":to", s(to.as_str())),
-                (":from", s(from.as_str())),
-                (":ln", s(serde_json::to_string(&r.lines)?)),
-            ]),
+            Some(&format!("{status} AND {fill}")),
+            vals,
         )?];
         for a in &actions {
             items.push(action_item(t, r, a, r.created_at_ms / 1000)?);
@@ -217,5 +222,14 @@ impl DynamoStock {
         let items = self.batch_get(pks.clone(), true).await?;
         let by_pk: HashMap<&str, &Item> = items.iter().filter_map(|it| Some((opt_s(it, "pk")?, it))).collect();
         Ok(pks.iter().map(|pk| by_pk.get(pk.as_str()).map(|it| decode_ring(it)).unwrap_or_default()).collect())
+    }
+}
+
+/// The condition on a lock's fill version (`bfv`: units filled into it by backorder fills; absent
+/// until the first), with its value.
+pub(super) fn fill_condition(r: &Reservation) -> (&'static str, Item) {
+    match crate::domain::backorder::fill_version(r) {
+        0 => ("attribute_not_exists(bfv)", Item::new()),
+        v => ("bfv = :bfv", values([(":bfv", n(v))])),
     }
 }

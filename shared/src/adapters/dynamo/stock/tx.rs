@@ -175,7 +175,31 @@ pub(super) fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) 
             values([(":d", n(*delta)), (":max", n(*max))]),
         ),
         Op::Add { delta, max_before: None } => update(table, pk, "ADD n :d", None, values([(":d", n(*delta))])),
+        Op::Backlog(b) => backlog_item(table, pk, r, b),
     }
+}
+
+/// A backorder's change of its SKU's backlog item: the counters added, the order listed as
+/// waiting or taken off the list (docs/inventory-models.md, "Backorders").
+fn backlog_item(
+    table: &str,
+    pk: String,
+    r: &Reservation,
+    b: &crate::domain::backorder::BacklogStep,
+) -> anyhow::Result<TransactWriteItem> {
+    let mut vals = values([(":o", n(b.ordered)), (":f", n(b.filled)), (":c", n(b.cancelled))]);
+    let listed = match b.list {
+        Some(add) => {
+            vals.insert(":id".into(), AttributeValue::Ss(vec![r.id.as_str().to_owned()]));
+            if add {
+                ", q :id"
+            } else {
+                " DELETE q :id"
+            }
+        }
+        None => "",
+    };
+    update(table, pk, &format!("ADD bo :o, bf :f, bc :c{listed}"), None, vals)
 }
 
 pub(in crate::adapters::dynamo) fn update(

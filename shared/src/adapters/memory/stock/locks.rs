@@ -2,6 +2,7 @@
 
 use super::{validate_items, MemoryStock};
 use crate::adapters::memory::lock;
+use crate::domain::backorder;
 use crate::domain::plan::{self, Target};
 use crate::domain::reservation::{LockStatus, Reservation};
 use crate::domain::ReservationId;
@@ -18,7 +19,7 @@ impl Locks for MemoryStock {
         validate_items(actions.iter().map(|a| &a.target), 1)?;
         let mut s = lock(&self.state);
         let absent = !s.reservations.contains_key(&r.id);
-        match s.transact(absent, &actions, r.created_at_ms / 1000) {
+        match s.transact(&r.id, absent, &actions, r.created_at_ms / 1000) {
             Ok(()) => {
                 s.stamp_moves(r, &actions);
                 // The item has no `ov` attribute until `mark_oversold`.
@@ -97,6 +98,37 @@ impl Locks for MemoryStock {
         }
         let s = lock(&self.state);
         Ok(ids.iter().filter_map(|id| s.reservations.get(id).cloned()).collect())
+    }
+
+    async fn fill_backorder(
+        &self,
+        before: &Reservation,
+        after: &Reservation,
+        actions: &[plan::Action],
+    ) -> anyhow::Result<Result<(), MoveRejection>> {
+        crate::adapters::memory::interleave().await;
+        validate_items(actions.iter().map(|a| &a.target), 1)?;
+        let mut s = lock(&self.state);
+        // as DynamoDB: `st = :st AND bfv = :v` (an absent `bfv` is version 0)
+        let status_ok = s.reservations.get(&before.id).is_some_and(|st| {
+            st.status == before.status && backorder::fill_version(st) == backorder::fill_version(before)
+        });
+        match s.transact(&before.id, status_ok, actions, crate::clock::now_s()) {
+            Ok(()) => {
+                s.stamp_moves(before, actions);
+                if let Some(stored) = s.reservations.get_mut(&before.id) {
+                    stored.lines = after.lines.clone();
+                }
+                Ok(Ok(()))
+            }
+            Err(failed) if failed.contains(&Target::Reservation) => Ok(Err(MoveRejection::StatusChanged)),
+            Err(_) => Ok(Err(MoveRejection::ShardShort)),
+        }
+    }
+
+    async fn read_backlog(&self, sku: &crate::domain::Sku) -> anyhow::Result<backorder::Backlog> {
+        crate::adapters::memory::interleave().await;
+        Ok(lock(&self.state).backlogs.get(sku).cloned().unwrap_or_default())
     }
 
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {

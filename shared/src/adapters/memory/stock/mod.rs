@@ -3,6 +3,7 @@
 //! checked first and nothing is written unless all hold.
 
 use super::lock;
+use crate::domain::backorder::fill_version;
 use crate::domain::campaign::{gate, Campaign};
 use crate::domain::codes::{lifecycle, BatchResult, CodeAppend, Ring, StoredCode};
 use crate::domain::invariants::ShardCounts;
@@ -59,6 +60,8 @@ struct State {
     given_back: HashSet<(Sku, u16, u64)>,
     /// Claimed code slots retired unsold because they expired (`xpd`; docs/code-pools.md, "Expiry").
     expired: HashSet<(Sku, u16, u64)>,
+    /// BACKORDER SKUs' backlog items (`BLOG#<sku>`; `open` kept as a set, in id order).
+    backlogs: BTreeMap<Sku, crate::domain::backorder::Backlog>,
 }
 
 /// A product shard item (`SKU#<sku>#<n>`): its counters and the stop-sale flag (`ps`) that
@@ -204,11 +207,29 @@ impl State {
                 })
             }
             (t, Op::Add { max_before, .. }) => max_before.is_none_or(|m| self.counter(t) <= m),
+            // unconditional, as its DynamoDB update: the lock's condition decides
+            (Target::Backlog { .. }, Op::Backlog(_)) => true,
             _ => false,
         }
     }
 
-    fn apply(&mut self, a: &Action) {
+    /// `ADD bo, bf, bc` and `ADD`/`DELETE q` (a string set: adding a listed id or removing an
+    /// absent one changes nothing).
+    fn backlog_step(&mut self, sku: &Sku, step: &crate::domain::backorder::BacklogStep, id: &ReservationId) {
+        let b = self.backlogs.entry(sku.clone()).or_default();
+        b.ordered += i64::from(step.ordered);
+        b.filled += i64::from(step.filled);
+        b.cancelled += i64::from(step.cancelled);
+        match (step.list, b.open.binary_search(id)) {
+            (Some(true), Err(at)) => b.open.insert(at, id.clone()),
+            (Some(false), Ok(at)) => {
+                b.open.remove(at);
+            }
+            _ => {}
+        }
+    }
+
+    fn apply(&mut self, a: &Action, id: &ReservationId) {
         match (&a.target, &a.op) {
             (Target::Shard { sku, shard }, Op::Move { how, quantity, ring }) => {
                 move_apply(self.shard_mut(sku, *shard), *how, i64::from(*quantity));
@@ -231,6 +252,7 @@ impl State {
                     *n += delta;
                 }
             }
+            (Target::Backlog { sku }, Op::Backlog(step)) => self.backlog_step(sku, step, id),
             _ => {}
         }
     }
@@ -238,7 +260,13 @@ impl State {
     /// Runs `actions` as one transaction after a status condition on the reservation: every
     /// condition is evaluated first, nothing is written unless all hold. `Err` lists the
     /// targets whose conditions failed (DynamoDB reports each item's code).
-    fn transact(&mut self, status_ok: bool, actions: &[Action], now_s: i64) -> Result<(), Vec<Target>> {
+    fn transact(
+        &mut self,
+        id: &ReservationId,
+        status_ok: bool,
+        actions: &[Action],
+        now_s: i64,
+    ) -> Result<(), Vec<Target>> {
         let mut failed: Vec<Target> =
             actions.iter().filter(|a| !self.holds(a, now_s)).map(|a| a.target.clone()).collect();
         if !status_ok {
@@ -248,7 +276,7 @@ impl State {
             return Err(failed);
         }
         for a in actions {
-            self.apply(a);
+            self.apply(a, id);
         }
         Ok(())
     }
@@ -362,6 +390,11 @@ impl MemoryStock {
         lock(&self.state).reservations.values().cloned().collect()
     }
 
+    /// Every backlog item (docs/inventory-models.md, "Backorders (oversell allowed)").
+    pub fn backlogs(&self) -> Vec<(Sku, crate::domain::backorder::Backlog)> {
+        lock(&self.state).backlogs.iter().map(|(s, b)| (s.clone(), b.clone())).collect()
+    }
+
     /// Every per-user counter.
     pub fn user_counters(&self) -> Vec<(Sku, UserId, i64)> {
         lock(&self.state).limits.iter().map(|((k, u), n)| (k.clone(), u.clone(), *n)).collect()
@@ -426,11 +459,13 @@ impl MemoryStock {
             plan::lock_move(r, from, to, &returns).ok_or_else(|| anyhow!("no lock move {from:?} -> {to:?}"))?;
         validate_items(actions.iter().map(|a| &a.target), 1)?;
         // a lock marked oversold is decided: never retaken (as the DynamoDB condition)
+        // … and as `bfv = :v`: a copy read before a backorder fill never writes the old pieces back
         let status_ok = s.reservations.get(&r.id).is_some_and(|st| {
             (st.status == from || crate::mutant!("lock-move-ignores-status"))
+                && fill_version(st) == fill_version(r)
                 && !(from == LockStatus::Released && st.oversold && !crate::mutant!("retake-oversold"))
         });
-        match s.transact(status_ok, &actions, r.created_at_ms / 1000) {
+        match s.transact(&r.id, status_ok, &actions, r.created_at_ms / 1000) {
             Ok(()) => {
                 s.stamp_moves(r, &actions);
                 if let Some(stored) = s.reservations.get_mut(&r.id) {

@@ -6,7 +6,12 @@ use crate::domain::model::{Deduct, InventoryModel, Management, Unit};
 use crate::service::after_sale::{self, Caller, Change};
 
 fn at_shipment(s: &str, shards: u16) -> SkuMeta {
-    let model = InventoryModel { management: Management::Quantity, unit: Unit::Single, deduct: Deduct::AtShipment };
+    let model = InventoryModel {
+        management: Management::Quantity,
+        unit: Unit::Single,
+        deduct: Deduct::AtShipment,
+        ..Default::default()
+    };
     SkuMeta { model, ..meta(s, shards, Some(3)) }
 }
 
@@ -103,7 +108,12 @@ async fn a_paid_unshipped_hold_survives_the_payment_timeout_and_reconcile() {
 
 #[tokio::test]
 async fn an_at_shipment_line_never_shares_an_order_with_a_pay_time_or_code_line() {
-    let pay_time = InventoryModel { management: Management::Quantity, unit: Unit::Single, deduct: Deduct::AtPayment };
+    let pay_time = InventoryModel {
+        management: Management::Quantity,
+        unit: Unit::Single,
+        deduct: Deduct::AtPayment,
+        ..Default::default()
+    };
     let (app, w) = world(&[(at_shipment("S", 1), &[4]), (SkuMeta { model: pay_time, ..meta("P", 1, None) }, &[4])]);
     let refused = checkout(&app, "alice", "k1", &[("S", 1), ("P", 1)]).await;
     assert!(refused.is_err(), "{refused:?}");

@@ -110,7 +110,8 @@ fn counts(available: i64, locked: i64, sold: i64) -> ShardCounts {
 }
 
 fn assert_invariants(w: &MemoryWorld) {
-    let v = check_all(&w.snapshot(300));
+    let mut v = check_all(&w.snapshot(300));
+    v.extend(crate::domain::invariants::check_backlogs(&w.stock.backlogs(), &w.stock.reservations()));
     assert!(v.is_empty(), "invariants violated: {v:?}");
 }
 
@@ -168,6 +169,7 @@ fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)
                 at_payment: false,
                 at_shipment: false,
                 codes: None,
+                backorder: None,
             })
             .collect(),
         oversold: false,
@@ -178,6 +180,7 @@ fn reservation(id: &str, buyer: &str, created_at_ms: i64, l: &[(&str, u32, bool)
 
 mod admin_service;
 mod at_shipment;
+mod backorder;
 mod campaigns;
 mod code_lifecycle;
 mod codes;

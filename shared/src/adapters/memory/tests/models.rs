@@ -18,7 +18,7 @@ fn spec(model: InventoryModel, shards: u16, bundle: Vec<BundleChild>) -> SkuSpec
 }
 
 fn model(management: Management, unit: Unit, deduct: Deduct) -> InventoryModel {
-    InventoryModel { management, unit, deduct }
+    InventoryModel { management, unit, deduct, ..Default::default() }
 }
 
 fn day(offset: i64) -> Day {
