@@ -707,8 +707,13 @@ fn only_the_sealing_and_revealing_functions_can_use_the_code_key_and_stock_read_
     for f in &t.functions {
         let role = cfn::role_arn(&format!("{}Role", f.logical_id));
         for a in USE {
-            let want =
-                matches!((f.binary.as_str(), a), ("stock-api", "kms:GenerateDataKey") | ("orders-api", "kms:Decrypt"));
+            // stock-api seals uploads; a supplier's codes are sealed where they arrive (the issue
+            // message, the sweep, the manual reissue); orders-api opens codes for paid buyers
+            let want = matches!(
+                (f.binary.as_str(), a),
+                ("stock-api" | "payment-timeout" | "reconcile-worker" | "orders-api", "kms:GenerateDataKey")
+                    | ("orders-api", "kms:Decrypt")
+            );
             assert_eq!(allows(&role, a, &ours), want, "{} {a}", f.binary);
         }
     }
@@ -739,8 +744,11 @@ fn only_the_sealing_and_revealing_functions_can_use_the_code_key_and_stock_read_
         g[b].iter().filter(|(a, _)| a.starts_with("kms:")).map(|(a, _)| a.clone()).collect()
     };
     assert_eq!(kms("stock-api"), vec!["kms:GenerateDataKey"]);
-    assert_eq!(kms("orders-api"), vec!["kms:Decrypt"]);
-    assert!(g.keys().filter(|b| !["stock-api", "orders-api"].contains(&b.as_str())).all(|b| kms(b).is_empty()));
+    assert_eq!(kms("orders-api"), vec!["kms:Decrypt", "kms:GenerateDataKey"]);
+    assert_eq!(kms("payment-timeout"), vec!["kms:GenerateDataKey"]);
+    assert_eq!(kms("reconcile-worker"), vec!["kms:GenerateDataKey"]);
+    let sealers = ["stock-api", "orders-api", "payment-timeout", "reconcile-worker"];
+    assert!(g.keys().filter(|b| !sealers.contains(&b.as_str())).all(|b| kms(b).is_empty()));
 }
 
 #[test]
@@ -749,8 +757,8 @@ fn a_code_key_policy_that_names_stock_read_or_lets_the_root_use_the_key_is_repor
     let m = mutate(
         &t,
         "  CodeKey:",
-        "!GetAtt OrdersApiFunctionRole.Arn",
-        "[!GetAtt OrdersApiFunctionRole.Arn, !GetAtt StockReadFunctionRole.Arn]",
+        "Principal: {AWS: !GetAtt OrdersApiFunctionRole.Arn}",
+        "Principal: {AWS: [!GetAtt OrdersApiFunctionRole.Arn, !GetAtt StockReadFunctionRole.Arn]}",
     );
     assert_reports(&m, &["stock-read may kms:Decrypt on CodeKey but its code never does"]);
     let m = mutate(

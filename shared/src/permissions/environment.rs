@@ -62,6 +62,9 @@ pub const ENV: &[(&str, &[&str])] = &[
             "HOLDFAST_PAYMENT_GRACE_SECONDS",
             "HOLDFAST_PAYMENT_PROVIDER",
             "HOLDFAST_REFUND_REVIEW_ABOVE",
+            // a supplier-codes order's manual reissue (docs/suppliers.md, "Codes issued by the supplier")
+            "HOLDFAST_SUPPLIER_URL",
+            "SUPPLIER_CREDENTIAL_SECRET_ARN",
         ],
     ),
     // where refunds of generic payments are issued; where a closed SUPPLIER order's bookings
@@ -92,6 +95,8 @@ pub const ENV: &[(&str, &[&str])] = &[
             "STRIPE_LIVEMODE",
             "HOLDFAST_ORIGIN_VERIFY",
             "HOLDFAST_PAYMENT_GRACE_SECONDS",
+            // a supplier-codes order just paid: its first SupplierIssue message
+            "PAYMENT_TIMEOUT_QUEUE_URL",
         ],
     ),
     // default ttl_seconds of a hold
@@ -154,6 +159,9 @@ pub const ENV: &[(&str, &[&str])] = &[
             "STRIPE_API_KEY_SECRET_ARN",
             "HOLDFAST_PAYMENT_GRACE_SECONDS",
             "HOLDFAST_PAYMENT_QUERY_SECONDS",
+            // SupplierIssue: the issued codes sealed under the keyring
+            "CODE_KEY_SECRET_ARN",
+            "CODE_KMS_KEY_ID",
         ],
     ),
     ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
@@ -181,6 +189,9 @@ pub const ENV: &[(&str, &[&str])] = &[
             "STRIPE_API_KEY_SECRET_ARN",
             "HOLDFAST_PAYMENT_GRACE_SECONDS",
             "HOLDFAST_PAYMENT_QUERY_SECONDS",
+            // a lost SupplierIssue found by the sweep: the codes sealed under the keyring
+            "CODE_KEY_SECRET_ARN",
+            "CODE_KMS_KEY_ID",
         ],
     ),
 ];
