@@ -14,7 +14,7 @@ if [[ ! -x "$VENV/bin/python" ]]; then
 fi
 if ! stamp_current "$STAMP" "$REQ"; then
   echo "checkov.sh: installing $(basename "$REQ") into .venv-checkov" >&2
-  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install --quiet --requirement "$REQ"
+  PIP_DISABLE_PIP_VERSION_CHECK=1 "$REAL/bin/python" -m pip install --quiet --requirement "$REQ"
   stamp_write "$STAMP" "$REQ"
 fi
 cd "$ROOT"

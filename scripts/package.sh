@@ -142,7 +142,7 @@ if [[ "$BUILDER" == "cargo-lambda" ]]; then
   bash "$ROOT/scripts/venv.sh" >/dev/null || die "scripts/venv.sh failed"
   if [[ ! -f "$STAMP" || "$REQ" -nt "$STAMP" || ! -x "$VENV/bin/cargo-lambda" ]]; then
     log "installing $(basename "$REQ") into .venv"
-    if PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV/bin/python" -m pip install --quiet --requirement "$REQ"; then
+    if PIP_DISABLE_PIP_VERSION_CHECK=1 "$(readlink -f "$VENV")/bin/python" -m pip install --quiet --requirement "$REQ"; then
       touch "$STAMP"
     else
       log "WARNING: could not install cargo-lambda; falling back to plain cargo build (HOLDFAST_PACKAGE_BUILDER=cargo)"

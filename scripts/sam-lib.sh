@@ -55,7 +55,7 @@ _sam_pip() { # _sam_pip STAMP REQ...
     sam_log "installing $(for r in "$@"; do basename "$r"; done | tr '\n' ' ')into .venv"
     local args=()
     for req in "$@"; do args+=(--requirement "$req"); done
-    PIP_DISABLE_PIP_VERSION_CHECK=1 "$SAM_VENV/bin/python" -m pip install --quiet "${args[@]}" ||
+    PIP_DISABLE_PIP_VERSION_CHECK=1 "$(readlink -f "$SAM_VENV")/bin/python" -m pip install --quiet "${args[@]}" ||
       sam_die "pip install failed"
     stamp_write "$stamp" "$@"
   fi

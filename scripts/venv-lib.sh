@@ -17,7 +17,9 @@ venv_link() {
     echo "$link"
     return
   fi
-  key="$({ "${PYTHON:-python3}" --version 2>&1; cat "$@"; } | sha256sum | cut -c1-16)"
+  # "real-path": pip writes each script's #! line from the interpreter it ran as, so installs go
+  # through the cache's own path (never a clone's link, which may be deleted with its clone)
+  key="$({ "${PYTHON:-python3}" --version 2>&1; echo real-path; cat "$@"; } | sha256sum | cut -c1-16)"
   target="$cache/$(basename "$link" | tr -d .)-$key"
   mkdir -p "$cache"
   if [[ "$(readlink "$link" 2>/dev/null)" != "$target" ]]; then

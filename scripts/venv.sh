@@ -39,7 +39,7 @@ fi
 if ! stamp_current "$STAMP" "$REQ"; then
   log "installing $(basename "$REQ") into .venv"
   export PIP_DISABLE_PIP_VERSION_CHECK=1
-  if ! "$VENV/bin/python" -m pip install --quiet --requirement "$REQ"; then
+  if ! "$REAL/bin/python" -m pip install --quiet --requirement "$REQ"; then
     log "pip install failed"
     exit 1
   fi
