@@ -119,9 +119,10 @@ async fn dropped_stock_events_converge_through_reconcile() {
     })
     .await;
     assert_eq!(s.lock_status(&paid).await.as_deref(), Some("FROZEN"), "nothing applied yet");
-    // the locks grow stale (on the test clock)
+    // the locks grow stale (on the test clock). The fault stays on: the delivery count above
+    // is every rule-fed queue's, so an event may still be on its way, and it must be lost too
+    // (cleared here, a late one was applied before the sweep and the sweep found one lock, not two)
     advance_clock(Duration::from_millis(1500));
-    s.local.set_faults("").unwrap();
     let report = s.reconcile().await;
     assert_eq!(report["stale_locks"], 2, "{report}");
     assert_eq!(s.lock_status(&paid).await.as_deref(), Some("SOLD"));
