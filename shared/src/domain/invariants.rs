@@ -470,6 +470,8 @@ pub struct Snapshot {
     pub check_delay_s: i64,
     pub campaigns: CampaignCounters,
     pub codes: CodePools,
+    /// Each BACKORDER SKU's backlog item, as stored (a SKU never short has none).
+    pub backlogs: Vec<(Sku, super::backorder::Backlog)>,
 }
 
 /// All five invariants of docs/architecture.md, "Invariants"
@@ -483,6 +485,7 @@ pub fn check_all(s: &Snapshot) -> Vec<Violation> {
     out.extend(links::check_user_limits(s));
     out.extend(supplier_codes::check(&s.orders));
     out.extend(warehouses::check_allocations(&s.reservations));
+    out.extend(check_backlogs(&s.backlogs, &s.reservations));
     out
 }
 

@@ -405,6 +405,11 @@ async fn stock_allows(
         if crate::mutant!("p2-3-ship-lost-stock") {
             return Ok(None);
         }
+        // nothing leaves the warehouse while units of it wait for stock
+        let waiting: u32 = r.lines.iter().filter_map(|l| l.backorder).map(|b| b.open()).sum();
+        if waiting > 0 && !r.oversold {
+            return Err(StockRefusal::Backordered(waiting).into());
+        }
         return match (r.status, r.oversold) {
             (_, true) => Err(StockRefusal::StockLost.into()),
             (LockStatus::Sold, false) => Ok(None),

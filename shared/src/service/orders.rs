@@ -451,6 +451,10 @@ pub enum StockRefusal {
     /// (docs/code-pools.md, "Redemption").
     #[error("a code of this order was redeemed; it is never refunded")]
     CodesRedeemed,
+    /// Ship: units of a BACKORDER line are still waiting for stock (docs/inventory-models.md,
+    /// "Backorders (oversell allowed)"); the order ships once they are filled.
+    #[error("{0} unit(s) of this order are still backordered; ship it once they are filled")]
+    Backordered(u32),
 }
 
 /// The order, if `user` owns it (anyone else gets `NotFound`, as for a missing order).

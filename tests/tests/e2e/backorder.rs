@@ -49,6 +49,10 @@ async fn backlog_identity(s: &Stack, sku: &str) {
     assert!(v.is_empty(), "{v:#?}");
 }
 
+async fn ship(s: &Stack, id: &str) -> crate::common::Answer {
+    s.post(&format!("/admin/orders/{id}/ship"), &s.admin, json!({"carrier": "DHL", "tracking_number": "T-1"})).await
+}
+
 async fn line_state(s: &Stack, id: &str) -> Value {
     s.admin_view(id).await["locks"][0]["lines"][0]["backorder"].clone()
 }
@@ -78,12 +82,19 @@ async fn a_short_checkout_is_backordered_paid_and_filled_oldest_first_and_a_canc
     s.lock_reaches(&ann, "SOLD").await;
     assert_eq!(view(&s, "BOOK").await.0, (0, 0, 2));
     backlog_identity(&s, "BOOK").await;
+    // paid, but 3 of her units wait: nothing ships yet (409, the order untouched)
+    let early = ship(&s, &ann).await;
+    problem(&early, 409, "invalid_transition");
+    assert!(early.body["detail"].as_str().is_some_and(|d| d.contains("3 unit(s)")), "{}", early.body);
+    assert_eq!(s.get_order("ann", &ann).await.body["status"], "PAID");
 
     // 4 arrive: ann's 3 first (sold: she paid), then 1 of bob's 2 (frozen: unpaid)
     s.stock("BOOK", "second", 4).await;
     let (c, b, _) = view(&s, "BOOK").await;
     assert_eq!((c, b), ((0, 1, 5), (5, 4, 0, 1)));
     assert_eq!(line_state(&s, &ann).await["state"], "FILLED");
+    let shipped = ship(&s, &ann).await;
+    assert_eq!((shipped.status, shipped.body["status"].as_str()), (200, Some("SHIPPED")), "{}", shipped.body);
     assert_eq!(line_state(&s, &bob).await["waiting"], 1);
     backlog_identity(&s, "BOOK").await;
 

@@ -6,6 +6,7 @@
 
 mod campaigns;
 mod isolation;
+mod kinds;
 mod lifecycles;
 mod models;
 mod payments;

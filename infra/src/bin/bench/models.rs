@@ -100,6 +100,9 @@ pub(crate) async fn models_section(endpoint: &str, n: usize) -> anyhow::Result<V
     out.insert("at_payment_pay_and_confirm".into(), usage_json(&u, ids.len() as f64));
     out.insert("code_pool".into(), code_pool_costs(&b, n).await?);
     out.insert("at_shipment".into(), at_shipment_costs(&b, n).await?);
+    out.insert("warehouse".into(), kinds::warehouse_costs(&b, n).await?);
+    out.insert("backorder".into(), kinds::backorder_costs(&b, n).await?);
+    out.insert("supplier_codes".into(), kinds::supplier_code_costs(&b, n).await?);
     let shards: Vec<(u32, f64)> = [1, 4, 16, 64].iter().map(|s| (*s, ceiling(*s))).collect();
     out.insert(
         "hot_calendar_date_ceiling_model".into(),

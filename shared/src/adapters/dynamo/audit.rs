@@ -37,6 +37,7 @@ impl Audit for DynamoAudit {
                 check_delay_s: 0,
                 campaigns: stock.campaigns,
                 codes: stock.codes,
+                backlogs: stock.backlogs,
             },
             items: stock_items + order_items,
             complete: stock_done && orders_done,

@@ -353,6 +353,7 @@ impl MemoryWorld {
             check_delay_s,
             campaigns: self.stock.campaign_counters(),
             codes: self.stock.code_pools(),
+            backlogs: self.stock.backlogs(),
         }
     }
 }

@@ -71,6 +71,7 @@ fn an_old_frozen_lock_without_an_order_is_stranded() {
         check_delay_s: 300,
         campaigns: CampaignCounters::default(),
         codes: CodePools::default(),
+        backlogs: Vec::new(),
     };
     assert_eq!(check_all(&s), vec![Violation::StrandedLock { reservation: "o1".into() }]);
 }
@@ -86,6 +87,7 @@ fn a_user_over_the_limit_is_reported() {
         check_delay_s: 300,
         campaigns: CampaignCounters::default(),
         codes: CodePools::default(),
+        backlogs: Vec::new(),
     };
     assert!(matches!(check_all(&s)[..], [Violation::UserLimit { holds: 2, limit: 1, .. }]));
 }
@@ -143,6 +145,7 @@ fn a_failed_order_holds_nothing_and_a_closed_orders_confirmed_booking_was_cancel
             check_delay_s: 300,
             campaigns: CampaignCounters::default(),
             codes: CodePools::default(),
+            backlogs: Vec::new(),
         }
     };
     // fine: failed with its lock released and its booking refused; cancelled and cancelled

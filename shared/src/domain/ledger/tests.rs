@@ -52,6 +52,7 @@ fn snapshot(shard: ShardCounts, stocked: i64, locks: Vec<Reservation>) -> Snapsh
         check_delay_s: 300,
         campaigns: CampaignCounters::default(),
         codes: CodePools::default(),
+        backlogs: Vec::new(),
     }
 }
 

@@ -11,6 +11,7 @@ pub struct StockDump {
     pub user_counters: Vec<(Sku, UserId, i64)>,
     pub campaigns: CampaignCounters,
     pub codes: CodePools,
+    pub backlogs: Vec<(Sku, crate::domain::backorder::Backlog)>,
 }
 
 pub async fn dump(client: &Client, table: &str) -> anyhow::Result<StockDump> {
@@ -57,6 +58,7 @@ struct Sorted {
     campaign_counters: CampaignCounters,
     codes: CodePools,
     rings: HashMap<String, Ring>,
+    backlogs: Vec<(Sku, crate::domain::backorder::Backlog)>,
 }
 
 impl Sorted {
@@ -72,7 +74,9 @@ impl Sorted {
         let counts = |it: &Item| -> anyhow::Result<ShardCounts> {
             Ok(ShardCounts { available: get_n(it, "av")?, locked: get_n(it, "lk")?, sold: get_n(it, "sd")? })
         };
-        if pk.starts_with("CMP#") {
+        if let Some(sku) = pk.strip_prefix("BLOG#") {
+            self.backlogs.push((Sku::from_stored(sku)?, super::locks::decode_backlog(it)?));
+        } else if pk.starts_with("CMP#") {
             self.campaigns.push(super::super::campaigns::decode_item(it)?);
         } else if pk.starts_with("CQ#") {
             self.shards.insert(pk.to_owned(), counts(it)?);
@@ -115,8 +119,17 @@ impl Sorted {
     /// The snapshot: each SKU with its shards, the code pools with their rings, each campaign
     /// item with its quota shards.
     fn into_dump(self) -> StockDump {
-        let Sorted { metas, shards, reservations, user_counters, campaigns, mut campaign_counters, mut codes, rings } =
-            self;
+        let Sorted {
+            metas,
+            shards,
+            reservations,
+            user_counters,
+            campaigns,
+            mut campaign_counters,
+            mut codes,
+            rings,
+            backlogs,
+        } = self;
         for m in metas.iter().filter(|m| Stocking::of(&m.model).holds_codes()) {
             codes.pools.push(m.sku.clone());
             for i in 0..m.slots {
@@ -141,6 +154,6 @@ impl Sorted {
                 }));
             }
         }
-        StockDump { skus, reservations, user_counters, campaigns: campaign_counters, codes }
+        StockDump { skus, reservations, user_counters, campaigns: campaign_counters, codes, backlogs }
     }
 }

@@ -141,20 +141,7 @@ impl Locks for DynamoStock {
 
     async fn read_backlog(&self, sku: &crate::domain::Sku) -> anyhow::Result<crate::domain::backorder::Backlog> {
         let it = super::super::get_consistent(&self.client, &self.table, backlog_pk(sku)).await?;
-        let Some(it) = it else { return Ok(Default::default()) };
-        let mut open: Vec<ReservationId> = match it.get("q") {
-            Some(AttributeValue::Ss(ids)) => {
-                ids.iter().map(|i| ReservationId::from_stored(i)).collect::<Result<_, _>>()?
-            }
-            _ => Vec::new(),
-        };
-        open.sort();
-        Ok(crate::domain::backorder::Backlog {
-            ordered: opt_n(&it, "bo").unwrap_or(0),
-            filled: opt_n(&it, "bf").unwrap_or(0),
-            cancelled: opt_n(&it, "bc").unwrap_or(0),
-            open,
-        })
+        it.as_ref().map_or_else(|| Ok(Default::default()), decode_backlog)
     }
 
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>> {
@@ -163,4 +150,21 @@ impl Locks for DynamoStock {
             items.iter().filter_map(|it| Some((opt_s(it, "pk")?, opt_n(it, "n").unwrap_or(0)))).collect();
         Ok(counters.iter().map(|c| (c.clone(), by_pk.get(counter_pk(c).as_str()).copied().unwrap_or(0))).collect())
     }
+}
+
+/// A `BLOG#<sku>` item: its counters and the ids of the orders still waiting, sorted.
+pub(in crate::adapters::dynamo) fn decode_backlog(
+    it: &HashMap<String, AttributeValue>,
+) -> anyhow::Result<crate::domain::backorder::Backlog> {
+    let mut open: Vec<ReservationId> = match it.get("q") {
+        Some(AttributeValue::Ss(ids)) => ids.iter().map(|i| ReservationId::from_stored(i)).collect::<Result<_, _>>()?,
+        _ => Vec::new(),
+    };
+    open.sort();
+    Ok(crate::domain::backorder::Backlog {
+        ordered: opt_n(it, "bo").unwrap_or(0),
+        filled: opt_n(it, "bf").unwrap_or(0),
+        cancelled: opt_n(it, "bc").unwrap_or(0),
+        open,
+    })
 }

@@ -133,3 +133,24 @@ async fn a_strict_sku_is_still_refused_short_and_a_backorder_line_never_shares_w
     assert_eq!((totals(&w, "A"), totals(&w, "B")), (counts(0, 1, 0), counts(0, 0, 0)));
     assert_invariants(&w);
 }
+
+#[tokio::test]
+async fn a_paid_order_is_not_shipped_while_units_of_it_wait_and_ships_once_they_are_filled() {
+    use crate::service::after_sale::{self, Caller, Change};
+    use crate::service::orders::{OrderError, StockRefusal};
+    let ship = || Change::Ship { carrier: "DHL".into(), tracking_number: "T1".into() };
+    let (app, w) = world(&[(backorder("B", 1), &[1])]);
+    let (o, _) = checkout(&app, "alice", "k1", &[("B", 3)]).await.unwrap();
+    pay(&app, &o, "p1").await;
+    let refused = after_sale::apply(&app, Caller::Admin, &o.id, ship()).await;
+    assert!(matches!(refused, Err(OrderError::Refused(StockRefusal::Backordered(2)))), "{refused:?}");
+    assert_eq!(order(&w, &o.id).await.status, OrderStatus::Paid, "nothing written");
+    restock(&app, "r1", 1).await;
+    let refused = after_sale::apply(&app, Caller::Admin, &o.id, ship()).await;
+    assert!(matches!(refused, Err(OrderError::Refused(StockRefusal::Backordered(1)))), "{refused:?}");
+    restock(&app, "r2", 1).await;
+    let shipped = after_sale::apply(&app, Caller::Admin, &o.id, ship()).await.unwrap();
+    assert_eq!(shipped.status, OrderStatus::Shipped);
+    assert_eq!(totals(&w, "B"), counts(0, 0, 3));
+    assert_invariants(&w);
+}
