@@ -15,6 +15,7 @@ use crate::telemetry::names;
 use sha2::{Digest, Sha256};
 
 mod record;
+mod steps;
 pub use record::checkout_hash;
 
 /// A canonical fingerprint of an order's lines (merged, sorted): the body an
@@ -117,53 +118,14 @@ pub async fn create_with(
     let id = OrderId::derive(user, key);
     let hash = checkout_hash(&lines, details);
     let rid = ReservationId::for_order(&id);
-    let skus: Vec<Sku> = lines.iter().map(|l| l.sku.clone()).collect();
-    let metas = stock::metas(app, &skus).await?;
-    // the kinds' admission first: a SUPPLIER line is quoted only if its order may be made at all
-    stock::admission(ReservationKind::Order, &lines, &metas)?;
-    // A new checkout's SKUs must share a currency. The order takes its currency from the lines
-    // its reservation recorded, so a replay after a currency change keeps the one it was priced
-    // in, and is answered even if the SKUs no longer share one (protocol review #4).
-    if let Err(e) = single_currency(metas.values().map(|m| &m.currency)) {
-        if app.stock.get_reservation(&rid).await?.is_none() {
-            return Err(e);
-        }
-    }
-    for l in &lines {
-        let nights = u32::try_from(l.dates.len().max(1)).unwrap_or(u32::MAX);
-        Money::line_total(metas[&l.sku].price, l.quantity.get().saturating_mul(nights))?;
-    }
+    let metas = steps::checked_metas(app, &lines, &rid).await?;
     let now = clock::now_s();
-    // Admission rates and campaign ends, from the (cached) campaigns of the lines.
-    let mut campaign_end = i64::MAX;
-    let mut admissions = Vec::with_capacity(lines.len());
-    let mut queued: Option<crate::domain::campaign::Campaign> = None;
-    let mut campaigns = Vec::with_capacity(lines.len());
-    for l in &lines {
-        let c = match &l.campaign {
-            Some(id) => Some(stock::campaign(app, id).await?),
-            None => None,
-        };
-        campaigns.push(c.clone());
-        if let Some(c) = &c {
-            campaign_end = campaign_end.min(c.ends_at.saturating_add(c.end_grace_s));
-            if c.queue.is_some() {
-                if queued.as_ref().is_some_and(|q| q.id != c.id) {
-                    return Err(CreateError::TwoQueues);
-                }
-                queued = Some(c.clone());
-            }
-        }
-        let key = super::sale::admission_key(&l.sku, metas[&l.sku].controls.admission_rate, c.as_ref());
-        admissions.push((l.sku.clone(), key));
-    }
+    let steps::LineCampaigns { campaigns, admissions, end: campaign_end, queued } =
+        steps::line_campaigns(app, &lines, &metas).await?;
     // a discount the amount cannot carry is refused before anything is written (a retry of a
     // checkout that committed is answered its order)
     if let Err(e) = details.pay_amount(record::expected_amount(&lines, &metas, &campaigns)) {
-        if let Some(o) = replay_of(app, &id, &hash).await? {
-            return Ok((o, true));
-        }
-        return Err(e.into());
+        return steps::refused(app, &id, &hash, e.into()).await;
     }
     // Before anything is written: a refused checkout touches no shard. A replay of a checkout
     // that already froze is admitted again only if there is room (a retry is a new request).
@@ -175,33 +137,15 @@ pub async fn create_with(
     };
     let admission = match admission {
         Ok(a) => a,
-        Err(refusal) => {
-            if let Some(o) = replay_of(app, &id, &hash).await? {
-                return Ok((o, true));
-            }
-            return Err(refusal.into());
-        }
+        Err(refusal) => return steps::refused(app, &id, &hash, refusal.into()).await,
     };
     if let Err((sku, s)) = super::sale::admit(app, &admissions) {
-        // a retry of a checkout that committed is answered its order, never refused (review
-        // protocol-3 N13): one read, on the refused path only
-        if let Some(o) = replay_of(app, &id, &hash).await? {
-            return Ok((o, true));
-        }
-        return Err(CreateError::RateLimited(sku, s));
+        return steps::refused(app, &id, &hash, CreateError::RateLimited(sku, s)).await;
     }
-    // A SUPPLIER order: a replay answers the order it made (its quote may have moved since);
-    // otherwise every line is quoted first, and a line above its quote writes nothing.
-    let supplier_lines = super::supplier::lines_of(&lines, &metas)?;
-    let bookings = super::supplier::bookings_for(&supplier_lines, &metas);
-    if !supplier_lines.is_empty() {
-        match app.orders.get(&id).await? {
-            Some(OrderRecord::Order(o)) if o.request_hash == hash => return Ok((*o, true)),
-            Some(OrderRecord::Order(_)) => return Err(CreateError::KeyReused),
-            Some(OrderRecord::Void) => return Err(CreateError::ReservationExpired),
-            None => super::supplier::check_quotes(app, &supplier_lines).await?,
-        }
-    }
+    let bookings = match steps::quoted_bookings(app, &id, &hash, &lines, &metas).await? {
+        Ok(b) => b,
+        Err(replayed) => return Ok(replayed),
+    };
     // a SUPPLIER order holds its (stockless) lock while it waits for the supplier too
     let supplier_wait = if bookings.is_empty() { 0 } else { app.config.supplier_timeout_s };
     let req = FreezeRequest {
@@ -214,54 +158,10 @@ pub async fn create_with(
         expires_at: (now + supplier_wait + app.config.payment_ttl_s).min(campaign_end),
         admission,
     };
-    let check = Message::ReservationCheck {
-        schema: 1,
-        reservation_id: rid.to_string(),
-        kind: ReservationKind::Order,
-        due_at: now + app.config.reservation_check_delay_s,
-    };
-    let delay = app.config.reservation_check_delay_s.min(MAX_DELAY_SECONDS) as u32;
-    let frozen = if stock::fast_path_refusal(app, &req.lines).is_some() {
-        let frozen = stock::freeze(app, &req, &metas).await;
-        if let Ok(Frozen::Created(_)) = &frozen {
-            // The sold-out mark lapsed in between: this freeze still needs its check. A failed
-            // send must not turn a successful freeze into a 503 (the stock would stay held until
-            // reconcile): as on the other branch, the sweep is the second net.
-            if let Err(e) = app.messages.send(&check, delay).await {
-                tracing::warn!(order_id = %id, error = format!("{e:#}"), "reservation-check message not sent");
-            }
-        }
-        frozen
-    } else {
-        let (frozen, sent) = tokio::join!(stock::freeze(app, &req, &metas), app.messages.send(&check, delay));
-        if let (Ok(Frozen::Created(_)), Err(e)) = (&frozen, sent) {
-            // The reconcile sweep is the second net for this freeze.
-            tracing::warn!(order_id = %id, error = format!("{e:#}"), "reservation-check message not sent");
-        }
-        frozen
-    };
-    let reservation = match frozen {
-        Ok(Frozen::Created(r)) => {
-            if crate::fault!(app.faults, faults::AFTER_FREEZE) {
-                return Err(InjectedCrash(faults::AFTER_FREEZE).into());
-            }
-            r
-        }
-        Ok(Frozen::Replayed(r)) => match app.orders.get(&id).await? {
-            Some(OrderRecord::Order(o)) => return Ok((*o, true)),
-            Some(OrderRecord::Void) => return Err(CreateError::ReservationExpired),
-            None if r.status == LockStatus::Frozen && r.expires_at > clock::now_s() => r,
-            None if r.status == LockStatus::Frozen => {
-                // a retry after the payment deadline: no order may start on it
-                if app.orders.put_void(&id).await? {
-                    stock::release(app, &rid).await.map_err(|e| CreateError::Store(anyhow::anyhow!("{e}")))?;
-                }
-                return Err(CreateError::ReservationExpired);
-            }
-            None => return Err(CreateError::ReservationExpired),
-        },
-        Err(FreezeError::RequestMismatch) => return Err(CreateError::KeyReused),
-        Err(e) => return Err(e.into()),
+    let frozen = steps::freeze_with_check(app, &id, &req, &metas, now).await;
+    let reservation = match steps::reservation_of(app, &id, frozen).await? {
+        Ok(r) => r,
+        Err(replayed) => return Ok(replayed),
     };
     let mut order = order_of(&id, user, &reservation)?;
     if !bookings.is_empty() {
