@@ -202,6 +202,8 @@ pub struct Caches {
     pub public_refresh: tokio::sync::Mutex<()>,
     /// The sales switch as last read: (at, switch), kept `switch_cache_ms`.
     switch: Mutex<Option<(i64, crate::domain::sale::SalesSwitch)>>,
+    /// When a freeze's transaction last found the switch OPEN (epoch ms), kept `switch_cache_ms`.
+    checkout_open_ms: std::sync::atomic::AtomicI64,
     /// Admission-rate buckets by SKU or campaign item (docs/operations.md, "Admission rate").
     buckets: Mutex<HashMap<String, crate::domain::sale::Bucket>>,
     /// Live counters not yet flushed, by live item (service::live).
@@ -214,6 +216,16 @@ impl Caches {
     pub fn switch(&self, now_ms: i64, ttl_ms: i64) -> Option<crate::domain::sale::SalesSwitch> {
         let s = self.switch.lock().ok()?;
         s.as_ref().filter(|(at, _)| now_ms - at < ttl_ms).map(|(_, s)| s.clone())
+    }
+
+    /// Whether a freeze's transaction found the switch OPEN within `ttl_ms`.
+    pub fn checkout_open(&self, now_ms: i64, ttl_ms: i64) -> bool {
+        let at = self.checkout_open_ms.load(std::sync::atomic::Ordering::Relaxed);
+        at > 0 && now_ms - at < ttl_ms
+    }
+
+    pub fn put_checkout_open(&self, now_ms: i64) {
+        self.checkout_open_ms.store(now_ms, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn put_switch(&self, s: &crate::domain::sale::SalesSwitch, now_ms: i64) {

@@ -901,7 +901,7 @@ fn stock_events_that_may_write_orders_is_reported() {
 #[test]
 fn a_missing_action_in_a_copy_of_the_template_is_reported() {
     let t = template_text();
-    let m = mutate(&t, "Binary: create-order", ", dynamodb:UpdateItem]", "]");
+    let m = mutate(&t, "Binary: create-order", ", dynamodb:UpdateItem,", ",");
     assert_reports(
         &m,
         &["create-order's code calls dynamodb:UpdateItem on StockTable but the template does not grant it"],

@@ -10,7 +10,7 @@ use crate::permissions::Resource::{self, *};
 
 /// The grants that show a function uses `port`: (IAM action, resource). Any one is enough.
 fn evidence(port: Port) -> &'static [(&'static str, Resource)] {
-    const TABLE_ACTIONS: [&str; 7] = [
+    const TABLE_ACTIONS: [&str; 8] = [
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",
         "dynamodb:PutItem",
@@ -18,19 +18,20 @@ fn evidence(port: Port) -> &'static [(&'static str, Resource)] {
         "dynamodb:DeleteItem",
         "dynamodb:BatchWriteItem",
         "dynamodb:Query",
+        "dynamodb:ConditionCheckItem",
     ];
-    const fn on(r: Resource) -> [(&'static str, Resource); 7] {
+    const fn on(r: Resource) -> [(&'static str, Resource); 8] {
         let a = TABLE_ACTIONS;
-        [(a[0], r), (a[1], r), (a[2], r), (a[3], r), (a[4], r), (a[5], r), (a[6], r)]
+        [(a[0], r), (a[1], r), (a[2], r), (a[3], r), (a[4], r), (a[5], r), (a[6], r), (a[7], r)]
     }
-    const STOCK: [(&str, Resource); 7] = on(StockTable);
-    const ORDERS: [(&str, Resource); 8] = {
+    const STOCK: [(&str, Resource); 8] = on(StockTable);
+    const ORDERS: [(&str, Resource); 9] = {
         let o = on(OrderTable);
-        [o[0], o[1], o[2], o[3], o[4], o[5], o[6], ("dynamodb:Query", OrderTableIndexes)]
+        [o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], ("dynamodb:Query", OrderTableIndexes)]
     };
-    const JOURNAL: [(&str, Resource); 8] = {
+    const JOURNAL: [(&str, Resource); 9] = {
         let j = on(JournalTable);
-        [j[0], j[1], j[2], j[3], j[4], j[5], j[6], ("dynamodb:Query", JournalTableIndexes)]
+        [j[0], j[1], j[2], j[3], j[4], j[5], j[6], j[7], ("dynamodb:Query", JournalTableIndexes)]
     };
     const SECRET: &str = "secretsmanager:GetSecretValue";
     match port {

@@ -36,6 +36,8 @@ pub enum Target {
     Admission { campaign: CampaignId, ticket: u64 },
     /// A BACKORDER SKU's backlog item (docs/inventory-models.md, "Backorders (oversell allowed)").
     Backlog { sku: Sku },
+    /// The sales switch (docs/operations.md, "Sales switch"): only ever checked, never written.
+    SalesSwitch,
 }
 
 /// How a stock counter triple (`available`, `locked`, `sold`) moves.
@@ -78,6 +80,8 @@ pub enum Op {
     /// On a backlog target: its counters grown and the reservation listed or unlisted
     /// (unconditional: the lock's own condition decides).
     Backlog(super::backorder::BacklogStep),
+    /// On the sales switch: it is absent or OPEN (a condition alone; nothing is written).
+    Open,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +146,9 @@ pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
         out.push(add(Target::Admission { campaign: campaign.clone(), ticket: *ticket }, 1, Some(0)));
     }
     out.extend(super::backorder::freeze_steps(r));
+    if limits.sales_open {
+        out.push(Action { target: Target::SalesSwitch, op: Op::Open });
+    }
     merged(out)
 }
 
@@ -277,6 +284,10 @@ pub fn freeze_rejection(failed: &[Target]) -> FreezeRejection {
     if failed.iter().any(|t| matches!(t, Target::Reservation)) {
         return FreezeRejection::AlreadyExists;
     }
+    // a closed switch answers before anything the checkout itself could change
+    if failed.iter().any(|t| matches!(t, Target::SalesSwitch)) {
+        return FreezeRejection::SalesClosed;
+    }
     // a claimed code slot given back meanwhile (reconcile's orphan repair): retry afresh
     if failed.iter().any(|t| matches!(t, Target::CodeSlot { .. })) {
         return FreezeRejection::Conflict;
@@ -370,7 +381,22 @@ mod tests {
             per_campaign_item: [(sku("A"), 4)].into(),
             max_pending: Some(3),
             admission: None,
+            sales_open: false,
         }
+    }
+
+    #[test]
+    fn the_switch_is_checked_only_when_asked_and_a_closed_one_answers_before_all_but_a_replay() {
+        let r = reservation(true, true);
+        let switch = |a: &Action| a.target == Target::SalesSwitch && a.op == Op::Open;
+        assert!(!freeze(&r, &limits()).iter().any(switch));
+        let checked = freeze(&r, &FreezeLimits { sales_open: true, ..limits() });
+        assert_eq!(checked.iter().filter(|a| switch(a)).count(), 1);
+        let short = Target::Shard { sku: sku("A"), shard: 0 };
+        let pending = Target::Pending { user: r.user.clone().unwrap() };
+        assert_eq!(freeze_rejection(&[short.clone(), pending, Target::SalesSwitch]), FreezeRejection::SalesClosed);
+        assert_eq!(freeze_rejection(&[Target::SalesSwitch, Target::Reservation]), FreezeRejection::AlreadyExists);
+        assert_eq!(freeze_rejection(&[short]), FreezeRejection::ShardShort(vec![sku("A")]));
     }
 
     #[test]

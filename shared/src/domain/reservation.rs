@@ -343,6 +343,9 @@ pub enum FreezeRejection {
     /// The checkout's admission token was already spent by a committed checkout
     /// (docs/waiting-room.md).
     AdmissionUsed,
+    /// The sales switch, checked in the freeze's own transaction, is not OPEN
+    /// (docs/operations.md, "Sales switch").
+    SalesClosed,
 }
 
 /// The limits a freeze charges, by line.
@@ -357,6 +360,10 @@ pub struct FreezeLimits {
     /// The admission this checkout spends (a queued campaign's ticket): spent once, in the
     /// freeze's own transaction (docs/waiting-room.md).
     pub admission: Option<(super::CampaignId, u64)>,
+    /// The sales switch must be OPEN, checked in the freeze's own transaction: set when this
+    /// Lambda has not seen it within `HOLDFAST_SWITCH_CACHE_MS`, so a warm checkout never
+    /// spends a round trip reading it first (docs/operations.md, "Sales switch").
+    pub sales_open: bool,
 }
 
 #[cfg(test)]

@@ -54,9 +54,16 @@ fn e_mixed(s: &Sku) -> String {
     format!("{s} and another line would move one stock item both at order and at payment; order them separately")
 }
 
+/// A write the sales switch refuses: 503 `sales_closed`, its mode and reason, retry in 5 s —
+/// whether the door judged it from this Lambda's cache or the freeze's transaction found it.
+pub fn sales_closed(s: &crate::domain::sale::SalesSwitch) -> Problem {
+    Problem::new(Code::SalesClosed, format!("sales are {}: {}", s.mode.as_str(), s.reason)).retry_after(5)
+}
+
 pub fn freeze_problem(e: FreezeError) -> Problem {
     match e {
         e @ FreezeError::AdmissionUsed => Problem::new(Code::AdmissionUsed, e.to_string()),
+        FreezeError::SalesClosed(s) => sales_closed(&s),
         FreezeError::UnknownSku(s) => Problem::new(Code::UnknownSku, format!("no SKU {s}")).sku(s.as_str()),
         FreezeError::Insufficient(s) => match s.calendar_parent() {
             Some((sku, day)) => Problem::new(Code::InsufficientStock, format!("not enough {sku} available on {day}")),

@@ -89,11 +89,7 @@ async fn switch_refusal(app: &App, req: &Request) -> Option<Response> {
     }
     match crate::service::sale::guard(app, write_kind(crate::http::route(req))).await {
         Ok(Ok(())) => None,
-        Ok(Err(s)) => Some(crate::http::finish(Err(crate::http::Problem::new(
-            crate::http::Code::SalesClosed,
-            format!("sales are {}: {}", s.mode.as_str(), s.reason),
-        )
-        .retry_after(5)))),
+        Ok(Err(s)) => Some(crate::http::finish(Err(common::sales_closed(&s)))),
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "sales switch not read; the write goes on");
             None

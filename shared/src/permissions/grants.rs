@@ -19,6 +19,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:PutItem", StockTable),
             // … and Updates (shards, per-user counters); move_lock (release after a failed put)
             ("dynamodb:UpdateItem", StockTable),
+            // … and, when this Lambda has not seen the sales switch lately, a ConditionCheck on it
+            ("dynamodb:ConditionCheckItem", StockTable),
             // write_order: replay → orders.get (a SUPPLIER order's replay check, too)
             ("dynamodb:GetItem", OrderTable),
             // put_new; put_void (order put failed); supplier::book_new → replace (booking ids)
@@ -46,6 +48,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:PutItem", StockTable),
             // a ticket counter (ADD); the freeze's counters; a release after a failed order put
             ("dynamodb:UpdateItem", StockTable),
+            // the freeze's check of the sales switch (as create-order)
+            ("dynamodb:ConditionCheckItem", StockTable),
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
             ("sqs:SendMessage", PaymentTimeoutQueue),
@@ -120,6 +124,8 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             ("dynamodb:PutItem", StockTable),
             // put_frozen Updates; confirm / release → move_lock (OnReleased::Refuse: no retake)
             ("dynamodb:UpdateItem", StockTable),
+            // the freeze's check of the sales switch (as create-order)
+            ("dynamodb:ConditionCheckItem", StockTable),
             // Message::ReservationCheck at the hold's deadline
             ("sqs:SendMessage", ReservationCheckQueue),
         ],

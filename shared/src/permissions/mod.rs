@@ -22,8 +22,8 @@
 //!
 //! IAM facts the map encodes:
 //! - `TransactWriteItems` is not an IAM action: a transaction needs `dynamodb:PutItem` for its
-//!   `Put` items, `dynamodb:UpdateItem` for `Update`, (`DeleteItem`, `ConditionCheckItem` for the
-//!   kinds Holdfast does not use) on the table each item names.
+//!   `Put` items, `dynamodb:UpdateItem` for `Update`, `dynamodb:ConditionCheckItem` for a
+//!   `ConditionCheck` (a freeze's check of the sales switch), on the table each item names.
 //! - `BatchGetItem` is its own action; `GetItem` does not cover it, nor the reverse.
 //! - `Query` on a GSI is authorised on `<table-arn>/index/<name>`, not on the table.
 //! - The audit `dump` Scans (`adapters::dynamo::stock::audit::dump`,

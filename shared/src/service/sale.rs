@@ -46,13 +46,40 @@ pub async fn set_switch(app: &App, mode: SalesMode, reason: String, by: Option<S
     Ok(s)
 }
 
-/// `Err(switch)` when the switch refuses a write of `kind`. Reads are never judged.
+/// `Err(switch)` when the switch refuses a write of `kind`. Reads are never judged. A checkout
+/// this Lambda cannot judge from its cache is let through: its freeze checks the switch in its
+/// own transaction ([`checkout_known`]), so a warm checkout never spends a round trip on it.
 pub async fn guard(app: &App, kind: WriteKind) -> anyhow::Result<Result<(), SalesSwitch>> {
     if kind == WriteKind::Always {
         return Ok(Ok(()));
     }
+    if kind == WriteKind::Checkout && app.caches.switch(clock::now_ms(), app.config.switch_cache_ms).is_none() {
+        return Ok(Ok(()));
+    }
     let s = switch(app).await?;
     Ok(if s.admits(kind) { Ok(()) } else { Err(s) })
+}
+
+/// Whether this Lambda knows, within `switch_cache_ms`, that the switch admits a checkout: read
+/// it, or a freeze's transaction found it OPEN. Otherwise the freeze checks it in its own
+/// transaction (`FreezeLimits::sales_open`; docs/operations.md, "Sales switch").
+pub fn checkout_known(app: &App) -> bool {
+    let (now, ttl) = (clock::now_ms(), app.config.switch_cache_ms);
+    app.caches.checkout_open(now, ttl) || app.caches.switch(now, ttl).is_some_and(|s| s.admits(WriteKind::Checkout))
+}
+
+/// A freeze's transaction found the switch OPEN: checkouts go on without checking it for
+/// `switch_cache_ms`, as after a read.
+pub fn saw_checkout_open(app: &App) {
+    app.caches.put_checkout_open(clock::now_ms());
+}
+
+/// The switch, read now (and cached), if it refuses a checkout: what a freeze whose
+/// transaction found it closed answers with.
+pub async fn checkout_refusal(app: &App) -> anyhow::Result<Option<SalesSwitch>> {
+    let s = app.sale.sales_switch().await?.unwrap_or_default();
+    app.caches.put_switch(&s, clock::now_ms());
+    Ok((!s.admits(WriteKind::Checkout)).then_some(s))
 }
 
 /// A line's admission bucket and rate: its campaign item's rate when it has one, else the SKU's.

@@ -56,7 +56,14 @@ async fn a_closed_switch_refuses_checkouts_at_once_while_payments_and_cancels_go
     println!("switch CLOSED bit after {:?}", set.elapsed());
     problem(&refused, 503, "sales_closed");
     assert!(refused.headers.get("retry-after").is_some());
-    let r = s.post("/reservations", &s.internal, json!({"items": [{"sku": "SW", "quantity": 1}]})).await;
+    // (a well-formed hold: the reservations function's freeze checks the switch in its own
+    // transaction when its cache cannot judge, after the body is validated)
+    let hold = json!({"order_id": "ext-closed", "items": [{"sku": "SW", "quantity": 1}]});
+    let r = eventually("the switch to bite on holds", Duration::from_secs(5), || async {
+        let r = s.post("/reservations", &s.internal, hold.clone()).await;
+        (r.status == 503).then_some(r)
+    })
+    .await;
     problem(&r, 503, "sales_closed");
     // money and cancels are never refused; nor are other writes while merely CLOSED
     assert_eq!(s.pay(&pending, "p-sw", 500, "SUCCEEDED").await.body["result"], "applied");

@@ -323,7 +323,7 @@ async fn main() -> anyhow::Result<()> {
     ] {
         let _ = writeln!(md, "| {label} | {} | `{}` |", usd(all_in(r)), r["usage"]["per_unit_calls"]);
     }
-    let _ = writeln!(md, "\n## Round trips (measured)\n\nSequential AWS round trips of one checkout on a warm stack, from the request trace (requests whose lifetimes overlap count once; a GetItem is named by the kind of item it reads). `create_order` comes 1.5 s after the warm-up: the sales switch this Lambda read has outlived `HOLDFAST_SWITCH_CACHE_MS` (1 s), so the edge reads it again (`GetItem SALE`, `SALE#switch`) before the freeze; `create_order_switch_cached` comes right after and finds it cached.\n");
+    let _ = writeln!(md, "\n## Round trips (measured)\n\nSequential AWS round trips of one checkout on a warm stack, from the request trace (requests whose lifetimes overlap count once; a GetItem is named by the kind of item it reads). `create_order` comes 1.5 s after the warm-up: what this Lambda learnt of the sales switch has outlived `HOLDFAST_SWITCH_CACHE_MS` (1 s), so its freeze checks the switch inside its own transaction (a `ConditionCheck` on `SALE#switch`, no extra request; docs/operations.md, \"The sales switch\"); `create_order_switch_cached` comes right after, and its freeze carries no check.\n");
     for (label, v) in rt.as_object().into_iter().flatten() {
         let _ = writeln!(md, "- `{label}`: **{}** — {}", v["round_trips"], v["rounds"]);
     }

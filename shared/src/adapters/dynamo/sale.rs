@@ -13,7 +13,8 @@ use aws_sdk_dynamodb::types::KeysAndAttributes;
 use aws_sdk_dynamodb::Client;
 use std::collections::HashMap;
 
-const SWITCH_PK: &str = "SALE#switch";
+/// The sales switch's item (a freeze's transaction checks it: `stock::tx`, `Op::Open`).
+pub(in crate::adapters::dynamo) const SWITCH_PK: &str = "SALE#switch";
 
 fn live_pk(key: &str) -> String {
     format!("SALE#live#{key}")

@@ -361,8 +361,10 @@ impl MemoryWorld {
 /// An App over fresh in-memory ports.
 pub fn memory_app(function: &str, config: Config) -> anyhow::Result<(App, MemoryWorld)> {
     let w = MemoryWorld::default();
-    let app = App::with_ports(function, config, w.stock.clone(), w.orders.clone(), w.messages.clone(), w.bus.clone())?
-        .with_providers(crate::context::Providers { generic: w.provider.clone(), stripe: w.provider.clone() })
-        .with_audit(Arc::new(MemoryAudit::new(w.stock.clone(), w.orders.clone())));
+    let mut app =
+        App::with_ports(function, config, w.stock.clone(), w.orders.clone(), w.messages.clone(), w.bus.clone())?
+            .with_providers(crate::context::Providers { generic: w.provider.clone(), stripe: w.provider.clone() })
+            .with_audit(Arc::new(MemoryAudit::new(w.stock.clone(), w.orders.clone())));
+    app.sale = Arc::new(MemorySale::sharing(w.stock.switch_cell()));
     Ok((app, w))
 }

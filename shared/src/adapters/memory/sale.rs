@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 #[derive(Default)]
 pub struct MemorySale {
-    switch: Mutex<Option<SalesSwitch>>,
+    switch: super::stock::SwitchCell,
     live: Mutex<HashMap<String, Counters>>,
     low: Mutex<HashSet<Sku>>,
 }
@@ -17,6 +17,12 @@ pub struct MemorySale {
 impl MemorySale {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A sale store whose switch is the stock store's item (`SALE#switch` lives in the stock
+    /// table): a freeze's transaction judges the switch this store sets.
+    pub fn sharing(switch: super::stock::SwitchCell) -> Self {
+        MemorySale { switch, ..Self::default() }
     }
 }
 

@@ -142,6 +142,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         limits.max_pending = Some(app.config.max_pending_per_user);
     }
     limits.admission = req.admission.clone();
+    limits.sales_open = !crate::service::sale::checkout_known(app);
     let mut r = Reservation {
         id: req.id.clone(),
         kind: req.kind,
@@ -253,6 +254,21 @@ async fn counters_allow(app: &App, r: &Reservation, limits: &FreezeLimits) -> Re
     Ok(())
 }
 
+/// A replay's answer, unless it is a request mismatch the switch (checked in the transaction,
+/// `limits.sales_open`) refuses: as at the door, a closed switch answers a new request first.
+async fn closed_or(
+    app: &App,
+    limits: &FreezeLimits,
+    answer: Result<Frozen, FreezeError>,
+) -> Result<Frozen, FreezeError> {
+    if limits.sales_open && matches!(answer, Err(FreezeError::RequestMismatch)) {
+        if let Some(s) = crate::service::sale::checkout_refusal(app).await? {
+            return Err(FreezeError::SalesClosed(s));
+        }
+    }
+    answer
+}
+
 /// The transaction of a freeze, re-planned and retried until it commits or is refused.
 async fn put_loop(
     app: &App,
@@ -285,12 +301,24 @@ async fn put_loop(
         };
         match answer {
             Ok(()) => {
+                if limits.sales_open {
+                    crate::service::sale::saw_checkout_open(app);
+                }
                 app.count(names::FREEZE_OK, 1);
                 tracing::info!(reservation = %r.id, "frozen");
                 return Ok(Frozen::Created(r.clone()));
             }
             Err(FreezeRejection::AlreadyExists) => match app.stock.get_reservation(&r.id).await? {
-                Some(existing) => return replay(existing, req),
+                // the same key with another body is no replay: a closed switch answers it
+                Some(existing) => return closed_or(app, limits, replay(existing, req)).await,
+                None => super::super::backoff(attempt).await,
+            },
+            Err(FreezeRejection::SalesClosed) => match crate::service::sale::checkout_refusal(app).await? {
+                Some(s) => {
+                    app.count(names::FREEZE_REFUSED, 1);
+                    return Err(FreezeError::SalesClosed(s));
+                }
+                // opened again since the transaction: the next attempt finds it so
                 None => super::super::backoff(attempt).await,
             },
             Err(FreezeRejection::LimitExceeded(sku) | FreezeRejection::CampaignLimitExceeded(sku)) => {

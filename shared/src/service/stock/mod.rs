@@ -95,6 +95,10 @@ pub enum FreezeError {
     /// The admission token was spent by a committed checkout (docs/waiting-room.md).
     #[error("this admission token was already used by a checkout")]
     AdmissionUsed,
+    /// The sales switch refuses checkouts, found by the freeze's own transaction
+    /// (docs/operations.md, "Sales switch").
+    #[error("sales are {}: {}", .0.mode.as_str(), .0.reason)]
+    SalesClosed(crate::domain::sale::SalesSwitch),
     #[error("this id was used with another request")]
     RequestMismatch,
     #[error("the stock is too fragmented over shards to take in one transaction")]

@@ -48,6 +48,7 @@ pub(super) fn target_pk(r: &Reservation, t: &Target) -> String {
         Target::CodeSlot { sku, shard, pos } => code_pk(sku, *shard, *pos),
         Target::Admission { campaign, ticket } => admission_pk(campaign, *ticket),
         Target::Backlog { sku } => backlog_pk(sku),
+        Target::SalesSwitch => crate::adapters::dynamo::sale::SWITCH_PK.to_owned(),
     }
 }
 

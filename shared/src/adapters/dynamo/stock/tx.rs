@@ -176,7 +176,21 @@ pub(super) fn action_item(table: &str, r: &Reservation, a: &Action, now_s: i64) 
         ),
         Op::Add { delta, max_before: None } => update(table, pk, "ADD n :d", None, values([(":d", n(*delta))])),
         Op::Backlog(b) => backlog_item(table, pk, r, b),
+        Op::Open => open_switch_check(table, pk),
     }
+}
+
+/// The sales switch absent (never set) or OPEN: a `ConditionCheck`, nothing written; a closed
+/// switch cancels the freeze (docs/operations.md, "Sales switch").
+fn open_switch_check(table: &str, pk: String) -> anyhow::Result<TransactWriteItem> {
+    let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+        .table_name(table)
+        .set_key(Some(key(pk)))
+        .condition_expression("attribute_not_exists(pk) OR #m = :open")
+        .expression_attribute_names("#m", "mode")
+        .expression_attribute_values(":open", s(crate::domain::sale::SalesMode::Open.as_str()))
+        .build()?;
+    Ok(TransactWriteItem::builder().condition_check(check).build())
 }
 
 /// A backorder's change of its SKU's backlog item: the counters added, the order listed as

@@ -62,7 +62,13 @@ struct State {
     expired: HashSet<(Sku, u16, u64)>,
     /// BACKORDER SKUs' backlog items (`BLOG#<sku>`; `open` kept as a set, in id order).
     backlogs: BTreeMap<Sku, crate::domain::backorder::Backlog>,
+    /// The sales switch's item (`SALE#switch`, in the stock table as in DynamoDB): a freeze may
+    /// check it; the sale store ([`super::MemorySale::sharing`]) reads and writes it.
+    switch: SwitchCell,
 }
+
+/// The sales switch item the memory stock and sale stores share.
+pub type SwitchCell = std::sync::Arc<Mutex<Option<crate::domain::sale::SalesSwitch>>>;
 
 /// A product shard item (`SKU#<sku>#<n>`): its counters and the stop-sale flag (`ps`) that
 /// `set_sku_paused` writes on it and `put_sku`/`rebalance` copy from the metadata onto a new
@@ -209,6 +215,11 @@ impl State {
             (t, Op::Add { max_before, .. }) => max_before.is_none_or(|m| self.counter(t) <= m),
             // unconditional, as its DynamoDB update: the lock's condition decides
             (Target::Backlog { .. }, Op::Backlog(_)) => true,
+            // as `attribute_not_exists(pk) OR mode = OPEN`
+            (Target::SalesSwitch, Op::Open) => self
+                .switch
+                .lock()
+                .is_ok_and(|s| s.as_ref().is_none_or(|s| s.mode == crate::domain::sale::SalesMode::Open)),
             _ => false,
         }
     }
@@ -355,6 +366,11 @@ fn stamp_key(of: Stamped<'_>) -> String {
 impl MemoryStock {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The sales switch item, to share with a [`super::MemorySale`].
+    pub fn switch_cell(&self) -> SwitchCell {
+        lock(&self.state).switch.clone()
     }
 
     /// Puts a SKU with `available_per_shard[i]` units on shard `i` (nothing locked or sold),
