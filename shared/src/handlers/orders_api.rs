@@ -143,7 +143,7 @@ fn order_problem(e: OrderError) -> Problem {
         OrderError::Invalid(t) => Problem::invalid_transition(format!("the order is {}", t.from.as_str())),
         OrderError::Refused(r) => match r {
             StockRefusal::StockLost => Problem::new(Code::Oversold, r.to_string()),
-            StockRefusal::NotConfirmed => Problem::invalid_transition(r.to_string()),
+            StockRefusal::NotConfirmed | StockRefusal::CodesNotIssued => Problem::invalid_transition(r.to_string()),
             StockRefusal::CodesRedeemed => Problem::new(Code::CodesRedeemed, r.to_string()),
         },
         e @ OrderError::PaymentProcessing => Problem::new(Code::PaymentProcessing, e.to_string()),

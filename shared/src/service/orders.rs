@@ -451,6 +451,10 @@ pub enum StockRefusal {
     /// (docs/code-pools.md, "Redemption").
     #[error("a code of this order was redeemed; it is never refunded")]
     CodesRedeemed,
+    /// Ship: the codes its supplier issues at payment are not issued yet (still asked for, or
+    /// given up and waiting for an operator's reissue): there is nothing to deliver.
+    #[error("the order's codes are not issued by its supplier yet; ship once they are")]
+    CodesNotIssued,
 }
 
 /// The order, if `user` owns it (anyone else gets `NotFound`, as for a missing order).
