@@ -1352,8 +1352,16 @@ pub async fn exec(
             let fresh = matches!(app.orders.get(id).await, Ok(Some(OrderRecord::Order(o)))
                 if !matches!(o.status, OrderStatus::Refunding | OrderStatus::Refunded));
             let r = after_sale::apply(app, Caller::Buyer(u), id, change.clone()).await;
-            // held for review is not accepted (an admin's approval is an operator's refund)
-            let accepted = matches!(&r, Ok(o) if o.status != OrderStatus::RefundRequested);
+            // held for review is not accepted (an admin's approval is an operator's refund); nor
+            // is a repeat answered with an operator's refund that won a race with it (the
+            // order's log says who moved it to REFUNDING)
+            let by_buyer = |o: &holdfast::domain::order::Order| {
+                o.log
+                    .entries
+                    .iter()
+                    .any(|e| e.to == OrderStatus::Refunding && matches!(e.actor, holdfast::domain::order::Actor::Buyer))
+            };
+            let accepted = matches!(&r, Ok(o) if o.status != OrderStatus::RefundRequested && by_buyer(o));
             if fresh && accepted && matches!(change, Change::Refund { .. }) {
                 d.buyer_refunded = Some(id.clone());
             }

@@ -26,7 +26,7 @@ impl Sim {
     pub(super) fn draw_kinds(&mut self) -> Option<Action> {
         let back = Sku::parse(shop::BACKORDER_SKU).ok()?;
         let scodes = Sku::parse(shop::SUPPLIER_CODES_SKU).ok()?;
-        Some(match self.rng.u8(..21) {
+        Some(match self.rng.u8(..23) {
             // the backorder SKU: up to 3 units of its 2, alone or beside any other kind (the
             // matrix refuses a pay-time, at-shipment, code-pool or supplier line beside it)
             0..=3 => {
@@ -91,6 +91,14 @@ impl Sim {
                 };
                 self.notices.push(n.clone());
                 Action::Pay(n)
+            }
+            // a buyer asks for the money back on an order whose codes they were shown (a pool's or
+            // a supplier's): it must wait for an admin, never be refunded at once
+            19..=20 => {
+                let shown: Vec<OrderId> = self.shown.values().cloned().collect();
+                let id = shown.get(self.rng.usize(..shown.len().max(1)))?.clone();
+                let o = self.orders().into_iter().find(|o| o.id == id)?;
+                Action::Buyer(o.user, id, holdfast::service::after_sale::Change::Refund { reason: "seen it".into() })
             }
             // the supplier confirms (or refuses) what it was asked to book
             _ => Action::Supplier(if self.rng.u8(..6) == 0 {
