@@ -46,6 +46,12 @@ pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
     let mut out: Vec<String> =
         check_all(&snap).into_iter().filter(|v| quiescent || safety(v)).map(|v| format!("{v:?}")).collect();
     out.extend(sim.extra.iter().cloned());
+    // the backlog identity is part of `check_all` (a safety check: its item and the lock lines
+    // move in one transaction, so it holds after every step); at quiescence nothing waits that
+    // stock could fill
+    if quiescent {
+        out.extend(backlog_stranded(sim, &snap.backlogs));
+    }
     let all = orders(sim);
     for o in &all {
         // a payment is applied only before the order's deadline (a payment started in time:
@@ -101,6 +107,24 @@ pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
             .collect();
         out.extend(provider_money(sim, &all, &sold));
         out.extend(money(sim, &all, &sold));
+    }
+    out
+}
+
+/// **BacklogStranded**: at quiescence no backorder waits while its SKU has units free to fill it
+/// (a restock fills the oldest orders at once, reconcile's SKU sweep finishes a fill stopped
+/// half-way) — unless the SKU is stopped from sale, which holds its fills too.
+fn backlog_stranded(sim: &Sim, backlogs: &[(Sku, holdfast::domain::backorder::Backlog)]) -> Vec<String> {
+    let mut out = Vec::new();
+    let metas = sim.world.stock.metas();
+    for (sku, b) in backlogs.iter().filter(|(_, b)| b.waiting() > 0) {
+        if metas.iter().any(|m| &m.sku == sku && m.paused) {
+            continue;
+        }
+        let free: i64 = sim.world.stock.shards(sku).iter().map(|c| c.available.max(0)).sum();
+        if free > 0 {
+            out.push(format!("BacklogStranded {{ sku: {sku}, waiting: {}, free_units: {free} }}", b.waiting()));
+        }
     }
     out
 }

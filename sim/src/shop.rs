@@ -5,6 +5,7 @@
 use holdfast::adapters::memory::memory_app;
 use holdfast::app::App;
 use holdfast::config::Config;
+use holdfast::domain::backorder::Oversell;
 use holdfast::domain::campaign::{CampaignItem, CampaignSpec, QueueSettings, Unsold, Wave, Waves};
 use holdfast::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management, Unit};
 use holdfast::domain::queue::Draw;
@@ -32,7 +33,14 @@ pub const NOTIFY_SKU: &str = "notify";
 /// the drop's SKU (a queued campaign's item, whose own stock keeps a waitlist beside the queue).
 pub const WAITLIST_SKUS: &[&str] = &[NOTIFY_SKU, NOTIFY_SKU, NOTIFY_SKU, "qty-b", DROP_SKU];
 /// SKUs that have no waitlist (422 not_waitlistable).
-pub const NOT_WAITLISTABLE: &[&str] = &["codes", "cal", "bundle", "unlimited", "paytime", "atship", "supp", "wh"];
+pub const NOT_WAITLISTABLE: &[&str] =
+    &["codes", "cal", "bundle", "unlimited", "paytime", "atship", "supp", "wh", BACKORDER_SKU, SUPPLIER_CODES_SKU];
+/// The SKU sold short (kind BACKORDER, docs/inventory-models.md, "Backorders"): few units, so a
+/// checkout often finds fewer than it asks for and its shortfall waits for a restock.
+pub const BACKORDER_SKU: &str = "back";
+/// The supplier's gift cards (kind SUPPLIER_CODES, docs/suppliers.md, "Codes issued by the
+/// supplier"): booked like `supp`, its codes issued by the supplier once the order is paid.
+pub const SUPPLIER_CODES_SKU: &str = "scodes";
 /// The waitlists' bounds in the shop: fewer places per SKU than buyers, one waitlist per buyer
 /// at a time (of three waitlisted SKUs), so both refusals are reached. Tokens live the default
 /// 300 s.
@@ -84,6 +92,10 @@ fn defs() -> Vec<Def> {
         // kept per warehouse, lines split over them (docs/inventory-models.md, "Warehouses"):
         // stocked by [`WAREHOUSES`], so a line of 2 is taken whole from BJ, then split
         d("wh", 350, 1, None, m(Management::Quantity, Unit::Warehouse, Deduct::AtOrder), 0),
+        // sold short: 2 units over 2 shards, restocked by its own actor (lines of up to 3)
+        d(BACKORDER_SKU, 450, 2, None, InventoryModel { oversell: Oversell::Backorder, ..q }, 2),
+        // booked at the (in-memory) supplier, which issues its codes at payment
+        d(SUPPLIER_CODES_SKU, 1500, 1, Some(2), m(Management::Supplier, Unit::Code, Deduct::AtOrder), 0),
     ]
 }
 

@@ -338,7 +338,9 @@ fn show<T, E: std::fmt::Display>(r: &Result<T, E>, f: impl FnOnce(&T) -> String)
 /// did not settle first counted such an entry against the bounds and answered it as the buyer's
 /// place, where docs/waitlist.md says a used or expired entry no longer counts and a join after
 /// it makes a new entry at the end of the line. Judged from the watch's mirror at the join
-/// (lapsed: past its expiry; a spent token is not looked up).
+/// (lapsed: past its expiry; a spent token is not looked up). A refusal is W1 only while the
+/// mirror still holds as many active entries as the bound: fewer means one left (or was settled)
+/// by a concurrent actor after the join counted it, which the refusal rightly saw.
 fn w1(watch: &Watched, u: &UserId, sku: &Sku, r: &Result<(Place, bool), WaitlistError>, d: &mut Done) {
     use holdfast::domain::waitlist::JoinRefusal;
     let now = holdfast::clock::now_ms();
@@ -352,7 +354,7 @@ fn w1(watch: &Watched, u: &UserId, sku: &Sku, r: &Result<(Place, bool), Waitlist
         Err(WaitlistError::Refused(JoinRefusal::TooMany(max))) => {
             let mine: Vec<&Entry> = w.entries.values().filter(|e| e.user == u.as_str() && e.state.active()).collect();
             let live = mine.iter().filter(|e| !lapsed(e)).count();
-            if live < *max as usize {
+            if mine.len() >= *max as usize && live < *max as usize {
                 d.wl_findings.push((
                     "waitlist: finding W1, too_many_waitlists counting a lapsed entry",
                     format!(
@@ -370,7 +372,7 @@ fn w1(watch: &Watched, u: &UserId, sku: &Sku, r: &Result<(Place, bool), Waitlist
                 .filter(|e| e.state.active())
                 .collect();
             let live = on.iter().filter(|e| !lapsed(e)).count();
-            if live < *max as usize {
+            if on.len() >= *max as usize && live < *max as usize {
                 d.wl_findings.push((
                     "waitlist: finding W1, waitlist_full counting a lapsed entry",
                     format!("WaitlistFullCountsLapsed {{ sku: {sku}, user: {u}, active: {}, live: {live} }}", on.len()),

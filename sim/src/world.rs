@@ -28,6 +28,8 @@ use holdfast::service::{admin, campaigns, codes, orders, paying, reconcile};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+mod kinds;
+
 pub const USERS: usize = 6;
 /// The probability an armed fault point fires at each of its draws.
 const FAULT_P: f64 = 0.3;
@@ -119,6 +121,10 @@ pub enum Action {
     WlCheckout(Checkout, String, Option<(Sku, u64)>, Use),
     /// Two checkouts racing with one waitlist token (drawn as one, run as two concurrently).
     WlRace(Checkout, Checkout, wl::Token),
+    /// The supplier fails its next n code issues (docs/simulator.md, "Backorders and supplier codes").
+    FailIssues(u32),
+    /// An operator reissues an order's supplier codes.
+    Reissue(OrderId),
 }
 
 /// A checkout drawn with a token (the waitlist entry it is, if one) and how it uses it.
@@ -153,6 +159,8 @@ pub struct Done {
     pub wl_findings: Vec<(&'static str, String)>,
     /// A checkout made with a token just read, kept for replays.
     pub wl_kept: Vec<(Checkout, String, (Sku, u64))>,
+    /// What an actor saw that must never happen.
+    pub violations: Vec<String>,
 }
 
 #[derive(Default, Debug)]
@@ -336,6 +344,7 @@ impl Sim {
             };
             let (before, after) = (as_order(old), as_order(Some(&rec)));
             let events = events_for_change(before.as_ref(), after.as_ref());
+            self.codes_changed(before.as_ref(), after.as_ref());
             // the stream's contract, not a backstop's: a SUPPLIER order entering a state that
             // releases its bookings announces SupplierCancelRequested (reconcile's booking arm
             // would otherwise hide a lost announcement at quiescence)
@@ -524,7 +533,7 @@ impl Sim {
     }
 
     fn draw_one(&mut self) -> Option<Action> {
-        Some(match self.rng.u32(..107) {
+        Some(match self.rng.u32(..120) {
             0..=19 => {
                 let user = self.user();
                 let key = IdempotencyKey::parse(&format!("k{}", self.checkouts.len())).ok()?;
@@ -638,7 +647,8 @@ impl Sim {
                 Action::Decide(o.id, self.rng.bool())
             }
             69..=78 => self.draw_queue()?,
-            100.. => self.draw_waitlist()?,
+            100..=106 => self.draw_waitlist()?,
+            107.. => self.draw_kinds()?,
             // the push channel is a consumer of its own: half of the deliveries look there first
             _ => match (self.rng.bool().then(|| self.take_due_of(true, true)).flatten())
                 .or_else(|| self.take_due(true))?
@@ -921,6 +931,7 @@ impl Sim {
                 self.wl_keep(&c, &token, Some(entry), Use::Own);
             }
             self.extra.extend(d.wl_violations);
+            self.extra.extend(d.violations);
             for (path, v) in d.wl_findings {
                 self.stats.sometimes.hit(path);
                 self.extra.push(v);
@@ -1019,6 +1030,7 @@ impl Sim {
         for round in 0..6 {
             if round == 1 {
                 self.supplier.set_all(if self.rng.bool() { BookingStatus::Confirmed } else { BookingStatus::Failed });
+                self.supplier.fail_issues(0);
             }
             self.drain().await;
             clock::set_virtual_ms(Some(now() + 1_200_000));
@@ -1027,6 +1039,7 @@ impl Sim {
             self.log(d.log);
             self.collect();
         }
+        self.settled_codes();
     }
 
     async fn drain(&mut self) {
@@ -1339,21 +1352,25 @@ pub async fn exec(
             let fresh = matches!(app.orders.get(id).await, Ok(Some(OrderRecord::Order(o)))
                 if !matches!(o.status, OrderStatus::Refunding | OrderStatus::Refunded));
             let r = after_sale::apply(app, Caller::Buyer(u), id, change.clone()).await;
-            // held for review is not accepted (an admin's approval is an operator's refund)
-            let accepted = matches!(&r, Ok(o) if o.status != OrderStatus::RefundRequested);
+            // held for review is not accepted (an admin's approval is an operator's refund); nor
+            // is a repeat answered with an operator's refund that won a race with it (the
+            // order's log says who moved it to REFUNDING)
+            let by_buyer = |o: &holdfast::domain::order::Order| {
+                o.log
+                    .entries
+                    .iter()
+                    .any(|e| e.to == OrderStatus::Refunding && matches!(e.actor, holdfast::domain::order::Actor::Buyer))
+            };
+            let accepted = matches!(&r, Ok(o) if o.status != OrderStatus::RefundRequested && by_buyer(o));
             if fresh && accepted && matches!(change, Change::Refund { .. }) {
                 d.buyer_refunded = Some(id.clone());
             }
             format!("buyer {label} {id} -> {}", show(r, |o| o.status.as_str().into()))
         }
         Action::Redeem(id) => redeem_first(app, id, &mut d).await,
-        Action::Reveal(u, id) => {
-            let r = codes::reveal(app, u, id).await;
-            if let Ok(cs) = &r {
-                d.revealed = cs.iter().map(|(_, c)| (id.clone(), c.clone())).collect();
-            }
-            format!("reveal {id} -> {}", show(r, |cs| format!("{} codes", cs.len())))
-        }
+        Action::Reveal(u, id) => kinds::reveal(app, u, id, &mut d).await,
+        Action::FailIssues(n) => kinds::fail_issues(supplier, *n),
+        Action::Reissue(id) => kinds::reissue_codes(app, id, &mut d).await,
         Action::RefundWebhook(c, webhooks) => {
             provider.finish_refund(&c.provider_refund_id, c.succeeded);
             let mut out = format!("refund done at provider {} {:?}", c.order_id, c.refund_id);

@@ -143,7 +143,9 @@ fn order_problem(e: OrderError) -> Problem {
         OrderError::Invalid(t) => Problem::invalid_transition(format!("the order is {}", t.from.as_str())),
         OrderError::Refused(r) => match r {
             StockRefusal::StockLost => Problem::new(Code::Oversold, r.to_string()),
-            StockRefusal::NotConfirmed | StockRefusal::Backordered(_) => Problem::invalid_transition(r.to_string()),
+            StockRefusal::NotConfirmed | StockRefusal::Backordered(_) | StockRefusal::CodesNotIssued => {
+                Problem::invalid_transition(r.to_string())
+            }
             StockRefusal::CodesRedeemed => Problem::new(Code::CodesRedeemed, r.to_string()),
         },
         e @ OrderError::PaymentProcessing => Problem::new(Code::PaymentProcessing, e.to_string()),

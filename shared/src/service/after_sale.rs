@@ -397,6 +397,7 @@ async fn stock_allows(
     if let Some(allow) = refund.then(|| crate::service::supplier::codes::refund_rule(o, buyer_refund)).flatten() {
         return Ok(allow);
     }
+    crate::service::supplier::codes::ship_rule(o, change)?;
     let rid = ReservationId::for_order(&o.id);
     let Some(r) = app.stock.get_reservation(&rid).await? else {
         return Err(StockRefusal::NotConfirmed.into());

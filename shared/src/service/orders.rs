@@ -355,6 +355,10 @@ pub enum StockRefusal {
     /// "Backorders (oversell allowed)"); the order ships once they are filled.
     #[error("{0} unit(s) of this order are still backordered; ship it once they are filled")]
     Backordered(u32),
+    /// Ship: the codes its supplier issues at payment are not issued yet (still asked for, or
+    /// given up and waiting for an operator's reissue): there is nothing to deliver.
+    #[error("the order's codes are not issued by its supplier yet; ship once they are")]
+    CodesNotIssued,
 }
 
 /// The order, if `user` owns it (anyone else gets `NotFound`, as for a missing order).

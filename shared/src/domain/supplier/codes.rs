@@ -157,6 +157,13 @@ pub fn wanted(o: &Order, manual: bool) -> bool {
         })
 }
 
+/// Whether an order in status `s` is its buyer's to keep, codes and all: paid, shipped or
+/// completed (not while a refund or a return takes it back). The first reveal is recorded only
+/// then.
+pub fn buyer_keeps(s: OrderStatus) -> bool {
+    matches!(s, OrderStatus::Paid | OrderStatus::Shipped | OrderStatus::Completed)
+}
+
 /// The sweep's due time of a paid order whose codes are still pending (the order is in the
 /// `pending-by-deadline` index by it): the earliest booking's.
 pub fn sweep_due(o: &Order) -> Option<i64> {

@@ -15,6 +15,7 @@ use crate::domain::supplier::{booking_key, BookingStatus};
 use crate::domain::{OrderId, Sku};
 use crate::ports::{BookingRequest, Message};
 use crate::service::codes::{keyring, CodeError, RevealedCode};
+use crate::service::orders::StockRefusal;
 use crate::telemetry::names;
 
 /// What one issue attempt did.
@@ -222,6 +223,17 @@ pub fn refund_rule(o: &Order, buyer: bool) -> Option<Option<&'static str>> {
     }
 }
 
+/// A shipment of an order whose supplier has not issued its codes yet is refused: once shipped,
+/// the order is no longer PAID, so no attempt, sweep or reissue would ask for them again and its
+/// buyer would never see them (found by the simulator, seed 6 of `make sim`).
+pub fn ship_rule(o: &Order, change: &crate::service::after_sale::Change) -> Result<(), StockRefusal> {
+    let pending = matches!(issue::state(o), OrderCodes::Pending | OrderCodes::GaveUp);
+    match change {
+        crate::service::after_sale::Change::Ship { .. } if pending => Err(StockRefusal::CodesNotIssued),
+        _ => Ok(()),
+    }
+}
+
 /// The codes of a paid order with supplier codes, for its owner (the caller checked the owner,
 /// the payment and the refund review); `None` if the order has none. The first reveal is
 /// recorded on the order, conditional on it still being PAID, before anything is shown.
@@ -234,7 +246,7 @@ pub async fn reveal(app: &App, o: &Order) -> Result<Option<Vec<RevealedCode>>, C
         OrderCodes::Issued => {}
         OrderCodes::Unpaid | OrderCodes::Pending | OrderCodes::GaveUp => return Err(CodeError::IssuePending),
     }
-    if !issue::revealed(o) && !write(app, &o.id, |x| x.status == OrderStatus::Paid, issue::mark_revealed).await? {
+    if !issue::revealed(o) && !write(app, &o.id, |x| issue::buyer_keeps(x.status), issue::mark_revealed).await? {
         // refunded (or otherwise moved) meanwhile: shown never, or by the reveal that won
         return Err(CodeError::Contention);
     }

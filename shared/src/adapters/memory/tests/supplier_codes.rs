@@ -191,3 +191,32 @@ async fn a_refund_before_the_codes_are_shown_withdraws_them_and_unit_code_needs_
     };
     assert!(matches!(admin::put_sku(&app, &sku("BAD"), &bad, None).await, Err(AdminError::Model(_))));
 }
+
+/// Found by the simulator (seed 6): an order shipped while its codes were still asked for was no
+/// longer PAID, so no retry, sweep or reissue asked for them again; and a shipped order's codes,
+/// issued, could not be shown (the first reveal was recorded on a PAID order only).
+#[tokio::test]
+async fn an_order_is_shipped_only_once_its_codes_are_issued_and_its_buyer_still_sees_them() {
+    use crate::service::after_sale::{apply, Caller, Change};
+    use crate::service::orders::{OrderError, StockRefusal};
+    let (app, w, sup) = app_with(&[("GIFT", Unit::Code)]).await;
+    let o = payable(&app, &sup, "alice", &[("GIFT", 2)]).await;
+    pay(&app, &w, &o).await;
+    let ship = || Change::Ship { carrier: "post".into(), tracking_number: "t1".into() };
+    let refused = apply(&app, Caller::Admin, &o.id, ship()).await;
+    assert!(matches!(refused, Err(OrderError::Refused(StockRefusal::CodesNotIssued))), "pending: {refused:?}");
+    sup.fail_issues(4);
+    for attempt in 1..=4 {
+        sc::issue(&app, &o.id, attempt).await.unwrap();
+    }
+    assert_eq!(issue::state(&order(&w, &o.id).await), OrderCodes::GaveUp);
+    let refused = apply(&app, Caller::Admin, &o.id, ship()).await;
+    assert!(matches!(refused, Err(OrderError::Refused(StockRefusal::CodesNotIssued))), "given up: {refused:?}");
+    assert_eq!(order(&w, &o.id).await.status, OrderStatus::Paid);
+    assert_eq!(sc::reissue(&app, &o.id, "op").await.unwrap(), 2);
+    let shipped = apply(&app, Caller::Admin, &o.id, ship()).await.unwrap();
+    assert_eq!(shipped.status, OrderStatus::Shipped);
+    assert_eq!(pool::reveal(&app, &user("alice"), &o.id).await.unwrap().len(), 2, "shown once shipped");
+    assert!(issue::revealed(&order(&w, &o.id).await));
+    assert_invariants(&w);
+}
