@@ -20,8 +20,6 @@ const LONG_ALLOWED: &[(&str, &str)] = &[
     ("service/stock/freezing.rs", "freeze"),
     // issue 38: shortened after the feature work lands
     ("service/stock/freezing.rs", "put_loop"),
-    // issue 38: shortened after the feature work lands
-    ("service/supplier.rs", "poll"),
 ];
 
 /// Every file of `files` (path relative to `src/`, text) over `max` lines, with its count.

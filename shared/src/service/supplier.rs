@@ -196,61 +196,16 @@ pub async fn poll(app: &App, id: &OrderId, attempt: u32, started_at: i64) -> any
             _ => return Ok(PollOutcome::Ignored),
         };
         let mut bookings = o.supplier.clone();
-        let mut changed = book_missing(app, &o, &mut bookings).await;
-        for b in bookings.iter_mut().filter(|b| b.status == BookingStatus::Pending) {
-            let Some(bid) = b.booking_id.clone() else { continue };
-            match app.supplier.status(&bid).await {
-                Ok(BookingStatus::Cancelled) => {
-                    // cancelled at the supplier's end: as good as refused
-                    b.status = BookingStatus::Failed;
-                    changed = true;
-                }
-                Ok(st) if st != b.status => {
-                    b.status = st;
-                    changed = true;
-                }
-                Ok(_) => {}
-                Err(e) if e.downcast_ref::<UnknownBooking>().is_some() => {
-                    // the supplier lost it: book again under the same key next time
-                    tracing::warn!(order_id = %id, booking = %bid, "supplier does not know the booking; rebooking");
-                    b.booking_id = None;
-                    changed = true;
-                }
-                Err(e) => {
-                    app.count(names::SUPPLIER_ERRORS, 1);
-                    tracing::warn!(order_id = %id, booking = %bid, error = format!("{e:#}"), "supplier status failed");
-                }
-            }
-        }
+        let booked = book_missing(app, &o, &mut bookings).await;
+        let changed = refresh_statuses(app, id, &mut bookings).await || booked;
         let now = clock::now_s();
         let deadline = o.pay_expire_at;
         let decision = supplier::decide(&bookings, now, deadline);
         let now_ms = clock::now_ms();
         match decision {
             PollDecision::Confirm => {
-                let Ok(next) = o.apply(
-                    OrderAction::SupplierConfirm,
-                    &By::system(app.function.as_str(), "supplier_confirmed"),
-                    now_ms,
-                ) else {
-                    return Ok(PollOutcome::Ignored);
-                };
-                // the payment deadline starts now, not at the order's creation
-                let next = Order { supplier: bookings, pay_expire_at: now + app.config.payment_ttl_s, ..next };
-                if app.orders.replace(&o, &next).await? {
-                    let wait = app.config.payment_ttl_s.clamp(0, MAX_DELAY_SECONDS) as u32;
-                    let msg =
-                        Message::PaymentTimeout { schema: 1, order_id: id.to_string(), due_at: next.pay_expire_at };
-                    if let Err(e) = app.messages.send(&msg, wait).await {
-                        // reconcile expires it at deadline + grace if no timeout message arrives
-                        tracing::warn!(order_id = %id, error = format!("{e:#}"), "payment-timeout message not sent");
-                    }
-                    app.count(names::SUPPLIER_CONFIRMED, 1);
-                    // the booking was requested when the order was written (docs/suppliers.md, "KPIs")
-                    let waited_ms = supplier::confirm_wait_ms(o.created_at_ms, now_ms);
-                    crate::telemetry::measure(&app.function, names::SUPPLIER_CONFIRM_MS, waited_ms, "Milliseconds");
-                    tracing::info!(order_id = %id, attempt, "supplier confirmed; order payable");
-                    return Ok(PollOutcome::Confirmed);
+                if let Some(out) = confirm(app, &o, bookings, attempt).await? {
+                    return Ok(out);
                 }
             }
             PollDecision::Fail(reason) => {
@@ -284,6 +239,69 @@ pub async fn poll(app: &App, id: &OrderId, attempt: u32, started_at: i64) -> any
         super::backoff(cas).await;
     }
     anyhow::bail!("order {id} kept changing under the supplier poll; the message will be retried")
+}
+
+/// Asks the supplier the status of each pending booking of `bookings` and records what moved;
+/// whether anything did. A booking cancelled at the supplier's end is as good as refused; one
+/// the supplier does not know is booked again under the same key at the next poll.
+async fn refresh_statuses(app: &App, id: &OrderId, bookings: &mut [SupplierBooking]) -> bool {
+    let mut changed = false;
+    for b in bookings.iter_mut().filter(|b| b.status == BookingStatus::Pending) {
+        let Some(bid) = b.booking_id.clone() else { continue };
+        match app.supplier.status(&bid).await {
+            Ok(BookingStatus::Cancelled) => {
+                b.status = BookingStatus::Failed;
+                changed = true;
+            }
+            Ok(st) if st != b.status => {
+                b.status = st;
+                changed = true;
+            }
+            Ok(_) => {}
+            Err(e) if e.downcast_ref::<UnknownBooking>().is_some() => {
+                tracing::warn!(order_id = %id, booking = %bid, "supplier does not know the booking; rebooking");
+                b.booking_id = None;
+                changed = true;
+            }
+            Err(e) => {
+                app.count(names::SUPPLIER_ERRORS, 1);
+                tracing::warn!(order_id = %id, booking = %bid, error = format!("{e:#}"), "supplier status failed");
+            }
+        }
+    }
+    changed
+}
+
+/// Every booking confirmed: the order becomes payable, its payment deadline starting now (not
+/// at the order's creation), and its timeout message is sent. `None` when the order moved under
+/// the poll (compare-and-set lost: poll again).
+async fn confirm(
+    app: &App,
+    o: &Order,
+    bookings: Vec<SupplierBooking>,
+    attempt: u32,
+) -> anyhow::Result<Option<PollOutcome>> {
+    let (now, now_ms) = (clock::now_s(), clock::now_ms());
+    let by = By::system(app.function.as_str(), "supplier_confirmed");
+    let Ok(next) = o.apply(OrderAction::SupplierConfirm, &by, now_ms) else {
+        return Ok(Some(PollOutcome::Ignored));
+    };
+    let next = Order { supplier: bookings, pay_expire_at: now + app.config.payment_ttl_s, ..next };
+    if !app.orders.replace(o, &next).await? {
+        return Ok(None);
+    }
+    let wait = app.config.payment_ttl_s.clamp(0, MAX_DELAY_SECONDS) as u32;
+    let msg = Message::PaymentTimeout { schema: 1, order_id: o.id.to_string(), due_at: next.pay_expire_at };
+    if let Err(e) = app.messages.send(&msg, wait).await {
+        // reconcile expires it at deadline + grace if no timeout message arrives
+        tracing::warn!(order_id = %o.id, error = format!("{e:#}"), "payment-timeout message not sent");
+    }
+    app.count(names::SUPPLIER_CONFIRMED, 1);
+    // the booking was requested when the order was written (docs/suppliers.md, "KPIs")
+    let waited_ms = supplier::confirm_wait_ms(o.created_at_ms, now_ms);
+    crate::telemetry::measure(&app.function, names::SUPPLIER_CONFIRM_MS, waited_ms, "Milliseconds");
+    tracing::info!(order_id = %o.id, attempt, "supplier confirmed; order payable");
+    Ok(Some(PollOutcome::Confirmed))
 }
 
 /// Cancels at the supplier every booking a SUPPLIER order may still hold once it should hold
