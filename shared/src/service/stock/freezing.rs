@@ -313,27 +313,12 @@ async fn put_loop(
                 Some(existing) => return closed_or(app, limits, replay(existing, req)).await,
                 None => super::super::backoff(attempt).await,
             },
-            Err(FreezeRejection::SalesClosed) => match crate::service::sale::checkout_refusal(app).await? {
-                Some(s) => {
-                    app.count(names::FREEZE_REFUSED, 1);
-                    return Err(FreezeError::SalesClosed(s));
-                }
-                // opened again since the transaction: the next attempt finds it so
-                None => super::super::backoff(attempt).await,
-            },
+            Err(FreezeRejection::SalesClosed) => closed_by_switch(app, attempt).await?,
             Err(FreezeRejection::LimitExceeded(sku) | FreezeRejection::CampaignLimitExceeded(sku)) => {
-                app.count(names::FREEZE_REFUSED, 1);
-                return Err(FreezeError::LimitExceeded(sku));
+                return Err(counted(app, FreezeError::LimitExceeded(sku)))
             }
-            Err(FreezeRejection::AdmissionUsed) => {
-                app.count(names::FREEZE_REFUSED, 1);
-                return Err(FreezeError::AdmissionUsed);
-            }
-            Err(FreezeRejection::TooManyPending) => {
-                app.count(names::FREEZE_REFUSED, 1);
-                app.count(names::PENDING_CAP_REFUSED, 1);
-                return Err(FreezeError::TooManyPending);
-            }
+            Err(FreezeRejection::AdmissionUsed) => return Err(counted(app, FreezeError::AdmissionUsed)),
+            Err(FreezeRejection::TooManyPending) => return Err(counted(app, FreezeError::TooManyPending)),
             // another transaction is on one of its items: re-plan onto other shards, never
             // the same plan again blindly
             Err(FreezeRejection::Conflict) => {
@@ -349,18 +334,8 @@ async fn put_loop(
             }
             Err(FreezeRejection::ShardShort(skus)) => {
                 for sku in skus {
-                    if code_skus.contains(&sku) {
-                        // its codes are claimed, so its counters hold them: a stop-sale, or a
-                        // race with one; the pieces must stay on the claimed shards
-                        let fresh = app.stock.get_skus(std::slice::from_ref(&sku)).await?;
-                        if fresh.get(&sku).is_some_and(|m| m.paused) {
-                            app.count(names::FREEZE_REFUSED, 1);
-                            return Err(FreezeError::SalePaused(sku));
-                        }
-                        super::super::backoff(attempt).await;
-                    } else {
-                        resplit(app, r, &sku, cell_meta(&sku)).await?;
-                    }
+                    let (meta, claimed) = (cell_meta(&sku), code_skus.contains(&sku));
+                    after_shard_short(app, r, sku, claimed, meta, attempt).await?;
                 }
                 if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
                     return Err(FreezeError::TooFragmented);
@@ -369,6 +344,51 @@ async fn put_loop(
         }
     }
     Err(FreezeError::Contention)
+}
+
+/// The freeze's check found the switch closed: read it (and cache it) for the answer; if it
+/// opened again since the transaction, the next attempt finds it so.
+async fn closed_by_switch(app: &App, attempt: u32) -> Result<(), FreezeError> {
+    if let Some(s) = crate::service::sale::checkout_refusal(app).await? {
+        return Err(counted(app, FreezeError::SalesClosed(s)));
+    }
+    super::super::backoff(attempt).await;
+    Ok(())
+}
+
+/// A refusal the freeze answers at once, counted (`FreezeRefused`; the pending cap also
+/// `PendingCapRefused`).
+fn counted(app: &App, e: FreezeError) -> FreezeError {
+    app.count(names::FREEZE_REFUSED, 1);
+    if matches!(e, FreezeError::TooManyPending) {
+        app.count(names::PENDING_CAP_REFUSED, 1);
+    }
+    e
+}
+
+/// A cell whose chosen shard lacked the units: re-split over its shards from a consistent
+/// read (short only when all of them together are), or, for a code line, whose claimed codes
+/// hold its counters, judged for a stop-sale and tried again on the same shards after a backoff.
+async fn after_shard_short(
+    app: &App,
+    r: &mut Reservation,
+    sku: Sku,
+    holds_claimed_codes: bool,
+    meta: Option<&SkuMeta>,
+    attempt: u32,
+) -> Result<(), FreezeError> {
+    if !holds_claimed_codes {
+        return resplit(app, r, &sku, meta).await;
+    }
+    // its codes are claimed, so its counters hold them: a stop-sale, or a race with one; the
+    // pieces must stay on the claimed shards
+    let fresh = app.stock.get_skus(std::slice::from_ref(&sku)).await?;
+    if fresh.get(&sku).is_some_and(|m| m.paused) {
+        app.count(names::FREEZE_REFUSED, 1);
+        return Err(FreezeError::SalePaused(sku));
+    }
+    super::super::backoff(attempt).await;
+    Ok(())
 }
 
 /// A freeze cancelled by a transaction conflict, or throttled, on its items: every cell whose
