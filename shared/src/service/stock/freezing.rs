@@ -43,93 +43,13 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         ) => return refuse(app, req, e).await,
         Err(e) => return Err(e),
     };
-    let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
     let mut limits = FreezeLimits::default();
     let mut lines = Vec::with_capacity(req.lines.len());
     for (l, draws) in req.lines.iter().zip(line_draws) {
-        let (sku, q) = (&l.sku, l.quantity.get());
-        let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
-        let kind = Kind::of(&meta.model);
-        // how a stop-sale reaches this kind (docs/inventory-models.md, "Stop-sale")
-        // a ring-fenced line writes no shard of its SKU: its stop-sale is read afresh
-        let fenced = draws.iter().any(|d| d.fence.is_some());
-        let paused = match kind.rules().pause {
-            _ if fenced => paused_now(app, sku).await?,
-            PauseBy::Shards | PauseBy::Cells => false,
-            PauseBy::CachedMetadata => meta.paused,
-            PauseBy::FreshMetadata => paused_now(app, sku).await?,
-        };
-        if paused {
-            return refuse(app, req, FreezeError::SalePaused(sku.clone())).await;
+        match reserved_line(app, req, (l, draws), (&other_cells, metas), &mut limits).await? {
+            Ok(line) => lines.push(line),
+            Err(e) => return refuse(app, req, e).await,
         }
-        let limited = req.user.is_some() && meta.per_user_limit.is_some();
-        if let Some(limit) = meta.per_user_limit.filter(|_| limited) {
-            if q > limit {
-                return refuse(app, req, FreezeError::LimitExceeded(sku.clone())).await;
-            }
-            limits.per_sku.insert(sku.clone(), limit);
-        }
-        let mut unit_price = meta.price;
-        let mut campaign_line = None;
-        if let Some(cid) = &l.campaign {
-            let c = campaign(app, cid).await?;
-            let item = c.item(sku).ok_or_else(|| FreezeError::NotInCampaign(sku.clone(), cid.clone()))?;
-            unit_price = item.price.unwrap_or(meta.price);
-            let limited = req.user.is_some() && item.per_user_limit.is_some();
-            if let Some(limit) = item.per_user_limit.filter(|_| limited) {
-                if q > limit {
-                    return refuse(app, req, FreezeError::LimitExceeded(sku.clone())).await;
-                }
-                limits.per_campaign_item.insert(sku.clone(), limit);
-            }
-            let shards = item.shards.clamp(1, MAX_SHARDS);
-            // the wave selling now (docs/campaigns.md, "Waves"); its shards' window copies judge
-            let first = item.wave_shards(item.wave_at(clock::now_s()).unwrap_or(0)).start;
-            campaign_line = Some(CampaignLine {
-                campaign_id: cid.clone(),
-                pieces: vec![Piece { shard: first + start_shard(req.id.as_str(), sku, shards), quantity: q }],
-                limited,
-            });
-        }
-        // the cells the SKU's strategy named for this line (docs/inventory-models.md)
-        let mut line = ReservedLine {
-            sku: sku.clone(),
-            quantity: q,
-            unit_price,
-            currency: meta.currency.clone(),
-            limited,
-            pieces: Vec::new(),
-            campaign: campaign_line,
-            dates: l.dates.clone(),
-            draws: Vec::new(),
-            at_payment: kind.rules().takes_at_payment(),
-            at_shipment: kind.rules().takes_at_shipment(),
-            codes: kind.rules().codes_from_pool().then(Vec::new),
-            backorder: (kind == Kind::Backorder).then(crate::domain::backorder::BackorderLine::default),
-        };
-        if line.holds_codes() && q > crate::domain::codes::MAX_CODES_PER_LINE {
-            return refuse(app, req, FreezeError::TooManyCodes(sku.clone())).await;
-        }
-        for d in draws {
-            let cell = d.cell();
-            let shards = match cell_meta(&cell) {
-                Some(m) => m.shards.clamp(1, MAX_SHARDS),
-                // a date never stocked: short, not unknown
-                None => return refuse(app, req, FreezeError::Insufficient(cell)).await,
-            };
-            let pieces = vec![Piece { shard: start_shard(req.id.as_str(), &cell, shards), quantity: d.quantity }];
-            if d.sku == *sku && d.date.is_none() && d.fence.is_none() {
-                line.pieces = pieces;
-            } else {
-                // a warehouse cell is stored as its SKU and warehouse (a lock names client SKUs only)
-                let (sku, warehouse) = match d.sku.warehouse_parent() {
-                    Some((parent, w)) => (parent, Some(w)),
-                    None => (d.sku, None),
-                };
-                line.draws.push(Draw { sku, date: d.date, quantity: d.quantity, pieces, fence: d.fence, warehouse });
-            }
-        }
-        lines.push(line);
     }
     // Anti-hoarding: a checkout of a signed-in buyer holds one of their pending slots until it is
     // paid or released. External reservations are trusted systems' and are not capped here.
@@ -143,7 +63,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     }
     limits.admission = req.admission.clone();
     limits.sales_open = !crate::service::sale::checkout_known(app);
-    let mut r = Reservation {
+    let r = Reservation {
         id: req.id.clone(),
         kind: req.kind,
         status: LockStatus::Frozen,
@@ -168,15 +88,26 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     if r.freeze_actions() > MAX_TRANSACTION_ACTIONS {
         return refuse(app, req, FreezeError::TooFragmented).await;
     }
-    // A code line claims its codes first, by atomic head moves (docs/code-pools.md, "Claiming
-    // under contention"); whatever the freeze then answers other than a new reservation gives
-    // them back.
+    claim_and_put(app, req, r, &limits, (&other_cells, metas)).await
+}
+
+/// A code line claims its codes first, by atomic head moves (docs/code-pools.md, "Claiming
+/// under contention"); then the freeze's transaction is put (retried, re-planned); whatever it
+/// answers other than a new reservation gives the claimed codes back.
+async fn claim_and_put(
+    app: &App,
+    req: &FreezeRequest,
+    mut r: Reservation,
+    limits: &FreezeLimits,
+    (other_cells, metas): (&HashMap<Sku, SkuMeta>, &HashMap<Sku, SkuMeta>),
+) -> Result<Frozen, FreezeError> {
+    let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
     let code_skus: Vec<Sku> = r.lines.iter().filter(|l| l.holds_codes()).map(|l| l.sku.clone()).collect();
     // A claim costs the pool a write and, given back, a new slot: a buyer at their pending cap
     // or limit is refused before any (review security-2 M4). The freeze's conditions still
     // decide; this read only keeps a refused buyer from churning codes.
     if !code_skus.is_empty() {
-        if let Err(e) = counters_allow(app, &r, &limits).await {
+        if let Err(e) = counters_allow(app, &r, limits).await {
             return refuse(app, req, e).await;
         }
     }
@@ -193,7 +124,7 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
     if !code_skus.is_empty() && crate::fault!(app.faults, crate::faults::AFTER_CODE_CLAIM) {
         return Err(FreezeError::Store(crate::faults::InjectedCrash(crate::faults::AFTER_CODE_CLAIM).into()));
     }
-    let out = put_loop(app, req, &mut r, &limits, &code_skus, (&other_cells, metas)).await;
+    let out = put_loop(app, req, &mut r, limits, &code_skus, (other_cells, metas)).await;
     match &out {
         Ok(Frozen::Created(_)) => {
             for (sku, left) in &pool_left {
@@ -206,6 +137,124 @@ pub async fn freeze(app: &App, req: &FreezeRequest, metas: &HashMap<Sku, SkuMeta
         _ => give_back(app, &mut r).await,
     }
     out
+}
+
+/// One requested line as its lock will hold it: the kind's stop-sale judged, its limits
+/// charged to `limits`, its campaign line and its first pieces planned on each cell it draws.
+/// `Ok(Err(e))`: the checkout is refused with `e` (a replay is still answered its lock).
+async fn reserved_line(
+    app: &App,
+    req: &FreezeRequest,
+    (l, draws): (&super::LineRequest, Vec<crate::domain::model::CellDraw>),
+    (other_cells, metas): (&HashMap<Sku, SkuMeta>, &HashMap<Sku, SkuMeta>),
+    limits: &mut FreezeLimits,
+) -> Result<Result<ReservedLine, FreezeError>, FreezeError> {
+    let cell_meta = |c: &Sku| other_cells.get(c).or_else(|| metas.get(c));
+    let (sku, q) = (&l.sku, l.quantity.get());
+    let meta = metas.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
+    let kind = Kind::of(&meta.model);
+    // how a stop-sale reaches this kind (docs/inventory-models.md, "Stop-sale")
+    // a ring-fenced line writes no shard of its SKU: its stop-sale is read afresh
+    let fenced = draws.iter().any(|d| d.fence.is_some());
+    let paused = match kind.rules().pause {
+        _ if fenced => paused_now(app, sku).await?,
+        PauseBy::Shards | PauseBy::Cells => false,
+        PauseBy::CachedMetadata => meta.paused,
+        PauseBy::FreshMetadata => paused_now(app, sku).await?,
+    };
+    if paused {
+        return Ok(Err(FreezeError::SalePaused(sku.clone())));
+    }
+    let limited = req.user.is_some() && meta.per_user_limit.is_some();
+    if let Some(limit) = meta.per_user_limit.filter(|_| limited) {
+        if q > limit {
+            return Ok(Err(FreezeError::LimitExceeded(sku.clone())));
+        }
+        limits.per_sku.insert(sku.clone(), limit);
+    }
+    let (unit_price, campaign_line) = match &l.campaign {
+        None => (meta.price, None),
+        Some(cid) => match campaign_line(app, req, l, cid, limits).await? {
+            Ok((price, line)) => (price.unwrap_or(meta.price), Some(line)),
+            Err(e) => return Ok(Err(e)),
+        },
+    };
+    // the cells the SKU's strategy named for this line (docs/inventory-models.md)
+    let line = ReservedLine {
+        sku: sku.clone(),
+        quantity: q,
+        unit_price,
+        currency: meta.currency.clone(),
+        limited,
+        pieces: Vec::new(),
+        campaign: campaign_line,
+        dates: l.dates.clone(),
+        draws: Vec::new(),
+        at_payment: kind.rules().takes_at_payment(),
+        at_shipment: kind.rules().takes_at_shipment(),
+        codes: kind.rules().codes_from_pool().then(Vec::new),
+        backorder: (kind == Kind::Backorder).then(crate::domain::backorder::BackorderLine::default),
+    };
+    if line.holds_codes() && q > crate::domain::codes::MAX_CODES_PER_LINE {
+        return Ok(Err(FreezeError::TooManyCodes(sku.clone())));
+    }
+    Ok(place_draws(req, line, draws, cell_meta))
+}
+
+/// A campaign line's item price (if it has its own), its first quota piece on the wave selling
+/// now (docs/campaigns.md, "Waves"), and its per-user limit charged to `limits`. `Ok(Err(e))`:
+/// refused with `e`.
+async fn campaign_line(
+    app: &App,
+    req: &FreezeRequest,
+    l: &super::LineRequest,
+    cid: &crate::domain::CampaignId,
+    limits: &mut FreezeLimits,
+) -> Result<Result<(Option<u64>, CampaignLine), FreezeError>, FreezeError> {
+    let (sku, q) = (&l.sku, l.quantity.get());
+    let c = campaign(app, cid).await?;
+    let item = c.item(sku).ok_or_else(|| FreezeError::NotInCampaign(sku.clone(), cid.clone()))?;
+    let limited = req.user.is_some() && item.per_user_limit.is_some();
+    if let Some(limit) = item.per_user_limit.filter(|_| limited) {
+        if q > limit {
+            return Ok(Err(FreezeError::LimitExceeded(sku.clone())));
+        }
+        limits.per_campaign_item.insert(sku.clone(), limit);
+    }
+    let shards = item.shards.clamp(1, MAX_SHARDS);
+    // the wave's shards carry its window copies, which the freeze's conditions judge
+    let first = item.wave_shards(item.wave_at(clock::now_s()).unwrap_or(0)).start;
+    let pieces = vec![Piece { shard: first + start_shard(req.id.as_str(), sku, shards), quantity: q }];
+    Ok(Ok((item.price, CampaignLine { campaign_id: cid.clone(), pieces, limited })))
+}
+
+/// The line's first pieces, one per cell it draws on (the cells the SKU's strategy named:
+/// docs/inventory-models.md), each on the cell's start shard for this reservation; a date never
+/// stocked is short, not unknown.
+fn place_draws<'m>(
+    req: &FreezeRequest,
+    mut line: ReservedLine,
+    draws: Vec<crate::domain::model::CellDraw>,
+    cell_meta: impl Fn(&Sku) -> Option<&'m SkuMeta>,
+) -> Result<ReservedLine, FreezeError> {
+    for d in draws {
+        let cell = d.cell();
+        let Some(shards) = cell_meta(&cell).map(|m| m.shards.clamp(1, MAX_SHARDS)) else {
+            return Err(FreezeError::Insufficient(cell));
+        };
+        let pieces = vec![Piece { shard: start_shard(req.id.as_str(), &cell, shards), quantity: d.quantity }];
+        if d.sku == line.sku && d.date.is_none() && d.fence.is_none() {
+            line.pieces = pieces;
+        } else {
+            // a warehouse cell is stored as its SKU and warehouse (a lock names client SKUs only)
+            let (sku, warehouse) = match d.sku.warehouse_parent() {
+                Some((parent, w)) => (parent, Some(w)),
+                None => (d.sku, None),
+            };
+            line.draws.push(Draw { sku, date: d.date, quantity: d.quantity, pieces, fence: d.fence, warehouse });
+        }
+    }
+    Ok(line)
 }
 
 /// Whether the buyer's pending and per-user counters, read now, leave room for this freeze
