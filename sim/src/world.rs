@@ -845,6 +845,12 @@ impl Sim {
             return Some(self.notices[self.rng.usize(..self.notices.len())].clone());
         }
         let o = self.pick_order(|_| true)?;
+        Some(self.new_notice(o, 5))
+    }
+
+    /// A new payment of `o` (the next payment id), failed one time in `fail_one_in`; kept so
+    /// that it can be delivered again.
+    pub(crate) fn new_notice(&mut self, o: holdfast::domain::order::Order, fail_one_in: u8) -> PaymentNotice {
         self.payments += 1;
         let n = PaymentNotice {
             payment_id: format!("pay{}", self.payments),
@@ -852,10 +858,10 @@ impl Sim {
             amount: o.pay_amount(),
             order_id: o.id,
             currency: o.currency.to_string(),
-            succeeded: self.rng.u8(..5) != 0,
+            succeeded: self.rng.u8(..fail_one_in) != 0,
         };
         self.notices.push(n.clone());
-        Some(n)
+        n
     }
 
     /// One step: usually one actor; one in four, two or three actors at once, interleaving at

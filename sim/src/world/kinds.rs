@@ -7,12 +7,11 @@ use super::{Action, Checkout, Done, Sim};
 use crate::shop;
 use holdfast::adapters::supplier::MemorySupplier;
 use holdfast::app::App;
-use holdfast::domain::order::{Order, OrderRecord, OrderStatus, Provider};
+use holdfast::domain::order::{Order, OrderRecord, OrderStatus};
 use holdfast::domain::quantity::Quantity;
 use holdfast::domain::supplier::codes::{state, IssueStatus, OrderCodes};
 use holdfast::domain::{IdempotencyKey, OrderId, Sku, UserId};
 use holdfast::service::codes::{self, CodeError};
-use holdfast::service::payments::PaymentNotice;
 use holdfast::service::stock::LineRequest;
 use holdfast::service::supplier::codes::{reissue, ReissueError};
 
@@ -80,17 +79,7 @@ impl Sim {
             // a gift-card order confirmed by its supplier is paid (its webhook: a new payment)
             16..=18 => {
                 let o = self.pick_order(|o| has_supplier_codes(o) && o.status == OrderStatus::PendingPayment)?;
-                self.payments += 1;
-                let n = PaymentNotice {
-                    payment_id: format!("pay{}", self.payments),
-                    provider: Provider::Generic,
-                    amount: o.pay_amount(),
-                    order_id: o.id,
-                    currency: o.currency.to_string(),
-                    succeeded: self.rng.u8(..6) != 0,
-                };
-                self.notices.push(n.clone());
-                Action::Pay(n)
+                Action::Pay(self.new_notice(o, 6))
             }
             // a buyer asks for the money back on an order whose codes they were shown (a pool's or
             // a supplier's): it must wait for an admin, never be refunded at once

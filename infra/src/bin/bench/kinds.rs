@@ -64,6 +64,15 @@ async fn order(b: &Bench, user: &str, line: &Value) -> anyhow::Result<String> {
     Ok(body["order_id"].as_str().unwrap_or_default().to_owned())
 }
 
+/// `n` orders of `line`, by buyers `<prefix>-0` … (one each); their ids.
+async fn orders(b: &Bench, prefix: &str, line: &Value, n: usize) -> anyhow::Result<Vec<String>> {
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        ids.push(order(b, &format!("{prefix}-{i}"), line).await?);
+    }
+    Ok(ids)
+}
+
 /// Warehouses: an order taken whole from one warehouse, and an order split over two (each
 /// restocked by one unit outside the window, so every measured order has to split).
 pub(crate) async fn warehouse_costs(b: &Bench, n: usize) -> anyhow::Result<Value> {
@@ -81,13 +90,7 @@ pub(crate) async fn warehouse_costs(b: &Bench, n: usize) -> anyhow::Result<Value
     adjust(b, "WHSPLIT", "warm-bj", 1, Some("BJ")).await?;
     order(b, "warm-whsplit", &two).await?;
     tokio::time::sleep(SETTLE).await;
-    let single = window(async {
-        for i in 0..n {
-            order(b, &format!("whone-{i}"), &one).await?;
-        }
-        Ok(())
-    })
-    .await?;
+    let single = window(async { orders(b, "whone", &one, n).await.map(drop) }).await?;
     let mut split = Usage::default();
     for i in 0..n {
         adjust(b, "WHSPLIT", &format!("sh-{i}"), 1, Some("SH")).await?;
@@ -114,13 +117,7 @@ pub(crate) async fn backorder_costs(b: &Bench, n: usize) -> anyhow::Result<Value
     order(b, "warm-later", &line).await?;
     adjust(b, "LATER", "warm", 1, None).await?;
     tokio::time::sleep(SETTLE).await;
-    let placed = window(async {
-        for i in 0..n {
-            order(b, &format!("later-{i}"), &line).await?;
-        }
-        Ok(())
-    })
-    .await?;
+    let placed = window(async { orders(b, "later", &line, n).await.map(drop) }).await?;
     let filled = window(adjust(b, "LATER", "arrived", n as i64, None)).await?;
     let (st, v) = b.call("GET", "/admin/skus/LATER", Some(&b.admin), &[], None).await;
     anyhow::ensure!(st == 200, "view: {st} {v}");
@@ -146,9 +143,7 @@ pub(crate) async fn supplier_code_costs(b: &Bench, n: usize) -> anyhow::Result<V
     tokio::time::sleep(2 * SETTLE).await;
     let mut ids = Vec::new();
     let placed = window(async {
-        for i in 0..n {
-            ids.push(order(b, &format!("gifts-{i}"), &line).await?);
-        }
+        ids = orders(b, "gifts", &line, n).await?;
         Ok(())
     })
     .await?;
