@@ -180,7 +180,7 @@ pub(super) fn return_order() {}
         (status = 403, description = "Token has neither orders:admin nor stock:admin", body = GatewayError),
         NotJson,
         (status = 404, description = "No such order", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 409, description = "invalid_transition: the order is not PAID", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "invalid_transition: the order is not PAID, its stock is not confirmed yet, units of a BACKORDER line still wait for stock, or its supplier has not issued its codes yet; oversold: its stock was lost and its money is refunded", body = ProblemBody, content_type = "application/problem+json"),
         TooLarge,
         (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
         Retry,
