@@ -101,6 +101,10 @@ class FaultHook:
        "delay_ms": 3000}          -> the request is answered that much later
       {"match": "STOCK#HOT#", "throttle": "ThrottlingException",
        "remaining": 5}            -> answered 400 with that DynamoDB error code
+      {"match": "BOOK", "fail": "InternalServerError"}
+                                  -> answered 500 with that code: the store
+                                     out of reach (the SDK retries it, then
+                                     gives up; no throttle, no refusal)
 
     ``remaining`` (optional) counts down the requests the rule still
     applies to. Sits outside the DynamoDB lock: a delayed request does not
@@ -168,6 +172,18 @@ class FaultHook:
             return self.app(environ, start_response)
         if rule.get("delay_ms"):
             time.sleep(float(rule["delay_ms"]) / 1000.0)
+        if rule.get("fail"):
+            import json
+
+            code = str(rule["fail"])
+            payload = json.dumps(
+                {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected by the fault hook"}
+            ).encode()
+            start_response(
+                "500 Internal Server Error",
+                [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-ErrorType", code)],
+            )
+            return [payload]
         if rule.get("throttle"):
             import json
 

@@ -192,6 +192,27 @@ pub enum Message {
     /// Ask the supplier for a paid order's codes (attempt `attempt`, 1-based: retried after 1,
     /// 2 and 4 s); rides the payment-timeout queue (docs/suppliers.md, "Codes issued by the supplier").
     SupplierIssue { schema: u32, order_id: String, attempt: u32 },
+    /// A backorder checkout accepted while the store was out of reach (202 `RECORDED`), to be
+    /// written as an order once it answers (attempt `attempt`, 1-based; recorded at
+    /// `recorded_at`, epoch s); rides the reservation-check queue (docs/inventory-models.md,
+    /// "Accepted during a store outage"). Carries the order record, so it is personal data.
+    RecordedCheckout {
+        schema: u32,
+        user: String,
+        key: String,
+        lines: Vec<RecordedLine>,
+        details: crate::domain::order::OrderDetails,
+        recorded_at: i64,
+        attempt: u32,
+    },
+}
+
+/// One line of a [`Message::RecordedCheckout`]: a backorder line has no campaign and no dates.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedLine {
+    pub sku: String,
+    pub quantity: u32,
 }
 
 #[async_trait]

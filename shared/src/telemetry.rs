@@ -45,6 +45,12 @@ pub mod names {
     pub const SHIPMENT_TAKES: &str = "ShipmentDeductions";
     /// Checkouts of a BACKORDER SKU accepted short (docs/inventory-models.md, "Backorders").
     pub const BACKORDERS_ACCEPTED: &str = "BackordersAccepted";
+    /// Backorder checkouts recorded while the store was out of reach (202 `RECORDED`), written
+    /// as orders once it answered, and refused then (docs/inventory-models.md, "Accepted during
+    /// a store outage").
+    pub const CHECKOUTS_RECORDED: &str = "CheckoutsRecorded";
+    pub const RECORDED_CHECKOUTS_WRITTEN: &str = "RecordedCheckoutsWritten";
+    pub const RECORDED_CHECKOUTS_REFUSED: &str = "RecordedCheckoutsRefused";
     /// Units filled into waiting backorders by a restock.
     pub const BACKORDER_UNITS_FILLED: &str = "BackorderUnitsFilled";
     /// Units of a BACKORDER SKU waiting for a restock, and the age of its oldest waiting order

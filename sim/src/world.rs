@@ -1103,6 +1103,7 @@ pub fn label(d: &Delivery) -> String {
         Delivery::Queue(Message::ReconcileWork { .. }) => "queue ReconcileWork".into(),
         Delivery::Queue(Message::SupplierPoll { order_id, .. }) => format!("queue SupplierPoll {order_id}"),
         Delivery::Queue(Message::SupplierIssue { order_id, .. }) => format!("queue SupplierIssue {order_id}"),
+        Delivery::Queue(Message::RecordedCheckout { user, key, .. }) => format!("queue RecordedCheckout {user} {key}"),
         Delivery::Stream(records, _) => format!("stream batch of {} records", records.len()),
         Delivery::Told(user, sku) => format!("push WaitlistNotified {user} {sku}"),
     }
@@ -1606,7 +1607,7 @@ async fn deliver(app: &App, armed: Option<&'static str>, q: &Delivery, d: &mut D
             let r = h::payment_timeout::handle(app, ev).await;
             (batch(r, d), Vec::new())
         }
-        Delivery::Queue(m @ Message::ReservationCheck { .. }) => {
+        Delivery::Queue(m @ (Message::ReservationCheck { .. } | Message::RecordedCheckout { .. })) => {
             let ev = sqs(serde_json::to_string(m).unwrap_or_default());
             let fired = fires(armed, &[RESERVATION_CHECK_DROP, RESERVATION_CHECK_CRASH]);
             d.hits.extend(fired.and_then(fault_path));

@@ -112,7 +112,9 @@ fn every_sample_event_parses_as_what_its_handler_takes() {
                             Message::PaymentTimeout { .. }
                             | Message::SupplierPoll { .. }
                             | Message::SupplierIssue { .. } => function == "payment-timeout",
-                            Message::ReservationCheck { .. } => function == "reservation-check",
+                            Message::ReservationCheck { .. } | Message::RecordedCheckout { .. } => {
+                                function == "reservation-check"
+                            }
                             Message::ReconcileWork { .. } => function == "reconcile-worker",
                         };
                         assert!(right_kind, "events/{name}: {function} would reject a {msg:?}");

@@ -32,7 +32,7 @@ impl Messages for SqsMessages {
             Message::PaymentTimeout { .. } | Message::SupplierPoll { .. } | Message::SupplierIssue { .. } => {
                 &self.payment_timeout_url
             }
-            Message::ReservationCheck { .. } => &self.reservation_check_url,
+            Message::ReservationCheck { .. } | Message::RecordedCheckout { .. } => &self.reservation_check_url,
             Message::ReconcileWork { .. } => &self.reconcile_work_url,
         };
         let _span = super::usage::call("sqs:SendMessage");

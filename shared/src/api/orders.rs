@@ -104,6 +104,50 @@ pub(crate) fn order_status_schema() -> impl Into<RefOr<Schema>> {
         .enum_values(Some(ALL_STATUSES.iter().map(|s| s.as_str())))
 }
 
+/// A backorder checkout accepted while the store was out of reach (202): recorded, not an
+/// order yet. It is written under `order_id` once the store answers (`GET /orders/{order_id}`
+/// is 404 until then; a retry with the same Idempotency-Key is answered the order once it is
+/// written). Prices are the list prices known when it was recorded; the written order carries
+/// the prices its stock was taken at (docs/inventory-models.md, "Accepted during a store outage").
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct RecordedCheckoutView {
+    pub order_id: String,
+    /// Always `RECORDED`.
+    #[schema(example = "RECORDED")]
+    pub status: &'static str,
+    pub items: Vec<OrderItem>,
+    pub amount: u64,
+    pub discount: u64,
+    pub pay_amount: u64,
+    pub currency: String,
+    #[schema(format = DateTime)]
+    pub recorded_at: String,
+}
+
+impl From<&crate::service::orders::Recorded> for RecordedCheckoutView {
+    fn from(r: &crate::service::orders::Recorded) -> Self {
+        RecordedCheckoutView {
+            order_id: r.order_id.as_str().to_owned(),
+            status: "RECORDED",
+            items: r
+                .lines
+                .iter()
+                .map(|(sku, q, price)| OrderItem {
+                    sku: sku.as_str().to_owned(),
+                    quantity: q.get(),
+                    unit_price: *price,
+                    dates: Vec::new(),
+                })
+                .collect(),
+            amount: r.amount,
+            discount: r.details.discount,
+            pay_amount: r.amount.saturating_sub(r.details.discount),
+            currency: r.currency.as_str().to_owned(),
+            recorded_at: clock::rfc3339(r.recorded_at * 1000),
+        }
+    }
+}
+
 /// An order as its owner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct OrderView {

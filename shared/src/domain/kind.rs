@@ -94,6 +94,11 @@ pub struct Rules {
     pub books_supplier: bool,
     /// When the units are taken.
     pub deduct: Deduct,
+    /// A checkout of only this kind whose freeze cannot reach the store is recorded and
+    /// answered 202 `RECORDED`, then written as an order once the store answers (it may be
+    /// sold short, so nothing needs holding first: docs/inventory-models.md, "Accepted during
+    /// a store outage"). Every other kind is 503, as a checkout that holds nothing cannot sell.
+    pub recorded_on_outage: bool,
 }
 
 impl Rules {
@@ -137,6 +142,7 @@ const fn rules(
         reveals_codes: false,
         books_supplier: false,
         deduct,
+        recorded_on_outage: false,
     }
 }
 
@@ -164,8 +170,10 @@ const SUPPLIER_CODES: Rules = Rules { reveals_codes: true, buyer_refund: UntilRe
 const WAREHOUSE: Rules = rules(true, false, Shards, BeforeShipping, true, true, AtOrder);
 // held on its own shards like QUANTITY; another system's hold cannot wait for a restock, and a
 // campaign's price and quota are for stock that exists; a released lock is never retaken (its
-// backlog was cancelled with it: the late payment is refunded as an oversell)
-const BACKORDER: Rules = rules(false, false, Shards, BeforeShipping, true, false, AtOrder);
+// backlog was cancelled with it: the late payment is refunded as an oversell); sold short anyway,
+// so a checkout the store cannot take during an outage is recorded and written once it can
+const BACKORDER: Rules =
+    Rules { recorded_on_outage: true, ..rules(false, false, Shards, BeforeShipping, true, false, AtOrder) };
 
 impl Kind {
     pub const ALL: [Kind; 11] = [
@@ -432,8 +440,8 @@ pub fn render_matrix() -> String {
 
 /// The rules of every kind as a Markdown table (docs/inventory-models.md, checked as above).
 pub fn render_rules() -> String {
-    let mut out = String::from("| kind | `/reservations` | campaign | stop-sale judged on | buyer refund | allowance back on restock | retaken after release | taken at |\n");
-    out.push_str("|---|---|---|---|---|---|---|---|\n");
+    let mut out = String::from("| kind | `/reservations` | campaign | stop-sale judged on | buyer refund | allowance back on restock | retaken after release | taken at | recorded in a store outage |\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for k in Kind::ALL {
         let r = k.rules();
         let pause = match r.pause {
@@ -452,7 +460,7 @@ pub fn render_rules() -> String {
             Deduct::AtShipment => "shipment (held from order)",
         };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             k.name(),
             yes(r.external),
             yes(r.campaign),
@@ -460,7 +468,8 @@ pub fn render_rules() -> String {
             refund,
             yes(r.allowance_back),
             yes(r.retake),
-            at
+            at,
+            yes(r.recorded_on_outage)
         ));
     }
     out

@@ -1,7 +1,7 @@
 //! create-order: `POST /orders` with a required `Idempotency-Key`.
 
 use super::common::freeze_problem;
-use crate::api::orders::{CreateOrderRequest, OrderView};
+use crate::api::orders::{CreateOrderRequest, OrderView, RecordedCheckoutView};
 use crate::api::{Auth, Route, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::IdempotencyKey;
@@ -75,6 +75,8 @@ fn create_problem(e: CreateError) -> Problem {
             )
         }
         CreateError::Store(e) => Problem::from_store(e),
+        // answered 202 by `checkout` before any problem is made
+        CreateError::Recorded(r) => Problem::internal(format!("checkout {} recorded", r.order_id)),
         CreateError::RateLimited(sku, after) => Problem::new(
             Code::RateLimited,
             format!("{sku} admits no more checkouts this second; retry after {after} s"),
@@ -202,6 +204,9 @@ async fn checkout(
             return Err(Problem::internal("a dependency is slow; retry with the same Idempotency-Key").retry_after(1));
         }
     };
+    if let Err(CreateError::Recorded(r)) = &created {
+        return Ok(json_response(202, &RecordedCheckoutView::from(&**r)));
+    }
     let (order, replayed) = created.map_err(create_problem).inspect_err(|p| {
         if p.code == Code::Busy {
             app.count(names::THROTTLED, 1);

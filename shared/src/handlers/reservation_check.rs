@@ -1,4 +1,5 @@
-//! reservation-check: the delayed, fenced orphan check sent at every freeze (docs/architecture.md, "Orphan check").
+//! reservation-check: the delayed, fenced orphan check sent at every freeze (docs/architecture.md, "Orphan check"),
+//! and the backorder checkouts recorded during a store outage (docs/inventory-models.md).
 
 use super::sqs::{each, parse_message, ConsumerFaults, Handled};
 use crate::app::App;
@@ -6,6 +7,7 @@ use crate::domain::ReservationId;
 use crate::faults;
 use crate::ports::Message;
 use crate::service::checks;
+use crate::service::orders::recorded;
 use crate::telemetry::names;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 
@@ -21,15 +23,22 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             fail: false,
         },
         |m| async move {
-            let Message::ReservationCheck { reservation_id, kind, due_at, .. } =
-                parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))?
-            else {
-                app.count(names::REJECTED_MESSAGES, 1);
-                anyhow::bail!("rejected message: not a reservation check");
-            };
-            let id = ReservationId::from_stored(&reservation_id)?;
-            let outcome = checks::reservation_check(app, &id, kind, due_at).await?;
-            tracing::info!(reservation = %id, ?outcome, "reservation check handled");
+            match parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))? {
+                Message::ReservationCheck { reservation_id, kind, due_at, .. } => {
+                    let id = ReservationId::from_stored(&reservation_id)?;
+                    let outcome = checks::reservation_check(app, &id, kind, due_at).await?;
+                    tracing::info!(reservation = %id, ?outcome, "reservation check handled");
+                }
+                // a backorder checkout recorded during a store outage (docs/inventory-models.md)
+                Message::RecordedCheckout { user, key, lines, details, recorded_at, attempt, .. } => {
+                    let outcome = recorded::complete(app, &user, &key, &lines, &details, recorded_at, attempt).await?;
+                    tracing::info!(attempt, ?outcome, "recorded checkout handled");
+                }
+                _ => {
+                    app.count(names::REJECTED_MESSAGES, 1);
+                    anyhow::bail!("rejected message: not a reservation check or a recorded checkout");
+                }
+            }
             Ok(Handled::Done)
         },
     )

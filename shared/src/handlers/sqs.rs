@@ -113,7 +113,8 @@ pub fn parse_message(m: &SqsMessage) -> anyhow::Result<crate::ports::Message> {
         | crate::ports::Message::ReservationCheck { schema, .. }
         | crate::ports::Message::ReconcileWork { schema, .. }
         | crate::ports::Message::SupplierPoll { schema, .. }
-        | crate::ports::Message::SupplierIssue { schema, .. } => *schema,
+        | crate::ports::Message::SupplierIssue { schema, .. }
+        | crate::ports::Message::RecordedCheckout { schema, .. } => *schema,
     };
     if schema != 1 {
         anyhow::bail!("rejected message: unknown schema {schema}");

@@ -164,7 +164,20 @@ pub const ENV: &[(&str, &[&str])] = &[
             "CODE_KMS_KEY_ID",
         ],
     ),
-    ("reservation-check", &["STOCK_TABLE", "ORDER_TABLE", "RESERVATION_CHECK_QUEUE_URL"]),
+    // a recorded checkout (orders::recorded) is written as create-order writes an order: its
+    // deadline, its own orphan check and its payment timeout, the pending cap
+    (
+        "reservation-check",
+        &[
+            "STOCK_TABLE",
+            "ORDER_TABLE",
+            "RESERVATION_CHECK_QUEUE_URL",
+            "PAYMENT_TIMEOUT_QUEUE_URL",
+            "HOLDFAST_PAYMENT_TTL_SECONDS",
+            "HOLDFAST_RESERVATION_CHECK_DELAY_SECONDS",
+            "HOLDFAST_MAX_PENDING_PER_USER",
+        ],
+    ),
     // the sweep's age threshold
     ("reconcile", &["RECONCILE_WORK_QUEUE_URL", "HOLDFAST_STALE_LOCK_SECONDS", "STOCK_TABLE"]),
     // the interval tells a worker when its sweep has fallen behind

@@ -272,8 +272,13 @@ pub const USES: &[(&str, &[(&str, Resource)])] = &[
             // orders.get; put_void (the fence)
             ("dynamodb:GetItem", OrderTable),
             ("dynamodb:PutItem", OrderTable),
-            // re-arm when not yet due
+            // re-arm when not yet due; a recorded checkout recorded again while the store is out
             ("sqs:SendMessage", ReservationCheckQueue),
+            // a recorded checkout (orders::recorded::complete): the checkout create-order runs —
+            // stock::metas and the freeze's reads, its transaction (Put, Updates, the sales
+            // switch's ConditionCheck), the order put and its payment-timeout message
+            ("dynamodb:ConditionCheckItem", StockTable),
+            ("sqs:SendMessage", PaymentTimeoutQueue),
         ],
     ),
     (

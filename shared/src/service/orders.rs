@@ -15,8 +15,10 @@ use crate::telemetry::names;
 use sha2::{Digest, Sha256};
 
 mod record;
+pub mod recorded;
 mod steps;
 pub use record::checkout_hash;
+pub use recorded::{OnOutage, Recorded};
 
 /// A canonical fingerprint of an order's lines (merged, sorted): the body an
 /// Idempotency-Key is bound to. A line without a campaign hashes as it always did.
@@ -73,6 +75,10 @@ pub enum CreateError {
     /// The record's discount does not fit the order's amount (docs/order-record.md).
     #[error(transparent)]
     Discount(#[from] crate::domain::order::details::DiscountError),
+    /// No order yet: the store was out of reach and the checkout was recorded, to be written
+    /// once it answers (answered 202 `RECORDED`; [`recorded`]).
+    #[error("the store is out of reach; the checkout was recorded and is written once it answers")]
+    Recorded(Box<Recorded>),
 }
 
 impl From<anyhow::Error> for CreateError {
@@ -115,6 +121,19 @@ pub async fn create_with(
     details: &OrderDetails,
     admission_token: Option<&str>,
 ) -> Result<(Order, bool), CreateError> {
+    checkout(app, user, key, lines, details, admission_token, OnOutage::Record).await
+}
+
+/// [`create_with`], and what to do if the freeze cannot reach the store ([`recorded`]).
+async fn checkout(
+    app: &App,
+    user: &UserId,
+    key: &IdempotencyKey,
+    lines: Vec<LineRequest>,
+    details: &OrderDetails,
+    admission_token: Option<&str>,
+    on_outage: OnOutage,
+) -> Result<(Order, bool), CreateError> {
     let id = OrderId::derive(user, key);
     let hash = checkout_hash(&lines, details);
     let rid = ReservationId::for_order(&id);
@@ -127,9 +146,8 @@ pub async fn create_with(
     if let Err(e) = details.pay_amount(record::expected_amount(&lines, &metas, &campaigns)) {
         return steps::refused(app, &id, &hash, e.into()).await;
     }
-    // Before anything is written: a refused checkout touches no shard. A replay of a checkout
-    // that already froze is admitted again only if there is room (a retry is a new request).
-    // a queued campaign's items need an admission token (a replay is answered its order first)
+    // Before anything is written (a refused checkout touches no shard; a replay that already
+    // froze is admitted again only if there is room): a queued campaign's items need a token
     let admission = match &queued {
         // a token without a queued campaign is a waitlist's (docs/waitlist.md)
         None => super::waitlist::admission_of(app, &lines, user, admission_token).await?,
@@ -159,6 +177,7 @@ pub async fn create_with(
         admission,
     };
     let frozen = steps::freeze_with_check(app, &id, &req, &metas, now).await;
+    let frozen = recorded::or_record(app, on_outage, key, &req, details, &metas, frozen).await?;
     let reservation = match steps::reservation_of(app, &id, frozen).await? {
         Ok(r) => r,
         Err(replayed) => return Ok(replayed),

@@ -4,7 +4,7 @@
 //! input refused with nothing written. The counters and the backlog are read through
 //! `GET /admin/skus/{sku}` at each step; the invariants, with the backlog identity, at the end.
 
-use crate::common::{problem, spawn, Stack};
+use crate::common::{eventually, problem, spawn, Stack, SIGNAL_WAIT};
 use serde_json::{json, Value};
 
 fn backorder() -> Value {
@@ -145,5 +145,63 @@ async fn a_backorder_sku_in_a_campaign_and_bad_oversell_input_are_refused_and_wr
     let a = s.order("ann", "k1", json!([{"sku": "BOOK", "quantity": 0}])).await;
     assert!(matches!(a.status, 400 | 422), "{} {}", a.status, a.body);
     assert_eq!(s.fingerprint().await, locks, "a refused checkout writes nothing");
+    s.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_backorder_checkout_during_a_store_outage_is_recorded_then_written_paid_filled_and_shipped() {
+    let s = spawn().await;
+    // unique names: the emulator's fault matches request bodies, and other tests share it
+    let sku = format!("REC{}", fastrand::u32(..));
+    let plain = format!("{sku}P");
+    s.model_sku(&sku, 200, 1, backorder(), None).await;
+    s.stock(&sku, "first", 1).await;
+    s.model_sku(&plain, 100, 1, json!({}), None).await;
+    s.stock(&plain, "first", 5).await;
+    // the store stops taking transactions for these SKUs: every freeze is answered 500
+    s.local
+        .set_emulator_faults(json!([{"match": sku, "target": "DynamoDB_20120810.TransactWriteItems",
+                                     "fail": "InternalServerError"}]))
+        .await
+        .unwrap();
+    let a = s.order("cat", "k1", json!([{"sku": sku, "quantity": 3}])).await;
+    assert_eq!((a.status, a.body["status"].as_str()), (202, Some("RECORDED")), "{}", a.body);
+    assert_eq!((a.body["amount"].as_u64(), a.body["pay_amount"].as_u64()), (Some(600), Some(600)), "{}", a.body);
+    let id = a.body["order_id"].as_str().expect("order_id").to_owned();
+    // a SKU that may not be sold short, alone or beside it, is not recorded: 503, as before
+    for (key, items) in [
+        ("k2", json!([{"sku": plain, "quantity": 1}])),
+        ("k3", json!([{"sku": sku, "quantity": 1}, {"sku": plain, "quantity": 1}])),
+    ] {
+        let r = s.order("cat", key, items).await;
+        problem(&r, 503, "temporarily_unavailable");
+    }
+    assert_eq!(s.get_order("cat", &id).await.status, 404, "no order while the store is out");
+    assert_eq!(s.exact(&sku).await, (1, 0, 0), "nothing held");
+
+    // the store answers again: the recording is written as the order, under the same id
+    s.local.set_emulator_faults(json!([])).await.unwrap();
+    let o = eventually("the recorded checkout to be written", SIGNAL_WAIT, || async {
+        let o = s.get_order("cat", &id).await;
+        (o.status == 200).then_some(o.body)
+    })
+    .await;
+    assert_eq!((o["status"].as_str(), o["amount"].as_u64()), (Some("PENDING_PAYMENT"), Some(600)), "{o}");
+    let (c, b, _) = view(&s, &sku).await;
+    assert_eq!((c, b), ((0, 1, 0), (2, 0, 0, 2)), "the unit that exists held, 2 backordered");
+    // the buyer's retry is the same order
+    let again = s.order("cat", "k1", json!([{"sku": sku, "quantity": 3}])).await;
+    assert_eq!((again.status, again.body["order_id"].as_str()), (201, Some(id.as_str())), "{}", again.body);
+
+    // paid, filled by a restock, shipped
+    let pay = s.pay(&id, "pay-cat", 600, "SUCCEEDED").await;
+    assert_eq!(pay.body["result"], "applied", "{}", pay.body);
+    s.lock_reaches(&id, "SOLD").await;
+    s.stock(&sku, "second", 2).await;
+    assert_eq!(line_state(&s, &id).await["state"], "FILLED");
+    let shipped = ship(&s, &id).await;
+    assert_eq!((shipped.status, shipped.body["status"].as_str()), (200, Some("SHIPPED")), "{}", shipped.body);
+    assert_eq!(view(&s, &sku).await.0, (0, 0, 3));
+    backlog_identity(&s, &sku).await;
     s.assert_invariants().await;
 }

@@ -33,7 +33,7 @@ use super::ledger::{
 };
 use super::orders::{
     CreateOrderRequest, DeliveryBody, ItemRequest, OrderCode, OrderCodes, OrderItem, OrderList, OrderLogEntryView,
-    OrderLogView, OrderView, RefundReviewView, SupplierBookingView,
+    OrderLogView, OrderView, RecordedCheckoutView, RefundReviewView, SupplierBookingView,
 };
 use super::payments::{
     CallbackAnswer, CallbackResult, PaymentAttemptView, PaymentCallback, PaymentStarted, PaymentStatus,
@@ -144,6 +144,7 @@ impl Modify for Security {
           queue::pause_queue, queue::resume_queue,
           waitlist::join_waitlist, waitlist::leave_waitlist, waitlist::my_waitlist_entry),
     components(schemas(Code, ProblemBody, GatewayError, ItemRequest, CreateOrderRequest, OrderItem, OrderView,
+                       RecordedCheckoutView,
                        DeliveryBody, OrderLogView, OrderLogEntryView,
                        StartPaymentRequest, PaymentStarted, PaymentAttemptView, RefundDecisionRequest, RefundReviewView,
                        QueuePlace, QueuePublic, QueueStatsView, QueueRequest, WaitlistEntryView,

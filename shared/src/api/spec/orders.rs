@@ -10,6 +10,10 @@ use super::*;
     responses(
         (status = 201, description = "Order created (or, with header Idempotent-Replayed, the same order again)",
          body = OrderView),
+        (status = 202, description = "RECORDED: every line is of a BACKORDER SKU and the store was out of reach; \
+         the checkout is recorded and written as an order under order_id once the store answers (GET \
+         /orders/{order_id} is 404 until then; a retry with the same Idempotency-Key answers the order once it is \
+         written)", body = RecordedCheckoutView),
         (status = 400, description = "Not JSON, or no Idempotency-Key", body = ProblemBody,
          content_type = "application/problem+json"),
         NoValidToken,

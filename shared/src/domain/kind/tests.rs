@@ -142,6 +142,10 @@ fn a_backorder_is_held_on_its_shards_never_in_a_campaign_nor_for_another_system(
     use Kind::*;
     let r = Backorder.rules();
     assert!(!r.external && !r.campaign && r.allowance_back && !r.retake && !r.reveals_codes && !r.books_supplier);
+    // the one kind a checkout may be recorded for during a store outage: it may be sold short
+    for k in Kind::ALL {
+        assert_eq!(k.rules().recorded_on_outage, k == Backorder, "{k}");
+    }
     assert_eq!((r.pause, r.buyer_refund, r.deduct), (PauseBy::Shards, BuyerRefund::BeforeShipping, Deduct::AtOrder));
     for k in [Quantity, Calendar, Bundle, Unlimited, Warehouse, Backorder] {
         assert!(may_share_an_order(Backorder, k), "{k}");

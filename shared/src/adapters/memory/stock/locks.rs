@@ -15,6 +15,9 @@ use std::collections::{HashMap, HashSet};
 impl Locks for MemoryStock {
     async fn put_frozen(&self, r: &Reservation, limits: &FreezeLimits) -> anyhow::Result<Result<(), FreezeRejection>> {
         crate::adapters::memory::interleave().await;
+        if self.in_outage(r) {
+            return Err(anyhow!("the store did not answer (an outage)"));
+        }
         let actions = plan::freeze(r, limits);
         validate_items(actions.iter().map(|a| &a.target), 1)?;
         let mut s = lock(&self.state);

@@ -354,6 +354,10 @@ pub struct MemoryStock {
     /// The admin stamp each record carries (security review L7), by its DynamoDB key
     /// (`SKU#<sku>`, `CMP#<id>`): set by the stamped writes (`…_as`).
     stamps: Mutex<HashMap<String, AdminStamp>>,
+    /// A store outage for the freezes of these SKUs: their transaction fails as an unanswered
+    /// DynamoDB request does (not a throttle, not a refusal), like the emulator's fault rule
+    /// that matches a SKU in the request.
+    outage: Mutex<Vec<Sku>>,
 }
 
 fn stamp_key(of: Stamped<'_>) -> String {
@@ -366,6 +370,17 @@ fn stamp_key(of: Stamped<'_>) -> String {
 impl MemoryStock {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store outage for the freezes of any of `skus` (none: it ends).
+    pub fn set_outage(&self, skus: &[Sku]) {
+        *lock(&self.outage) = skus.to_vec();
+    }
+
+    /// Whether a freeze of `r` meets the outage.
+    pub(crate) fn in_outage(&self, r: &Reservation) -> bool {
+        let out = lock(&self.outage);
+        r.lines.iter().any(|l| out.contains(&l.sku))
     }
 
     /// The sales switch item, to share with a [`super::MemorySale`].

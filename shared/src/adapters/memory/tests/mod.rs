@@ -187,6 +187,7 @@ mod codes;
 mod models;
 mod order_port;
 mod order_service;
+mod recorded;
 mod sales_switch;
 mod stock_port;
 mod stock_service;
