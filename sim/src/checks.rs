@@ -53,6 +53,14 @@ pub fn check(sim: &Sim, quiescent: bool) -> Vec<String> {
         out.extend(backlog_stranded(sim, &snap.backlogs));
     }
     let all = orders(sim);
+    if quiescent {
+        // a checkout answered RECORDED is written or refused once the store answers, never lost;
+        // one written is an order
+        out.extend(sim.recorded.iter().map(|id| format!("RecordedCheckoutLost {{ order: {id} }}")));
+        for id in sim.recorded_written.iter().filter(|id| !all.iter().any(|o| &o.id == *id)) {
+            out.push(format!("RecordedCheckoutNotAnOrder {{ order: {id} }}"));
+        }
+    }
     for o in &all {
         // a payment is applied only before the order's deadline (a payment started in time:
         // within the grace the provider is given, docs/payments.md)

@@ -121,6 +121,16 @@ pub const PATHS: &[(&str, Need)] = &[
     ("waitlist: another buyer's token refused", Required),
     ("waitlist: a queue's token refused for a waitlist", Required),
     ("waitlist: replay answered its order", Required),
+    // a store outage for a checkout's SKUs (docs/inventory-models.md, "Accepted during a store
+    // outage"): the backorder SKU alone recorded and later written (or refused then), beside
+    // another kind 503
+    ("backorder: checkout recorded in a store outage", Required),
+    ("backorder: a checkout beside another kind is refused in an outage", Required),
+    ("backorder: recorded checkout written", Required),
+    (
+        "backorder: recorded checkout refused once the store answered",
+        Optional("a recording the store refuses once back (the SKU paused, the buyer's pending cap): rare"),
+    ),
     // the gift cards' codes (docs/simulator.md, "Backorders and supplier codes")
     ("supplier codes: read before payment (not_paid)", Required),
     ("supplier codes: read while pending (codes_pending)", Required),
@@ -149,6 +159,9 @@ pub const PATHS: &[(&str, Need)] = &[
     // a backorder SKU's checkout accepted short, and its shortfall filled by a restock
     ("metric BackordersAccepted", Required),
     ("metric BackorderUnitsFilled", Required),
+    ("metric CheckoutsRecorded", Required),
+    ("metric RecordedCheckoutsWritten", Required),
+    ("metric RecordedCheckoutsRefused", Optional("as its path above: rare")),
     // the gift cards: issued at payment, after a retry, given up after four failures, reissued
     ("metric SupplierCodesIssued", Required),
     ("metric SupplierCodesRetried", Required),
@@ -183,6 +196,9 @@ pub const METRICS: &[&str] = &[
     names::WAREHOUSE_SPLITS,
     names::BACKORDERS_ACCEPTED,
     names::BACKORDER_UNITS_FILLED,
+    names::CHECKOUTS_RECORDED,
+    names::RECORDED_CHECKOUTS_WRITTEN,
+    names::RECORDED_CHECKOUTS_REFUSED,
     names::SUPPLIER_CODES_ISSUED,
     names::SUPPLIER_CODES_RETRIED,
     names::SUPPLIER_CODES_PENDING,

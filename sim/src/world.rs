@@ -5,7 +5,7 @@ use crate::shop::{self, Item, T0_MS};
 use crate::sometimes::Tally;
 use crate::waitlist::{self as wl, Use, Watched};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
-use holdfast::adapters::memory::{memory_app, MemoryProvider, MemoryWorld};
+use holdfast::adapters::memory::{memory_app, MemoryProvider, MemoryStock, MemoryWorld};
 use holdfast::adapters::supplier::MemorySupplier;
 use holdfast::app::{App, Providers};
 use holdfast::clock;
@@ -25,7 +25,7 @@ use holdfast::service::queue::{self, QueueError};
 use holdfast::service::refunds::{self, RefundConfirmation};
 use holdfast::service::stock::LineRequest;
 use holdfast::service::{admin, campaigns, codes, orders, paying, reconcile};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 mod kinds;
@@ -125,6 +125,9 @@ pub enum Action {
     FailIssues(u32),
     /// An operator reissues an order's supplier codes.
     Reissue(OrderId),
+    /// A checkout while the store does not answer for its SKUs (docs/simulator.md, "Backorders
+    /// and supplier codes"): a backorder-only one is recorded, anything else is 503.
+    Outage(Checkout),
 }
 
 /// A checkout drawn with a token (the waitlist entry it is, if one) and how it uses it.
@@ -142,6 +145,10 @@ pub struct Done {
     pub buyer_refunded: Option<OrderId>,
     /// A checkout that died half-way (the client will retry it).
     pub crashed: Option<Checkout>,
+    /// A checkout recorded during a store outage (answered 202, no order yet).
+    pub recorded: Option<OrderId>,
+    /// A recorded checkout the consumer finished: written (`true`) or refused.
+    pub recorded_done: Option<(OrderId, bool)>,
     /// An admission token a buyer was given.
     pub token: Option<(UserId, String)>,
     /// A buyer's queue state as read, with the room's halt when waiting without an ETA.
@@ -222,6 +229,10 @@ pub struct Sim {
     pub buyer_refunded: HashSet<OrderId>,
     /// Orders one of whose codes was redeemed: never refunded.
     pub redeemed: HashSet<OrderId>,
+    /// Checkouts recorded during a store outage and not yet written or refused.
+    pub recorded: BTreeSet<OrderId>,
+    /// Recorded checkouts the consumer wrote (each must be an order at quiescence).
+    pub recorded_written: BTreeSet<OrderId>,
     pub trace: Vec<String>,
     pub stats: Stats,
     /// `--strict`: also arms the fault point whose loss nothing repairs yet (F2).
@@ -298,6 +309,8 @@ impl Sim {
             shown: BTreeMap::new(),
             buyer_refunded: HashSet::new(),
             redeemed: HashSet::new(),
+            recorded: BTreeSet::new(),
+            recorded_written: BTreeSet::new(),
             trace: Vec::new(),
             stats: Stats::default(),
             strict: false,
@@ -469,6 +482,12 @@ impl Sim {
                     self.queue.push(Queued { due_ms: now() + 60_000, ..q.clone() });
                 }
                 Delivery::Event(_) | Delivery::Told(..) => {
+                    self.stats.sometimes.hit("delivery: event lost, redelivered a minute later");
+                    self.log(format!("LOST (redelivered later) {}", label(&q.what)));
+                    self.queue.push(Queued { due_ms: now() + 60_000, ..q.clone() });
+                }
+                // SQS keeps a message it took (a recording has no other copy: docs/inventory-models.md)
+                Delivery::Queue(Message::RecordedCheckout { .. }) => {
                     self.stats.sometimes.hit("delivery: event lost, redelivered a minute later");
                     self.log(format!("LOST (redelivered later) {}", label(&q.what)));
                     self.queue.push(Queued { due_ms: now() + 60_000, ..q.clone() });
@@ -903,7 +922,9 @@ impl Sim {
         let provider = &self.provider;
         let armed = self.armed;
         let watch = &*self.watch;
-        let done = futures_join_all(actions.iter().map(|a| exec(app, supplier, provider, watch, armed, a))).await;
+        let stock = &*self.world.stock;
+        let done =
+            futures_join_all(actions.iter().map(|a| exec(app, stock, supplier, provider, watch, armed, a))).await;
         let tag = if done.len() > 1 { "|| " } else { "" };
         for d in done {
             self.log(format!("{tag}{}", d.log));
@@ -921,6 +942,7 @@ impl Sim {
             }
             self.queue.extend(d.requeue);
             self.crashed.extend(d.crashed);
+            self.note_recorded(d.recorded, d.recorded_done);
             if let Some((u, t)) = d.token {
                 self.tokens.insert(u, t);
             }
@@ -1041,7 +1063,16 @@ impl Sim {
             self.drain().await;
             clock::set_virtual_ms(Some(now() + 1_200_000));
             self.drain().await;
-            let d = exec(&self.app, &self.supplier, &self.provider, &self.watch, None, &Action::Reconcile).await;
+            let d = exec(
+                &self.app,
+                &self.world.stock,
+                &self.supplier,
+                &self.provider,
+                &self.watch,
+                None,
+                &Action::Reconcile,
+            )
+            .await;
             self.log(d.log);
             self.collect();
         }
@@ -1052,10 +1083,31 @@ impl Sim {
         for _ in 0..10_000 {
             self.collect();
             let Some(q) = self.take_due(false) else { break };
-            let d = exec(&self.app, &self.supplier, &self.provider, &self.watch, None, &Action::Deliver(q)).await;
+            let d = exec(
+                &self.app,
+                &self.world.stock,
+                &self.supplier,
+                &self.provider,
+                &self.watch,
+                None,
+                &Action::Deliver(q),
+            )
+            .await;
             self.log(d.log);
             self.queue.extend(d.requeue);
             self.extra.extend(d.wl_violations);
+            self.note_recorded(d.recorded, d.recorded_done);
+        }
+    }
+
+    /// A checkout recorded during an outage, and one the consumer wrote (`true`) or refused.
+    fn note_recorded(&mut self, recorded: Option<OrderId>, done: Option<(OrderId, bool)>) {
+        self.recorded.extend(recorded);
+        if let Some((id, written)) = done {
+            self.recorded.remove(&id);
+            if written {
+                self.recorded_written.insert(id);
+            }
         }
     }
 }
@@ -1245,6 +1297,7 @@ async fn checkout(app: &App, c: &Checkout, token: Option<&str>, race: bool, d: &
 /// Runs one action through the real services and consumers.
 pub async fn exec(
     app: &App,
+    stock: &MemoryStock,
     supplier: &MemorySupplier,
     provider: &MemoryProvider,
     watch: &Watched,
@@ -1377,6 +1430,7 @@ pub async fn exec(
         Action::Redeem(id) => redeem_first(app, id, &mut d).await,
         Action::Reveal(u, id) => kinds::reveal(app, u, id, &mut d).await,
         Action::FailIssues(n) => kinds::fail_issues(supplier, *n),
+        Action::Outage(c) => kinds::in_outage(app, stock, c, &mut d).await,
         Action::Reissue(id) => kinds::reissue_codes(app, id, &mut d).await,
         Action::RefundWebhook(c, webhooks) => {
             provider.finish_refund(&c.provider_refund_id, c.succeeded);
@@ -1607,7 +1661,10 @@ async fn deliver(app: &App, armed: Option<&'static str>, q: &Delivery, d: &mut D
             let r = h::payment_timeout::handle(app, ev).await;
             (batch(r, d), Vec::new())
         }
-        Delivery::Queue(m @ (Message::ReservationCheck { .. } | Message::RecordedCheckout { .. })) => {
+        Delivery::Queue(Message::RecordedCheckout { user, key, lines, details, recorded_at, attempt, .. }) => {
+            kinds::complete_recorded(app, (user, key), lines, details, (*recorded_at, *attempt), d).await
+        }
+        Delivery::Queue(m @ Message::ReservationCheck { .. }) => {
             let ev = sqs(serde_json::to_string(m).unwrap_or_default());
             let fired = fires(armed, &[RESERVATION_CHECK_DROP, RESERVATION_CHECK_CRASH]);
             d.hits.extend(fired.and_then(fault_path));

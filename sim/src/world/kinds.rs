@@ -3,8 +3,9 @@
 //! supplier failing its code issues (retried, given up) and an operator's reissue; buyers reading
 //! their codes before payment, while pending, once issued, and another buyer's.
 
-use super::{Action, Checkout, Done, Sim};
+use super::{Action, Checkout, Done, Queued, Sim};
 use crate::shop;
+use holdfast::adapters::memory::MemoryStock;
 use holdfast::adapters::supplier::MemorySupplier;
 use holdfast::app::App;
 use holdfast::domain::order::{Order, OrderRecord, OrderStatus};
@@ -25,7 +26,7 @@ impl Sim {
     pub(super) fn draw_kinds(&mut self) -> Option<Action> {
         let back = Sku::parse(shop::BACKORDER_SKU).ok()?;
         let scodes = Sku::parse(shop::SUPPLIER_CODES_SKU).ok()?;
-        Some(match self.rng.u8(..23) {
+        Some(match self.rng.u8(..25) {
             // the backorder SKU: up to 3 units of its 2, alone or beside any other kind (the
             // matrix refuses a pay-time, at-shipment, code-pool or supplier line beside it)
             0..=3 => {
@@ -88,6 +89,19 @@ impl Sim {
                 let id = shown.get(self.rng.usize(..shown.len().max(1)))?.clone();
                 let o = self.orders().into_iter().find(|o| o.id == id)?;
                 Action::Buyer(o.user, id, holdfast::service::after_sale::Change::Refund { reason: "seen it".into() })
+            }
+            // the store stops answering for a checkout's SKUs: the backorder SKU alone is
+            // recorded (202) and written once the store answers; beside another kind, 503
+            23..=24 => {
+                let back = Sku::parse(shop::BACKORDER_SKU).ok()?;
+                let mut lines = vec![LineRequest::plain(back, Quantity::new(self.rng.u64(1..=3)).ok()?)];
+                if self.rng.u8(..3) == 0 {
+                    lines.push(self.other_line(shop::BACKORDER_SKU));
+                }
+                match self.kinds_checkout(lines)? {
+                    Action::Checkout(c) => Action::Outage(c),
+                    other => other,
+                }
             }
             // the supplier confirms (or refuses) what it was asked to book
             _ => Action::Supplier(if self.rng.u8(..6) == 0 {
@@ -208,4 +222,51 @@ pub(super) async fn reissue_codes(app: &App, id: &OrderId, d: &mut Done) -> Stri
         Err(_) => "supplier codes: reissue refused, other",
     });
     format!("admin reissue codes {id} -> {}", super::show(r, |n| format!("{n} codes")))
+}
+
+/// A checkout while the store does not answer for its SKUs (their freezes fail as an unanswered
+/// DynamoDB request): recorded when every line may be sold short, else refused as before.
+pub(super) async fn in_outage(app: &App, stock: &MemoryStock, c: &Checkout, d: &mut Done) -> String {
+    let skus: Vec<Sku> = c.lines.iter().map(|l| l.sku.clone()).collect();
+    stock.set_outage(&skus);
+    let (out, _) = super::checkout(app, c, None, false, d).await;
+    stock.set_outage(&[]);
+    if out.contains("checkout was recorded") {
+        d.recorded = Some(OrderId::derive(&c.user, &c.key));
+        d.hits.push("backorder: checkout recorded in a store outage");
+    } else if out.contains("did not answer") {
+        d.hits.push("backorder: a checkout beside another kind is refused in an outage");
+    }
+    format!("outage {out}")
+}
+
+/// The reservation-check consumer's work on a recorded checkout (`orders::recorded::complete`):
+/// written, refused, or recorded again; `false` = it failed and is redelivered.
+pub(super) async fn complete_recorded(
+    app: &App,
+    (user, key): (&str, &str),
+    lines: &[holdfast::ports::RecordedLine],
+    details: &holdfast::domain::order::OrderDetails,
+    (recorded_at, attempt): (i64, u32),
+    d: &mut Done,
+) -> (bool, Vec<Queued>) {
+    use holdfast::service::orders::recorded::{complete, RecordedOutcome};
+    let id = match (UserId::parse(user), IdempotencyKey::parse(key)) {
+        (Ok(u), Ok(k)) => OrderId::derive(&u, &k),
+        _ => return (false, Vec::new()),
+    };
+    match complete(app, user, key, lines, details, recorded_at, attempt).await {
+        Ok(RecordedOutcome::Written { .. }) => {
+            d.hits.push("backorder: recorded checkout written");
+            d.recorded_done = Some((id, true));
+            (true, Vec::new())
+        }
+        Ok(RecordedOutcome::Refused(_)) => {
+            d.hits.push("backorder: recorded checkout refused once the store answered");
+            d.recorded_done = Some((id, false));
+            (true, Vec::new())
+        }
+        Ok(RecordedOutcome::Again(_)) => (true, Vec::new()),
+        Err(_) => (false, Vec::new()),
+    }
 }
