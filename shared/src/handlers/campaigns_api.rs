@@ -3,7 +3,7 @@
 //! consistent, cached per warm Lambda for `HOLDFAST_PUBLIC_CACHE_MS`, sent with
 //! `Cache-Control: max-age`).
 
-use super::stock_api::{admin_problem, sku_param, view_json};
+use super::stock_api::{sku_param, view_json};
 use crate::api::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
 };
@@ -14,41 +14,12 @@ use crate::domain::campaign::{status_at, Campaign};
 use crate::domain::{CampaignId, Quantity};
 use crate::http::{self, json_response, path_param, subject, typed_body, Code, Problem, Request, Response};
 use crate::service::admin;
-use crate::service::campaigns::{self, CampaignError, EligibilityInput};
+use crate::service::campaigns::{self, EligibilityInput};
 use ::http::header::{HeaderValue, CACHE_CONTROL};
 use serde::de::DeserializeOwned;
 
 pub(crate) fn campaign_param(req: &Request) -> Result<CampaignId, Problem> {
     CampaignId::parse(path_param(req, "campaign_id")?).map_err(|_| Problem::not_found("no such campaign"))
-}
-
-pub fn campaign_problem(e: CampaignError) -> Problem {
-    match e {
-        CampaignError::UnknownCampaign(c) => Problem::not_found(format!("no campaign {c}")).campaign(c.as_str()),
-        CampaignError::UnknownSku(s) => Problem::new(Code::UnknownSku, format!("no SKU {s}")).sku(s.as_str()),
-        CampaignError::NotInCampaign(s) => {
-            Problem::new(Code::NotInCampaign, format!("this campaign does not sell {s}")).sku(s.as_str())
-        }
-        CampaignError::Invalid(s) => Problem::validation(s.to_string()).field(s.field()),
-        CampaignError::Update(u) => Problem::new(Code::CampaignLockedField, u.to_string()),
-        CampaignError::Insufficient(n) => Problem::new(
-            Code::InsufficientStock,
-            format!("cannot remove {} units of quota: not that many available", n.unsigned_abs()),
-        ),
-        CampaignError::AdjustmentReused => {
-            Problem::new(Code::IdempotencyKeyReused, "this adjustment_id was already applied with a different change")
-        }
-        CampaignError::Contention => Problem::internal("contention; retry"),
-        CampaignError::NoCampaign(s, k) => {
-            Problem::validation(format!("{s} ({k}) is not sold in campaigns")).field("items").sku(s.as_str())
-        }
-        CampaignError::NotFenceable(s) => {
-            Problem::validation(format!("{s} cannot be ring-fenced: only plain stock taken at order can"))
-                .field("items")
-                .sku(s.as_str())
-        }
-        CampaignError::Store(e) => Problem::from(e),
-    }
 }
 
 fn campaign_json(v: &campaigns::CampaignView, now_s: i64) -> anyhow::Result<serde_json::Value> {
@@ -118,7 +89,7 @@ pub async fn put_campaign(app: &App, req: &Request) -> Result<Response, Problem>
     let spec = typed_body::<CampaignRequest>(req, app.config.max_body_bytes)?.into();
     let actor = subject(req).ok();
     let (c, created) =
-        campaigns::put_by(app, &id, &spec, actor.as_ref().map(|a| a.as_str())).await.map_err(campaign_problem)?;
+        campaigns::put_by(app, &id, &spec, actor.as_ref().map(|a| a.as_str())).await.map_err(Problem::from)?;
     // the admin write's actor (security review L7): the caller's sub
     tracing::info!(campaign_id = %id, actor = admin_actor(req), created, "admin campaign put");
     admin_view(app, &c, if created { 201 } else { 200 }).await
@@ -137,7 +108,7 @@ pub async fn adjust_campaign(app: &App, req: &Request) -> Result<Response, Probl
     let b: CampaignAdjustmentRequest = typed_body(req, app.config.max_body_bytes)?;
     let applied = campaigns::adjust(app, &id, &b.sku, &b.adjustment_id, b.delta, &b.reason, actor.as_ref())
         .await
-        .map_err(campaign_problem)?;
+        .map_err(Problem::from)?;
     let c = app.stock.get_campaign(&id, true).await?.ok_or_else(|| Problem::internal("campaign vanished"))?;
     admin_view(app, &c, if applied { 201 } else { 200 }).await
 }
@@ -146,9 +117,8 @@ pub async fn pause_campaign(app: &App, req: &Request, paused: bool) -> Result<Re
     let id = campaign_param(req)?;
     http::body_bytes(req, app.config.max_body_bytes)?;
     let actor = subject(req).ok();
-    let c = campaigns::set_paused_by(app, &id, paused, actor.as_ref().map(|a| a.as_str()))
-        .await
-        .map_err(campaign_problem)?;
+    let c =
+        campaigns::set_paused_by(app, &id, paused, actor.as_ref().map(|a| a.as_str())).await.map_err(Problem::from)?;
     tracing::info!(campaign_id = %id, actor = admin_actor(req), paused, "admin campaign pause");
     admin_view(app, &c, 200).await
 }
@@ -157,7 +127,7 @@ pub async fn pause_sku(app: &App, req: &Request, paused: bool) -> Result<Respons
     let sku = sku_param(req).map_err(|_| Problem::not_found("no such SKU"))?;
     http::body_bytes(req, app.config.max_body_bytes)?;
     let actor = subject(req).ok();
-    admin::set_paused_by(app, &sku, paused, actor.as_ref().map(|a| a.as_str())).await.map_err(admin_problem)?;
+    admin::set_paused_by(app, &sku, paused, actor.as_ref().map(|a| a.as_str())).await.map_err(Problem::from)?;
     tracing::info!(sku = %sku, actor = admin_actor(req), paused, "admin SKU pause");
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(200, &super::stock_api::admin_sku_view(app, &v).await?))

@@ -1,6 +1,5 @@
 //! create-order: `POST /orders` with a required `Idempotency-Key`.
 
-use super::common::freeze_problem;
 use crate::api::orders::{CreateOrderRequest, OrderView, RecordedCheckoutView};
 use crate::api::{Auth, Route, SCOPE_ORDERS_WRITE};
 use crate::app::App;
@@ -43,65 +42,6 @@ pub async fn handle_checkout(app: &App, req: Request, queued: bool) -> Response 
         r.headers.insert("x-request-id", v);
     }
     r
-}
-
-fn create_problem(e: CreateError) -> Problem {
-    match e {
-        CreateError::Freeze(f) => freeze_problem(f),
-        CreateError::Admission(r) => {
-            use crate::service::queue::AdmissionRefusal;
-            let code = match r {
-                AdmissionRefusal::Required(_) => Code::AdmissionRequired,
-                AdmissionRefusal::Invalid(_) => Code::AdmissionInvalid,
-            };
-            Problem::new(code, r.to_string()).field("admission_token")
-        }
-        e @ CreateError::TwoQueues => Problem::validation(e.to_string()).field("items"),
-        CreateError::KeyReused => {
-            Problem::new(Code::IdempotencyKeyReused, "this Idempotency-Key was already used with a different body")
-        }
-        CreateError::ReservationExpired => Problem::new(
-            Code::ReservationExpired,
-            "the stock held for this checkout was released; start a new checkout with a new Idempotency-Key",
-        ),
-        CreateError::MixedCurrency => Problem::validation("all SKUs of one order must share a currency"),
-        CreateError::Money(m) => Problem::validation(m.to_string()),
-        CreateError::Crash(c) => Problem::new(Code::InjectedCrash, c.to_string()),
-        CreateError::Aborted(e) => {
-            tracing::error!(error = format!("{e:#}"), "checkout aborted");
-            Problem::new(
-                Code::CheckoutAborted,
-                "the order could not be written and its stock was released; start a new checkout with a new Idempotency-Key",
-            )
-        }
-        CreateError::Store(e) => Problem::from_store(e),
-        // answered 202 by `checkout` before any problem is made
-        CreateError::Recorded(r) => Problem::internal(format!("checkout {} recorded", r.order_id)),
-        CreateError::RateLimited(sku, after) => Problem::new(
-            Code::RateLimited,
-            format!("{sku} admits no more checkouts this second; retry after {after} s"),
-        )
-        .sku(sku.as_str())
-        .retry_after(after),
-        // the record's discount against the amount (docs/order-record.md)
-        CreateError::Discount(d) => Problem::validation(d.to_string()).field("discount"),
-        CreateError::Supplier(q) => {
-            use crate::service::supplier::QuoteError;
-            match q {
-                QuoteError::Short(s) => freeze_problem(crate::service::stock::FreezeError::Insufficient(s)),
-                QuoteError::Mixed(ref s) | QuoteError::Campaign(ref s) | QuoteError::TooManyCodes(ref s) => {
-                    Problem::validation(q.to_string()).field("items").sku(s.as_str())
-                }
-                QuoteError::Unavailable(s, e) => {
-                    tracing::warn!(sku = %s, error = format!("{e:#}"), "supplier quote failed");
-                    Problem::internal(format!(
-                        "the supplier of {s} did not answer; retry with the same Idempotency-Key"
-                    ))
-                    .retry_after(1)
-                }
-            }
-        }
-    }
 }
 
 /// The answer to a retry of a checkout that already wrote its order (same user, Idempotency-Key
@@ -207,7 +147,7 @@ async fn checkout(
     if let Err(CreateError::Recorded(r)) = &created {
         return Ok(json_response(202, &RecordedCheckoutView::from(&**r)));
     }
-    let (order, replayed) = created.map_err(create_problem).inspect_err(|p| {
+    let (order, replayed) = created.map_err(Problem::from).inspect_err(|p| {
         if p.code == Code::Busy {
             app.count(names::THROTTLED, 1);
         }

@@ -10,6 +10,7 @@ mod fuzz;
 pub mod orders_api;
 pub mod payment_callback;
 pub mod payment_timeout;
+pub mod problems;
 pub mod publish_events;
 pub mod push_api;
 pub mod queue_api;

@@ -17,7 +17,7 @@ use crate::http::{
 };
 use crate::ports::OrderCursor;
 use crate::service::after_sale::{self, Caller, Change};
-use crate::service::orders::{self, OrderError, StockRefusal};
+use crate::service::orders::{self};
 use base64::Engine;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
@@ -94,7 +94,7 @@ async fn route(app: &App, req: Request) -> Result<Response, Problem> {
             };
             let o = after_sale::decide_refund(app, &order_id(&req)?, b.approve, &b.reason, &actor, requested_at)
                 .await
-                .map_err(order_problem)?;
+                .map_err(Problem::from)?;
             Ok(json_response(200, &OrderView::from(&o)))
         }
         "POST /admin/orders/{order_id}/codes/redeem" => redeem_code(app, &req).await,
@@ -137,30 +137,13 @@ fn past_day(req: &Request) -> Result<crate::domain::model::Day, Problem> {
     Ok(day)
 }
 
-fn order_problem(e: OrderError) -> Problem {
-    match e {
-        OrderError::NotFound => Problem::not_found("no such order"),
-        OrderError::Invalid(t) => Problem::invalid_transition(format!("the order is {}", t.from.as_str())),
-        OrderError::Refused(r) => match r {
-            StockRefusal::StockLost => Problem::new(Code::Oversold, r.to_string()),
-            StockRefusal::NotConfirmed | StockRefusal::Backordered(_) | StockRefusal::CodesNotIssued => {
-                Problem::invalid_transition(r.to_string())
-            }
-            StockRefusal::CodesRedeemed => Problem::new(Code::CodesRedeemed, r.to_string()),
-        },
-        e @ OrderError::PaymentProcessing => Problem::new(Code::PaymentProcessing, e.to_string()),
-        e @ OrderError::StaleDecision => Problem::new(Code::StaleDecision, e.to_string()),
-        OrderError::Store(e) => e.into(),
-    }
-}
-
 fn order_id(req: &Request) -> Result<OrderId, Problem> {
     OrderId::parse(path_param(req, "order_id")?).map_err(|_| Problem::not_found("no such order"))
 }
 
 async fn get(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
-    let o = orders::get_owned(app, &user, &order_id(req)?).await.map_err(order_problem)?;
+    let o = orders::get_owned(app, &user, &order_id(req)?).await.map_err(Problem::from)?;
     Ok(json_response(200, &OrderView::from(&o)))
 }
 
@@ -168,7 +151,7 @@ async fn get(app: &App, req: &Request) -> Result<Response, Problem> {
 async fn codes(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
     let id = order_id(req)?;
-    let codes = crate::service::codes::reveal_codes(app, &user, &id).await.map_err(super::common::code_problem)?;
+    let codes = crate::service::codes::reveal_codes(app, &user, &id).await.map_err(Problem::from)?;
     let codes = codes.into_iter().map(OrderCode::from).collect();
     let mut r = json_response(200, &OrderCodes { order_id: id.to_string(), codes });
     // a code is a bearer secret: no shared cache may keep it
@@ -191,7 +174,7 @@ async fn redeem_code(app: &App, req: &Request) -> Result<Response, Problem> {
         e @ RedeemError::Voided => Problem::new(Code::CodesVoided, e.to_string()),
         e @ RedeemError::NotRedeemable(_) => Problem::invalid_transition(e.to_string()),
         RedeemError::Contention => Problem::new(Code::TemporarilyUnavailable, "contention; retry").retry_after(1),
-        RedeemError::Codes(e) => super::common::code_problem(e),
+        RedeemError::Codes(e) => Problem::from(e),
         RedeemError::Store(e) => e.into(),
     })?;
     Ok(json_response(200, &CodeRedemption::from(&r)))
@@ -226,7 +209,7 @@ async fn reissue_codes(app: &App, req: &Request) -> Result<Response, Problem> {
 async fn cancel(app: &App, req: &Request) -> Result<Response, Problem> {
     let user = subject(req)?;
     http::body_bytes(req, app.config.max_body_bytes)?;
-    let o = orders::cancel(app, &user, &order_id(req)?).await.map_err(order_problem)?;
+    let o = orders::cancel(app, &user, &order_id(req)?).await.map_err(Problem::from)?;
     Ok(json_response(200, &OrderView::from(&o)))
 }
 
@@ -247,7 +230,7 @@ async fn start_payment(app: &App, req: &Request) -> Result<Response, Problem> {
         })?),
     };
     let (o, created) = paying::start(app, &user, &order_id(req)?, provider).await.map_err(|e| match e {
-        StartError::Order(e) => order_problem(e),
+        StartError::Order(e) => Problem::from(e),
         StartError::WindowClosed => Problem::invalid_transition("the order's payment deadline has passed"),
         StartError::TooManyAttempts => Problem::new(Code::TooManyPayments, e.to_string()),
         StartError::Refused(_) => Problem::new(Code::ProviderRefused, e.to_string()),
@@ -266,14 +249,14 @@ async fn start_payment(app: &App, req: &Request) -> Result<Response, Problem> {
 
 async fn buyer(app: &App, req: &Request, status: u16, change: Change) -> Result<Response, Problem> {
     let user = subject(req)?;
-    let o = after_sale::apply(app, Caller::Buyer(&user), &order_id(req)?, change).await.map_err(order_problem)?;
+    let o = after_sale::apply(app, Caller::Buyer(&user), &order_id(req)?, change).await.map_err(Problem::from)?;
     Ok(json_response(status, &OrderView::from(&o)))
 }
 
 async fn admin(app: &App, req: &Request, change: Change) -> Result<Response, Problem> {
     let actor = subject(req).map(|u| u.to_string()).unwrap_or_else(|_| "admin".into());
     let id = order_id(req)?;
-    let o = after_sale::apply_as(app, Caller::Admin, &id, change, Some(&actor)).await.map_err(order_problem)?;
+    let o = after_sale::apply_as(app, Caller::Admin, &id, change, Some(&actor)).await.map_err(Problem::from)?;
     tracing::info!(order_id = %id, actor, status = o.status.as_str(), "admin order change");
     Ok(json_response(200, &OrderView::from(&o)))
 }

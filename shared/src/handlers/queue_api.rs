@@ -8,8 +8,8 @@ use super::campaigns_api::campaign_param;
 use crate::api::queue::{QueuePlace, QueuePublic, QueueStatsView};
 use crate::api::{Auth, Route, ADMIN_CATALOGUE, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
-use crate::http::{self, finish, json_response, subject, Code, Problem, Request, Response};
-use crate::service::queue::{self, QueueError};
+use crate::http::{self, finish, json_response, subject, Problem, Request, Response};
+use crate::service::queue::{self};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
@@ -29,26 +29,18 @@ pub async fn handle(app: &App, req: Request) -> Response {
     finish(route(app, &req).await)
 }
 
-fn queue_problem(e: QueueError) -> Problem {
-    match e {
-        QueueError::NotFound(m) => Problem::not_found(m),
-        e @ QueueError::Ended(_) => Problem::new(Code::CampaignEnded, e.to_string()),
-        QueueError::Store(e) => e.into(),
-    }
-}
-
 async fn route(app: &App, req: &Request) -> Result<Response, Problem> {
     let id = campaign_param(req)?;
     match http::route(req) {
         "POST /campaigns/{campaign_id}/queue" => {
             let user = subject(req)?;
             http::body_bytes(req, app.config.max_body_bytes)?;
-            let (p, created) = queue::join(app, &user, &id).await.map_err(queue_problem)?;
+            let (p, created) = queue::join(app, &user, &id).await.map_err(Problem::from)?;
             Ok(json_response(if created { 201 } else { 200 }, &QueuePlace::new(id.as_str(), p)))
         }
         "GET /campaigns/{campaign_id}/queue/me" => {
             let user = subject(req)?;
-            let p = queue::me(app, &user, &id).await.map_err(queue_problem)?;
+            let p = queue::me(app, &user, &id).await.map_err(Problem::from)?;
             let mut r = json_response(200, &QueuePlace::new(id.as_str(), p));
             // the admission token is the buyer's: no shared cache may keep it
             r.headers
@@ -56,7 +48,7 @@ async fn route(app: &App, req: &Request) -> Result<Response, Problem> {
             Ok(r)
         }
         "GET /campaigns/{campaign_id}/queue" => {
-            let (c, spec, room, s) = queue::stats(app, &id).await.map_err(queue_problem)?;
+            let (c, spec, room, s) = queue::stats(app, &id).await.map_err(Problem::from)?;
             let started = crate::clock::now_s() >= c.starts_at;
             let public = QueuePublic {
                 rate: spec.rate,
@@ -74,15 +66,15 @@ async fn route(app: &App, req: &Request) -> Result<Response, Problem> {
             Ok(json_response(200, &v))
         }
         "GET /admin/campaigns/{campaign_id}/queue" => {
-            let (_, spec, _, s) = queue::stats(app, &id).await.map_err(queue_problem)?;
+            let (_, spec, _, s) = queue::stats(app, &id).await.map_err(Problem::from)?;
             Ok(json_response(200, &QueueStatsView::new(id.as_str(), &spec, &s)))
         }
         route @ ("POST /admin/campaigns/{campaign_id}/queue/pause"
         | "POST /admin/campaigns/{campaign_id}/queue/resume") => {
             http::body_bytes(req, app.config.max_body_bytes)?;
             let paused = route.ends_with("/pause");
-            queue::set_paused(app, &id, paused).await.map_err(queue_problem)?;
-            let (_, spec, _, s) = queue::stats(app, &id).await.map_err(queue_problem)?;
+            queue::set_paused(app, &id, paused).await.map_err(Problem::from)?;
+            let (_, spec, _, s) = queue::stats(app, &id).await.map_err(Problem::from)?;
             Ok(json_response(200, &QueueStatsView::new(id.as_str(), &spec, &s)))
         }
         other => Err(Problem::not_found(format!("no route {other}"))),

@@ -3,7 +3,6 @@
 //! `POST /reservations`, `POST /reservations/{order_id}/confirm|release`. A reservation belongs
 //! to the caller (`sub` of its token): others see 404.
 
-use super::common::freeze_problem;
 use crate::api::reservations::{ReservationRequest, ReservationView};
 use crate::api::{Auth, Route, SCOPE_RESERVATIONS};
 use crate::app::App;
@@ -43,7 +42,7 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
         fingerprint.push_str(u.as_str());
     }
     let skus: Vec<_> = lines.iter().map(|l| l.sku.clone()).collect();
-    let metas = stock::metas(app, &skus).await.map_err(freeze_problem)?;
+    let metas = stock::metas(app, &skus).await.map_err(Problem::from)?;
     let freeze = FreezeRequest {
         id: id.clone(),
         kind: ReservationKind::External,
@@ -53,7 +52,7 @@ async fn create(app: &App, req: &Request) -> Result<Response, Problem> {
         expires_at: clock::now_s() + ttl,
         admission: None,
     };
-    let (status, r) = match stock::freeze(app, &freeze, &metas).await.map_err(freeze_problem)? {
+    let (status, r) = match stock::freeze(app, &freeze, &metas).await.map_err(Problem::from)? {
         Frozen::Created(r) => (201, r),
         Frozen::Replayed(r) => (200, r),
     };

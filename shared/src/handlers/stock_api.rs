@@ -12,12 +12,10 @@ use crate::api::{
     Auth, Route, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE,
 };
 use crate::app::App;
-use crate::domain::model::{Day, ModelError};
+use crate::domain::model::Day;
 use crate::domain::Sku;
-use crate::http::{
-    self, finish, json_response, path_param, query, subject, typed_body, Code, Problem, Request, Response,
-};
-use crate::service::admin::{self, AdminError, StockView};
+use crate::http::{self, finish, json_response, path_param, query, subject, typed_body, Problem, Request, Response};
+use crate::service::admin::{self, StockView};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
@@ -77,41 +75,6 @@ pub fn sku_param(req: &Request) -> Result<Sku, Problem> {
     Sku::parse(path_param(req, "sku")?).map_err(|e| Problem::validation(e.to_string()).field("sku"))
 }
 
-pub fn admin_problem(e: AdminError) -> Problem {
-    match e {
-        AdminError::UnknownSku(s) => Problem::not_found(format!("no SKU {s}")).sku(s.as_str()),
-        AdminError::Insufficient(n) => {
-            Problem::new(Code::InsufficientStock, format!("cannot remove {n} units: not that many available"))
-        }
-        AdminError::AdjustmentReused => {
-            Problem::new(Code::IdempotencyKeyReused, "this adjustment_id was already applied with a different delta")
-        }
-        AdminError::Contention => Problem::internal("contention; retry"),
-        AdminError::Model(e) => {
-            let field = match e {
-                ModelError::ModelChanged(..) => "model",
-                ModelError::UnlimitedUnit
-                | ModelError::UnlimitedAtPayment
-                | ModelError::AtShipmentShape
-                | ModelError::BackorderShape
-                | ModelError::CodePoolShape => "model",
-                ModelError::CodePoolShards => "shards",
-                ModelError::WarehouseShape => "model",
-                ModelError::WarehousesMissing
-                | ModelError::WarehousesWithoutModel
-                | ModelError::TooManyWarehouses
-                | ModelError::DuplicateWarehouse(_)
-                | ModelError::WarehouseDropped(_) => "warehouses",
-                _ => "bundle",
-            };
-            Problem::validation(e.to_string()).field(field)
-        }
-        AdminError::NotAdjustable(d) => Problem::validation(d),
-        e @ AdminError::UnknownWarehouse(..) => Problem::not_found(e.to_string()).field("warehouse"),
-        AdminError::Store(e) => Problem::from(e),
-    }
-}
-
 /// The stock view as JSON, the form the warm-Lambda public cache keeps.
 pub fn view_json(v: &StockView) -> anyhow::Result<serde_json::Value> {
     Ok(serde_json::to_value(SkuView::from(v))?)
@@ -125,7 +88,7 @@ async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
     let actor = subject(req).ok();
     let (_, created) = admin::put_sku_with(app, &sku, &spec, stores.as_ref(), actor.as_ref().map(|a| a.as_str()))
         .await
-        .map_err(admin_problem)?;
+        .map_err(Problem::from)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if created { 201 } else { 200 }, &admin_sku_view(app, &v).await?))
 }
@@ -149,7 +112,7 @@ async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {
         Some(w) => admin::adjust_warehouse(app, &sku, w, &b.adjustment_id, b.delta, &b.reason, actor).await,
         None => admin::adjust(app, &sku, &b.adjustment_id, b.delta, &b.reason, actor, &dates).await,
     }
-    .map_err(admin_problem)?;
+    .map_err(Problem::from)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if applied { 201 } else { 200 }, &SkuView::from(&v)))
 }
@@ -173,7 +136,7 @@ async fn upload_codes(app: &App, req: &Request) -> Result<Response, Problem> {
     let actor = actor.as_ref().map(|a| a.as_str());
     let (r, created) = crate::service::codes::upload_expiring(app, &sku, &b.batch_id, &b.codes, expires, actor)
         .await
-        .map_err(super::common::code_problem)?;
+        .map_err(Problem::from)?;
     let view = CodeBatchView {
         sku: sku.to_string(),
         batch_id: b.batch_id,
@@ -187,7 +150,7 @@ async fn upload_codes(app: &App, req: &Request) -> Result<Response, Problem> {
 /// `GET /admin/skus/{sku}/codes`: the pool's counts.
 async fn code_pool(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
-    let p = crate::service::codes::summary(app, &sku).await.map_err(super::common::code_problem)?;
+    let p = crate::service::codes::summary(app, &sku).await.map_err(Problem::from)?;
     Ok(json_response(200, &CodePoolView::from(&p)))
 }
 
