@@ -3,7 +3,7 @@
 //! ([`super::stripe`]) differ only in their header's format, tolerance and errors; the MAC and
 //! its constant-time comparison are this one.
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 /// The MAC of the signed payload `"<t>.<body>"` under `secret`.

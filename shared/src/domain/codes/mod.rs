@@ -21,7 +21,7 @@ use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit as MacKeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -233,7 +233,7 @@ impl Keyring {
     }
 
     pub fn fingerprint(&self, sku: &Sku, code: &str) -> String {
-        let mut m = match <Hmac<Sha256> as Mac>::new_from_slice(&self.keys[0].fingerprint_key) {
+        let mut m = match <Hmac<Sha256> as MacKeyInit>::new_from_slice(&self.keys[0].fingerprint_key) {
             Ok(m) => m,
             Err(_) => unreachable!("HMAC takes a key of any length"),
         };
