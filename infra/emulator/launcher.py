@@ -172,29 +172,17 @@ class FaultHook:
             return self.app(environ, start_response)
         if rule.get("delay_ms"):
             time.sleep(float(rule["delay_ms"]) / 1000.0)
-        if rule.get("fail"):
+        # "fail": the store out of reach (500); "throttle": capacity refused (400)
+        answers = (("fail", "500 Internal Server Error"), ("throttle", "400 Bad Request"))
+        failure = next(((k, status) for k, status in answers if rule.get(k)), None)
+        if failure:
             import json
 
-            code = str(rule["fail"])
+            code = str(rule[failure[0]])
             payload = json.dumps(
                 {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected by the fault hook"}
             ).encode()
-            start_response(
-                "500 Internal Server Error",
-                [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-ErrorType", code)],
-            )
-            return [payload]
-        if rule.get("throttle"):
-            import json
-
-            code = str(rule["throttle"])
-            payload = json.dumps(
-                {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected by the fault hook"}
-            ).encode()
-            start_response(
-                "400 Bad Request",
-                [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-ErrorType", code)],
-            )
+            start_response(failure[1], [("Content-Type", "application/x-amz-json-1.0"), ("x-amzn-ErrorType", code)])
             return [payload]
         return self.app(environ, start_response)
 

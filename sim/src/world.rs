@@ -1063,16 +1063,7 @@ impl Sim {
             self.drain().await;
             clock::set_virtual_ms(Some(now() + 1_200_000));
             self.drain().await;
-            let d = exec(
-                &self.app,
-                &self.world.stock,
-                &self.supplier,
-                &self.provider,
-                &self.watch,
-                None,
-                &Action::Reconcile,
-            )
-            .await;
+            let d = self.exec_unarmed(&Action::Reconcile).await;
             self.log(d.log);
             self.collect();
         }
@@ -1083,21 +1074,17 @@ impl Sim {
         for _ in 0..10_000 {
             self.collect();
             let Some(q) = self.take_due(false) else { break };
-            let d = exec(
-                &self.app,
-                &self.world.stock,
-                &self.supplier,
-                &self.provider,
-                &self.watch,
-                None,
-                &Action::Deliver(q),
-            )
-            .await;
+            let d = self.exec_unarmed(&Action::Deliver(q)).await;
             self.log(d.log);
             self.queue.extend(d.requeue);
             self.extra.extend(d.wl_violations);
             self.note_recorded(d.recorded, d.recorded_done);
         }
+    }
+
+    /// One action with no fault armed (the quiescence phase).
+    async fn exec_unarmed(&self, a: &Action) -> Done {
+        exec(&self.app, &self.world.stock, &self.supplier, &self.provider, &self.watch, None, a).await
     }
 
     /// A checkout recorded during an outage, and one the consumer wrote (`true`) or refused.
