@@ -58,6 +58,7 @@ NOTE = (
 # Which events/<fixture>.json each function gets (default: events/<name>.json).
 DEFAULT_FIXTURE = {
     "orders-api": "orders-api-get",
+    "queue-api": "queue-api-me",
     "stock-api": "stock-api-put",
     "stock-read": "stock-read-get",
 }
