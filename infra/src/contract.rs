@@ -15,7 +15,7 @@ fn describe(a: &Auth) -> String {
         Auth::User => "any JWT".into(),
         Auth::Scope(s) => format!("JWT with scope {s}"),
         Auth::AnyScope(s) => any_scope(s),
-        Auth::Signed => "webhook signature".into(),
+        Auth::Signed(_) => "webhook signature".into(),
     }
 }
 
@@ -79,7 +79,7 @@ pub fn spec_routes(spec: &serde_json::Value) -> Result<BTreeMap<String, String>,
 /// What API Gateway does for a route the code describes: the webhook has no authorizer.
 fn as_template(a: &Auth) -> template::Auth {
     match a {
-        Auth::Public | Auth::Signed => template::Auth::Public,
+        Auth::Public | Auth::Signed(_) => template::Auth::Public,
         Auth::User => template::Auth::Jwt { scopes: vec![] },
         Auth::Scope(s) => template::Auth::Jwt { scopes: vec![(*s).to_owned()] },
         Auth::AnyScope(s) => template::Auth::Jwt { scopes: s.iter().map(|s| (*s).to_owned()).collect() },

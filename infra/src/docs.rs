@@ -88,7 +88,7 @@ pub fn page(spec: &Value) -> String {
 mod tests {
     #[test]
     fn the_page_lists_every_operation_with_its_auth() {
-        let spec: serde_json::Value = serde_json::from_str(&holdfast::api::spec::openapi_json()).unwrap();
+        let spec: serde_json::Value = serde_json::from_str(&holdfast::handlers::routes::openapi_json()).unwrap();
         let p = super::page(&spec);
         for (_, routes) in holdfast::handlers::ROUTES {
             for r in *routes {

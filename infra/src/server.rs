@@ -106,7 +106,7 @@ fn api_pages(method: &str, path: &str) -> Option<hyper::Response<Full<Bytes>>> {
         return None;
     }
     let (json, html) = SPEC.get_or_init(|| {
-        let json = holdfast::api::spec::openapi_json();
+        let json = holdfast::handlers::routes::openapi_json();
         let html = crate::docs::page(&serde_json::from_str(&json).unwrap_or_default());
         (json, html)
     });

@@ -98,6 +98,7 @@ fn log_level(get: &dyn Fn(&str) -> Option<String>) -> tracing_subscriber::filter
 pub async fn http(
     name: &'static str,
     wire: impl FnOnce(Wiring) -> Wiring,
+    routes: &'static [crate::handlers::Route],
     handle: impl AsyncFn(&App, Request) -> Response,
 ) -> Result<(), Error> {
     let app = app(name, wire).await?;
@@ -111,11 +112,11 @@ pub async fn http(
             Ok(req) => req,
             Err(refused) => return Ok::<_, HandlerError>(*refused),
         };
-        let req = match gate.check(req, crate::clock::now_s()) {
+        let req = match gate.check(req, crate::clock::now_s(), routes) {
             Ok(req) => req,
             Err(refused) => return Ok(*refused),
         };
-        Ok(crate::handlers::guarded(app, req, handle).await)
+        Ok(crate::handlers::guarded(app, req, routes, handle).await)
     }))
     .await
 }

@@ -10,6 +10,8 @@
 //! passed on untouched: in AWS, API Gateway has already authorised it, and a token in the header
 //! must never be trusted on this code's word.
 
+use crate::api::Auth;
+use crate::handlers::Route;
 use crate::http::{Request, Response};
 use aws_lambda_events::apigw::{ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerJwtDescription};
 use std::collections::HashMap;
@@ -35,73 +37,23 @@ pub enum RouteAuth {
     Jwt(&'static [&'static str]),
 }
 
-pub const ROUTE_AUTH: &[(&str, RouteAuth)] = &[
-    ("POST /orders", RouteAuth::Jwt(&["orders:write"])),
-    ("GET /orders", RouteAuth::Jwt(&["orders:read"])),
-    ("GET /orders/{order_id}", RouteAuth::Jwt(&["orders:read"])),
-    ("POST /orders/{order_id}/cancel", RouteAuth::Jwt(&["orders:write"])),
-    ("POST /orders/{order_id}/payments", RouteAuth::Jwt(&["orders:write"])),
-    ("POST /orders/{order_id}/refund", RouteAuth::Jwt(&["orders:write"])),
-    ("POST /orders/{order_id}/confirm-receipt", RouteAuth::Jwt(&["orders:write"])),
-    ("POST /orders/{order_id}/return", RouteAuth::Jwt(&["orders:write"])),
-    ("GET /admin/orders/{order_id}", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("GET /admin/orders/{order_id}/log", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("POST /admin/orders/{order_id}/ship", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("POST /admin/orders/{order_id}/return-received", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("POST /admin/orders/{order_id}/cancel", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("POST /admin/orders/{order_id}/refund-decision", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("POST /admin/orders/{order_id}/codes/redeem", RouteAuth::Jwt(&["stock:codes", "stock:admin"])),
-    ("POST /admin/orders/{order_id}/codes/reissue", RouteAuth::Jwt(&["stock:codes", "stock:admin"])),
-    ("GET /admin/refund-reviews", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("GET /admin/settlement/{date}", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("POST /admin/settlement/{date}/run", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("GET /admin/ledger/{date}", RouteAuth::Jwt(&["orders:admin", "stock:admin"])),
-    ("GET /admin/skus/{sku}/journal", RouteAuth::Jwt(&["stock:adjust", "stock:admin"])),
-    ("POST /admin/skus/{sku}/codes", RouteAuth::Jwt(&["stock:codes", "stock:admin"])),
-    ("GET /admin/skus/{sku}/codes", RouteAuth::Jwt(&["stock:codes", "stock:admin"])),
-    ("GET /admin/skus/{sku}", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("GET /admin/sales-switch", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("PUT /admin/sales-switch", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("GET /admin/campaigns", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("GET /admin/campaigns/{campaign_id}/stats", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("GET /admin/machinery", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("GET /console/", RouteAuth::Public),
-    ("GET /shop/", RouteAuth::Public),
-    ("POST /payments/callback", RouteAuth::Public),
-    ("POST /payments/refunds", RouteAuth::Public),
-    ("POST /payments/stripe", RouteAuth::Public),
-    ("POST /reservations", RouteAuth::Jwt(&["reservations:write"])),
-    ("POST /reservations/{order_id}/confirm", RouteAuth::Jwt(&["reservations:write"])),
-    ("POST /reservations/{order_id}/release", RouteAuth::Jwt(&["reservations:write"])),
-    ("PUT /admin/skus/{sku}", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("POST /admin/skus/{sku}/adjustments", RouteAuth::Jwt(&["stock:adjust", "stock:admin"])),
-    ("POST /admin/skus/{sku}/pause", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("POST /admin/skus/{sku}/resume", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("GET /skus/{sku}", RouteAuth::Public),
-    ("GET /skus/{sku}/availability", RouteAuth::Public),
-    ("GET /skus/{sku}/calendar", RouteAuth::Public),
-    ("GET /orders/{order_id}/codes", RouteAuth::Jwt(&["orders:read"])),
-    ("GET /skus/{sku}/availability/me", RouteAuth::Jwt(&["orders:read"])),
-    ("POST /skus/{sku}/waitlist", RouteAuth::Jwt(&["orders:write"])),
-    ("DELETE /skus/{sku}/waitlist", RouteAuth::Jwt(&["orders:write"])),
-    ("GET /skus/{sku}/waitlist/me", RouteAuth::Jwt(&["orders:read"])),
-    ("PUT /admin/campaigns/{campaign_id}", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("POST /admin/campaigns/{campaign_id}/adjustments", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("POST /admin/campaigns/{campaign_id}/pause", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("POST /admin/campaigns/{campaign_id}/resume", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("GET /campaigns/{campaign_id}", RouteAuth::Public),
-    ("POST /campaigns/{campaign_id}/queue", RouteAuth::Jwt(&["orders:write"])),
-    ("GET /campaigns/{campaign_id}/queue/me", RouteAuth::Jwt(&["orders:read"])),
-    ("GET /campaigns/{campaign_id}/queue", RouteAuth::Jwt(&["orders:read"])),
-    ("POST /campaigns/{campaign_id}/checkout", RouteAuth::Jwt(&["orders:write"])),
-    ("GET /admin/campaigns/{campaign_id}/queue", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("POST /admin/campaigns/{campaign_id}/queue/pause", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-    ("POST /admin/campaigns/{campaign_id}/queue/resume", RouteAuth::Jwt(&["stock:catalogue", "stock:admin"])),
-];
+/// What API Gateway demands of a route, from its row in `routes` (`handlers::routes`; a function
+/// passes only its own, so its binary links no other function's handlers): a signed webhook and
+/// a public read need no token. A route no row names needs a token with no particular scope:
+/// closed by default.
+pub fn route_auth(routes: &'static [Route], route_key: &str) -> RouteAuth {
+    match routes.iter().find(|r| r.key == route_key).map(|r| &r.auth) {
+        Some(Auth::Public | Auth::Signed(_)) => RouteAuth::Public,
+        Some(Auth::Scope(s)) => RouteAuth::Jwt(std::slice::from_ref(s)),
+        Some(Auth::AnyScope(s)) => RouteAuth::Jwt(s),
+        Some(Auth::User) | None => RouteAuth::Jwt(&[]),
+    }
+}
 
-/// A route missing from [`ROUTE_AUTH`] needs a token with no particular scope: closed by default.
-pub fn route_auth(route_key: &str) -> RouteAuth {
-    ROUTE_AUTH.iter().find(|(k, _)| *k == route_key).map_or(RouteAuth::Jwt(&[]), |(_, a)| *a)
+/// Every route's authorization as `sam local` plays it (held to `template.yaml` by
+/// `tests/tests/sam_local_routes.rs`).
+pub fn route_auth_table() -> Vec<(&'static str, RouteAuth)> {
+    crate::handlers::ROUTES.iter().flat_map(|(_, rs)| rs.iter().map(|r| (r.key, route_auth(rs, r.key)))).collect()
 }
 
 /// The gate, configured once per process.
@@ -130,13 +82,13 @@ impl Gate {
 
     /// The request to hand to the handler, or the answer API Gateway would give instead
     /// (401 / 403 with its `{"message"}` body).
-    pub fn check(&self, mut req: Request, now_s: i64) -> Result<Request, Box<Response>> {
+    pub fn check(&self, mut req: Request, now_s: i64, routes: &'static [Route]) -> Result<Request, Box<Response>> {
         // An event that already carries an authorizer (a `sam local invoke` fixture) is taken as
         // Lambda would take it.
         if !self.enabled || req.request_context.authorizer.is_some() {
             return Ok(req);
         }
-        let RouteAuth::Jwt(scopes) = route_auth(crate::http::route(&req)) else {
+        let RouteAuth::Jwt(scopes) = route_auth(routes, crate::http::route(&req)) else {
             return Ok(req);
         };
         let Ok((claims, granted)) = verify(&self.secret, crate::http::header(&req, "authorization"), now_s) else {
@@ -235,6 +187,11 @@ fn verify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every function's rows: the gate of a function holds only its own.
+    fn every() -> &'static [Route] {
+        Box::leak(crate::handlers::routes::all().copied().collect::<Vec<_>>().into_boxed_slice())
+    }
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use base64::Engine;
     use hmac::{Hmac, KeyInit, Mac};
@@ -285,20 +242,21 @@ mod tests {
             let gate = Gate::from_lookup(&|k| if k == SAM_LOCAL_VAR { v.map(str::to_owned) } else { None });
             assert!(!gate.enabled(), "{v:?}");
             // Off, a valid token is not turned into claims (only API Gateway may do that) ...
-            let passed = gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW).unwrap();
+            let passed = gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW, every()).unwrap();
             assert!(passed.request_context.authorizer.is_none(), "{v:?}");
             assert!(crate::http::subject(&passed).is_err());
             // ... and a missing token is not refused here: API Gateway has already decided.
-            assert!(gate.check(req("PUT /admin/skus/{sku}", None), NOW).is_ok(), "{v:?}");
+            assert!(gate.check(req("PUT /admin/skus/{sku}", None), NOW, every()).is_ok(), "{v:?}");
         }
         assert!(sam_local().enabled());
     }
 
     #[test]
     fn under_sam_local_a_valid_token_becomes_the_claims_the_handlers_read() {
-        let r = sam_local().check(req("GET /orders/{order_id}", Some(&alice("orders:read"))), NOW).unwrap();
+        let r = sam_local().check(req("GET /orders/{order_id}", Some(&alice("orders:read"))), NOW, every()).unwrap();
         assert_eq!(crate::http::subject(&r).unwrap().as_str(), "alice");
-        let admin = sam_local().check(req("PUT /admin/skus/{sku}", Some(&alice("x stock:admin"))), NOW).unwrap();
+        let admin =
+            sam_local().check(req("PUT /admin/skus/{sku}", Some(&alice("x stock:admin"))), NOW, every()).unwrap();
         let jwt = admin.request_context.authorizer.unwrap().jwt.unwrap();
         assert_eq!(jwt.scopes, Some(vec!["x".to_owned(), "stock:admin".to_owned()]));
     }
@@ -306,21 +264,25 @@ mod tests {
     #[test]
     fn under_sam_local_bad_tokens_get_401_and_missing_scopes_403_as_from_api_gateway() {
         let gate = sam_local();
-        assert_eq!(status(gate.check(req("POST /orders", None), NOW)), 401);
-        assert_eq!(status(gate.check(req("POST /orders", Some("a.b")), NOW)), 401);
+        assert_eq!(status(gate.check(req("POST /orders", None), NOW, every())), 401);
+        assert_eq!(status(gate.check(req("POST /orders", Some("a.b")), NOW, every())), 401);
         let forged = token("another-key", claims(serde_json::json!({"sub": "alice", "scope": "orders:write"})));
-        assert_eq!(status(gate.check(req("POST /orders", Some(&forged)), NOW)), 401);
-        assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW + 120)), 401, "expired");
+        assert_eq!(status(gate.check(req("POST /orders", Some(&forged)), NOW, every())), 401);
+        assert_eq!(
+            status(gate.check(req("POST /orders", Some(&alice("orders:write"))), NOW + 120, every())),
+            401,
+            "expired"
+        );
         let none =
             format!("{}.{}.", URL_SAFE_NO_PAD.encode(br#"{"alg":"none"}"#), alice("").split('.').nth(1).unwrap());
-        assert_eq!(status(gate.check(req("POST /orders", Some(&none)), NOW)), 401, "alg none");
+        assert_eq!(status(gate.check(req("POST /orders", Some(&none)), NOW, every())), 401, "alg none");
         let no_sub = token(DEFAULT_SECRET, claims(serde_json::json!({})));
-        assert_eq!(status(gate.check(req("POST /orders", Some(&no_sub)), NOW)), 401);
+        assert_eq!(status(gate.check(req("POST /orders", Some(&no_sub)), NOW, every())), 401);
         let with = |extra: serde_json::Value| {
             let mut c = serde_json::json!({"sub": "alice", "scope": "orders:write"});
             c.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
             let t = token(DEFAULT_SECRET, claims(c));
-            status(gate.check(req("POST /orders", Some(&t)), NOW))
+            status(gate.check(req("POST /orders", Some(&t)), NOW, every()))
         };
         assert_eq!(with(serde_json::json!({})), 200);
         assert_eq!(with(serde_json::json!({"exp": null})), 401, "no exp");
@@ -329,10 +291,17 @@ mod tests {
         assert_eq!(with(serde_json::json!({"aud": "another-api"})), 401, "wrong aud");
         assert_eq!(with(serde_json::json!({"aud": ["another-api", LOCAL_AUDIENCE]})), 200, "aud list");
         assert_eq!(with(serde_json::json!({"nbf": NOW + 30})), 401, "not yet valid");
-        assert_eq!(status(gate.check(req("PUT /admin/skus/{sku}", Some(&alice("reservations:write"))), NOW)), 403);
-        assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:read"))), NOW)), 403);
-        assert_eq!(status(gate.check(req("POST /no/such/route", Some(&alice(""))), NOW)), 200, "closed, not open");
-        assert_eq!(status(gate.check(req("POST /no/such/route", None), NOW)), 401);
+        assert_eq!(
+            status(gate.check(req("PUT /admin/skus/{sku}", Some(&alice("reservations:write"))), NOW, every())),
+            403
+        );
+        assert_eq!(status(gate.check(req("POST /orders", Some(&alice("orders:read"))), NOW, every())), 403);
+        assert_eq!(
+            status(gate.check(req("POST /no/such/route", Some(&alice(""))), NOW, every())),
+            200,
+            "closed, not open"
+        );
+        assert_eq!(status(gate.check(req("POST /no/such/route", None), NOW, every())), 401);
     }
 
     /// The refusals one by one, with the answer for each; tokens signed by hand (`token`) and by
@@ -389,11 +358,11 @@ mod tests {
     #[test]
     fn under_sam_local_public_routes_and_events_with_an_authorizer_pass_as_they_are() {
         let gate = sam_local();
-        let r = gate.check(req("GET /skus/{sku}", None), NOW).unwrap();
+        let r = gate.check(req("GET /skus/{sku}", None), NOW, every()).unwrap();
         assert!(r.request_context.authorizer.is_none());
-        assert!(gate.check(req("POST /payments/callback", None), NOW).is_ok());
+        assert!(gate.check(req("POST /payments/callback", None), NOW, every()).is_ok());
         let mut fixture = req("POST /orders", None);
         fixture.request_context.authorizer = Some(ApiGatewayRequestAuthorizer::default());
-        assert!(gate.check(fixture, NOW).is_ok());
+        assert!(gate.check(fixture, NOW, every()).is_ok());
     }
 }

@@ -12,7 +12,13 @@ fn wire(w: Wiring) -> Wiring {
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::http(NAME, wire, holdfast::handlers::create_order::handle).await
+    holdfast::lambda::http(
+        NAME,
+        wire,
+        holdfast::handlers::create_order::ROUTES,
+        holdfast::handlers::create_order::handle,
+    )
+    .await
 }
 
 #[cfg(test)]

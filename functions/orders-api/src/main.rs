@@ -13,7 +13,8 @@ fn wire(w: Wiring) -> Wiring {
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::http(NAME, wire, holdfast::handlers::orders_api::handle).await
+    holdfast::lambda::http(NAME, wire, holdfast::handlers::orders_api::ROUTES, holdfast::handlers::orders_api::handle)
+        .await
 }
 
 #[cfg(test)]

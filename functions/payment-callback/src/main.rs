@@ -13,7 +13,13 @@ fn wire(w: Wiring) -> Wiring {
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::http(NAME, wire, holdfast::handlers::payment_callback::handle).await
+    holdfast::lambda::http(
+        NAME,
+        wire,
+        holdfast::handlers::payment_callback::ROUTES,
+        holdfast::handlers::payment_callback::handle,
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ fn wire(w: Wiring) -> Wiring {
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::http(NAME, wire, holdfast::handlers::queue_api::handle).await
+    holdfast::lambda::http(NAME, wire, holdfast::handlers::queue_api::ROUTES, holdfast::handlers::queue_api::handle)
+        .await
 }
 
 #[cfg(test)]

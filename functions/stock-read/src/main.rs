@@ -12,7 +12,8 @@ fn wire(w: Wiring) -> Wiring {
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    holdfast::lambda::http(NAME, wire, holdfast::handlers::stock_read::handle).await
+    holdfast::lambda::http(NAME, wire, holdfast::handlers::stock_read::ROUTES, holdfast::handlers::stock_read::handle)
+        .await
 }
 
 #[cfg(test)]

@@ -2,5 +2,5 @@
 //! docs/openapi.json).
 
 fn main() {
-    print!("{}", holdfast::api::spec::openapi_json());
+    print!("{}", holdfast::handlers::routes::openapi_json());
 }

@@ -1,6 +1,6 @@
 //! The public HTTP contract as types: every request and response body, the route table entry
 //! type with each route's authorisation, and (in [`spec`]) the OpenAPI document generated from
-//! them. Adding a route is: its bodies here, a [`Route`] in its handler's `ROUTES`, the handler,
+//! them. Adding a route is: its bodies here, a row in its handler's `ROUTES` (`handlers::routes`), the handler,
 //! and its `#[utoipa::path]` operation in [`spec`]. Tests check that the document, the handlers'
 //! route tables and `template.yaml` agree.
 
@@ -32,21 +32,9 @@ pub enum Auth {
     /// A valid JWT carrying any one of these scopes (API Gateway's `AuthorizationScopes` list,
     /// in this order): an admin route's own scope, then [`SCOPE_ADMIN`].
     AnyScope(&'static [&'static str]),
-    /// No token; the body carries an HMAC signature in `X-Signature` (the payment webhook).
-    Signed,
-}
-
-/// One HTTP route: API Gateway's route key (`METHOD /path/{param}`) and its authorisation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Route {
-    pub key: &'static str,
-    pub auth: Auth,
-}
-
-impl Route {
-    pub const fn new(key: &'static str, auth: Auth) -> Self {
-        Route { key, auth }
-    }
+    /// No token; the body carries an HMAC signature in the header the named OpenAPI security
+    /// scheme describes ([`spec::SIGNATURE`], [`spec::STRIPE_SIGNATURE`]): a payment webhook.
+    Signed(&'static str),
 }
 
 impl Auth {
@@ -55,7 +43,7 @@ impl Auth {
         match self {
             Auth::Scope(s) => vec![*s],
             Auth::AnyScope(s) => s.to_vec(),
-            Auth::Public | Auth::User | Auth::Signed => vec![],
+            Auth::Public | Auth::User | Auth::Signed(_) => vec![],
         }
     }
 }

@@ -41,7 +41,8 @@ pub struct SalesSwitch {
     pub by: Option<String>,
 }
 
-/// What a write route does, for the switch's judgement.
+/// What a write route does, for the switch's judgement; each route's row says which
+/// (`handlers::routes`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteKind {
     /// A new checkout or an external reservation: refused unless OPEN.
@@ -51,29 +52,6 @@ pub enum WriteKind {
     Always,
     /// Any other write: refused only in READ_ONLY.
     Other,
-}
-
-/// How a write route is judged, by its route key (`"METHOD /path"`).
-pub fn write_kind(route: &str) -> WriteKind {
-    const CHECKOUT: [&str; 2] = ["POST /orders", "POST /reservations"];
-    if CHECKOUT.contains(&route) {
-        return WriteKind::Checkout;
-    }
-    let always = route.starts_with("POST /payments/")
-        || route.ends_with("/cancel")
-        || route.ends_with("/payments")
-        || route.ends_with("/refund")
-        || route.ends_with("/refund-decision")
-        || route.ends_with("/release")
-        || route.ends_with("/confirm")
-        || route.ends_with("/pause")
-        || route.ends_with("/resume")
-        || route.ends_with("/sales-switch");
-    if always {
-        WriteKind::Always
-    } else {
-        WriteKind::Other
-    }
 }
 
 impl SalesSwitch {
@@ -159,36 +137,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_switch_refuses_what_its_mode_says_and_never_money_or_levers() {
-        let s = |mode| SalesSwitch { mode, ..SalesSwitch::default() };
-        for route in ["POST /orders", "POST /reservations"] {
-            assert_eq!(write_kind(route), WriteKind::Checkout);
-            assert!(s(SalesMode::Open).admits(write_kind(route)));
-            assert!(!s(SalesMode::Closed).admits(write_kind(route)));
-            assert!(!s(SalesMode::ReadOnly).admits(write_kind(route)));
-        }
-        for route in [
-            "POST /payments/callback",
-            "POST /payments/stripe",
-            "POST /orders/{order_id}/payments",
-            "POST /orders/{order_id}/cancel",
-            "POST /reservations/{order_id}/confirm",
-            "POST /orders/{order_id}/refund",
-            "POST /admin/orders/{order_id}/refund-decision",
-            "POST /admin/campaigns/{campaign_id}/pause",
-            "POST /admin/skus/{sku}/resume",
-            "PUT /admin/sales-switch",
-        ] {
-            assert_eq!(write_kind(route), WriteKind::Always, "{route}");
-            for m in [SalesMode::Open, SalesMode::ReadOnly, SalesMode::Closed] {
-                assert!(s(m).admits(WriteKind::Always));
-            }
-        }
-        for route in ["PUT /admin/skus/{sku}", "POST /admin/skus/{sku}/adjustments", "POST /orders/{order_id}/return"] {
-            assert_eq!(write_kind(route), WriteKind::Other, "{route}");
-            assert!(s(SalesMode::Closed).admits(write_kind(route)));
-            assert!(!s(SalesMode::ReadOnly).admits(write_kind(route)));
-        }
+    fn a_mode_parses_from_its_wire_name_only() {
         assert_eq!(SalesMode::parse("READ_ONLY"), Some(SalesMode::ReadOnly));
         assert_eq!(SalesMode::parse("open"), None);
     }

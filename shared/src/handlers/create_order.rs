@@ -1,8 +1,11 @@
 //! create-order: `POST /orders` with a required `Idempotency-Key`.
 
+use super::queue_api;
+use super::routes::Route;
 use crate::api::orders::{CreateOrderRequest, OrderView, RecordedCheckoutView};
-use crate::api::{Auth, Route, SCOPE_ORDERS_WRITE};
+use crate::api::{Auth, SCOPE_ORDERS_WRITE};
 use crate::app::App;
+use crate::domain::sale::WriteKind;
 use crate::domain::IdempotencyKey;
 use crate::http::{self, finish, json_response, subject, typed_body, Code, Problem, Request, Response};
 use crate::service::orders::{self, CreateError};
@@ -10,45 +13,44 @@ use crate::telemetry::names;
 use ::http::header::HeaderValue;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
-pub const ROUTES: &[Route] = &[Route::new("POST /orders", Auth::Scope(SCOPE_ORDERS_WRITE))];
+pub const ROUTES: &[Route] =
+    &[Route::write("POST /orders", Auth::Scope(SCOPE_ORDERS_WRITE), WriteKind::Checkout, |a, r| {
+        Box::pin(create(a, r, None))
+    })];
 
 pub async fn handle(app: &App, req: Request) -> Response {
-    handle_checkout(app, req, false).await
+    correlated(app, &req, ROUTES).await
 }
 
-/// A checkout: `POST /orders`, or (`queued`) a queued campaign's own checkout route
-/// `POST /campaigns/{campaign_id}/checkout` served by queue-api, whose lines must all be of that
-/// campaign (docs/waiting-room.md).
-pub async fn handle_checkout(app: &App, req: Request, queued: bool) -> Response {
-    // one correlation id from the request through stream, bus and queues (docs/operations.md)
-    let id =
-        crate::telemetry::request_correlation(http::header(&req, "x-request-id"), http::header(&req, "traceparent"));
-    let r = crate::telemetry::correlated(&app.function, Some(id.clone()), async {
-        let r = match (http::route(&req), queued) {
-            ("POST /orders", false) => create(app, &req, None).await,
-            ("POST /campaigns/{campaign_id}/checkout", true) => match super::campaigns_api::campaign_param(&req) {
-                Ok(c) => create(app, &req, Some(c)).await,
-                Err(p) => Err(p),
-            },
-            (other, _) => Err(Problem::not_found(format!("no route {other}"))),
-        };
-        let status = r.as_ref().map_or_else(|p| i64::from(p.status()), |ok| ok.status_code);
-        tracing::info!(status, "checkout answered");
+/// A checkout route of `routes` served under one correlation id, from the request through
+/// stream, bus and queues (docs/operations.md), echoed as `X-Request-Id`: `POST /orders`, and
+/// the queued campaign checkout `POST /campaigns/{campaign_id}/checkout` served by queue-api.
+pub async fn correlated(app: &App, req: &Request, routes: &'static [Route]) -> Response {
+    let id = crate::telemetry::request_correlation(http::header(req, "x-request-id"), http::header(req, "traceparent"));
+    let mut r = crate::telemetry::correlated(&app.function, Some(id.clone()), async {
+        let r = super::routes::serve(routes, app, req).await;
+        tracing::info!(status = r.status_code, "checkout answered");
         r
     })
     .await;
-    let mut r = finish(r);
     if let Ok(v) = HeaderValue::from_str(&id) {
         r.headers.insert("x-request-id", v);
     }
     r
 }
 
+/// The queued campaign checkout (docs/waiting-room.md): `POST /orders` whose lines must all be of
+/// the path's campaign.
+pub async fn queued(app: &App, req: &Request) -> Result<Response, Problem> {
+    let c = super::campaigns_api::campaign_param(req)?;
+    create(app, req, Some(c)).await
+}
+
 /// The answer to a retry of a checkout that already wrote its order (same user, Idempotency-Key
 /// and body), for a request a refusal in front of the checkout (the sales switch) would turn
 /// away; `None` for anything else, which the refusal then answers.
 pub async fn replay(app: &App, req: &Request) -> Option<Response> {
-    if http::route(req) != "POST /orders" {
+    if !matches!(http::route(req), "POST /orders" | queue_api::CHECKOUT) {
         return None;
     }
     let user = subject(req).ok()?;

@@ -19,6 +19,7 @@ pub mod reconcile_worker;
 pub mod refunds;
 pub mod reservation_check;
 pub mod reservations;
+pub mod routes;
 pub mod sale_api;
 pub mod sqs;
 pub mod stock_api;
@@ -29,13 +30,13 @@ pub mod stream;
 pub mod stripe_webhook;
 pub mod waitlist_api;
 
-use crate::api::Route;
 use crate::app::App;
 use crate::http::{Request, Response};
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use stream::{StreamBatchResponse, StreamEvent};
 
 pub use crate::registry::{trigger_of, Trigger, FUNCTIONS};
+pub use routes::Route;
 
 /// HTTP routes per function, from each handler module.
 pub const ROUTES: &[(&str, &[Route])] = &[
@@ -55,21 +56,26 @@ pub async fn http(name: &str, app: &App, req: Request) -> Option<Response> {
         return None;
     }
     Some(match name {
-        "create-order" => guarded(app, req, &create_order::handle).await,
-        "orders-api" => guarded(app, req, &orders_api::handle).await,
-        "payment-callback" => guarded(app, req, &payment_callback::handle).await,
-        "queue-api" => guarded(app, req, &queue_api::handle).await,
-        "reservations" => guarded(app, req, &reservations::handle).await,
-        "stock-api" => guarded(app, req, &stock_api::handle).await,
-        "stock-read" => guarded(app, req, &stock_read::handle).await,
+        "create-order" => guarded(app, req, create_order::ROUTES, &create_order::handle).await,
+        "orders-api" => guarded(app, req, orders_api::ROUTES, &orders_api::handle).await,
+        "payment-callback" => guarded(app, req, payment_callback::ROUTES, &payment_callback::handle).await,
+        "queue-api" => guarded(app, req, queue_api::ROUTES, &queue_api::handle).await,
+        "reservations" => guarded(app, req, reservations::ROUTES, &reservations::handle).await,
+        "stock-api" => guarded(app, req, stock_api::ROUTES, &stock_api::handle).await,
+        "stock-read" => guarded(app, req, stock_read::ROUTES, &stock_read::handle).await,
         _ => return None,
     })
 }
 
 /// One HTTP function's handler behind the sales switch: what both the Lambda binary
 /// ([`crate::lambda::http`]) and the name dispatch above run.
-pub async fn guarded(app: &App, req: Request, handle: &impl AsyncFn(&App, Request) -> Response) -> Response {
-    match switch_refusal(app, &req).await {
+pub async fn guarded(
+    app: &App,
+    req: Request,
+    routes: &'static [Route],
+    handle: &impl AsyncFn(&App, Request) -> Response,
+) -> Response {
+    match switch_refusal(app, &req, routes).await {
         // a retry of a committed checkout gets its order, whatever the switch says (review
         // protocol-3 N13)
         Some(refused) => match create_order::replay(app, &req).await {
@@ -80,15 +86,13 @@ pub async fn guarded(app: &App, req: Request, handle: &impl AsyncFn(&App, Reques
     }
 }
 
-/// The answer of a write the sales switch refuses; `None` = go on. A switch that cannot be read
-/// lets the write through (the switch is a lever, not a safety condition: every stock write
-/// stays conditional).
-async fn switch_refusal(app: &App, req: &Request) -> Option<Response> {
-    use crate::domain::sale::write_kind;
-    if req.request_context.http.method == ::http::Method::GET {
-        return None;
-    }
-    match crate::service::sale::guard(app, write_kind(crate::http::route(req))).await {
+/// The answer of a write the sales switch refuses; `None` = go on. A route's row in its function's
+/// `routes` says how the switch judges it (a read: never). A switch that cannot be read lets the write through (the
+/// switch is a lever, not a safety condition: every stock write stays conditional).
+async fn switch_refusal(app: &App, req: &Request, routes: &'static [Route]) -> Option<Response> {
+    let key = crate::http::route(req);
+    let kind = routes.iter().find(|r| r.key == key)?.write?;
+    match crate::service::sale::guard(app, kind).await {
         Ok(Ok(())) => None,
         Ok(Err(s)) => Some(crate::http::finish(Err(common::sales_closed(&s)))),
         Err(e) => {

@@ -2,19 +2,19 @@
 //! confirm-receipt, return) and the admin's order routes (view, ship, return-received, cancel;
 //! docs/after-sale.md).
 
+use super::routes::Route;
 use crate::api::after_sale::{
     AdminOrderView, HeldRefundView, ReasonRequest, RefundDecisionRequest, RefundReviewList, ReturnReceivedRequest,
     ShipRequest,
 };
 use crate::api::orders::{OrderCode, OrderCodes, OrderList, OrderView, DEFAULT_PAGE, MAX_PAGE};
 use crate::api::payments::{PaymentStarted, SettlementReport, StartPaymentRequest};
-use crate::api::{Auth, Route, ADMIN_CODES, ADMIN_ORDERS, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
+use crate::api::{Auth, ADMIN_CODES, ADMIN_ORDERS, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::order::OrderRecord;
+use crate::domain::sale::WriteKind::{Always, Other};
 use crate::domain::{OrderId, ReservationId};
-use crate::http::{
-    self, finish, json_response, path_param, query, subject, typed_body, Code, Problem, Request, Response,
-};
+use crate::http::{self, json_response, path_param, query, subject, typed_body, Code, Problem, Request, Response};
 use crate::ports::OrderCursor;
 use crate::service::after_sale::{self, Caller, Change};
 use crate::service::orders::{self};
@@ -22,92 +22,107 @@ use base64::Engine;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
-    Route::new("GET /orders", Auth::Scope(SCOPE_ORDERS_READ)),
-    Route::new("GET /orders/{order_id}", Auth::Scope(SCOPE_ORDERS_READ)),
-    Route::new("GET /orders/{order_id}/codes", Auth::Scope(SCOPE_ORDERS_READ)),
-    Route::new("POST /orders/{order_id}/cancel", Auth::Scope(SCOPE_ORDERS_WRITE)),
-    Route::new("POST /orders/{order_id}/payments", Auth::Scope(SCOPE_ORDERS_WRITE)),
-    Route::new("POST /orders/{order_id}/refund", Auth::Scope(SCOPE_ORDERS_WRITE)),
-    Route::new("POST /orders/{order_id}/confirm-receipt", Auth::Scope(SCOPE_ORDERS_WRITE)),
-    Route::new("POST /orders/{order_id}/return", Auth::Scope(SCOPE_ORDERS_WRITE)),
-    Route::new("GET /admin/orders/{order_id}", Auth::AnyScope(ADMIN_ORDERS)),
-    Route::new("GET /admin/orders/{order_id}/log", Auth::AnyScope(ADMIN_ORDERS)),
-    Route::new("POST /admin/orders/{order_id}/ship", Auth::AnyScope(ADMIN_ORDERS)),
-    Route::new("POST /admin/orders/{order_id}/return-received", Auth::AnyScope(ADMIN_ORDERS)),
-    Route::new("POST /admin/orders/{order_id}/cancel", Auth::AnyScope(ADMIN_ORDERS)),
-    Route::new("POST /admin/orders/{order_id}/refund-decision", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::read("GET /orders", Auth::Scope(SCOPE_ORDERS_READ), |a, r| Box::pin(list(a, r))),
+    Route::read("GET /orders/{order_id}", Auth::Scope(SCOPE_ORDERS_READ), |a, r| Box::pin(get(a, r))),
+    Route::read("GET /orders/{order_id}/codes", Auth::Scope(SCOPE_ORDERS_READ), |a, r| Box::pin(codes(a, r))),
+    Route::write("POST /orders/{order_id}/cancel", Auth::Scope(SCOPE_ORDERS_WRITE), Always, |a, r| {
+        Box::pin(cancel(a, r))
+    }),
+    Route::write("POST /orders/{order_id}/payments", Auth::Scope(SCOPE_ORDERS_WRITE), Always, |a, r| {
+        Box::pin(start_payment(a, r))
+    }),
+    Route::write("POST /orders/{order_id}/refund", Auth::Scope(SCOPE_ORDERS_WRITE), Always, |a, r| {
+        Box::pin(refund(a, r))
+    }),
+    Route::write("POST /orders/{order_id}/confirm-receipt", Auth::Scope(SCOPE_ORDERS_WRITE), Other, |a, r| {
+        Box::pin(confirm_receipt(a, r))
+    }),
+    Route::write("POST /orders/{order_id}/return", Auth::Scope(SCOPE_ORDERS_WRITE), Other, |a, r| {
+        Box::pin(request_return(a, r))
+    }),
+    Route::read("GET /admin/orders/{order_id}", Auth::AnyScope(ADMIN_ORDERS), |a, r| Box::pin(admin_get(a, r))),
+    Route::read("GET /admin/orders/{order_id}/log", Auth::AnyScope(ADMIN_ORDERS), |a, r| Box::pin(admin_log(a, r))),
+    Route::write("POST /admin/orders/{order_id}/ship", Auth::AnyScope(ADMIN_ORDERS), Other, |a, r| {
+        Box::pin(ship(a, r))
+    }),
+    Route::write("POST /admin/orders/{order_id}/return-received", Auth::AnyScope(ADMIN_ORDERS), Other, |a, r| {
+        Box::pin(return_received(a, r))
+    }),
+    Route::write("POST /admin/orders/{order_id}/cancel", Auth::AnyScope(ADMIN_ORDERS), Always, |a, r| {
+        Box::pin(admin_cancel(a, r))
+    }),
+    Route::write("POST /admin/orders/{order_id}/refund-decision", Auth::AnyScope(ADMIN_ORDERS), Always, |a, r| {
+        Box::pin(refund_decision(a, r))
+    }),
     // the merchant's redemption system holds the codes scope, not the orders one (docs/code-pools.md)
-    Route::new("POST /admin/orders/{order_id}/codes/redeem", Auth::AnyScope(ADMIN_CODES)),
+    Route::write("POST /admin/orders/{order_id}/codes/redeem", Auth::AnyScope(ADMIN_CODES), Other, |a, r| {
+        Box::pin(redeem_code(a, r))
+    }),
     // a supplier's codes asked for again by an operator (docs/suppliers.md)
-    Route::new("POST /admin/orders/{order_id}/codes/reissue", Auth::AnyScope(ADMIN_CODES)),
-    Route::new("GET /admin/refund-reviews", Auth::AnyScope(ADMIN_ORDERS)),
-    Route::new("GET /admin/settlement/{date}", Auth::AnyScope(ADMIN_ORDERS)),
-    Route::new("POST /admin/settlement/{date}/run", Auth::AnyScope(ADMIN_ORDERS)),
-    Route::new("GET /admin/ledger/{date}", Auth::AnyScope(ADMIN_ORDERS)),
+    Route::write("POST /admin/orders/{order_id}/codes/reissue", Auth::AnyScope(ADMIN_CODES), Other, |a, r| {
+        Box::pin(reissue_codes(a, r))
+    }),
+    Route::read("GET /admin/refund-reviews", Auth::AnyScope(ADMIN_ORDERS), |a, r| Box::pin(refund_reviews(a, r))),
+    Route::read("GET /admin/settlement/{date}", Auth::AnyScope(ADMIN_ORDERS), |a, r| Box::pin(settlement(a, r, false))),
+    Route::write("POST /admin/settlement/{date}/run", Auth::AnyScope(ADMIN_ORDERS), Other, |a, r| {
+        Box::pin(run_settlement(a, r))
+    }),
+    Route::read("GET /admin/ledger/{date}", Auth::AnyScope(ADMIN_ORDERS), |a, r| Box::pin(ledger(a, r))),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
-    finish(route(app, req).await)
+    super::routes::serve(ROUTES, app, &req).await
 }
 
-async fn route(app: &App, req: Request) -> Result<Response, Problem> {
-    match http::route(&req) {
-        "GET /orders" => list(app, &req).await,
-        "GET /orders/{order_id}" => get(app, &req).await,
-        "GET /orders/{order_id}/codes" => codes(app, &req).await,
-        "POST /orders/{order_id}/cancel" => cancel(app, &req).await,
-        "POST /orders/{order_id}/payments" => start_payment(app, &req).await,
-        "POST /orders/{order_id}/refund" => {
-            let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
-            buyer(app, &req, 202, Change::Refund { reason: b.reason }).await
-        }
-        "POST /orders/{order_id}/confirm-receipt" => {
-            http::body_bytes(&req, app.config.max_body_bytes)?;
-            buyer(app, &req, 200, Change::ConfirmReceipt).await
-        }
-        "POST /orders/{order_id}/return" => {
-            let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
-            buyer(app, &req, 202, Change::RequestReturn { reason: b.reason }).await
-        }
-        "GET /admin/orders/{order_id}" => admin_get(app, &req).await,
-        "GET /admin/orders/{order_id}/log" => admin_log(app, &req).await,
-        "POST /admin/orders/{order_id}/ship" => {
-            let b: ShipRequest = typed_body(&req, app.config.max_body_bytes)?;
-            admin(app, &req, Change::Ship { carrier: b.carrier, tracking_number: b.tracking_number }).await
-        }
-        "POST /admin/orders/{order_id}/return-received" => {
-            let b: ReturnReceivedRequest = typed_body(&req, app.config.max_body_bytes)?;
-            admin(app, &req, Change::ReceiveReturn { restock: b.restock }).await
-        }
-        "POST /admin/orders/{order_id}/cancel" => {
-            let b: ReasonRequest = typed_body(&req, app.config.max_body_bytes)?;
-            admin(app, &req, Change::AdminCancel { reason: b.reason }).await
-        }
-        "POST /admin/orders/{order_id}/refund-decision" => {
-            let b: RefundDecisionRequest = typed_body(&req, app.config.max_body_bytes)?;
-            let actor = subject(&req)?.to_string();
-            let requested_at = match b.requested_at.as_deref() {
-                None => None,
-                Some(t) => Some(crate::clock::parse_rfc3339(t).ok_or_else(|| {
-                    Problem::validation("requested_at must be an RFC 3339 date-time").field("requested_at")
-                })?),
-            };
-            let o = after_sale::decide_refund(app, &order_id(&req)?, b.approve, &b.reason, &actor, requested_at)
-                .await
-                .map_err(Problem::from)?;
-            Ok(json_response(200, &OrderView::from(&o)))
-        }
-        "POST /admin/orders/{order_id}/codes/redeem" => redeem_code(app, &req).await,
-        "POST /admin/orders/{order_id}/codes/reissue" => reissue_codes(app, &req).await,
-        "GET /admin/refund-reviews" => refund_reviews(app, &req).await,
-        "GET /admin/settlement/{date}" => settlement(app, &req, false).await,
-        "POST /admin/settlement/{date}/run" => {
-            http::body_bytes(&req, app.config.max_body_bytes)?;
-            settlement(app, &req, true).await
-        }
-        "GET /admin/ledger/{date}" => ledger(app, &req).await,
-        other => Err(Problem::not_found(format!("no route {other}"))),
-    }
+async fn refund(app: &App, req: &Request) -> Result<Response, Problem> {
+    let b: ReasonRequest = typed_body(req, app.config.max_body_bytes)?;
+    buyer(app, req, 202, Change::Refund { reason: b.reason }).await
+}
+
+async fn confirm_receipt(app: &App, req: &Request) -> Result<Response, Problem> {
+    http::body_bytes(req, app.config.max_body_bytes)?;
+    buyer(app, req, 200, Change::ConfirmReceipt).await
+}
+
+async fn request_return(app: &App, req: &Request) -> Result<Response, Problem> {
+    let b: ReasonRequest = typed_body(req, app.config.max_body_bytes)?;
+    buyer(app, req, 202, Change::RequestReturn { reason: b.reason }).await
+}
+
+async fn ship(app: &App, req: &Request) -> Result<Response, Problem> {
+    let b: ShipRequest = typed_body(req, app.config.max_body_bytes)?;
+    admin(app, req, Change::Ship { carrier: b.carrier, tracking_number: b.tracking_number }).await
+}
+
+async fn return_received(app: &App, req: &Request) -> Result<Response, Problem> {
+    let b: ReturnReceivedRequest = typed_body(req, app.config.max_body_bytes)?;
+    admin(app, req, Change::ReceiveReturn { restock: b.restock }).await
+}
+
+async fn admin_cancel(app: &App, req: &Request) -> Result<Response, Problem> {
+    let b: ReasonRequest = typed_body(req, app.config.max_body_bytes)?;
+    admin(app, req, Change::AdminCancel { reason: b.reason }).await
+}
+
+async fn refund_decision(app: &App, req: &Request) -> Result<Response, Problem> {
+    let b: RefundDecisionRequest = typed_body(req, app.config.max_body_bytes)?;
+    let actor = subject(req)?.to_string();
+    let requested_at =
+        match b.requested_at.as_deref() {
+            None => None,
+            Some(t) => Some(crate::clock::parse_rfc3339(t).ok_or_else(|| {
+                Problem::validation("requested_at must be an RFC 3339 date-time").field("requested_at")
+            })?),
+        };
+    let o = after_sale::decide_refund(app, &order_id(req)?, b.approve, &b.reason, &actor, requested_at)
+        .await
+        .map_err(Problem::from)?;
+    Ok(json_response(200, &OrderView::from(&o)))
+}
+
+async fn run_settlement(app: &App, req: &Request) -> Result<Response, Problem> {
+    http::body_bytes(req, app.config.max_body_bytes)?;
+    settlement(app, req, true).await
 }
 
 /// A day's settlement (docs/payments.md, "Settlement"): `run` also counts and logs every

@@ -3,34 +3,33 @@
 //! (docs/after-sale.md, "Refunds"), signed the same way but with its own key, so a payment
 //! callback's signature can never confirm a refund (security review M1, L1).
 
+use super::routes::Route;
 use crate::api::after_sale::{RefundWebhook, RefundWebhookAnswer, RefundWebhookStatus};
 use crate::api::payments::{CallbackAnswer, PaymentCallback};
-use crate::api::{Auth, Route};
+use crate::api::spec::{SIGNATURE, STRIPE_SIGNATURE};
+use crate::api::Auth;
 use crate::app::App;
 use crate::clock;
 use crate::domain::order::Provider;
+use crate::domain::sale::WriteKind::Always;
 use crate::domain::signature;
-use crate::http::{self, finish, json_response, Code, Problem, Request, Response};
+use crate::http::{self, json_response, Code, Problem, Request, Response};
 use crate::ports::WebhookKeys;
 use crate::service::payments::{self, PaymentError, PaymentNotice};
 use crate::service::refunds::{self, RefundConfirmation, RefundError};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
-    Route::new("POST /payments/callback", Auth::Signed),
-    Route::new("POST /payments/refunds", Auth::Signed),
+    Route::write("POST /payments/callback", Auth::Signed(SIGNATURE), Always, |a, r| Box::pin(callback(a, r))),
+    Route::write("POST /payments/refunds", Auth::Signed(SIGNATURE), Always, |a, r| Box::pin(refund_webhook(a, r))),
     // Stripe's webhook, signed with `Stripe-Signature` (docs/after-sale.md, "Stripe")
-    Route::new("POST /payments/stripe", Auth::Signed),
+    Route::write("POST /payments/stripe", Auth::Signed(STRIPE_SIGNATURE), Always, |a, r| {
+        Box::pin(super::stripe_webhook::webhook(a, r))
+    }),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
-    let r = match http::route(&req) {
-        "POST /payments/callback" => callback(app, &req).await,
-        "POST /payments/refunds" => refund_webhook(app, &req).await,
-        "POST /payments/stripe" => super::stripe_webhook::webhook(app, &req).await,
-        other => Err(Problem::not_found(format!("no route {other}"))),
-    };
-    finish(r)
+    super::routes::serve(ROUTES, app, &req).await
 }
 
 /// Parses a verified body.

@@ -3,32 +3,32 @@
 //! `POST /reservations`, `POST /reservations/{order_id}/confirm|release`. A reservation belongs
 //! to the caller (`sub` of its token): others see 404.
 
+use super::routes::Route;
 use crate::api::reservations::{ReservationRequest, ReservationView};
-use crate::api::{Auth, Route, SCOPE_RESERVATIONS};
+use crate::api::{Auth, SCOPE_RESERVATIONS};
 use crate::app::App;
 use crate::clock;
 use crate::domain::reservation::{LockStatus, ReservationKind};
+use crate::domain::sale::WriteKind::{Always, Checkout};
 use crate::domain::{OrderId, ReservationId};
-use crate::http::{self, finish, json_response, path_param, subject, typed_body, Code, Problem, Request, Response};
+use crate::http::{self, json_response, path_param, subject, typed_body, Code, Problem, Request, Response};
 use crate::ports::{Message, MAX_DELAY_SECONDS};
 use crate::service::orders::request_hash;
 use crate::service::stock::{self, FreezeRequest, Frozen, LockChange, LockError, OnReleased};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
-    Route::new("POST /reservations", Auth::Scope(SCOPE_RESERVATIONS)),
-    Route::new("POST /reservations/{order_id}/confirm", Auth::Scope(SCOPE_RESERVATIONS)),
-    Route::new("POST /reservations/{order_id}/release", Auth::Scope(SCOPE_RESERVATIONS)),
+    Route::write("POST /reservations", Auth::Scope(SCOPE_RESERVATIONS), Checkout, |a, r| Box::pin(create(a, r))),
+    Route::write("POST /reservations/{order_id}/confirm", Auth::Scope(SCOPE_RESERVATIONS), Always, |a, r| {
+        Box::pin(change(a, r, LockStatus::Sold))
+    }),
+    Route::write("POST /reservations/{order_id}/release", Auth::Scope(SCOPE_RESERVATIONS), Always, |a, r| {
+        Box::pin(change(a, r, LockStatus::Released))
+    }),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
-    let r = match http::route(&req) {
-        "POST /reservations" => create(app, &req).await,
-        "POST /reservations/{order_id}/confirm" => change(app, &req, LockStatus::Sold).await,
-        "POST /reservations/{order_id}/release" => change(app, &req, LockStatus::Released).await,
-        other => Err(Problem::not_found(format!("no route {other}"))),
-    };
-    finish(r)
+    super::routes::serve(ROUTES, app, &req).await
 }
 
 async fn create(app: &App, req: &Request) -> Result<Response, Problem> {

@@ -3,72 +3,74 @@
 //! ([`super::campaigns_api`]). The anonymous public reads are [`super::stock_read`]'s (security
 //! review L5): this function holds the code keyring and write grants, that one neither.
 
-use super::{campaigns_api, sale_api};
+use super::routes::Route;
+use super::{campaigns_api, sale_api, waitlist_api};
 use crate::api::stock::{
     AdjustmentRequest, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, JournalEntryBody, JournalPage,
     PutSkuRequest, SkuView, UpdatedBy,
 };
-use crate::api::{
-    Auth, Route, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE,
-};
+use crate::api::{Auth, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::model::Day;
+use crate::domain::sale::WriteKind::{Always, Other};
 use crate::domain::Sku;
-use crate::http::{self, finish, json_response, path_param, query, subject, typed_body, Problem, Request, Response};
+use crate::http::{json_response, path_param, query, subject, typed_body, Problem, Request, Response};
 use crate::service::admin::{self, StockView};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
-    Route::new("PUT /admin/skus/{sku}", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("POST /admin/skus/{sku}/adjustments", Auth::AnyScope(ADMIN_STOCK_ADJUST)),
-    Route::new("POST /admin/skus/{sku}/pause", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("POST /admin/skus/{sku}/resume", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("GET /admin/skus/{sku}/journal", Auth::AnyScope(ADMIN_STOCK_ADJUST)),
-    Route::new("POST /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES)),
-    Route::new("GET /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES)),
-    Route::new("GET /skus/{sku}/availability/me", Auth::Scope(SCOPE_ORDERS_READ)),
+    Route::write("PUT /admin/skus/{sku}", Auth::AnyScope(ADMIN_CATALOGUE), Other, |a, r| Box::pin(put_sku(a, r))),
+    Route::write("POST /admin/skus/{sku}/adjustments", Auth::AnyScope(ADMIN_STOCK_ADJUST), Other, |a, r| {
+        Box::pin(adjust(a, r))
+    }),
+    Route::write("POST /admin/skus/{sku}/pause", Auth::AnyScope(ADMIN_CATALOGUE), Always, |a, r| {
+        Box::pin(campaigns_api::pause_sku(a, r, true))
+    }),
+    Route::write("POST /admin/skus/{sku}/resume", Auth::AnyScope(ADMIN_CATALOGUE), Always, |a, r| {
+        Box::pin(campaigns_api::pause_sku(a, r, false))
+    }),
+    Route::read("GET /admin/skus/{sku}/journal", Auth::AnyScope(ADMIN_STOCK_ADJUST), |a, r| Box::pin(journal(a, r))),
+    Route::write("POST /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES), Other, |a, r| {
+        Box::pin(upload_codes(a, r))
+    }),
+    Route::read("GET /admin/skus/{sku}/codes", Auth::AnyScope(ADMIN_CODES), |a, r| Box::pin(code_pool(a, r))),
+    Route::read("GET /skus/{sku}/availability/me", Auth::Scope(SCOPE_ORDERS_READ), |a, r| {
+        Box::pin(campaigns_api::availability(a, r, true))
+    }),
     // notify-me waitlists (docs/waitlist.md)
-    Route::new("POST /skus/{sku}/waitlist", Auth::Scope(SCOPE_ORDERS_WRITE)),
-    Route::new("DELETE /skus/{sku}/waitlist", Auth::Scope(SCOPE_ORDERS_WRITE)),
-    Route::new("GET /skus/{sku}/waitlist/me", Auth::Scope(SCOPE_ORDERS_READ)),
-    Route::new("PUT /admin/campaigns/{campaign_id}", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("POST /admin/campaigns/{campaign_id}/adjustments", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("POST /admin/campaigns/{campaign_id}/pause", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("POST /admin/campaigns/{campaign_id}/resume", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("GET /admin/skus/{sku}", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("GET /admin/sales-switch", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("PUT /admin/sales-switch", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("GET /admin/campaigns", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("GET /admin/campaigns/{campaign_id}/stats", Auth::AnyScope(ADMIN_CATALOGUE)),
-    Route::new("GET /admin/machinery", Auth::AnyScope(ADMIN_CATALOGUE)),
+    Route::write("POST /skus/{sku}/waitlist", Auth::Scope(SCOPE_ORDERS_WRITE), Other, |a, r| {
+        Box::pin(waitlist_api::join(a, r))
+    }),
+    Route::write("DELETE /skus/{sku}/waitlist", Auth::Scope(SCOPE_ORDERS_WRITE), Other, |a, r| {
+        Box::pin(waitlist_api::leave(a, r))
+    }),
+    Route::read("GET /skus/{sku}/waitlist/me", Auth::Scope(SCOPE_ORDERS_READ), |a, r| Box::pin(waitlist_api::me(a, r))),
+    Route::write("PUT /admin/campaigns/{campaign_id}", Auth::AnyScope(ADMIN_CATALOGUE), Other, |a, r| {
+        Box::pin(campaigns_api::put_campaign(a, r))
+    }),
+    Route::write("POST /admin/campaigns/{campaign_id}/adjustments", Auth::AnyScope(ADMIN_CATALOGUE), Other, |a, r| {
+        Box::pin(campaigns_api::adjust_campaign(a, r))
+    }),
+    Route::write("POST /admin/campaigns/{campaign_id}/pause", Auth::AnyScope(ADMIN_CATALOGUE), Always, |a, r| {
+        Box::pin(campaigns_api::pause_campaign(a, r, true))
+    }),
+    Route::write("POST /admin/campaigns/{campaign_id}/resume", Auth::AnyScope(ADMIN_CATALOGUE), Always, |a, r| {
+        Box::pin(campaigns_api::pause_campaign(a, r, false))
+    }),
+    Route::read("GET /admin/skus/{sku}", Auth::AnyScope(ADMIN_CATALOGUE), |a, r| Box::pin(sale_api::get_sku(a, r))),
+    Route::read("GET /admin/sales-switch", Auth::AnyScope(ADMIN_CATALOGUE), |a, _| Box::pin(sale_api::get_switch(a))),
+    Route::write("PUT /admin/sales-switch", Auth::AnyScope(ADMIN_CATALOGUE), Always, |a, r| {
+        Box::pin(sale_api::put_switch(a, r))
+    }),
+    Route::read("GET /admin/campaigns", Auth::AnyScope(ADMIN_CATALOGUE), |a, _| Box::pin(sale_api::list_campaigns(a))),
+    Route::read("GET /admin/campaigns/{campaign_id}/stats", Auth::AnyScope(ADMIN_CATALOGUE), |a, r| {
+        Box::pin(sale_api::campaign_stats(a, r))
+    }),
+    Route::read("GET /admin/machinery", Auth::AnyScope(ADMIN_CATALOGUE), |a, _| Box::pin(sale_api::machinery(a))),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
-    let r = match http::route(&req) {
-        "PUT /admin/skus/{sku}" => put_sku(app, &req).await,
-        "POST /admin/skus/{sku}/adjustments" => adjust(app, &req).await,
-        "POST /admin/skus/{sku}/pause" => campaigns_api::pause_sku(app, &req, true).await,
-        "POST /admin/skus/{sku}/resume" => campaigns_api::pause_sku(app, &req, false).await,
-        "GET /admin/skus/{sku}/journal" => journal(app, &req).await,
-        "POST /admin/skus/{sku}/codes" => upload_codes(app, &req).await,
-        "GET /admin/skus/{sku}/codes" => code_pool(app, &req).await,
-        "GET /skus/{sku}/availability/me" => campaigns_api::availability(app, &req, true).await,
-        "POST /skus/{sku}/waitlist" => super::waitlist_api::join(app, &req).await,
-        "DELETE /skus/{sku}/waitlist" => super::waitlist_api::leave(app, &req).await,
-        "GET /skus/{sku}/waitlist/me" => super::waitlist_api::me(app, &req).await,
-        "PUT /admin/campaigns/{campaign_id}" => campaigns_api::put_campaign(app, &req).await,
-        "POST /admin/campaigns/{campaign_id}/adjustments" => campaigns_api::adjust_campaign(app, &req).await,
-        "POST /admin/campaigns/{campaign_id}/pause" => campaigns_api::pause_campaign(app, &req, true).await,
-        "POST /admin/campaigns/{campaign_id}/resume" => campaigns_api::pause_campaign(app, &req, false).await,
-        "GET /admin/skus/{sku}" => sale_api::get_sku(app, &req).await,
-        "GET /admin/sales-switch" => sale_api::get_switch(app).await,
-        "PUT /admin/sales-switch" => sale_api::put_switch(app, &req).await,
-        "GET /admin/campaigns" => sale_api::list_campaigns(app).await,
-        "GET /admin/campaigns/{campaign_id}/stats" => sale_api::campaign_stats(app, &req).await,
-        "GET /admin/machinery" => sale_api::machinery(app).await,
-        other => Err(Problem::not_found(format!("no route {other}"))),
-    };
-    finish(r)
+    super::routes::serve(ROUTES, app, &req).await
 }
 
 pub fn sku_param(req: &Request) -> Result<Sku, Problem> {

@@ -5,29 +5,23 @@
 //! The views themselves are shared with stock-api's admin side ([`super::campaigns_api`]).
 
 use super::campaigns_api;
-use crate::api::{Auth, Route};
+use super::routes::Route;
+use crate::api::Auth;
 use crate::app::App;
-use crate::http::{self, finish, Problem, Request, Response};
+use crate::http::{Request, Response};
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
-    Route::new("GET /skus/{sku}", Auth::Public),
-    Route::new("GET /skus/{sku}/availability", Auth::Public),
-    Route::new("GET /skus/{sku}/calendar", Auth::Public),
-    Route::new("GET /campaigns/{campaign_id}", Auth::Public),
-    Route::new("GET /console/", Auth::Public),
-    Route::new("GET /shop/", Auth::Public),
+    Route::read("GET /skus/{sku}", Auth::Public, |a, r| Box::pin(campaigns_api::get_sku(a, r))),
+    Route::read("GET /skus/{sku}/availability", Auth::Public, |a, r| {
+        Box::pin(campaigns_api::availability(a, r, false))
+    }),
+    Route::read("GET /skus/{sku}/calendar", Auth::Public, |a, r| Box::pin(super::stock_api::calendar(a, r))),
+    Route::read("GET /campaigns/{campaign_id}", Auth::Public, |a, r| Box::pin(campaigns_api::get_campaign(a, r))),
+    Route::read("GET /console/", Auth::Public, |_, _| Box::pin(async { super::sale_api::console() })),
+    Route::read("GET /shop/", Auth::Public, |a, _| Box::pin(async move { super::sale_api::shop(&a.config.push_url) })),
 ];
 
 pub async fn handle(app: &App, req: Request) -> Response {
-    let r = match http::route(&req) {
-        "GET /skus/{sku}" => campaigns_api::get_sku(app, &req).await,
-        "GET /skus/{sku}/availability" => campaigns_api::availability(app, &req, false).await,
-        "GET /skus/{sku}/calendar" => super::stock_api::calendar(app, &req).await,
-        "GET /campaigns/{campaign_id}" => campaigns_api::get_campaign(app, &req).await,
-        "GET /console/" => super::sale_api::console(),
-        "GET /shop/" => super::sale_api::shop(&app.config.push_url),
-        other => Err(Problem::not_found(format!("no route {other}"))),
-    };
-    finish(r)
+    super::routes::serve(ROUTES, app, &req).await
 }

@@ -9,7 +9,7 @@ async fn the_local_stack_serves_its_openapi_document_and_a_docs_page() {
     let s = spawn().await;
     let spec = s.get("/openapi.json", None).await;
     assert_eq!(spec.status, 200);
-    let generated: serde_json::Value = serde_json::from_str(&holdfast::api::spec::openapi_json()).unwrap();
+    let generated: serde_json::Value = serde_json::from_str(&holdfast::handlers::routes::openapi_json()).unwrap();
     assert_eq!(spec.body, generated);
     let page = s.get("/docs", None).await;
     assert_eq!(page.status, 200);

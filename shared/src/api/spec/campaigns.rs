@@ -5,7 +5,6 @@ use super::*;
 #[utoipa::path(put, path = "/admin/campaigns/{campaign_id}", tag = "campaigns", operation_id = "putCampaign",
     params(("campaign_id" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$")),
     request_body = CampaignRequest,
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Updated", body = CampaignViewBody),
         (status = 201, description = "Created", body = CampaignViewBody),
@@ -25,7 +24,6 @@ pub(super) fn put_campaign() {}
     operation_id = "adjustCampaign",
     params(("campaign_id" = String, Path)),
     request_body = CampaignAdjustmentRequest,
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "This adjustment_id was applied before; nothing changed", body = CampaignViewBody),
         (status = 201, description = "Applied", body = CampaignViewBody),
@@ -44,7 +42,6 @@ pub(super) fn adjust_campaign() {}
 
 #[utoipa::path(post, path = "/admin/campaigns/{campaign_id}/pause", tag = "campaigns", operation_id = "pauseCampaign",
     params(("campaign_id" = String, Path)),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Paused (or already paused)", body = CampaignViewBody),
         NoValidToken,
@@ -58,7 +55,6 @@ pub(super) fn pause_campaign() {}
 #[utoipa::path(post, path = "/admin/campaigns/{campaign_id}/resume", tag = "campaigns",
     operation_id = "resumeCampaign",
     params(("campaign_id" = String, Path)),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Selling again (or was not paused)", body = CampaignViewBody),
         NoValidToken,

@@ -6,7 +6,6 @@ use super::*;
     params(("Idempotency-Key" = String, Header, description = "One per checkout; a retry sends the same key",
             pattern = "^[!-~]{1,128}$")),
     request_body = CreateOrderRequest,
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 201, description = "Order created (or, with header Idempotent-Replayed, the same order again)",
          body = OrderView),
@@ -42,7 +41,6 @@ pub(super) fn create_order() {}
         ("limit" = Option<u32>, Query, description = "Page size, default 20", minimum = 1, maximum = 100),
         ("cursor" = Option<String>, Query, description = "next_cursor of the previous page"),
     ),
-    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The caller's orders, newest first", body = OrderList),
         NoValidToken,
@@ -55,7 +53,6 @@ pub(super) fn list_orders() {}
 
 #[utoipa::path(get, path = "/orders/{order_id}", tag = "orders", operation_id = "getOrder",
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The order", body = OrderView),
         NoValidToken,
@@ -69,7 +66,6 @@ pub(super) fn get_order() {}
 #[utoipa::path(get, path = "/orders/{order_id}/codes", tag = "orders", operation_id = "orderCodes",
     description = "The codes of the caller's paid order (vouchers, gift cards). Never cached (`no-store`).",
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The order's codes (empty when it has no code pool line)", body = OrderCodes),
         NoValidToken,
@@ -85,7 +81,6 @@ pub(super) fn order_codes() {}
 
 #[utoipa::path(post, path = "/orders/{order_id}/cancel", tag = "orders", operation_id = "cancelOrder",
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 200, description = "Cancelled (or already cancelled); its stock is released", body = OrderView),
         NoValidToken,
@@ -102,7 +97,6 @@ pub(super) fn cancel_order() {}
 #[utoipa::path(post, path = "/orders/{order_id}/payments", tag = "orders", operation_id = "startPayment",
     params(("order_id" = String, Path)),
     request_body(content = StartPaymentRequest, description = "Optional; an empty body uses the configured provider"),
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 201, description = "A payment was created at the provider; the order is PAYING", body = PaymentStarted),
         (status = 200, description = "The order's open payment, again", body = PaymentStarted),
@@ -127,7 +121,6 @@ pub(super) fn start_payment() {}
 #[utoipa::path(post, path = "/orders/{order_id}/refund", tag = "orders", operation_id = "refundOrder",
     request_body = ReasonRequest,
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 202, description = "REFUNDING: the stock goes back on sale and the payment is refunded", body = OrderView),
         NoValidToken,
@@ -143,7 +136,6 @@ pub(super) fn refund_order() {}
 
 #[utoipa::path(post, path = "/orders/{order_id}/confirm-receipt", tag = "orders", operation_id = "confirmReceipt",
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 200, description = "COMPLETED", body = OrderView),
         NoValidToken,
@@ -160,7 +152,6 @@ pub(super) fn confirm_receipt() {}
 #[utoipa::path(post, path = "/orders/{order_id}/return", tag = "orders", operation_id = "returnOrder",
     request_body = ReasonRequest,
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 202, description = "RETURN_REQUESTED", body = OrderView),
         NoValidToken,
@@ -177,7 +168,6 @@ pub(super) fn return_order() {}
 #[utoipa::path(post, path = "/admin/orders/{order_id}/ship", tag = "orders", operation_id = "adminShipOrder",
     request_body = ShipRequest,
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "SHIPPED", body = OrderView),
         NoValidToken,
@@ -194,7 +184,6 @@ pub(super) fn admin_ship_order() {}
 #[utoipa::path(post, path = "/admin/orders/{order_id}/return-received", tag = "orders", operation_id = "adminReturnReceived",
     request_body = ReturnReceivedRequest,
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "RETURNED; the refund follows", body = OrderView),
         NoValidToken,
@@ -211,7 +200,6 @@ pub(super) fn admin_return_received() {}
 #[utoipa::path(post, path = "/admin/orders/{order_id}/cancel", tag = "orders", operation_id = "adminCancelOrder",
     request_body = ReasonRequest,
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "CANCELLED; its stock is released", body = OrderView),
         NoValidToken,
@@ -228,7 +216,6 @@ pub(super) fn admin_cancel_order() {}
 #[utoipa::path(post, path = "/admin/orders/{order_id}/refund-decision", tag = "orders", operation_id = "adminRefundDecision",
     params(("order_id" = String, Path)),
     request_body = RefundDecisionRequest,
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Decided: REFUNDING (approved; a code order's codes are voided) or PAID \
                                       (rejected); the same decision again answers the order as it is", body = OrderView),
@@ -250,7 +237,6 @@ pub(super) fn admin_refund_decision() {}
                    once. A redeemed code's order is never refunded (docs/code-pools.md, \"Redemption\").",
     params(("order_id" = String, Path)),
     request_body = RedeemCodeRequest,
-    security(("jwt" = ["stock:codes"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Redeemed now (the code masked)", body = CodeRedemption),
         NotJson,
@@ -275,7 +261,6 @@ pub(super) fn admin_redeem_code() {}
                    is written unless it issues them (docs/suppliers.md, \"Codes issued by the supplier\").",
     params(("order_id" = String, Path)),
     request_body = ReissueCodesRequest,
-    security(("jwt" = ["stock:codes"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Issued now and recorded on the order", body = CodesReissued),
         NotJson,
@@ -295,7 +280,6 @@ pub(super) fn admin_reissue_codes() {}
 
 #[utoipa::path(get, path = "/admin/orders/{order_id}", tag = "orders", operation_id = "adminGetOrder",
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The order, its lock record, payments, refunds and journal entries", body = AdminOrderView),
         NoValidToken,
@@ -307,7 +291,6 @@ pub(super) fn admin_get_order() {}
 
 #[utoipa::path(get, path = "/admin/orders/{order_id}/log", tag = "orders", operation_id = "adminOrderLog",
     params(("order_id" = String, Path)),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Every status change of the order, oldest first, with its actor and cause \
                                       (docs/order-record.md)", body = OrderLogView),
@@ -321,7 +304,6 @@ pub(super) fn admin_order_log() {}
 #[utoipa::path(get, path = "/admin/refund-reviews", tag = "orders", operation_id = "listRefundReviews",
     params(("limit" = Option<u32>, Query, description = "1..=100, default 20", minimum = 1, maximum = 100),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Buyers' refunds held for review, oldest request first", body = RefundReviewList),
         NoValidToken,
@@ -334,7 +316,6 @@ pub(super) fn list_refund_reviews() {}
 
 #[utoipa::path(get, path = "/admin/settlement/{date}", tag = "orders", operation_id = "getSettlement",
     params(("date" = String, Path, description = "YYYY-MM-DD (UTC), not in the future")),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The day compared afresh: matches and every mismatch by kind", body = SettlementReport),
         NoValidToken,
@@ -348,7 +329,6 @@ pub(super) fn get_settlement() {}
 
 #[utoipa::path(post, path = "/admin/settlement/{date}/run", tag = "orders", operation_id = "runSettlement",
     params(("date" = String, Path, description = "YYYY-MM-DD (UTC), not in the future")),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The day settled now; its mismatches are counted (metric and alarm) and logged",
          body = SettlementReport),
@@ -364,7 +344,6 @@ pub(super) fn run_settlement() {}
 
 #[utoipa::path(get, path = "/admin/ledger/{date}", tag = "orders", operation_id = "getLedger",
     params(("date" = String, Path, description = "YYYY-MM-DD (UTC), not in the future")),
-    security(("jwt" = ["orders:admin"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The day's ledgers compared as of now: totals, and every difference named \
          (a non-empty report counts LedgerDifferences, which is alarmed)", body = LedgerReport),

@@ -4,7 +4,6 @@ use super::*;
 
 #[utoipa::path(post, path = "/payments/callback", tag = "payments", operation_id = "paymentCallback",
     request_body = PaymentCallback,
-    security(("webhook_signature" = [])),
     responses(
         (status = 200, description = "What the notice did", body = CallbackAnswer),
         NotJson,
@@ -21,7 +20,6 @@ pub(super) fn payment_callback() {}
 
 #[utoipa::path(post, path = "/payments/refunds", tag = "payments", operation_id = "refundWebhook",
     request_body = RefundWebhook,
-    security(("webhook_signature" = [])),
     responses(
         (status = 200, description = "What the confirmation did", body = RefundWebhookAnswer),
         NotJson,
@@ -39,7 +37,6 @@ pub(super) fn refund_webhook() {}
 
 #[utoipa::path(post, path = "/payments/stripe", tag = "payments", operation_id = "stripeWebhook",
     request_body = StripeEvent,
-    security(("stripe_signature" = [])),
     responses(
         (status = 200, description = "What the event did (`ignored`: a type Holdfast does not act on, or no \
                                       metadata.order_id)", body = StripeAnswer),

@@ -6,7 +6,6 @@ use super::*;
     description = "Takes the buyer's ticket in a queued campaign's waiting room; a repeat answers the same ticket. \
                    A campaign that can sell nothing more answers state SOLD_OUT and issues no ticket.",
     params(("campaign_id" = String, Path)),
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 200, description = "The buyer's ticket again, or SOLD_OUT without a ticket", body = QueuePlace),
         (status = 201, description = "A ticket taken now", body = QueuePlace),
@@ -25,7 +24,6 @@ pub(super) fn join_queue() {}
                    POST /orders (or POST /campaigns/{campaign_id}/checkout) spends. Writes nothing but the room's \
                    rare clock moves (a halt, a resume, a drawn queue's start).",
     params(("campaign_id" = String, Path)),
-    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The buyer's place", body = QueuePlace),
         NoValidToken,
@@ -40,7 +38,6 @@ pub(super) fn my_queue_place() {}
     description = "The queue's public face: rate, the draw's commitment (seed_sha256; the seed and the counters \
                    at the start once it started), tickets taken and positions admitted.",
     params(("campaign_id" = String, Path)),
-    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The queue", body = QueuePublic),
         NoValidToken,
@@ -58,7 +55,6 @@ pub(super) fn get_queue() {}
            ("Idempotency-Key" = String, Header, description = "One per checkout; a retry sends the same key",
             pattern = "^[!-~]{1,128}$")),
     request_body = CreateOrderRequest,
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 201, description = "Order created (or, with header Idempotent-Replayed, the same order again)",
          body = OrderView),
@@ -82,7 +78,6 @@ pub(super) fn queued_checkout() {}
 
 #[utoipa::path(get, path = "/admin/campaigns/{campaign_id}/queue", tag = "queue", operation_id = "adminQueue",
     params(("campaign_id" = String, Path)),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Tickets taken, positions admitted, halts, the stock as the room sees it, the \
          tail's ETA", body = QueueStatsView),
@@ -97,7 +92,6 @@ pub(super) fn admin_queue() {}
 #[utoipa::path(post, path = "/admin/campaigns/{campaign_id}/queue/pause", tag = "queue", operation_id = "pauseQueue",
     description = "Stops admitting (positions admitted stay admitted) until resumed.",
     params(("campaign_id" = String, Path)),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The queue, halted", body = QueueStatsView),
         NoValidToken,
@@ -112,7 +106,6 @@ pub(super) fn pause_queue() {}
 #[utoipa::path(post, path = "/admin/campaigns/{campaign_id}/queue/resume", tag = "queue", operation_id = "resumeQueue",
     description = "Admits again from the next position, one step of the rate later.",
     params(("campaign_id" = String, Path)),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The queue, admitting", body = QueueStatsView),
         NoValidToken,

@@ -4,7 +4,6 @@ use super::*;
 
 #[utoipa::path(post, path = "/reservations", tag = "reservations", operation_id = "createReservation",
     request_body = ReservationRequest,
-    security(("jwt" = ["reservations:write"])),
     responses(
         (status = 200, description = "The same reservation again", body = ReservationView),
         (status = 201, description = "Reserved", body = ReservationView),
@@ -25,7 +24,6 @@ pub(super) fn create_reservation() {}
 #[utoipa::path(post, path = "/reservations/{order_id}/confirm", tag = "reservations",
     operation_id = "confirmReservation",
     params(("order_id" = String, Path)),
-    security(("jwt" = ["reservations:write"])),
     responses(
         (status = 200, description = "SOLD (or already SOLD)", body = ReservationView),
         NoValidToken,
@@ -42,7 +40,6 @@ pub(super) fn confirm_reservation() {}
 #[utoipa::path(post, path = "/reservations/{order_id}/release", tag = "reservations",
     operation_id = "releaseReservation",
     params(("order_id" = String, Path)),
-    security(("jwt" = ["reservations:write"])),
     responses(
         (status = 200, description = "RELEASED (or already RELEASED)", body = ReservationView),
         NoValidToken,

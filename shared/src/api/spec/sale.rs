@@ -4,7 +4,6 @@
 use super::*;
 
 #[utoipa::path(get, path = "/admin/sales-switch", tag = "sale", operation_id = "getSalesSwitch",
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The switch now (OPEN when never set)", body = SalesSwitchView),
         NoValidToken,
@@ -17,7 +16,6 @@ pub(super) fn get_sales_switch() {}
     description = "The global stop-loss lever: bites in every warm Lambda within HOLDFAST_SWITCH_CACHE_MS (1 s by default). \
                    Payments, refunds, cancels, pause/resume and the switch itself are never refused.",
     request_body = SalesSwitchRequest,
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Set; the answer names who set it and when", body = SalesSwitchView),
         NotJson,
@@ -31,7 +29,6 @@ pub(super) fn put_sales_switch() {}
 
 #[utoipa::path(get, path = "/admin/skus/{sku}", tag = "sale", operation_id = "adminGetSku",
     params(("sku" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$")),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The SKU from strongly consistent reads, with every shard", body = AdminSkuView),
         NoValidToken,
@@ -43,7 +40,6 @@ pub(super) fn put_sales_switch() {}
 pub(super) fn admin_get_sku() {}
 
 #[utoipa::path(get, path = "/admin/campaigns", tag = "sale", operation_id = "listCampaigns",
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Every campaign, with its status now", body = CampaignList),
         NoValidToken,
@@ -54,7 +50,6 @@ pub(super) fn list_campaigns() {}
 
 #[utoipa::path(get, path = "/admin/campaigns/{campaign_id}/stats", tag = "sale", operation_id = "campaignStats",
     params(("campaign_id" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$")),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Counters (exact), refusals, orders by status, checkouts per second and latency \
          (a few seconds stale)", body = CampaignStats),
@@ -67,7 +62,6 @@ pub(super) fn list_campaigns() {}
 pub(super) fn campaign_stats() {}
 
 #[utoipa::path(get, path = "/admin/machinery", tag = "sale", operation_id = "machinery",
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Queue depths, dead letters and the last reconcile sweep", body = Machinery),
         NoValidToken,

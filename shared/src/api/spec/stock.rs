@@ -5,7 +5,6 @@ use super::*;
 #[utoipa::path(put, path = "/admin/skus/{sku}", tag = "stock", operation_id = "putSku",
     params(("sku" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$")),
     request_body = PutSkuRequest,
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Metadata updated", body = SkuView),
         (status = 201, description = "SKU created, with no stock", body = SkuView),
@@ -21,7 +20,6 @@ pub(super) fn put_sku() {}
 #[utoipa::path(post, path = "/admin/skus/{sku}/adjustments", tag = "stock", operation_id = "adjustSku",
     params(("sku" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$")),
     request_body = AdjustmentRequest,
-    security(("jwt" = ["stock:adjust"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "This adjustment_id was applied before; nothing changed", body = SkuView),
         (status = 201, description = "Applied", body = SkuView),
@@ -50,7 +48,6 @@ pub(super) fn get_sku() {}
 #[utoipa::path(post, path = "/admin/skus/{sku}/pause", tag = "stock", operation_id = "pauseSku",
     description = "Stop-sale: no checkout takes the SKU until it is resumed.",
     params(("sku" = String, Path)),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Paused (or already paused)", body = SkuView),
         NoValidToken,
@@ -63,7 +60,6 @@ pub(super) fn pause_sku() {}
 
 #[utoipa::path(post, path = "/admin/skus/{sku}/resume", tag = "stock", operation_id = "resumeSku",
     params(("sku" = String, Path)),
-    security(("jwt" = ["stock:catalogue"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "Selling again (or was not paused)", body = SkuView),
         NoValidToken,
@@ -78,7 +74,6 @@ pub(super) fn resume_sku() {}
     params(("sku" = String, Path),
            ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "Page size, default 50"),
            ("cursor" = Option<String>, Query, description = "next_cursor of the previous page")),
-    security(("jwt" = ["stock:adjust"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The SKU's stock journal, newest first", body = JournalPage),
         NoValidToken,
@@ -94,7 +89,6 @@ pub(super) fn sku_journal() {}
                    twice in the batch) are refused and counted; codes are stored sealed and never shown here.",
     params(("sku" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$")),
     request_body = CodeBatchRequest,
-    security(("jwt" = ["stock:codes"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 201, description = "Added (duplicates refused and counted)", body = CodeBatchView),
         (status = 200, description = "A replay of a finished batch: its first answer", body = CodeBatchView),
@@ -112,7 +106,6 @@ pub(super) fn upload_codes() {}
 
 #[utoipa::path(get, path = "/admin/skus/{sku}/codes", tag = "stock", operation_id = "codePool",
     params(("sku" = String, Path)),
-    security(("jwt" = ["stock:codes"]), ("jwt" = ["stock:admin"])),
     responses(
         (status = 200, description = "The pool's counts", body = CodePoolView),
         NoValidToken,
@@ -166,7 +159,6 @@ pub(super) fn calendar() {}
         ("campaign_id" = Option<String>, Query, description = "Check the purchase under this campaign",
          pattern = "^[A-Za-z0-9._-]{1,64}$"),
     ),
-    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The answer for the caller", body = Availability),
         NoValidToken,

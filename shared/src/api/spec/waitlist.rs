@@ -7,7 +7,6 @@ use super::*;
                    When units come back the waitlisted buyers are told in join order, as many as units came back, \
                    each with an admission token for POST /orders. No body.",
     params(("sku" = String, Path)),
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 200, description = "The buyer's entry again", body = WaitlistEntryView),
         (status = 201, description = "Joined now", body = WaitlistEntryView),
@@ -31,7 +30,6 @@ pub(super) fn join_waitlist() {}
     description = "Takes the buyer off the SKU's waitlist; a told buyer's unit goes to the next in line. Leaving \
                    an entry that is already done (used, expired, left) answers 204 too.",
     params(("sku" = String, Path)),
-    security(("jwt" = ["orders:write"])),
     responses(
         (status = 204, description = "Off the waitlist"),
         NoValidToken,
@@ -48,7 +46,6 @@ pub(super) fn leave_waitlist() {}
     description = "The buyer's entry: position, state (WAITING, NOTIFIED, USED, EXPIRED, LEFT) and, once NOTIFIED, \
                    the admission token and when it expires. Sent with Cache-Control: private, no-store.",
     params(("sku" = String, Path)),
-    security(("jwt" = ["orders:read"])),
     responses(
         (status = 200, description = "The buyer's entry", body = WaitlistEntryView),
         NoValidToken,
