@@ -406,6 +406,14 @@ impl LocalStack {
         self.apps.get(function).ok_or_else(|| anyhow!("no function {function}"))
     }
 
+    /// The stock table as one store, every stock port (what the store contract and the reference
+    /// model check): the adapter the functions' ports are, over this stack's table.
+    pub fn stock_store(&self) -> anyhow::Result<Arc<dyn holdfast::ports::StockStore>> {
+        let table = self.app("create-order")?.config.stock_table.clone();
+        let ddb = aws_sdk_dynamodb::Client::new(&self.sdk);
+        Ok(Arc::new(holdfast::adapters::dynamo::stock::DynamoStock::new(ddb, table)))
+    }
+
     /// Runs a scheduled function once, now.
     pub async fn run_schedule(&self, function: &str) -> anyhow::Result<serde_json::Value> {
         let ev = serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}});

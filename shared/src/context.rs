@@ -6,7 +6,10 @@ use crate::config::Config;
 use crate::domain::campaign::{Campaign, GateRefusal};
 use crate::domain::{CampaignId, Sku};
 use crate::faults::Faults;
-use crate::ports::{EventBus, Messages, OrderStore, PaymentProvider, SkuMeta, StockStore, SweepIndex, WebhookKeys};
+use crate::ports::{
+    Campaigns, Catalogue, CodePools, EventBus, Locks, Messages, OrderStore, PaymentProvider, Queues, Shards, SkuMeta,
+    StockStore, SweepIndex, WebhookKeys,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +18,15 @@ pub struct App {
     /// The function this process serves (metric dimension).
     pub function: String,
     pub config: Config,
-    pub stock: Arc<dyn StockStore>,
+    /// The stock table's ports, one field each (docs/architecture.md, "Ports"): SKUs and their
+    /// metadata, stock shards, locks, campaigns, code pools, waiting rooms. Over one table they
+    /// are one object ([`App::set_stock`]); a use case names the port it needs.
+    pub catalogue: Arc<dyn Catalogue>,
+    pub shards: Arc<dyn Shards>,
+    pub locks: Arc<dyn Locks>,
+    pub campaigns: Arc<dyn Campaigns>,
+    pub code_pools: Arc<dyn CodePools>,
+    pub queues: Arc<dyn Queues>,
     pub orders: Arc<dyn OrderStore>,
     pub messages: Arc<dyn Messages>,
     pub bus: Arc<dyn EventBus>,
@@ -57,6 +68,18 @@ pub struct App {
     /// The push channel: connections, the WebSocket API's management endpoint, watch timers
     /// (docs/push.md).
     pub push: crate::ports::push::PushPorts,
+}
+
+impl App {
+    /// Every stock port from one store (the stock table's adapter, or the in-memory one).
+    pub fn set_stock(&mut self, store: Arc<dyn StockStore>) {
+        self.catalogue = store.clone();
+        self.shards = store.clone();
+        self.locks = store.clone();
+        self.campaigns = store.clone();
+        self.code_pools = store.clone();
+        self.queues = store;
+    }
 }
 
 /// Connect/attempt/operation timeouts and retry attempts of every AWS client, chosen per path:

@@ -43,8 +43,10 @@ pub use waitlists::{Pointer, WaitCommit, Waitlists};
 pub mod push;
 pub use shards::{AdjustRejection, Adjustment, Shards};
 
-/// The stock table (owned by the stock service): every port over it, so the composition root
-/// holds one `Arc<dyn StockStore>`. A caller brings into scope the ports whose methods it calls.
+/// The stock table (owned by the stock service): every port over it, what one adapter implements.
+/// The app holds each port in a field of its own (`App::catalogue`, `shards`, `locks`,
+/// `campaigns`, `code_pools`, `queues`; `App::set_stock` fills them from one store), so a use
+/// case names the port it calls; the whole store is for the store contract and the wiring.
 pub trait StockStore: Catalogue + Shards + Locks + Campaigns + CodePools + Queues {}
 
 impl<T: Catalogue + Shards + Locks + Campaigns + CodePools + Queues + ?Sized> StockStore for T {}

@@ -1573,7 +1573,7 @@ async fn seen(app: &App, u: &UserId, id: &CampaignId, p: &queue::Place, d: &mut 
     });
     let mut halt = None;
     if p.state == TicketState::Waiting && p.position.is_some() && p.eta_seconds.is_none() {
-        halt = app.stock.room(id).await.ok().and_then(|r| r.halted).map(|h| h.reason);
+        halt = app.queues.room(id).await.ok().and_then(|r| r.halted).map(|h| h.reason);
         if halt == Some(HaltReason::AllHeld) {
             d.hits.push("queue: halted, every unit held");
         }

@@ -171,7 +171,7 @@ impl Wiring {
         let stock = Arc::new(DynamoStock::new(self.ddb(), table.clone()));
         self.app.sale = Arc::new(crate::adapters::dynamo::sale::DynamoSale::new(self.ddb(), table));
         self.app.waitlists = stock.clone();
-        self.app.stock = stock;
+        self.app.set_stock(stock);
         self.mark(Port::StockTable)
     }
 
@@ -355,7 +355,12 @@ fn unwired_app(function: &str, config: Config, budget: SdkBudget, faults: Faults
     App {
         function: function.to_owned(),
         config,
-        stock: u(Port::StockTable),
+        catalogue: u(Port::StockTable),
+        shards: u(Port::StockTable),
+        locks: u(Port::StockTable),
+        campaigns: u(Port::StockTable),
+        code_pools: u(Port::StockTable),
+        queues: u(Port::StockTable),
         waitlists: u(Port::StockTable),
         sale: u(Port::StockTable),
         orders: u(Port::OrderTable),

@@ -109,7 +109,7 @@ pub async fn adjust_campaign(app: &App, req: &Request) -> Result<Response, Probl
     let applied = campaigns::adjust(app, &id, &b.sku, &b.adjustment_id, b.delta, &b.reason, actor.as_ref())
         .await
         .map_err(Problem::from)?;
-    let c = app.stock.get_campaign(&id, true).await?.ok_or_else(|| Problem::internal("campaign vanished"))?;
+    let c = app.campaigns.get_campaign(&id, true).await?.ok_or_else(|| Problem::internal("campaign vanished"))?;
     admin_view(app, &c, if applied { 201 } else { 200 }).await
 }
 

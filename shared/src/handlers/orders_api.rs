@@ -282,7 +282,7 @@ async fn admin_get(app: &App, req: &Request) -> Result<Response, Problem> {
         Some(OrderRecord::Order(o)) => *o,
         _ => return Err(Problem::not_found("no such order")),
     };
-    let lock = app.stock.get_reservation(&ReservationId::for_order(&id)).await?;
+    let lock = app.locks.get_reservation(&ReservationId::for_order(&id)).await?;
     let journal = app.journal.for_cause(id.as_str()).await?;
     let journal = journal.iter().map(crate::api::stock::JournalEntryBody::from).collect();
     let view = AdminOrderView::new(&o, lock.as_ref(), journal)

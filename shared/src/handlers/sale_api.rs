@@ -107,8 +107,8 @@ pub async fn get_sku(app: &App, req: &Request) -> Result<Response, Problem> {
 pub async fn list_campaigns(app: &App) -> Result<Response, Problem> {
     let now = clock::now_s();
     let mut campaigns = Vec::new();
-    for id in app.stock.list_campaigns().await? {
-        if let Some(c) = app.stock.get_campaign(&id, false).await? {
+    for id in app.campaigns.list_campaigns().await? {
+        if let Some(c) = app.campaigns.get_campaign(&id, false).await? {
             campaigns.push(CampaignSummary {
                 campaign_id: c.id.to_string(),
                 name: c.name.clone(),
@@ -125,7 +125,7 @@ pub async fn list_campaigns(app: &App) -> Result<Response, Problem> {
 pub async fn campaign_stats(app: &App, req: &Request) -> Result<Response, Problem> {
     let id = campaign_param(req)?;
     let c = app
-        .stock
+        .campaigns
         .get_campaign(&id, true)
         .await?
         .ok_or_else(|| Problem::not_found(format!("no campaign {id}")).campaign(id.as_str()))?;

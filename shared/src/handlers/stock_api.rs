@@ -210,7 +210,7 @@ async fn journal(app: &App, req: &Request) -> Result<Response, Problem> {
         }
         c => c,
     };
-    if app.stock.get_skus(std::slice::from_ref(&sku)).await?.is_empty() {
+    if app.catalogue.get_skus(std::slice::from_ref(&sku)).await?.is_empty() {
         return Err(Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str()));
     }
     let (entries, next) = app.journal.for_sku(&sku, cursor, limit).await?;

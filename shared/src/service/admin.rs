@@ -57,7 +57,11 @@ pub enum AdminError {
 
 /// The metadata of an existing SKU (consistent read).
 async fn known(app: &App, sku: &Sku) -> Result<SkuMeta, AdminError> {
-    app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku).ok_or_else(|| AdminError::UnknownSku(sku.clone()))
+    app.catalogue
+        .get_skus(std::slice::from_ref(sku))
+        .await?
+        .remove(sku)
+        .ok_or_else(|| AdminError::UnknownSku(sku.clone()))
 }
 
 /// Creates or updates a SKU's metadata. A changed shard count redistributes `available` over the
@@ -80,7 +84,7 @@ pub async fn put_sku_with(
     crate::domain::supplier::validate(&spec.model, spec.supplier.as_ref())?;
     if !spec.bundle.is_empty() {
         let children: Vec<Sku> = spec.bundle.iter().map(|c| c.sku.clone()).collect();
-        let found = app.stock.get_skus(&children).await?;
+        let found = app.catalogue.get_skus(&children).await?;
         model::check_children(&spec.bundle, |s| found.get(s).map(|m| m.model))?;
     }
     // A SKU without counters of its own (calendar, bundle, unlimited) has no shard items:
@@ -88,7 +92,7 @@ pub async fn put_sku_with(
     let stocking = Stocking::of(&spec.model);
     let own = |shards: u16| if stocking.has_shards() { shards } else { 0 };
     for attempt in 1..=ATTEMPTS {
-        let existing = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku);
+        let existing = app.catalogue.get_skus(std::slice::from_ref(sku)).await?.remove(sku);
         let Some(old) = existing else {
             let meta = new_meta(sku, spec, stores, own(spec.shards));
             if put_meta(app, &meta, None, actor).await? {
@@ -123,12 +127,12 @@ pub async fn put_sku_with(
         let done = if meta.shards == old.shards || !stocking.has_shards() {
             put_meta(app, &meta, Some(old.version), actor).await?
         } else {
-            let counts = app.stock.read_shards(sku, old.slots).await?;
+            let counts = app.shards.read_shards(sku, old.slots).await?;
             let total: i64 = counts.iter().map(|c| c.available).sum();
             let mut target = spread(total, meta.shards);
             target.resize(usize::from(meta.slots), 0);
             let cause = Cause::new(format!("rebalance-v{}", meta.version), actor, "rebalance");
-            app.stock.rebalance(&meta, old.version, &counts, &target, &cause).await?
+            app.shards.rebalance(&meta, old.version, &counts, &target, &cause).await?
         };
         if done {
             app.caches.forget_sku(sku);
@@ -224,13 +228,13 @@ pub async fn adjust(
 /// adjustment.
 async fn ensure_cell(app: &App, parent: &SkuMeta, day: Day) -> Result<Sku, AdminError> {
     let cell = parent.sku.cell(day);
-    if app.stock.get_skus(std::slice::from_ref(&cell)).await?.contains_key(&cell) {
+    if app.catalogue.get_skus(std::slice::from_ref(&cell)).await?.contains_key(&cell) {
         return Ok(cell);
     }
     let shards = parent.shards.clamp(1, crate::domain::allocation::MAX_SHARDS);
     let meta = SkuMeta::cell_of(parent, cell.clone(), format!("{} on {day}", parent.name), shards);
     // lost a race with another adjustment creating it: it exists now either way
-    app.stock.put_sku(&meta, None).await?;
+    app.catalogue.put_sku(&meta, None).await?;
     Ok(cell)
 }
 
@@ -248,7 +252,7 @@ async fn adjust_cell(
         // on shard 0 (its condition must fail): a replay of an adjustment that already removed
         // them is then told apart (Duplicate, 200) from a real shortfall (409).
         let available: Vec<i64> = if delta < 0 {
-            app.stock.read_shards(sku, meta.slots).await?.iter().map(|c| c.available).collect()
+            app.shards.read_shards(sku, meta.slots).await?.iter().map(|c| c.available).collect()
         } else {
             Vec::new()
         };
@@ -262,7 +266,7 @@ async fn adjust_cell(
             at_ms: clock::now_ms(),
             pieces,
         };
-        match app.stock.adjust(&adj, meta.version).await? {
+        match app.shards.adjust(&adj, meta.version).await? {
             Ok(()) => {
                 app.caches.forget_sku(sku);
                 tracing::info!(sku = %sku, delta, adjustment_id, reason, "stock adjusted");
@@ -281,14 +285,14 @@ async fn adjust_cell(
 
 /// Who last replaced the SKU's metadata through an admin write (security review L7).
 pub async fn updated_by(app: &App, sku: &Sku) -> anyhow::Result<Option<AdminStamp>> {
-    app.stock.admin_stamp(crate::ports::Stamped::Sku(sku)).await
+    app.catalogue.admin_stamp(crate::ports::Stamped::Sku(sku)).await
 }
 
 /// A metadata put, stamped with the admin who asked when there is one (security review L7).
 async fn put_meta(app: &App, meta: &SkuMeta, expected: Option<u64>, actor: Option<&str>) -> anyhow::Result<bool> {
     match actor {
-        Some(a) => app.stock.put_sku_as(meta, expected, &AdminStamp::new(a, "put", crate::clock::now_ms())).await,
-        None => app.stock.put_sku(meta, expected).await,
+        Some(a) => app.catalogue.put_sku_as(meta, expected, &AdminStamp::new(a, "put", crate::clock::now_ms())).await,
+        None => app.catalogue.put_sku(meta, expected).await,
     }
 }
 
@@ -319,9 +323,9 @@ pub async fn set_paused_by(app: &App, sku: &Sku, paused: bool, actor: Option<&st
         let written = match actor {
             Some(a) => {
                 let by = AdminStamp::new(a, if paused { "pause" } else { "resume" }, crate::clock::now_ms());
-                app.stock.set_sku_paused_as(&next, old.version, &by).await?
+                app.catalogue.set_sku_paused_as(&next, old.version, &by).await?
             }
-            None => app.stock.set_sku_paused(&next, old.version).await?,
+            None => app.catalogue.set_sku_paused(&next, old.version).await?,
         };
         if written {
             app.caches.forget_sku(sku);
@@ -364,17 +368,17 @@ pub async fn public_view(app: &App, sku: &Sku) -> anyhow::Result<Option<StockVie
 
 async fn metas_read(app: &App, skus: &[Sku], consistent: bool) -> anyhow::Result<HashMap<Sku, SkuMeta>> {
     if consistent {
-        app.stock.get_skus(skus).await
+        app.catalogue.get_skus(skus).await
     } else {
-        app.stock.get_skus_public(skus).await
+        app.catalogue.get_skus_public(skus).await
     }
 }
 
 async fn shards_read(app: &App, sku: &Sku, slots: u16, consistent: bool) -> anyhow::Result<Vec<ShardCounts>> {
     if consistent {
-        app.stock.read_shards(sku, slots).await
+        app.shards.read_shards(sku, slots).await
     } else {
-        app.stock.read_shards_public(sku, slots).await
+        app.shards.read_shards_public(sku, slots).await
     }
 }
 
@@ -386,7 +390,7 @@ async fn view_with(app: &App, sku: &Sku, consistent: bool) -> anyhow::Result<Opt
     let waits = consistent && Kind::of(&meta.model) == Kind::Backorder;
     let mut v = totals(meta, counts);
     if waits {
-        v.backlog = Some(app.stock.read_backlog(sku).await?);
+        v.backlog = Some(app.locks.read_backlog(sku).await?);
     }
     let cells: Vec<Sku> = v.meta.fences.iter().map(|c| sku.reserve_cell(c)).collect();
     if !cells.is_empty() {
@@ -525,7 +529,7 @@ pub async fn calendar(app: &App, sku: &Sku, from: Day, to: Day) -> anyhow::Resul
         let _refresh = app.caches.public_refresh.lock().await;
         (by_date, have) = cached(clock::now_ms());
         if by_date.is_none() {
-            let Some(meta) = app.stock.get_skus_public(std::slice::from_ref(sku)).await?.remove(sku) else {
+            let Some(meta) = app.catalogue.get_skus_public(std::slice::from_ref(sku)).await?.remove(sku) else {
                 return Ok(None);
             };
             let per_date = Stocking::of(&meta.model) == Stocking::PerDate;
@@ -536,14 +540,14 @@ pub async fn calendar(app: &App, sku: &Sku, from: Day, to: Day) -> anyhow::Resul
             let missing: Vec<(Day, Sku)> =
                 days.iter().filter(|d| !have.contains_key(d)).map(|d| (*d, sku.cell(*d))).collect();
             let cells: Vec<Sku> = missing.iter().map(|(_, c)| c.clone()).collect();
-            let metas = if cells.is_empty() { HashMap::new() } else { app.stock.get_skus_public(&cells).await? };
+            let metas = if cells.is_empty() { HashMap::new() } else { app.catalogue.get_skus_public(&cells).await? };
             // every missing date's shards in one batched read (BatchGetItem, 100 keys a request)
             let stocked: Vec<(Sku, u16)> =
                 cells.iter().filter_map(|cell| metas.get(cell).map(|m| (cell.clone(), m.slots))).collect();
             let mut counts: HashMap<Sku, Vec<ShardCounts>> = stocked
                 .iter()
                 .map(|(c, _)| c.clone())
-                .zip(app.stock.read_many_shards_public(&stocked).await?)
+                .zip(app.shards.read_many_shards_public(&stocked).await?)
                 .collect();
             let at = clock::now_ms();
             for (day, cell) in missing {

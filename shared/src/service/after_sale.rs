@@ -399,7 +399,7 @@ async fn stock_allows(
     }
     crate::service::supplier::codes::ship_rule(o, change)?;
     let rid = ReservationId::for_order(&o.id);
-    let Some(r) = app.stock.get_reservation(&rid).await? else {
+    let Some(r) = app.locks.get_reservation(&rid).await? else {
         return Err(StockRefusal::NotConfirmed.into());
     };
     if let Change::Ship { .. } = change {
@@ -436,12 +436,12 @@ async fn stock_allows(
         true => Refunder::Buyer,
         false => Refunder::Operator,
     };
-    match may_refund(app.stock.settle_codes(&rid, CodeFate::Withdrawn).await?, by) {
+    match may_refund(app.code_pools.settle_codes(&rid, CodeFate::Withdrawn).await?, by) {
         CodeRefund::Withdraw => Ok(None),
         CodeRefund::Review => Ok(Some("codes_revealed")),
         CodeRefund::Never => Err(StockRefusal::CodesRedeemed.into()),
         // voided once, conditional on no code redeemed meanwhile (the first of the two wins)
-        CodeRefund::Void => match app.stock.settle_codes(&rid, CodeFate::Voided).await? {
+        CodeRefund::Void => match app.code_pools.settle_codes(&rid, CodeFate::Voided).await? {
             Some(CodeFate::Redeemed) => Err(StockRefusal::CodesRedeemed.into()),
             _ => Ok(None),
         },

@@ -57,14 +57,14 @@ pub async fn put(app: &App, id: &CampaignId, spec: &CampaignSpec) -> Result<(Cam
 
 /// Who last replaced the campaign's record through an admin write (security review L7).
 pub async fn updated_by(app: &App, id: &CampaignId) -> anyhow::Result<Option<AdminStamp>> {
-    app.stock.admin_stamp(crate::ports::Stamped::Campaign(id)).await
+    app.catalogue.admin_stamp(crate::ports::Stamped::Campaign(id)).await
 }
 
 /// The campaign record, written, stamped with the admin who asked (security review L7).
 async fn write(app: &App, c: &Campaign, expected: Option<u64>, by: Option<AdminStamp>) -> anyhow::Result<bool> {
     match by {
-        Some(b) => app.stock.write_campaign_as(c, expected, &b).await,
-        None => app.stock.write_campaign(c, expected).await,
+        Some(b) => app.campaigns.write_campaign_as(c, expected, &b).await,
+        None => app.campaigns.write_campaign(c, expected).await,
     }
 }
 
@@ -77,7 +77,7 @@ pub async fn put_by(
 ) -> Result<(Campaign, bool), CampaignError> {
     spec.validate()?;
     let skus: Vec<Sku> = spec.items.iter().map(|i| i.sku.clone()).collect();
-    let metas = app.stock.get_skus(&skus).await?;
+    let metas = app.catalogue.get_skus(&skus).await?;
     if let Some(missing) = skus.iter().find(|s| !metas.contains_key(*s)) {
         return Err(CampaignError::UnknownSku(missing.clone()));
     }
@@ -87,7 +87,7 @@ pub async fn put_by(
         return Err(CampaignError::NoCampaign(m.sku.clone(), Kind::of(&m.model)));
     }
     for attempt in 1..=ATTEMPTS {
-        let existing = app.stock.get_campaign(id, true).await?;
+        let existing = app.campaigns.get_campaign(id, true).await?;
         if existing.is_none() {
             // ring-fenced items take their units out of the SKUs first: a campaign is never
             // written that promises units it could not fence (a retry fences nothing twice)
@@ -176,7 +176,8 @@ pub async fn set_paused_by(
     actor: Option<&str>,
 ) -> Result<Campaign, CampaignError> {
     for attempt in 1..=ATTEMPTS {
-        let old = app.stock.get_campaign(id, true).await?.ok_or_else(|| CampaignError::UnknownCampaign(id.clone()))?;
+        let old =
+            app.campaigns.get_campaign(id, true).await?.ok_or_else(|| CampaignError::UnknownCampaign(id.clone()))?;
         if old.paused == paused {
             return Ok(old);
         }
@@ -203,13 +204,14 @@ pub async fn adjust(
     actor: Option<&UserId>,
 ) -> Result<bool, CampaignError> {
     for attempt in 1..=ATTEMPTS {
-        let old = app.stock.get_campaign(id, true).await?.ok_or_else(|| CampaignError::UnknownCampaign(id.clone()))?;
+        let old =
+            app.campaigns.get_campaign(id, true).await?.ok_or_else(|| CampaignError::UnknownCampaign(id.clone()))?;
         let item = old.item(sku).ok_or_else(|| CampaignError::NotInCampaign(sku.clone()))?.clone();
         // a waved item's adjustment changes the wave selling now or the next one
         let wave = item.adjusted_wave(clock::now_s());
         let own = item.wave_shards(wave);
         let available: Vec<i64> = if delta < 0 {
-            let all = app.stock.read_quota_shards(id, sku, item.quota_shards(), true).await?;
+            let all = app.campaigns.read_quota_shards(id, sku, item.quota_shards(), true).await?;
             all.iter().skip(usize::from(own.start)).take(usize::from(item.shards)).map(|c| c.available).collect()
         } else {
             Vec::new()
@@ -239,7 +241,7 @@ pub async fn adjust(
             at_ms: clock::now_ms(),
             pieces,
         };
-        match app.stock.adjust_campaign(&adj, &next, old.version).await? {
+        match app.campaigns.adjust_campaign(&adj, &next, old.version).await? {
             Ok(()) => {
                 app.caches.forget_campaign(id);
                 if item.reserve && delta < 0 {
@@ -282,8 +284,8 @@ pub fn wave_counts(item: &crate::domain::campaign::CampaignItem, shards: &[Shard
 
 /// `consistent` for admin answers; public reads are eventually consistent.
 pub async fn view(app: &App, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<CampaignView>> {
-    let Some(c) = app.stock.get_campaign(id, consistent).await? else { return Ok(None) };
-    let reads = c.items.iter().map(|i| app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), consistent));
+    let Some(c) = app.campaigns.get_campaign(id, consistent).await? else { return Ok(None) };
+    let reads = c.items.iter().map(|i| app.campaigns.read_quota_shards(&c.id, &i.sku, i.quota_shards(), consistent));
     let counts = futures::future::try_join_all(reads).await?;
     let items = c.items.iter().zip(&counts).map(|(i, cs)| (i.sku.clone(), sum(cs))).collect();
     let waves = c.items.iter().zip(&counts).map(|(i, cs)| wave_counts(i, cs)).collect();
@@ -296,13 +298,13 @@ pub async fn view(app: &App, id: &CampaignId, consistent: bool) -> anyhow::Resul
 pub async fn check_quotas(app: &App) -> anyhow::Result<Vec<crate::domain::invariants::Violation>> {
     let mut items = Vec::new();
     let mut campaigns = Vec::new();
-    for id in app.stock.list_campaigns().await? {
-        let Some(c) = app.stock.get_campaign(&id, true).await? else { continue };
+    for id in app.campaigns.list_campaigns().await? {
+        let Some(c) = app.campaigns.get_campaign(&id, true).await? else { continue };
         campaigns.push(c);
     }
     for c in campaigns {
         for i in &c.items {
-            let shards = app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
+            let shards = app.campaigns.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
             let snapshot = crate::domain::invariants::CampaignItemSnapshot::of(&c.id, i, |n| {
                 shards.get(usize::from(n)).copied().unwrap_or_default()
             });
@@ -410,7 +412,7 @@ pub async fn user_counters(
     if let Some(c) = campaign {
         wanted.push(Counter::CampaignLimit(c.clone(), sku.clone(), user.clone()));
     }
-    let got = app.stock.read_counters(&wanted).await?;
+    let got = app.locks.read_counters(&wanted).await?;
     let get = |c: &Counter| got.get(c).copied().unwrap_or(0);
     Ok((get(&wanted[0]), wanted.get(2).map(get).unwrap_or(0), get(&wanted[1])))
 }

@@ -33,7 +33,7 @@ pub async fn reservation_check(
         app.messages.send(&msg, (due_at - now).min(MAX_DELAY_SECONDS) as u32).await?;
         return Ok(CheckOutcome::ReArmed);
     }
-    let Some(r) = app.stock.get_reservation(id).await? else { return Ok(CheckOutcome::Fine) };
+    let Some(r) = app.locks.get_reservation(id).await? else { return Ok(CheckOutcome::Fine) };
     if r.status != LockStatus::Frozen {
         return Ok(CheckOutcome::Fine);
     }

@@ -85,7 +85,7 @@ fn batch_id_ok(id: &str) -> bool {
 
 async fn pool_meta(app: &App, sku: &Sku) -> Result<SkuMeta, CodeError> {
     let meta = app
-        .stock
+        .catalogue
         .get_skus(std::slice::from_ref(sku))
         .await?
         .remove(sku)
@@ -148,7 +148,7 @@ pub async fn upload_expiring(
         None => batch_hash(&fps),
         Some(at) => batch_hash(&[fps.as_slice(), &[format!("expires:{at}")]].concat()),
     };
-    if let Some(prev) = app.stock.code_batch(sku, batch_id).await? {
+    if let Some(prev) = app.code_pools.code_batch(sku, batch_id).await? {
         return if prev.hash == hash { Ok((prev, false)) } else { Err(CodeError::BatchReused) };
     }
     let mut added = 0u32;
@@ -184,7 +184,7 @@ pub async fn upload_expiring(
         hash,
         duplicate_codes: dups.iter().take(100).map(|i| mask(&codes[*i])).collect(),
     };
-    app.stock.put_code_batch(sku, batch_id, &result).await?;
+    app.code_pools.put_code_batch(sku, batch_id, &result).await?;
     app.caches.forget_sku(sku);
     if result.duplicates > 0 {
         app.count(names::CODE_DUPLICATES, u64::from(result.duplicates));
@@ -223,7 +223,7 @@ async fn sort_known(
     dups: &mut Vec<usize>,
 ) -> Result<Vec<usize>, CodeError> {
     let asked: Vec<String> = idx.iter().map(|i| fps[*i].clone()).collect();
-    let known = app.stock.known_codes(sku, &asked).await?;
+    let known = app.code_pools.known_codes(sku, &asked).await?;
     let mut todo = Vec::new();
     for i in idx {
         match known.get(&fps[i]) {
@@ -256,7 +256,7 @@ async fn add_chunk(
     // deterministic per chunk content: a replay of an applied chunk is a duplicate adjustment
     let adjustment_id = format!("codes:{batch_id}:{}", &batch_hash(&chunk_fps)[..16]);
     for attempt in 1..=ATTEMPTS {
-        let rings = app.stock.read_rings(sku, shards).await?;
+        let rings = app.code_pools.read_rings(sku, shards).await?;
         let place = placement(chunk.len(), &rings);
         let mut by_shard: HashMap<u16, Vec<usize>> = HashMap::new();
         for (i, shard) in chunk.iter().zip(&place) {
@@ -291,7 +291,7 @@ async fn add_chunk(
             batch_id: batch_id.to_owned(),
             appends,
         };
-        match app.stock.add_codes(&up).await? {
+        match app.code_pools.add_codes(&up).await? {
             Ok(()) | Err(AdjustRejection::Duplicate { .. }) => {
                 *added += chunk.len() as u32;
                 return Ok(Vec::new());
@@ -353,7 +353,7 @@ pub async fn reveal_codes(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<
     if let Some(codes) = super::supplier::codes::reveal(app, &o).await? {
         return Ok(codes);
     }
-    let Some(r) = app.stock.get_reservation(&ReservationId::for_order(id)).await? else {
+    let Some(r) = app.locks.get_reservation(&ReservationId::for_order(id)).await? else {
         return Ok(Vec::new());
     };
     let lines: Vec<_> = r.lines.iter().filter(|l| l.holds_codes()).collect();
@@ -377,7 +377,7 @@ pub async fn reveal_codes(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<
     let known = early || matches!(r.code_fate, Some(CodeFate::Revealed | CodeFate::Redeemed | CodeFate::Voided));
     let fate = match known {
         true => r.code_fate.or(Some(CodeFate::Revealed)),
-        false => app.stock.settle_codes(&r.id, CodeFate::Revealed).await?,
+        false => app.code_pools.settle_codes(&r.id, CodeFate::Revealed).await?,
     };
     // voided: refunded after the reveal by an operator (an approved review answered above);
     // the buyer saw them already, they stay shown but are never redeemed
@@ -396,7 +396,7 @@ pub async fn reveal_codes(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<
             .flatten()
             .flat_map(|g| (g.from..g.from + u64::from(g.count)).map(move |p| (g.shard, p)))
             .collect();
-        for (at, c) in slots.iter().zip(app.stock.read_codes(&l.sku, &slots).await?) {
+        for (at, c) in slots.iter().zip(app.code_pools.read_codes(&l.sku, &slots).await?) {
             let c = c.ok_or_else(|| anyhow::anyhow!("order {id}: a code slot of {} is empty", l.sku))?;
             let code = open_checked(app, &keys, id, &l.sku, *at, &c).await?;
             let state = CodeState::of(c.redeemed_at_ms, c.expires_at_ms, now);
@@ -441,7 +441,7 @@ async fn open_checked(
     };
     let opened = keys.open_at_with(sku, at, c, data_key.as_ref()).map_err(|e| refuse(e.to_string()))?;
     if let Some((shard, pos)) = opened.relocated {
-        if !app.stock.code_left_slot(sku, shard, pos).await? {
+        if !app.code_pools.code_left_slot(sku, shard, pos).await? {
             return Err(refuse(format!(
                 "sealed for slot {shard}#{pos}, which still holds it (no release or give-back moved it)"
             )));
@@ -464,7 +464,7 @@ pub async fn unexpired(app: &App, sku: &Sku, shard: u16, from: u64, count: u32) 
     let positions: Vec<u64> = (from..from + u64::from(count)).collect();
     let slots: Vec<(u16, u64)> = positions.iter().map(|p| (shard, *p)).collect();
     let now = clock::now_ms();
-    let codes = app.stock.read_codes(sku, &slots).await?;
+    let codes = app.code_pools.read_codes(sku, &slots).await?;
     let (kept, expired): (Vec<(u64, _)>, Vec<(u64, _)>) =
         positions.into_iter().zip(codes).partition(|(_, c)| c.as_ref().is_none_or(|c| valid_at(c.expires_at_ms, now)));
     let expired: Vec<u64> = expired.into_iter().map(|(p, _)| p).collect();
@@ -484,7 +484,7 @@ pub async fn unexpired(app: &App, sku: &Sku, shard: u16, from: u64, count: u32) 
     };
     let retire = CodeRetire { adjustment, shard, positions: expired, now_ms: now };
     for attempt in 1..=3 {
-        match app.stock.retire_codes(&retire).await? {
+        match app.code_pools.retire_codes(&retire).await? {
             Ok(()) | Err(AdjustRejection::Duplicate { .. }) => {
                 app.count(names::CODES_EXPIRED, n as u64);
                 tracing::info!(sku = %sku, shard, codes = n, "expired codes retired from the pool");
@@ -510,7 +510,7 @@ const REPAIR_PAGE: u64 = 1000;
 /// codes returned.
 pub async fn repair_orphans(app: &App, meta: &SkuMeta, now_ms: i64, quiet_ms: i64) -> anyhow::Result<u64> {
     let slots = meta.slots.max(meta.shards);
-    let rings = app.stock.read_rings(&meta.sku, slots).await?;
+    let rings = app.code_pools.read_rings(&meta.sku, slots).await?;
     let mut returned = 0;
     for (i, g) in rings.iter().enumerate() {
         let shard = i as u16;
@@ -518,19 +518,19 @@ pub async fn repair_orphans(app: &App, meta: &SkuMeta, now_ms: i64, quiet_ms: i6
             continue;
         }
         let to = g.head.min(g.checked + REPAIR_PAGE);
-        let orphans = app.stock.unbound_codes(&meta.sku, shard, g.checked, to).await?;
+        let orphans = app.code_pools.unbound_codes(&meta.sku, shard, g.checked, to).await?;
         if !orphans.is_empty() {
             let ranges = crate::domain::codes::ranges_of(shard, &orphans);
             // one transaction per ≤ 20 ranges of ≤ 40 positions in all
             for chunk in orphans_chunks(&ranges) {
-                if !app.stock.give_back_codes(&meta.sku, &chunk).await? {
+                if !app.code_pools.give_back_codes(&meta.sku, &chunk).await? {
                     return Ok(returned);
                 }
                 returned += chunk.iter().map(|c| u64::from(c.count)).sum::<u64>();
             }
             tracing::warn!(sku = %meta.sku, shard, codes = orphans.len(), "reconcile returned claimed, unbound codes");
         }
-        app.stock.mark_checked(&meta.sku, shard, g.checked, to).await?;
+        app.code_pools.mark_checked(&meta.sku, shard, g.checked, to).await?;
     }
     if returned > 0 {
         app.count(names::REPAIRS, returned);
@@ -579,7 +579,7 @@ pub struct PoolSummary {
 pub async fn summary(app: &App, sku: &Sku) -> Result<PoolSummary, CodeError> {
     let meta = pool_meta(app, sku).await?;
     let slots = meta.slots.max(meta.shards);
-    let (counts, rings) = tokio::join!(app.stock.read_shards(sku, slots), app.stock.read_rings(sku, slots));
+    let (counts, rings) = tokio::join!(app.shards.read_shards(sku, slots), app.code_pools.read_rings(sku, slots));
     let (counts, rings) = (counts?, rings?);
     Ok(PoolSummary {
         sku: sku.clone(),

@@ -34,11 +34,11 @@ async fn transfer(app: &App, from: &Sku, to: &Sku, q: i64, id: &str, actor: Opti
         return Ok(true);
     }
     for attempt in 1..=ATTEMPTS {
-        let metas = app.stock.get_skus(&[from.clone(), to.clone()]).await?;
+        let metas = app.catalogue.get_skus(&[from.clone(), to.clone()]).await?;
         let (Some(src), Some(dst)) = (metas.get(from), metas.get(to)) else {
             anyhow::bail!("no stock item {from} or {to}")
         };
-        let available: Vec<i64> = app.stock.read_shards(from, src.slots).await?.iter().map(|c| c.available).collect();
+        let available: Vec<i64> = app.shards.read_shards(from, src.slots).await?.iter().map(|c| c.available).collect();
         if available.iter().sum::<i64>() < q {
             return Ok(false);
         }
@@ -58,7 +58,7 @@ async fn transfer(app: &App, from: &Sku, to: &Sku, q: i64, id: &str, actor: Opti
         };
         let out = adj(from, -q, out_pieces);
         let into = adj(to, q, in_pieces.map(|(i, d)| (i as u16, d)).collect());
-        match app.stock.adjust_pair(&out, &into).await? {
+        match app.shards.adjust_pair(&out, &into).await? {
             // the same move again (a retry): done; another move under this id is never taken
             // for it (review protocol-3 N6)
             Err(AdjustRejection::Duplicate { delta }) if delta != -q => {
@@ -84,25 +84,25 @@ pub fn fenceable(meta: &SkuMeta) -> bool {
 /// The cell of a ring-fenced item, created on first use with the item's quota shards.
 async fn ensure_cell(app: &App, parent: &SkuMeta, c: &CampaignId, shards: u16) -> anyhow::Result<Sku> {
     let cell = parent.sku.reserve_cell(c);
-    if app.stock.get_skus(std::slice::from_ref(&cell)).await?.contains_key(&cell) {
+    if app.catalogue.get_skus(std::slice::from_ref(&cell)).await?.contains_key(&cell) {
         return Ok(cell);
     }
     let meta = SkuMeta::cell_of(parent, cell.clone(), format!("{} (ring-fenced for {c})", parent.name), shards);
     // lost a race: the other writer created the same cell
-    app.stock.put_sku(&meta, None).await?;
+    app.catalogue.put_sku(&meta, None).await?;
     Ok(cell)
 }
 
 /// Records on the SKU that campaign `c` holds a cell of it (its view reads the cell).
 async fn note_fence(app: &App, sku: &Sku, c: &CampaignId) -> anyhow::Result<()> {
     for attempt in 1..=ATTEMPTS {
-        let Some(meta) = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku) else { return Ok(()) };
+        let Some(meta) = app.catalogue.get_skus(std::slice::from_ref(sku)).await?.remove(sku) else { return Ok(()) };
         if meta.fences.contains(c) {
             return Ok(());
         }
         let mut next = SkuMeta { version: meta.version + 1, ..meta.clone() };
         next.fences.push(c.clone());
-        if app.stock.put_sku(&next, Some(meta.version)).await? {
+        if app.catalogue.put_sku(&next, Some(meta.version)).await? {
             app.caches.forget_sku(sku);
             return Ok(());
         }
@@ -122,7 +122,7 @@ pub async fn fence(
     actor: Option<&str>,
 ) -> Result<(), CampaignError> {
     let parent = app
-        .stock
+        .catalogue
         .get_skus(std::slice::from_ref(&item.sku))
         .await?
         .remove(&item.sku)
@@ -160,8 +160,8 @@ pub async fn return_ended(app: &App, campaigns: &[Campaign]) -> anyhow::Result<i
     for c in campaigns.iter().filter(|c| now >= c.ends_at.saturating_add(c.end_grace_s)) {
         for i in c.items.iter().filter(|i| i.reserve) {
             let cell = i.sku.reserve_cell(&c.id);
-            let Some(meta) = app.stock.get_skus(std::slice::from_ref(&cell)).await?.remove(&cell) else { continue };
-            let left: i64 = app.stock.read_shards(&cell, meta.slots).await?.iter().map(|s| s.available).sum();
+            let Some(meta) = app.catalogue.get_skus(std::slice::from_ref(&cell)).await?.remove(&cell) else { continue };
+            let left: i64 = app.shards.read_shards(&cell, meta.slots).await?.iter().map(|s| s.available).sum();
             if left > 0 && transfer(app, &cell, &i.sku, left, &format!("end:{}:v{}", c.id, meta.version), None).await? {
                 tracing::info!(campaign = %c.id, sku = %i.sku, units = left, "ring-fenced units returned at the campaign's end");
                 moved += left;

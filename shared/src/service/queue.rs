@@ -76,7 +76,7 @@ pub async fn join(app: &App, user: &UserId, id: &CampaignId) -> Result<(Place, b
     if now >= c.ends_at.saturating_mul(1000) {
         return Err(QueueError::Ended(id.clone()));
     }
-    if let Some(t) = app.stock.ticket(id, user).await? {
+    if let Some(t) = app.queues.ticket(id, user).await? {
         return Ok((place(app, &c, &spec, user, &t).await?, false));
     }
     let stock = stock_of(app, &c).await?;
@@ -97,21 +97,21 @@ pub async fn join(app: &App, user: &UserId, id: &CampaignId) -> Result<(Place, b
     static NEXT: OnceLock<AtomicU16> = OnceLock::new();
     let k =
         NEXT.get_or_init(|| AtomicU16::new(fastrand::u16(..))).fetch_add(1, Ordering::Relaxed) % spec.counters.max(1);
-    let n = app.stock.next_number(id, k).await?;
+    let n = app.queues.next_number(id, k).await?;
     let t = Ticket { number: queue::ticket_number(k, n, spec.counters), joined_at_ms: now };
-    if app.stock.put_ticket(id, user, &t).await? {
+    if app.queues.put_ticket(id, user, &t).await? {
         app.count(crate::telemetry::names::QUEUE_JOINS, 1);
         return Ok((place(app, &c, &spec, user, &t).await?, true));
     }
     // a concurrent join of the same buyer won: theirs is the ticket (this number stays unused)
-    let theirs = app.stock.ticket(id, user).await?.ok_or_else(|| anyhow::anyhow!("ticket vanished"))?;
+    let theirs = app.queues.ticket(id, user).await?.ok_or_else(|| anyhow::anyhow!("ticket vanished"))?;
     Ok((place(app, &c, &spec, user, &theirs).await?, false))
 }
 
 /// Where `user` stands in campaign `id`'s queue.
 pub async fn me(app: &App, user: &UserId, id: &CampaignId) -> Result<Place, QueueError> {
     let (c, spec) = queued(app, id).await?;
-    let t = app.stock.ticket(id, user).await?.ok_or_else(|| QueueError::NotFound("no ticket in this queue".into()))?;
+    let t = app.queues.ticket(id, user).await?.ok_or_else(|| QueueError::NotFound("no ticket in this queue".into()))?;
     place(app, &c, &spec, user, &t).await
 }
 
@@ -122,7 +122,7 @@ async fn place(app: &App, c: &Campaign, spec: &QueueSpec, user: &UserId, t: &Tic
     let position = queue::position(spec, &room, t.number);
     let starts = c.starts_at.saturating_mul(1000);
     let admitted = position.is_some_and(|p| p <= room.admitted_through(spec, starts, now));
-    let used = admitted && app.stock.spent(&c.id, t.number).await?;
+    let used = admitted && app.queues.spent(&c.id, t.number).await?;
     let (state, at) = queue::state(spec, &room, starts, position, used, stock, now);
     let eta_seconds = at.map(|ms| ((ms - now).max(0) + 999) / 1000);
     let admission_token = match state {
@@ -149,10 +149,10 @@ async fn place(app: &App, c: &Campaign, spec: &QueueSpec, user: &UserId, t: &Tic
 /// whichever reader sees it first; every other read writes nothing.
 async fn room_now(app: &App, c: &Campaign, spec: &QueueSpec, stock: Stock, now_ms: i64) -> anyhow::Result<Room> {
     let starts = c.starts_at.saturating_mul(1000);
-    let mut room = app.stock.room(&c.id).await?;
+    let mut room = app.queues.room(&c.id).await?;
     for _ in 0..3 {
         let next = if spec.draw == queue::Draw::Random && now_ms >= starts && room.pre_start.is_none() {
-            let pre = app.stock.counters(&c.id, spec.counters).await?;
+            let pre = app.queues.counters(&c.id, spec.counters).await?;
             Some(Room { version: room.version + 1, pre_start: Some(pre), ..room.clone() })
         } else if now_ms < starts {
             None
@@ -167,11 +167,11 @@ async fn room_now(app: &App, c: &Campaign, spec: &QueueSpec, stock: Stock, now_m
             }
         };
         let Some(next) = next else { return Ok(room) };
-        if app.stock.put_room(&c.id, &next).await? {
+        if app.queues.put_room(&c.id, &next).await? {
             tracing::info!(campaign = %c.id, halted = next.halted.is_some(), "queue room moved");
             room = next;
         } else {
-            room = app.stock.room(&c.id).await?;
+            room = app.queues.room(&c.id).await?;
         }
     }
     Ok(room)
@@ -179,7 +179,7 @@ async fn room_now(app: &App, c: &Campaign, spec: &QueueSpec, stock: Stock, now_m
 
 /// The highest position taken so far (the counters' highest number, placed).
 async fn last_position(app: &App, c: &Campaign, spec: &QueueSpec, room: &Room) -> anyhow::Result<u64> {
-    let counters = app.stock.counters(&c.id, spec.counters).await?;
+    let counters = app.queues.counters(&c.id, spec.counters).await?;
     let highest = counters
         .iter()
         .enumerate()
@@ -206,16 +206,16 @@ pub async fn stock_of(app: &App, c: &Campaign) -> anyhow::Result<Stock> {
     let mut held = false;
     let mut selling = false;
     for i in &c.items {
-        let quota = app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), false).await?;
+        let quota = app.campaigns.read_quota_shards(&c.id, &i.sku, i.quota_shards(), false).await?;
         let q_available: i64 = quota.iter().map(|s| s.available).sum();
         held |= quota.iter().map(|s| s.locked).sum::<i64>() > 0;
         if q_available <= 0 {
             continue;
         }
         let cell = if i.reserve { i.sku.reserve_cell(&c.id) } else { i.sku.clone() };
-        let metas = app.stock.get_skus(std::slice::from_ref(&cell)).await?;
+        let metas = app.catalogue.get_skus(std::slice::from_ref(&cell)).await?;
         let Some(meta) = metas.get(&cell) else { continue };
-        let available: i64 = app.stock.read_shards(&cell, meta.slots).await?.iter().map(|s| s.available).sum();
+        let available: i64 = app.shards.read_shards(&cell, meta.slots).await?.iter().map(|s| s.available).sum();
         selling |= available > 0;
     }
     let s = match (selling, held) {
@@ -272,7 +272,7 @@ pub async fn stats(app: &App, id: &CampaignId) -> Result<(Campaign, QueueSpec, R
     let now = clock::now_ms();
     let stock = stock_of(app, &c).await?;
     let room = room_now(app, &c, &spec, stock, now).await?;
-    let joined: u64 = app.stock.counters(id, spec.counters).await?.iter().sum();
+    let joined: u64 = app.queues.counters(id, spec.counters).await?.iter().sum();
     let starts = c.starts_at.saturating_mul(1000);
     let tail = last_position(app, &c, &spec, &room).await?;
     let tail_eta_seconds = room.admitted_at(&spec, starts, tail).map(|ms| ((ms - now).max(0) + 999) / 1000);
@@ -291,7 +291,7 @@ pub async fn set_paused(app: &App, id: &CampaignId, paused: bool) -> Result<Queu
     let (c, spec) = queued(app, id).await?;
     let starts = c.starts_at.saturating_mul(1000);
     for attempt in 1..=super::CAS_ATTEMPTS {
-        let room = app.stock.room(id).await?;
+        let room = app.queues.room(id).await?;
         let now = clock::now_ms().max(starts);
         let next = match (paused, room.halted) {
             (true, Some(h)) if h.reason == HaltReason::Paused => break,
@@ -302,7 +302,7 @@ pub async fn set_paused(app: &App, id: &CampaignId, paused: bool) -> Result<Queu
             (false, Some(h)) if h.reason == HaltReason::Paused => room.resume(now),
             (false, _) => break,
         };
-        if app.stock.put_room(id, &next).await? {
+        if app.queues.put_room(id, &next).await? {
             tracing::info!(campaign = %id, paused, "queue admission paused or resumed");
             break;
         }

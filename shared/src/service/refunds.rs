@@ -321,7 +321,7 @@ pub fn with_refund_requested(o: &Order, reason: RefundReason, now_ms: i64) -> Op
 /// which is also what refuses its shipment). Acted on only when the order's lock is marked
 /// oversold: the event is a claim, the mark is the fact (review security-2 L2).
 pub async fn request_for_oversell(app: &App, order_id: &OrderId) -> Result<bool, RefundError> {
-    let marked = app.stock.get_reservation(&ReservationId::for_order(order_id)).await?.is_some_and(|r| r.oversold)
+    let marked = app.locks.get_reservation(&ReservationId::for_order(order_id)).await?.is_some_and(|r| r.oversold)
         || crate::mutant!("l2-oversell-unchecked");
     if !marked {
         app.count(names::REJECTED_MESSAGES, 1);

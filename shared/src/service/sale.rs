@@ -217,10 +217,10 @@ pub async fn check_low_stock(app: &App, skus: &[Sku]) -> anyhow::Result<()> {
     if skus.is_empty() {
         return Ok(());
     }
-    let metas = app.stock.get_skus_public(skus).await?;
+    let metas = app.catalogue.get_skus_public(skus).await?;
     for (sku, meta) in metas {
         let Some(threshold) = meta.controls.low_stock_threshold else { continue };
-        let available: i64 = app.stock.read_shards(&sku, meta.slots).await?.iter().map(|c| c.available).sum();
+        let available: i64 = app.shards.read_shards(&sku, meta.slots).await?.iter().map(|c| c.available).sum();
         let low = available < threshold;
         if !app.sale.mark_low_stock(&sku, low).await? || !low {
             continue;
@@ -268,7 +268,7 @@ pub async fn stats(app: &App, c: &Campaign) -> anyhow::Result<Stats> {
     let mut items = Vec::new();
     let mut waves = Vec::new();
     for i in &c.items {
-        let shards = app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
+        let shards = app.campaigns.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
         let (a, l, s) = shards.iter().fold((0, 0, 0), |(a, l, s), x| (a + x.available, l + x.locked, s + x.sold));
         items.push((i.sku.clone(), i.quota, a, l, s));
         waves.push(super::campaigns::wave_counts(i, &shards));

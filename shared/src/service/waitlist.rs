@@ -41,7 +41,7 @@ pub struct Place {
 
 async fn meta(app: &App, sku: &Sku) -> Result<SkuMeta, WaitlistError> {
     let meta = app
-        .stock
+        .catalogue
         .get_skus(std::slice::from_ref(sku))
         .await?
         .remove(sku)
@@ -54,7 +54,7 @@ async fn meta(app: &App, sku: &Sku) -> Result<SkuMeta, WaitlistError> {
 
 /// The SKU's units free for anyone now (its own shards; ring-fenced units are a campaign's).
 async fn available(app: &App, meta: &SkuMeta) -> anyhow::Result<i64> {
-    Ok(app.stock.read_shards(&meta.sku, meta.slots).await?.iter().map(|s| s.available.max(0)).sum())
+    Ok(app.shards.read_shards(&meta.sku, meta.slots).await?.iter().map(|s| s.available.max(0)).sum())
 }
 
 async fn place(app: &App, sku: &Sku, e: Entry) -> anyhow::Result<Place> {
@@ -177,7 +177,7 @@ async fn settle_once(app: &App, sku: &Sku, head: &Head) -> anyhow::Result<Option
     let scope = wl::scope(sku);
     let mut told = Vec::new();
     for e in app.waitlists.wait_entries(sku, &head.live).await? {
-        let spent = app.stock.spent(&scope, e.number).await?;
+        let spent = app.queues.spent(&scope, e.number).await?;
         told.push((e, spent));
     }
     let Some((next, done)) = wl::settle(head, &told, clock::now_ms()) else { return Ok(Some((head.clone(), false))) };

@@ -8,7 +8,7 @@ use crate::common::spawn;
 async fn the_dynamodb_store_passes_the_stock_store_contract() {
     let s = spawn().await;
     let app = s.local.app("create-order").expect("create-order");
-    let (stock, waitlists) = (app.stock.clone(), app.waitlists.clone());
+    let (stock, waitlists) = (s.local.stock_store().expect("stock store"), app.waitlists.clone());
     // every check, each under its own names, so one failure does not hide the others
     let prefix = format!("sc{}-", fastrand::u32(..));
     let failed = holdfast::adapters::contract::failures(stock.as_ref(), waitlists.as_ref(), &prefix).await;
@@ -26,7 +26,7 @@ fn the_dynamodb_store_answers_and_shows_what_the_reference_model_does_after_ever
     use std::sync::atomic::{AtomicU32, Ordering};
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let s = rt.block_on(spawn());
-    let stock = s.local.app("create-order").expect("create-order").stock.clone();
+    let stock = s.local.stock_store().expect("stock store");
     let cases = model::gen::size("HOLDFAST_MODEL_DYNAMO_CASES", 16) as u32;
     let steps = model::gen::size("HOLDFAST_MODEL_DYNAMO_STEPS", 20);
     let seed = model::gen::size("HOLDFAST_MODEL_SEED", 0) as u64;

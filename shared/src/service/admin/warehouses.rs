@@ -51,7 +51,7 @@ pub fn declared_cell(meta: &SkuMeta, warehouse: &Warehouse) -> Result<Sku, Admin
 }
 
 async fn ensure_cell(app: &App, parent: &SkuMeta, warehouse: &Warehouse, cell: &Sku) -> Result<(), AdminError> {
-    if app.stock.get_skus(std::slice::from_ref(cell)).await?.contains_key(cell) {
+    if app.catalogue.get_skus(std::slice::from_ref(cell)).await?.contains_key(cell) {
         return Ok(());
     }
     let shards = parent.shards.clamp(1, crate::domain::allocation::MAX_SHARDS);
@@ -59,7 +59,7 @@ async fn ensure_cell(app: &App, parent: &SkuMeta, warehouse: &Warehouse, cell: &
     // a new warehouse of a paused SKU starts paused: its shards carry the stop-sale
     let meta = SkuMeta { paused: parent.paused, ..SkuMeta::cell_of(parent, cell.clone(), name, shards) };
     // lost a race with another adjustment creating it: it exists now either way
-    app.stock.put_sku(&meta, None).await?;
+    app.catalogue.put_sku(&meta, None).await?;
     Ok(())
 }
 
@@ -68,7 +68,7 @@ async fn ensure_cell(app: &App, parent: &SkuMeta, warehouse: &Warehouse, cell: &
 pub async fn pause_cells(app: &App, parent: &SkuMeta, paused: bool, actor: Option<&str>) -> Result<(), AdminError> {
     let cells: Vec<Sku> =
         parent.warehouses.iter().flat_map(|w| w.list.iter()).map(|w| parent.sku.warehouse_cell(w)).collect();
-    let existing = app.stock.get_skus(&cells).await?;
+    let existing = app.catalogue.get_skus(&cells).await?;
     for cell in cells.iter().filter(|c| existing.contains_key(*c)) {
         Box::pin(super::set_paused_by(app, cell, paused, actor)).await?;
     }

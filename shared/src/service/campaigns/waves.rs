@@ -22,7 +22,7 @@ pub async fn roll_waves(app: &App, id: &CampaignId) -> anyhow::Result<i64> {
     let mut refused = 0;
     // every success is one wave emptied (at most one per quota shard of the campaign)
     for _ in 0..(u32::from(MAX_CAMPAIGN_SHARDS) + ATTEMPTS) {
-        let Some(c) = app.stock.get_campaign(id, true).await? else { return Ok(moved) };
+        let Some(c) = app.campaigns.get_campaign(id, true).await? else { return Ok(moved) };
         let Some((item, roll)) = due(app, &c).await? else { return Ok(moved) };
         let adj = CampaignAdjustment {
             campaign_id: c.id.clone(),
@@ -38,7 +38,7 @@ pub async fn roll_waves(app: &App, id: &CampaignId) -> anyhow::Result<i64> {
         if let Some(i) = next.items.iter_mut().find(|i| i.sku == item.sku) {
             *i = rolled(&item, &roll);
         }
-        match app.stock.adjust_campaign(&adj, &next, c.version).await? {
+        match app.campaigns.adjust_campaign(&adj, &next, c.version).await? {
             Ok(()) => {
                 app.caches.forget_campaign(&c.id);
                 tracing::info!(campaign = %c.id, sku = %item.sku, wave = roll.from, units = roll.units, "wave rolled");
@@ -63,7 +63,7 @@ pub async fn roll_waves(app: &App, id: &CampaignId) -> anyhow::Result<i64> {
 async fn due(app: &App, c: &Campaign) -> anyhow::Result<Option<(CampaignItem, Roll)>> {
     let now = clock::now_s();
     for i in c.items.iter().filter(|i| i.waves.is_some()) {
-        let counts = app.stock.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
+        let counts = app.campaigns.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
         let available: Vec<i64> = counts.iter().map(|s| s.available).collect();
         if let Some(r) = next_roll(i, &available, now) {
             return Ok(Some((i.clone(), r)));

@@ -67,7 +67,7 @@ async fn codes_sealed_under_a_kms_data_key_open_for_their_owner_with_one_key_ser
     let (app, mem, codes) = pool(6).await;
     assert_eq!(mem.generated.load(Ordering::Relaxed), 1, "one GenerateDataKey for the batch of 6");
     let sku = Sku::parse("C").unwrap();
-    let stored = app.stock.read_codes(&sku, &[(0, 0)]).await.unwrap().remove(0).unwrap();
+    let stored = app.code_pools.read_codes(&sku, &[(0, 0)]).await.unwrap().remove(0).unwrap();
     assert!(stored.sealed.starts_with("v3.0.0."), "{}", stored.sealed);
     assert_eq!(stored.kid, crate::domain::codes::KMS_KID);
     // a second batch within the cache period reuses the SKU's data key
@@ -107,7 +107,7 @@ async fn without_a_key_service_uploads_seal_v2_and_both_versions_open_side_by_si
     let v2_app = App { code_key_service: None, ..app };
     let sku = Sku::parse("C").unwrap();
     upload(&v2_app, &sku, "b2", &["OLD-CODE-0001".to_owned()], Some("ops")).await.unwrap();
-    let stored = v2_app.stock.read_codes(&sku, &[(0, 1)]).await.unwrap().remove(0).unwrap();
+    let stored = v2_app.code_pools.read_codes(&sku, &[(0, 1)]).await.unwrap().remove(0).unwrap();
     assert!(stored.sealed.starts_with("v2.0.1."), "{}", stored.sealed);
     // the rotation path: a v3 and a v2 code in one order both open
     let app = App { code_key_service: service, ..v2_app };

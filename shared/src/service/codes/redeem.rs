@@ -85,11 +85,11 @@ pub async fn redeem(app: &App, id: &OrderId, code: &str) -> Result<Redemption, R
     }
     let rid = ReservationId::for_order(id);
     for attempt in 1..=ATTEMPTS {
-        let Some(lock) = app.stock.get_reservation(&rid).await? else { return Err(RedeemError::CodeNotFound) };
+        let Some(lock) = app.locks.get_reservation(&rid).await? else { return Err(RedeemError::CodeNotFound) };
         let (sku, slot, stored) = find(app, &lock, code).await?.ok_or(RedeemError::CodeNotFound)?;
         let now = clock::now_ms();
         may_redeem(lock.status, lock.code_fate, stored.redeemed_at_ms, stored.expires_at_ms, now)?;
-        if app.stock.redeem_code(&rid, &sku, slot, now).await? {
+        if app.code_pools.redeem_code(&rid, &sku, slot, now).await? {
             app.count(names::CODES_REDEEMED, 1);
             tracing::info!(order_id = %id, sku = %sku, shard = slot.0, pos = slot.1, "code redeemed");
             return Ok(Redemption { order_id: id.clone(), sku, masked: mask(code), redeemed_at_ms: now });
@@ -112,7 +112,7 @@ async fn find(app: &App, lock: &Reservation, code: &str) -> Result<Option<(Sku, 
             .flatten()
             .flat_map(|g| (g.from..g.from + u64::from(g.count)).map(move |p| (g.shard, p)))
             .collect();
-        for (slot, c) in slots.iter().zip(app.stock.read_codes(&l.sku, &slots).await?) {
+        for (slot, c) in slots.iter().zip(app.code_pools.read_codes(&l.sku, &slots).await?) {
             if let Some(c) = c.filter(|c| c.fingerprint == fp) {
                 return Ok(Some((l.sku.clone(), *slot, c)));
             }

@@ -128,7 +128,7 @@ pub(super) async fn checked_metas(
     let metas = stock::metas(app, &skus).await?;
     stock::admission(ReservationKind::Order, lines, &metas)?;
     if let Err(e) = single_currency(metas.values().map(|m| &m.currency)) {
-        if app.stock.get_reservation(rid).await?.is_none() {
+        if app.locks.get_reservation(rid).await?.is_none() {
             return Err(e);
         }
     }

@@ -68,7 +68,7 @@ async fn a_replay_after_a_currency_change_writes_the_order_in_the_currency_it_wa
     for m in w.stock.metas() {
         let currency = Currency::parse(if m.sku == sku("A") { "USD" } else { "GBP" }).unwrap();
         let repriced = SkuMeta { price: 900, currency, version: m.version + 1, ..m.clone() };
-        assert!(app.stock.put_sku(&repriced, Some(m.version)).await.unwrap());
+        assert!(app.catalogue.put_sku(&repriced, Some(m.version)).await.unwrap());
     }
     // the retries write the orders as their freezes priced them
     let (o, replayed) = create(&app, &user, &k1, lines(&[("A", 2)])).await.unwrap();

@@ -8,15 +8,15 @@ use super::*;
 /// not raise false alarms.
 pub(super) async fn settled(app: &App, skus: &[Sku], rep: &mut ReconcileReport) -> anyhow::Result<Vec<SkuSnapshot>> {
     use futures::StreamExt;
-    let metas = app.stock.get_skus(skus).await?;
+    let metas = app.catalogue.get_skus(skus).await?;
     let reads = |slots: Vec<(Sku, u16)>| {
-        futures::stream::iter(slots.into_iter().map(|(sku, n)| async move { app.stock.read_shards(&sku, n).await }))
+        futures::stream::iter(slots.into_iter().map(|(sku, n)| async move { app.shards.read_shards(&sku, n).await }))
             .buffered(PAGE_CONCURRENCY)
             .collect::<Vec<_>>()
     };
     let metas: Vec<_> = metas.values().collect();
     let before = reads(metas.iter().map(|m| (m.sku.clone(), m.slots)).collect()).await;
-    let again = app.stock.get_skus(skus).await?;
+    let again = app.catalogue.get_skus(skus).await?;
     let after = reads(metas.iter().map(|m| (m.sku.clone(), m.slots)).collect()).await;
     let mut out = Vec::new();
     for ((m, shards), after) in metas.into_iter().zip(before).zip(after) {
@@ -38,7 +38,7 @@ pub(super) async fn sku_invariants(
     rep: &mut ReconcileReport,
 ) -> anyhow::Result<Vec<Violation>> {
     // code pools first: codes a dead checkout claimed go back (docs/code-pools.md, "Crashes")
-    let metas = app.stock.get_skus(skus).await?;
+    let metas = app.catalogue.get_skus(skus).await?;
     // a restock's backorder fill stopped half-way is finished here (docs/inventory-models.md,
     // "Backorders (oversell allowed)")
     for m in metas.values().filter(|m| crate::domain::kind::Kind::of(&m.model) == crate::domain::kind::Kind::Backorder)
@@ -87,7 +87,7 @@ pub(super) async fn sku_invariants(
 pub(super) async fn ring_identity(app: &App, pools: &[SkuSnapshot]) -> anyhow::Result<Vec<Violation>> {
     let mut out = Vec::new();
     for s in pools {
-        let rings = app.stock.read_rings(&s.sku, s.shards.len() as u16).await?;
+        let rings = app.code_pools.read_rings(&s.sku, s.shards.len() as u16).await?;
         let judged = settled_rings(s, &rings, clock::now_ms(), app.config.code_claim_quiet_ms);
         out.extend(crate::domain::invariants::check_ring_identity(&judged, &rings));
     }

@@ -21,7 +21,7 @@ pub(super) async fn sku_journals(
     rep: &mut ReconcileReport,
 ) -> anyhow::Result<Vec<Sku>> {
     use futures::StreamExt;
-    let metas = app.stock.get_skus(skus).await?;
+    let metas = app.catalogue.get_skus(skus).await?;
     // owned, so the futures hold no borrow of a local (the worker's future stays `Send`)
     let checks: Vec<(usize, crate::ports::SkuMeta)> =
         skus.iter().enumerate().filter_map(|(i, sku)| metas.get(sku).map(|m| (i, m.clone()))).collect();
@@ -82,7 +82,7 @@ pub(super) async fn sku_journal(
         }
         // the counters first: the checkpoint may then settle up to this moment (`settle`)
         let read_ms = clock::now_ms();
-        let shards = app.stock.read_shards(sku, meta.slots).await?;
+        let shards = app.shards.read_shards(sku, meta.slots).await?;
         let mut after = cp.read_from().map(str::to_owned);
         loop {
             let (page, more) = app.journal.since(sku, after.as_deref(), JOURNAL_ENTRY_PAGE).await?;

@@ -95,7 +95,7 @@ async fn frozen_locks_page(app: &App, s: &mut LockSums, full: bool, rep: &mut Re
     let page = app.sweep.frozen_page(s.bucket, i64::MAX, s.cursor.as_deref(), LOCKED_LOCK_PAGE).await?;
     let chunks: Vec<Vec<ReservationId>> = page.items.chunks(100).map(<[_]>::to_vec).collect();
     let mut reads =
-        futures::stream::iter(chunks.into_iter().map(|c| async move { app.stock.get_reservations(&c).await }))
+        futures::stream::iter(chunks.into_iter().map(|c| async move { app.locks.get_reservations(&c).await }))
             .buffer_unordered(PAGE_CONCURRENCY);
     while let Some(locks) = reads.next().await {
         let locks = locks?;
@@ -148,9 +148,9 @@ async fn skus_page(app: &App, s: &mut LockSums, full: bool, rep: &mut ReconcileR
     let page = app.sweep.skus_page(s.cursor.as_deref(), SKU_PAGE).await?;
     let skus: Vec<Sku> =
         page.items.into_iter().filter(|k| full || in_focus(&s.focus, lock_group(k.as_str()))).collect();
-    let metas: Vec<crate::ports::SkuMeta> = app.stock.get_skus(&skus).await?.into_values().collect();
+    let metas: Vec<crate::ports::SkuMeta> = app.catalogue.get_skus(&skus).await?.into_values().collect();
     let reads = futures::stream::iter(metas.into_iter().map(|m| async move {
-        let shards = app.stock.read_shards(&m.sku, m.slots).await?;
+        let shards = app.shards.read_shards(&m.sku, m.slots).await?;
         let (newest, _) = app.journal.for_sku(&m.sku, None, 1).await?;
         let locked: i64 = shards.iter().map(|c| c.locked).sum();
         anyhow::Ok((m.sku.clone(), locked, newest.first().map(|e| e.at_ms)))
@@ -248,11 +248,11 @@ fn finish(s: LockSums, full: bool, rep: &mut ReconcileReport) -> anyhow::Result<
 async fn campaign_items(app: &App, s: &mut LockSums, full: bool, rep: &mut ReconcileReport) -> anyhow::Result<bool> {
     use futures::StreamExt;
     let done: usize = s.cursor.as_deref().and_then(|c| c.parse().ok()).unwrap_or(0);
-    let ids = app.stock.list_campaigns().await?;
+    let ids = app.campaigns.list_campaigns().await?;
     let page: Vec<CampaignId> = ids.iter().skip(done).take(SKU_PAGE).cloned().collect();
     let mut items = Vec::new();
     for id in &page {
-        let Some(c) = app.stock.get_campaign(id, true).await? else { continue };
+        let Some(c) = app.campaigns.get_campaign(id, true).await? else { continue };
         for i in c.items {
             let key = item_key(&c.id, &i.sku);
             let g = lock_group(&key);
@@ -262,7 +262,7 @@ async fn campaign_items(app: &App, s: &mut LockSums, full: bool, rep: &mut Recon
         }
     }
     let reads = futures::stream::iter(items.into_iter().map(|(cid, sku, shards, key, g)| async move {
-        let counts = app.stock.read_quota_shards(&cid, &sku, shards, true).await?;
+        let counts = app.campaigns.read_quota_shards(&cid, &sku, shards, true).await?;
         let (newest, _) = app.journal.for_sku(&sku, None, 1).await?;
         anyhow::Ok((cid, sku, key, g, counts.iter().map(|c| c.locked).sum::<i64>(), newest.first().map(|e| e.at_ms)))
     }))

@@ -6,7 +6,7 @@ use crate::service::paying::DeadlineOutcome;
 pub(super) async fn stale_locks(app: &App, ids: &[ReservationId], rep: &mut ReconcileReport) -> anyhow::Result<()> {
     rep.stale_locks += ids.len();
     use futures::StreamExt;
-    let locks = app.stock.get_reservations(ids).await?;
+    let locks = app.locks.get_reservations(ids).await?;
     let (first, rest) = locks.split_at(locks.len() / 2);
     for (half, part) in [first, rest].into_iter().enumerate() {
         // A worker that dies here leaves half a page done; the item comes back from the queue

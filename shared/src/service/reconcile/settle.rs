@@ -27,7 +27,7 @@ pub(super) async fn settle_stock(app: &App, id: &OrderId, rep: &mut ReconcileRep
         return Ok(());
     }
     let rid = ReservationId::for_order(&o.id);
-    match app.stock.get_reservation(&rid).await?.map(|r| r.status) {
+    match app.locks.get_reservation(&rid).await?.map(|r| r.status) {
         // confirmed first by the stale-lock arm, which then restocks
         Some(LockStatus::Frozen) => return Ok(()),
         Some(LockStatus::Sold) => {
@@ -85,7 +85,7 @@ pub(super) async fn fence_returns(
     (started, budget): (Instant, Duration),
     rep: &mut ReconcileReport,
 ) -> anyhow::Result<Option<String>> {
-    let mut ids = app.stock.list_campaigns().await?;
+    let mut ids = app.campaigns.list_campaigns().await?;
     ids.sort();
     for id in ids.iter().filter(|id| cursor.is_none_or(|c| id.as_str() > c)) {
         if started.elapsed() > budget {
@@ -93,7 +93,7 @@ pub(super) async fn fence_returns(
         }
         // ended waves roll first (docs/campaigns.md, "Waves"), then ended campaigns' cells return
         rep.wave_units_rolled += crate::service::campaigns::roll_waves(app, id).await?;
-        let Some(c) = app.stock.get_campaign(id, true).await? else { continue };
+        let Some(c) = app.campaigns.get_campaign(id, true).await? else { continue };
         rep.fenced_units_returned += crate::service::fence::return_ended(app, std::slice::from_ref(&c)).await?;
     }
     Ok(None)

@@ -35,14 +35,14 @@ pub struct Filled {
 pub async fn fill(app: &App, sku: &Sku) -> anyhow::Result<Filled> {
     let mut out = Filled::default();
     for _ in 0..PASSES {
-        let backlog = app.stock.read_backlog(sku).await?;
+        let backlog = app.locks.read_backlog(sku).await?;
         if backlog.open.is_empty() {
             break;
         }
         let locks = read_locks(app, &backlog.open).await?;
-        let Some(meta) = app.stock.get_skus(std::slice::from_ref(sku)).await?.remove(sku) else { break };
+        let Some(meta) = app.catalogue.get_skus(std::slice::from_ref(sku)).await?.remove(sku) else { break };
         let mut available: Vec<i64> =
-            app.stock.read_shards(sku, meta.slots.max(meta.shards)).await?.iter().map(|c| c.available).collect();
+            app.shards.read_shards(sku, meta.slots.max(meta.shards)).await?.iter().map(|c| c.available).collect();
         let plan = backorder::fifo(sku, &locks, available.iter().sum());
         if plan.is_empty() || meta.paused {
             break;
@@ -52,7 +52,7 @@ pub async fn fill(app: &App, sku: &Sku) -> anyhow::Result<Filled> {
             let Some(r) = locks.iter().find(|r| r.id == id) else { continue };
             let Some(pieces) = backorder::pieces_from(&available, n) else { break };
             let Some((after, actions)) = backorder::fill(r, sku, &pieces, n) else { continue };
-            match app.stock.fill_backorder(r, &after, &actions).await? {
+            match app.locks.fill_backorder(r, &after, &actions).await? {
                 Ok(()) => {
                     for p in &pieces {
                         available[usize::from(p.shard)] -= i64::from(p.quantity);
@@ -74,7 +74,7 @@ pub async fn fill(app: &App, sku: &Sku) -> anyhow::Result<Filled> {
             break;
         }
     }
-    out.backlog = app.stock.read_backlog(sku).await?;
+    out.backlog = app.locks.read_backlog(sku).await?;
     report(app, sku, &out.backlog).await?;
     Ok(out)
 }
@@ -83,7 +83,7 @@ pub async fn fill(app: &App, sku: &Sku) -> anyhow::Result<Filled> {
 async fn read_locks(app: &App, ids: &[crate::domain::ReservationId]) -> anyhow::Result<Vec<Reservation>> {
     let mut out = Vec::with_capacity(ids.len());
     for chunk in ids.chunks(100) {
-        out.extend(app.stock.get_reservations(chunk).await?);
+        out.extend(app.locks.get_reservations(chunk).await?);
     }
     Ok(out)
 }

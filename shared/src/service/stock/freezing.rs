@@ -276,7 +276,7 @@ async fn counters_allow(app: &App, r: &Reservation, limits: &FreezeLimits) -> Re
     if wanted.is_empty() {
         return Ok(());
     }
-    let got = app.stock.read_counters(&wanted).await?;
+    let got = app.locks.read_counters(&wanted).await?;
     let held = |c: &Counter| got.get(c).copied().unwrap_or(0);
     if let Some(max) = limits.max_pending.filter(|_| r.pending) {
         if held(&Counter::Pending(u.clone())) >= i64::from(max) {
@@ -334,7 +334,7 @@ async fn put_loop(
         // a campaign's window is judged at this attempt's time, not the checkout's start: a
         // retried checkout cannot sell past `ends_at` by its retries (review protocol-2 #15)
         r.created_at_ms = clock::now_ms();
-        let answer = match app.stock.put_frozen(r, limits).await {
+        let answer = match app.locks.put_frozen(r, limits).await {
             Ok(a) => a,
             // a hot shard past its partition's rate: back off with jitter and spread the
             // pieces onto other shards; with nowhere else to go (or on the last attempt) the
@@ -357,7 +357,7 @@ async fn put_loop(
                 tracing::info!(reservation = %r.id, "frozen");
                 return Ok(Frozen::Created(r.clone()));
             }
-            Err(FreezeRejection::AlreadyExists) => match app.stock.get_reservation(&r.id).await? {
+            Err(FreezeRejection::AlreadyExists) => match app.locks.get_reservation(&r.id).await? {
                 // the same key with another body is no replay: a closed switch answers it
                 Some(existing) => return closed_or(app, limits, replay(existing, req)).await,
                 None => super::super::backoff(attempt).await,
@@ -431,7 +431,7 @@ async fn after_shard_short(
     }
     // its codes are claimed, so its counters hold them: a stop-sale, or a race with one; the
     // pieces must stay on the claimed shards
-    let fresh = app.stock.get_skus(std::slice::from_ref(&sku)).await?;
+    let fresh = app.catalogue.get_skus(std::slice::from_ref(&sku)).await?;
     if fresh.get(&sku).is_some_and(|m| m.paused) {
         app.count(names::FREEZE_REFUSED, 1);
         return Err(FreezeError::SalePaused(sku));
@@ -478,7 +478,7 @@ async fn replan_away<'m>(
         avoid.extend(used);
         avoid.sort_unstable();
         avoid.dedup();
-        let counts = app.stock.read_shards(&cell, slots).await?;
+        let counts = app.shards.read_shards(&cell, slots).await?;
         let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
         let elsewhere: Vec<i64> = available
             .iter()

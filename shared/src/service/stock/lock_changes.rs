@@ -46,7 +46,7 @@ pub async fn release(app: &App, id: &ReservationId) -> Result<LockChange, LockEr
 /// RELEASED, the held units back to available; docs/inventory-models.md, "Deduction at shipment").
 pub async fn restock(app: &App, id: &ReservationId) -> Result<LockChange, LockError> {
     for attempt in 1..=FREEZE_ATTEMPTS {
-        let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
+        let r = app.locks.get_reservation(id).await?.ok_or(LockError::NotFound)?;
         match r.status {
             LockStatus::Frozen | LockStatus::Released if held_until_shipment(&r) => {
                 match change(app, id, LockStatus::Released, OnReleased::Refuse, Sale::Now).await {
@@ -62,7 +62,7 @@ pub async fn restock(app: &App, id: &ReservationId) -> Result<LockChange, LockEr
                 }
             }
             LockStatus::Restocked => return Ok(LockChange::Unchanged(r)),
-            LockStatus::Sold => match app.stock.restock(&r).await? {
+            LockStatus::Sold => match app.locks.restock(&r).await? {
                 Ok(()) => {
                     app.count(names::RESTOCKS, 1);
                     tracing::info!(reservation = %r.id, "lock restocked");
@@ -135,7 +135,7 @@ async fn change(
     sale: Sale,
 ) -> Result<LockChange, LockError> {
     for attempt in 1..=FREEZE_ATTEMPTS {
-        let r = app.stock.get_reservation(id).await?.ok_or(LockError::NotFound)?;
+        let r = app.locks.get_reservation(id).await?.ok_or(LockError::NotFound)?;
         match plan_move(r.status, to) {
             LockMove::AlreadyDone => return Ok(LockChange::Unchanged(r)),
             // paid, still held: the shipment takes it (docs/inventory-models.md, "Deduction at shipment")
@@ -149,7 +149,7 @@ async fn change(
                 if pay_time && !replan_pay_time(app, &mut r).await? {
                     return pay_time_short(app, r).await;
                 }
-                match app.stock.move_lock(&r, to).await? {
+                match app.locks.move_lock(&r, to).await? {
                     Ok(()) => {
                         for l in &r.lines {
                             tracing::info!(reservation = %r.id, sku = %l.sku, to = to.as_str(), "lock moved");
@@ -195,7 +195,7 @@ async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockErr
     skus.extend(cells.iter().cloned());
     skus.sort();
     skus.dedup();
-    let metas = app.stock.get_skus(&skus).await?;
+    let metas = app.catalogue.get_skus(&skus).await?;
     if let Some(m) =
         r.lines.iter().filter(|l| l.takes_at_payment()).find_map(|l| metas.get(&l.sku).filter(|m| m.paused))
     {
@@ -204,7 +204,7 @@ async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockErr
     }
     for cell in &cells {
         let Some(meta) = metas.get(cell) else { return Ok(false) };
-        let counts = app.stock.read_shards(cell, meta.slots.max(meta.shards)).await?;
+        let counts = app.shards.read_shards(cell, meta.slots.max(meta.shards)).await?;
         let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
         let start = start_shard(r.id.as_str(), cell, meta.shards.clamp(1, MAX_SHARDS));
         if replan(r, cell, &available, start, |l| l.takes_at_payment()).is_err() {
@@ -218,14 +218,14 @@ async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockErr
 /// units back) and the confirm goes the oversell way — flagged, announced, refunded
 /// (docs/inventory-models.md, "Pay-time deduction").
 async fn pay_time_short(app: &App, r: Reservation) -> Result<LockChange, LockError> {
-    match app.stock.move_lock(&r, LockStatus::Released).await? {
+    match app.locks.move_lock(&r, LockStatus::Released).await? {
         Ok(()) => {}
         Err(MoveRejection::StatusChanged) => {}
         Err(_) => {
             return Err(LockError::Store(anyhow::anyhow!("lock {}: release of a short pay-time lock conflicted", r.id)))
         }
     }
-    let released = app.stock.get_reservation(&r.id).await?.ok_or(LockError::NotFound)?;
+    let released = app.locks.get_reservation(&r.id).await?.ok_or(LockError::NotFound)?;
     match released.status {
         LockStatus::Released => match retake(app, released, Why::PayTime).await? {
             Some(done) => Ok(done),
@@ -251,7 +251,7 @@ async fn retake(app: &App, r: Reservation, why: Why) -> Result<Option<LockChange
     let retaken = if r.lines.iter().any(|l| !Kind::of_line(l).rules().retake) || stopped_at_payment(app, &r).await? {
         Err(MoveRejection::ShardShort)
     } else {
-        app.stock.retake(&r).await?
+        app.locks.retake(&r).await?
     };
     match retaken {
         Ok(()) => {
@@ -272,7 +272,7 @@ async fn retake(app: &App, r: Reservation, why: Why) -> Result<Option<LockChange
             // concurrent confirm either retook the units first (the mark fails: read again) or
             // finds the mark and retakes nothing. Only then is it announced; a crash in between
             // is healed by the redelivered confirm, which finds the mark and announces again.
-            if !app.stock.mark_oversold(&r).await? {
+            if !app.locks.mark_oversold(&r).await? {
                 return Ok(None);
             }
             match why {
@@ -305,7 +305,7 @@ async fn stopped_at_payment(app: &App, r: &Reservation) -> Result<bool, LockErro
     }
     skus.sort();
     skus.dedup();
-    Ok(app.stock.get_skus(&skus).await?.values().any(|m| m.paused))
+    Ok(app.catalogue.get_skus(&skus).await?.values().any(|m| m.paused))
 }
 
 async fn publish_oversell(app: &App, r: &Reservation) -> Result<(), LockError> {

@@ -164,7 +164,7 @@ async fn cached_metas(app: &App, skus: &[Sku]) -> anyhow::Result<HashMap<Sku, Sk
         }
     }
     if !missing.is_empty() {
-        for (s, m) in app.stock.get_skus(&missing).await? {
+        for (s, m) in app.catalogue.get_skus(&missing).await? {
             app.caches.put_sku(&m, now);
             out.insert(s, m);
         }
@@ -180,7 +180,7 @@ pub async fn campaign(app: &App, id: &CampaignId) -> Result<Campaign, FreezeErro
     if let Some(c) = app.caches.campaign(id, now, app.config.sku_cache_ms) {
         return Ok(c);
     }
-    let c = app.stock.get_campaign(id, true).await?.ok_or_else(|| FreezeError::UnknownCampaign(id.clone()))?;
+    let c = app.campaigns.get_campaign(id, true).await?.ok_or_else(|| FreezeError::UnknownCampaign(id.clone()))?;
     app.caches.put_campaign(&c, now);
     Ok(c)
 }
@@ -251,7 +251,7 @@ pub fn admission(
 /// A SKU's stop-sale flag read afresh (consistent), for the kinds whose freeze writes no shard
 /// of it and whose stop-sale must bite at once (pay-time SKUs).
 async fn paused_now(app: &App, sku: &Sku) -> Result<bool, FreezeError> {
-    let fresh = app.stock.get_skus(std::slice::from_ref(sku)).await?;
+    let fresh = app.catalogue.get_skus(std::slice::from_ref(sku)).await?;
     let meta = fresh.get(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
     app.caches.put_sku(meta, clock::now_ms());
     Ok(meta.paused)
@@ -293,7 +293,7 @@ fn gate_error(g: GateRefusal, sku: &Sku) -> FreezeError {
 /// A refusal decided before any write. A replay of a checkout that did freeze still gets its
 /// answer, whatever changed since (a sold-out mark, a lowered limit, a closed sale).
 async fn refuse(app: &App, req: &FreezeRequest, e: FreezeError) -> Result<Frozen, FreezeError> {
-    if let Some(existing) = app.stock.get_reservation(&req.id).await? {
+    if let Some(existing) = app.locks.get_reservation(&req.id).await? {
         return replay(existing, req);
     }
     app.count(names::FREEZE_REFUSED, 1);

@@ -19,7 +19,7 @@ pub(super) async fn resplit_quota(app: &App, r: &mut Reservation, sku: &Sku) -> 
     let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(()) };
     let Some(cl) = line.campaign.as_mut() else { return Ok(()) };
     let c = app
-        .stock
+        .campaigns
         .get_campaign(&cl.campaign_id, true)
         .await?
         .ok_or_else(|| FreezeError::UnknownCampaign(cl.campaign_id.clone()))?;
@@ -40,7 +40,7 @@ pub(super) async fn resplit_quota(app: &App, r: &mut Reservation, sku: &Sku) -> 
             return Err(gate_error(g, sku));
         }
     };
-    let counts = app.stock.read_quota_shards(&c.id, sku, item.quota_shards(), true).await?;
+    let counts = app.campaigns.read_quota_shards(&c.id, sku, item.quota_shards(), true).await?;
     let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
     let shards = item.shards.clamp(1, MAX_SHARDS);
     match item.split_in_wave(wave, &available, start_shard(r.id.as_str(), sku, shards), line.quantity) {
@@ -76,7 +76,7 @@ pub(super) async fn claim_codes(
     let mut want = line.quantity;
     let (mut attempt, mut retired) = (1, 0);
     loop {
-        let rings = app.stock.read_rings(sku, slots).await?;
+        let rings = app.code_pools.read_rings(sku, slots).await?;
         let available: Vec<i64> = rings.iter().map(|g| g.available()).collect();
         let left = available.iter().sum::<i64>() - i64::from(want);
         let pieces = match split(&available, start, want) {
@@ -91,7 +91,7 @@ pub(super) async fn claim_codes(
         for p in pieces {
             let g = rings[usize::from(p.shard)];
             let max_head = g.tail.saturating_sub(u64::from(p.quantity));
-            if let Some(from) = app.stock.claim_codes(sku, p.shard, p.quantity, max_head).await? {
+            if let Some(from) = app.code_pools.claim_codes(sku, p.shard, p.quantity, max_head).await? {
                 // a ring holding codes with an expire time: the expired ones are retired here,
                 // never bound (docs/code-pools.md, "Expiry")
                 let kept: Vec<u64> = match g.expiring {
@@ -141,7 +141,7 @@ pub(super) async fn give_back(app: &App, r: &mut Reservation) {
         let Some(ranges) = l.codes.as_mut().filter(|g| !g.is_empty()) else { continue };
         let mut done = false;
         for attempt in 1..=FREEZE_ATTEMPTS {
-            match app.stock.give_back_codes(&l.sku, ranges).await {
+            match app.code_pools.give_back_codes(&l.sku, ranges).await {
                 Ok(true) => {
                     done = true;
                     break;
@@ -174,7 +174,7 @@ pub(super) async fn resplit(
     // count may be stale, and sold-out must be judged on every shard the SKU has.
     let slots = cached.slots.max(cached.shards);
     let (fresh, counts) =
-        tokio::join!(app.stock.get_skus(std::slice::from_ref(sku)), app.stock.read_shards(sku, slots));
+        tokio::join!(app.catalogue.get_skus(std::slice::from_ref(sku)), app.shards.read_shards(sku, slots));
     let meta = fresh?.remove(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
     app.caches.put_sku(&meta, clock::now_ms());
     if meta.paused {
@@ -183,7 +183,7 @@ pub(super) async fn resplit(
     }
     let mut counts = counts?;
     if meta.slots > slots {
-        counts = app.stock.read_shards(sku, meta.slots).await?;
+        counts = app.shards.read_shards(sku, meta.slots).await?;
     }
     let shards = meta.shards.clamp(1, MAX_SHARDS);
     // Every slot counts: a release after a shard-count reduction puts units back on the shard

@@ -97,7 +97,7 @@ async fn a_refused_freeze_gives_its_claimed_codes_back_and_reconcile_returns_a_d
     let head = w.stock.read_rings(&sku("CARD"), 1).await.unwrap()[0].head;
     assert_eq!(w.stock.claim_codes(&sku("CARD"), 0, 2, head).await.unwrap(), Some(head));
     assert!(!check_all(&w.snapshot(300)).is_empty(), "claimed and unbound codes break the identity");
-    let m = app.stock.get_skus(&[sku("CARD")]).await.unwrap().remove(&sku("CARD")).unwrap();
+    let m = app.catalogue.get_skus(&[sku("CARD")]).await.unwrap().remove(&sku("CARD")).unwrap();
     assert_eq!(pool::repair_orphans(&app, &m, clock::now_ms(), 0).await.unwrap(), 2);
     assert_eq!(pool::repair_orphans(&app, &m, clock::now_ms(), 0).await.unwrap(), 0);
     assert!(check_all(&w.snapshot(300)).is_empty(), "{:?}", check_all(&w.snapshot(300)));

@@ -57,7 +57,7 @@ async fn what_a_lambda_learnt_of_the_switch_within_its_cache_time_spares_the_fre
     assert_eq!(totals(&w, "A"), counts(3, 2, 0));
     // another Lambda (a fresh cache) over the same store finds it closed in its freeze
     let mut other = memory_app("test", Config { switch_cache_ms: 60_000, ..config() }).unwrap().0;
-    other.stock = app.stock.clone();
+    other.set_stock(w.stock.clone());
     other.orders = app.orders.clone();
     other.sale = app.sale.clone();
     let refused = checkout(&other, "cid", "k1", &[("A", 1)]).await;
