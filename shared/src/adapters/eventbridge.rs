@@ -35,7 +35,6 @@ impl EventBus for EventBridgeBus {
                         .build())
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let _span = super::usage::call("events:PutEvents");
             let out = self.client.put_events().set_entries(Some(entries)).send().await.context("PutEvents")?;
             let results = out.entries();
             for i in 0..chunk.len() {
@@ -61,7 +60,6 @@ impl EventBus for EventBridgeBus {
                         .build(),
                 );
             }
-            let _span = super::usage::call("events:PutEvents");
             let out = self.client.put_events().set_entries(Some(entries)).send().await.context("PutEvents")?;
             super::usage::events(chunk.len() as u64);
             accepted += out.entries().iter().filter(|r| r.error_code().is_none() && r.event_id().is_some()).count();
@@ -76,7 +74,6 @@ impl EventBus for EventBridgeBus {
             .detail_type(detail_type)
             .detail(serde_json::to_string(detail)?)
             .build();
-        let _span = super::usage::call("events:PutEvents");
         let out = self.client.put_events().entries(entry).send().await.context("PutEvents")?;
         super::usage::events(1);
         Ok(out.entries().first().is_some_and(|r| r.error_code().is_none() && r.event_id().is_some()))

@@ -41,7 +41,6 @@ fn context_map(c: &KeyContext) -> HashMap<String, String> {
 #[async_trait]
 impl CodeKeyService for KmsKeys {
     async fn generate_data_key(&self, context: &KeyContext) -> anyhow::Result<DataKey> {
-        let _span = super::usage::call("kms:GenerateDataKey");
         let out = self
             .client
             .generate_data_key()
@@ -60,7 +59,6 @@ impl CodeKeyService for KmsKeys {
     }
 
     async fn decrypt_data_key(&self, encrypted: &[u8], context: &KeyContext) -> anyhow::Result<Option<[u8; 32]>> {
-        let _span = super::usage::call("kms:Decrypt");
         let out = self
             .client
             .decrypt()

@@ -13,8 +13,6 @@ pub mod outbound;
 pub mod provider;
 pub mod push;
 pub mod secrets;
-#[cfg(test)]
-mod span_tests;
 pub mod sqs;
 pub mod stripe;
 pub mod supplier;

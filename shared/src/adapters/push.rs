@@ -18,7 +18,7 @@ pub struct ManagementApi {
 impl ManagementApi {
     /// `endpoint` empty: a client nothing is posted through (a function that never pushes).
     pub fn new(sdk: &aws_config::SdkConfig, endpoint: &str) -> Self {
-        let mut config = aws_sdk_apigatewaymanagement::config::Builder::from(sdk);
+        let mut config = aws_sdk_apigatewaymanagement::config::Builder::from(sdk).interceptor(super::usage::Metering);
         if !endpoint.is_empty() {
             config = config.endpoint_url(endpoint);
         }
@@ -29,7 +29,6 @@ impl ManagementApi {
 #[async_trait]
 impl Pusher for ManagementApi {
     async fn post(&self, connection: &str, frame: &str) -> anyhow::Result<Posted> {
-        let _span = super::usage::call("execute-api:ManageConnections");
         let out = self
             .client
             .post_to_connection()
@@ -61,7 +60,6 @@ impl SqsPushTimers {
 #[async_trait]
 impl PushTimers for SqsPushTimers {
     async fn schedule(&self, w: &Watch, delay_s: u32) -> anyhow::Result<()> {
-        let _span = super::usage::call("sqs:SendMessage");
         self.client
             .send_message()
             .queue_url(&self.queue_url)

@@ -89,7 +89,6 @@ impl SecretsManagerKeys {
 
     /// (value, CreatedDate in epoch seconds) of one stage.
     async fn fetch(&self, stage: &str) -> anyhow::Result<Option<(Secret, Option<i64>)>> {
-        let _span = super::usage::call("secretsmanager:GetSecretValue");
         match self.client.get_secret_value().secret_id(&self.arn).version_stage(stage).send().await {
             Ok(out) => Ok(out.secret_string().map(|s| (Secret::new(s), out.created_date().map(|d| d.secs())))),
             // no AWSPREVIOUS before the first rotation

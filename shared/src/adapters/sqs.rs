@@ -35,7 +35,6 @@ impl Messages for SqsMessages {
             Message::ReservationCheck { .. } | Message::RecordedCheckout { .. } => &self.reservation_check_url,
             Message::ReconcileWork { .. } => &self.reconcile_work_url,
         };
-        let _span = super::usage::call("sqs:SendMessage");
         self.client
             .send_message()
             .queue_url(url)
@@ -54,7 +53,6 @@ impl Messages for SqsMessages {
             A::ApproximateNumberOfMessagesNotVisible,
             A::ApproximateNumberOfMessagesDelayed,
         ];
-        let _span = super::usage::call("sqs:GetQueueAttributes");
         let out = self
             .client
             .get_queue_attributes()
@@ -74,7 +72,6 @@ impl Messages for SqsMessages {
         let urls = [&self.payment_timeout_url, &self.reservation_check_url, &self.reconcile_work_url];
         let mut out = Vec::new();
         for url in urls.into_iter().filter(|u| !u.is_empty()) {
-            let _span = super::usage::call("sqs:GetQueueAttributes");
             let r = self
                 .client
                 .get_queue_attributes()

@@ -1,6 +1,12 @@
-//! A process-wide tally of AWS requests and the capacity DynamoDB reported consuming
-//! (`ReturnConsumedCapacity`). The benchmark prices a lifecycle from it; it costs a few atomic
-//! adds per call.
+//! A process-wide tally of AWS requests and the capacity DynamoDB would bill. The benchmark
+//! prices a lifecycle from it; it costs a few atomic adds per call.
+//!
+//! Every AWS request is counted, and timed when tracing, by one SDK interceptor, [`Metering`],
+//! which the composition root puts on every client it builds (`app::Wiring`): no adapter places
+//! a span by hand, so none can be forgotten or taken after its request. The adapters still say
+//! what a DynamoDB write costs (`dynamo::charge`: capacity from item sizes, which the emulator
+//! does not report), and the outbound HTTP peers that are not AWS (the payment provider, the
+//! supplier) hold a [`call`] span across their request.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -93,6 +99,77 @@ impl Drop for Span {
             }
         }
     }
+}
+
+/// The SDK interceptor that meters every request of a client built with it: one count per
+/// operation (a paginator's page is one), under `service:Operation` as AWS bills it
+/// (`dynamodb:GetItem`, `sqs:SendMessage`, `events:PutEvents`, …), and, when tracing, the
+/// operation's start before its request is serialised and its end after its last attempt
+/// (retries included), as a span held across `.send().await` measured it. A `GetItem` is traced
+/// with the kind of item it reads (`dynamodb:GetItem SALE`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Metering;
+
+/// Where [`Metering`] keeps an operation's trace entry between its start and its end.
+#[derive(Debug, Clone, Copy)]
+struct Traced(Option<usize>);
+
+impl aws_smithy_types::config_bag::Storable for Traced {
+    type Storer = aws_smithy_types::config_bag::StoreReplace<Self>;
+}
+
+impl aws_smithy_runtime_api::client::interceptors::Intercept for Metering {
+    fn name(&self) -> &'static str {
+        "holdfast-metering"
+    }
+
+    // Not `read_before_execution`: a client's interceptor runs that before the operation's
+    // configuration (its `Metadata`, the name) is in the bag.
+    fn read_before_serialization(
+        &self,
+        context: &aws_smithy_runtime_api::client::interceptors::context::BeforeSerializationInterceptorContextRef<'_>,
+        _components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        use aws_smithy_runtime_api::client::orchestrator::Metadata;
+        let op =
+            cfg.load::<Metadata>().map_or_else(|| "aws:unknown".to_owned(), |m| billed_name(m.service(), m.name()));
+        let read = context
+            .input()
+            .downcast_ref::<aws_sdk_dynamodb::operation::get_item::GetItemInput>()
+            .and_then(|i| i.key()?.get("pk")?.as_s().ok().cloned());
+        let mut span = match &read {
+            Some(pk) => call_of(&op, kind_of(pk)),
+            None => call(&op),
+        };
+        cfg.interceptor_state().store_put(Traced(span.0.take()));
+        Ok(())
+    }
+
+    fn read_after_execution(
+        &self,
+        _context: &aws_smithy_runtime_api::client::interceptors::context::FinalizerInterceptorContextRef<'_>,
+        _components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
+        cfg: &mut aws_smithy_types::config_bag::ConfigBag,
+    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
+        drop(Span(cfg.load::<Traced>().and_then(|t| t.0)));
+        Ok(())
+    }
+}
+
+/// An operation's name as AWS bills it: the service's IAM prefix and the operation
+/// (the WebSocket API's management calls are all `execute-api:ManageConnections`).
+fn billed_name(service: &str, operation: &str) -> String {
+    let prefix = match service {
+        "DynamoDB" => "dynamodb",
+        "SQS" => "sqs",
+        "EventBridge" => "events",
+        "KMS" => "kms",
+        "Secrets Manager" => "secretsmanager",
+        "ApiGatewayManagementApi" => return "execute-api:ManageConnections".to_owned(),
+        other => return format!("{}:{operation}", other.to_lowercase().replace(' ', "")),
+    };
+    format!("{prefix}:{operation}")
 }
 
 fn tally() -> &'static Mutex<Usage> {
@@ -194,6 +271,17 @@ pub fn reset() {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn an_operation_is_counted_under_its_billed_name() {
+        assert_eq!(billed_name("DynamoDB", "TransactWriteItems"), "dynamodb:TransactWriteItems");
+        assert_eq!(billed_name("SQS", "SendMessage"), "sqs:SendMessage");
+        assert_eq!(billed_name("EventBridge", "PutEvents"), "events:PutEvents");
+        assert_eq!(billed_name("KMS", "Decrypt"), "kms:Decrypt");
+        assert_eq!(billed_name("Secrets Manager", "GetSecretValue"), "secretsmanager:GetSecretValue");
+        assert_eq!(billed_name("ApiGatewayManagementApi", "PostToConnection"), "execute-api:ManageConnections");
+        assert_eq!(billed_name("DynamoDB Streams", "GetRecords"), "dynamodbstreams:GetRecords");
+    }
 
     #[test]
     fn an_invocation_is_billed_its_wall_time_rounded_up_to_the_ms() {

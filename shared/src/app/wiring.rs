@@ -12,6 +12,7 @@
 use super::unwired::Unwired;
 use crate::adapters::dynamo::{orders::DynamoOrders, stock::DynamoStock, sweep::DynamoSweep};
 use crate::adapters::secrets::{SecretsManagerKeys, StaticKeys};
+use crate::adapters::usage::Metering;
 use crate::config::{Config, Secret};
 use crate::context::{App, Caches, Providers, SdkBudget};
 use crate::faults::Faults;
@@ -162,8 +163,33 @@ impl Wiring {
         self
     }
 
+    // Every AWS client is built here, each with the interceptor that meters its requests
+    // (`usage::Metering`; the benchmark's request counts and round trips come from it).
+
     fn ddb(&self) -> aws_sdk_dynamodb::Client {
-        aws_sdk_dynamodb::Client::new(&self.sdk)
+        aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&self.sdk).interceptor(Metering).build(),
+        )
+    }
+
+    fn sqs(&self) -> aws_sdk_sqs::Client {
+        aws_sdk_sqs::Client::from_conf(aws_sdk_sqs::config::Builder::from(&self.sdk).interceptor(Metering).build())
+    }
+
+    fn events(&self) -> aws_sdk_eventbridge::Client {
+        aws_sdk_eventbridge::Client::from_conf(
+            aws_sdk_eventbridge::config::Builder::from(&self.sdk).interceptor(Metering).build(),
+        )
+    }
+
+    fn kms(&self) -> aws_sdk_kms::Client {
+        aws_sdk_kms::Client::from_conf(aws_sdk_kms::config::Builder::from(&self.sdk).interceptor(Metering).build())
+    }
+
+    fn secrets(&self) -> aws_sdk_secretsmanager::Client {
+        aws_sdk_secretsmanager::Client::from_conf(
+            aws_sdk_secretsmanager::config::Builder::from(&self.sdk).interceptor(Metering).build(),
+        )
     }
 
     pub fn stock_table(mut self) -> Wiring {
@@ -205,7 +231,7 @@ impl Wiring {
     pub fn queues(mut self) -> Wiring {
         let c = &self.app.config;
         self.app.messages = Arc::new(crate::adapters::sqs::SqsMessages::new(
-            aws_sdk_sqs::Client::new(&self.sdk),
+            self.sqs(),
             c.payment_timeout_queue_url.clone(),
             c.reservation_check_queue_url.clone(),
             c.reconcile_work_queue_url.clone(),
@@ -215,10 +241,7 @@ impl Wiring {
 
     pub fn bus(mut self) -> Wiring {
         let bus = self.app.config.event_bus_name.clone();
-        self.app.bus = Arc::new(crate::adapters::eventbridge::EventBridgeBus::new(
-            aws_sdk_eventbridge::Client::new(&self.sdk),
-            bus,
-        ));
+        self.app.bus = Arc::new(crate::adapters::eventbridge::EventBridgeBus::new(self.events(), bus));
         self.mark(Port::Bus)
     }
 
@@ -265,7 +288,7 @@ impl Wiring {
     pub fn code_key_service(mut self) -> Wiring {
         let key = self.app.config.code_kms_key_id.clone();
         self.app.code_key_service = (!key.is_empty()).then(|| {
-            let kms = crate::adapters::kms::KmsKeys::new(aws_sdk_kms::Client::new(&self.sdk), key);
+            let kms = crate::adapters::kms::KmsKeys::new(self.kms(), key);
             Arc::new(crate::adapters::kms::CachedKeys::new(Arc::new(kms))) as Arc<dyn crate::ports::CodeKeyService>
         });
         self.mark(Port::CodeKeyService)
@@ -311,7 +334,7 @@ impl Wiring {
                 c.connection_table.clone(),
             )),
             pusher: Arc::new(ManagementApi::new(&self.sdk, &c.push_endpoint)),
-            timers: Arc::new(SqsPushTimers::new(aws_sdk_sqs::Client::new(&self.sdk), c.push_queue_url.clone())),
+            timers: Arc::new(SqsPushTimers::new(self.sqs(), c.push_queue_url.clone())),
         };
         self.mark(Port::Push)
     }
@@ -335,7 +358,7 @@ impl Wiring {
     /// for `previous_window` after the current one was created (`None`: no limit).
     fn secret(&self, arn: &str, previous_window: Option<Duration>) -> Option<Arc<dyn WebhookKeys>> {
         (!arn.is_empty()).then(|| {
-            let keys = SecretsManagerKeys::new(aws_sdk_secretsmanager::Client::new(&self.sdk), arn.to_owned());
+            let keys = SecretsManagerKeys::new(self.secrets(), arn.to_owned());
             Arc::new(match previous_window {
                 Some(w) => keys.with_previous_window(w),
                 None => keys,

@@ -101,7 +101,7 @@ impl Journal for DynamoJournal {
                     WriteRequest::builder().put_request(PutRequest::builder().set_item(Some(it)).build()?).build(),
                 );
             }
-            let _span = charge("dynamodb:BatchWriteItem", 0.0, units);
+            charge(0.0, units);
             for e in chunk {
                 let it = if e.cause.is_empty() {
                     "BatchWriteItem J (journal entry)"
@@ -147,7 +147,6 @@ impl Journal for DynamoJournal {
             Some(c) => return Err(anyhow!("not an entry key: {c}")),
             None => None,
         };
-        let _span = super::super::usage::call("dynamodb:Query");
         let r = self
             .client
             .query()
@@ -185,7 +184,6 @@ impl Journal for DynamoJournal {
             }
             None => q.key_condition_expression("pk = :pk"),
         };
-        let _span = super::super::usage::call("dynamodb:Query");
         let r = q.send().await.map_err(|e| super::sdk_error(e, "Query on the journal table".into()))?;
         super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
         let entries = r.items().iter().map(decode).collect::<anyhow::Result<Vec<_>>>()?;
@@ -194,7 +192,6 @@ impl Journal for DynamoJournal {
     }
 
     async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<Checkpoint>> {
-        let _span = super::super::usage::call("dynamodb:GetItem");
         let r = self
             .client
             .get_item()
@@ -220,7 +217,7 @@ impl Journal for DynamoJournal {
             ("v", n(cp.version)),
             ("cp", s(serde_json::to_string(cp)?)),
         ]);
-        let _span = charge("dynamodb:PutItem", 0.0, wru(item_bytes(&it)));
+        charge(0.0, wru(item_bytes(&it)));
         super::super::usage::write_detail("PutItem JC (journal checkpoint)", wru(item_bytes(&it)));
         let mut put = self.client.put_item().table_name(&self.table).set_item(Some(it));
         put = match expected {
@@ -247,10 +244,7 @@ impl Journal for DynamoJournal {
             .into_paginator()
             .send();
         // one metered request per page (the span is taken before the page's await)
-        while let Some(page) = {
-            let _span = super::super::usage::call("dynamodb:Query");
-            pages.next().await
-        } {
+        while let Some(page) = { pages.next().await } {
             let r = page.with_context(|| format!("Query {CAUSE_INDEX}"))?;
             super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
             for it in r.items() {

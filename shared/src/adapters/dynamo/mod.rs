@@ -48,11 +48,11 @@ pub(crate) fn rru(bytes: usize, consistent: bool) -> f64 {
     }
 }
 
-/// Records one request and the capacity AWS would bill for it. Computed from item sizes with
-/// AWS's rules, because the emulator reports constants (and nothing for transactions).
-pub(crate) fn charge(op: &str, read: f64, write: f64) -> super::usage::Span {
+/// Records the capacity AWS would bill for one request (the request itself is counted by the
+/// clients' interceptor, `usage::Metering`). Computed from item sizes with AWS's rules, because
+/// the emulator reports constants (and nothing for transactions).
+pub(crate) fn charge(read: f64, write: f64) {
     super::usage::capacity(read, write);
-    super::usage::call(op)
 }
 
 /// DynamoDB's error codes for "too many requests": a hot partition (per-partition limits),
@@ -81,7 +81,6 @@ pub(crate) async fn get_consistent(
     table: &str,
     pk: String,
 ) -> anyhow::Result<Option<HashMap<String, AttributeValue>>> {
-    let _span = super::usage::call_of("dynamodb:GetItem", super::usage::kind_of(&pk));
     let r = client
         .get_item()
         .table_name(table)

@@ -168,7 +168,7 @@ impl DynamoOrders {
         index_writes: f64,
     ) -> anyhow::Result<bool> {
         let units = wru(item_bytes(&item)) + index_writes;
-        let _span = charge("dynamodb:PutItem", 0.0, units);
+        charge(0.0, units);
         let what =
             if index_writes > 0.0 { format!("PutItem ORD (+{index_writes} index)") } else { "PutItem ORD".into() };
         super::super::usage::write_detail(&what, units);
@@ -225,7 +225,6 @@ impl OrderStore for DynamoOrders {
     ) -> anyhow::Result<(Vec<Order>, Option<OrderCursor>)> {
         let start = after
             .map(|c| values([("uid", s(user.as_str())), ("ca", n(c.created_at_ms)), ("pk", s(order_pk(&c.order_id)))]));
-        let _span = super::super::usage::call("dynamodb:Query");
         let r = self
             .client
             .query()
@@ -256,7 +255,6 @@ impl OrderStore for DynamoOrders {
         let mut retries = Retries::new(RetryPolicy::BATCH_READS);
         while !pending.is_empty() {
             let ka = KeysAndAttributes::builder().set_keys(Some(pending)).build()?;
-            let _span = super::super::usage::call("dynamodb:BatchGetItem");
             let b = self
                 .client
                 .batch_get_item()
@@ -294,7 +292,6 @@ impl OrderStore for DynamoOrders {
         for b in 0..super::INDEX_BUCKETS {
             let mut start: Option<Item> = None;
             loop {
-                let _span = super::super::usage::call("dynamodb:Query");
                 let r = self
                     .client
                     .query()
@@ -329,7 +326,6 @@ impl OrderStore for DynamoOrders {
         for b in 0..super::INDEX_BUCKETS {
             let mut start: Option<Item> = None;
             loop {
-                let _span = super::super::usage::call("dynamodb:Query");
                 let r = self
                     .client
                     .query()
@@ -375,7 +371,6 @@ pub async fn dump_capped(
     let mut read = 0;
     let mut start = None;
     loop {
-        let _span = super::super::usage::call("dynamodb:Scan");
         let r = client.scan().table_name(table).consistent_read(true).set_exclusive_start_key(start).send().await?;
         read += r.items().len();
         for it in r.items() {

@@ -62,7 +62,7 @@ impl DynamoSale {
             names.insert("#exp".into(), "exp".into());
             vals.insert(":exp".into(), n(exp));
         }
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        charge(0.0, 1.0);
         self.client
             .update_item()
             .table_name(&self.table)
@@ -108,7 +108,7 @@ impl SaleStore for DynamoSale {
         if let Some(by) = &sw.by {
             it.insert("by".into(), s(by.clone()));
         }
-        let _span = charge("dynamodb:PutItem", 0.0, wru(item_bytes(&it)));
+        charge(0.0, wru(item_bytes(&it)));
         self.client
             .put_item()
             .table_name(&self.table)
@@ -138,7 +138,6 @@ impl SaleStore for DynamoSale {
             let mut retries = super::retry::Retries::new(super::retry::RetryPolicy::BATCH_READS);
             loop {
                 let r = {
-                    let _span = super::super::usage::call("dynamodb:BatchGetItem");
                     self.client
                         .batch_get_item()
                         .request_items(&self.table, pending.clone())
@@ -167,7 +166,7 @@ impl SaleStore for DynamoSale {
     async fn mark_low_stock(&self, sku: &Sku, low: bool) -> anyhow::Result<bool> {
         let pk = low_pk(sku);
         let r = if low {
-            let _span = charge("dynamodb:PutItem", 0.0, 1.0);
+            charge(0.0, 1.0);
             self.client
                 .put_item()
                 .table_name(&self.table)
@@ -180,7 +179,7 @@ impl SaleStore for DynamoSale {
                     (e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()), e.into())
                 })
         } else {
-            let _span = charge("dynamodb:DeleteItem", 0.0, 1.0);
+            charge(0.0, 1.0);
             self.client
                 .delete_item()
                 .table_name(&self.table)

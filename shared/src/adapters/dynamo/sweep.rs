@@ -35,7 +35,6 @@ impl DynamoSweep {
             Some(c) => Some(serde_json::from_str::<serde_dynamo::Item>(c)?.into()),
             None => None,
         };
-        let _span = super::super::usage::call("dynamodb:Query");
         let mut q = self
             .client
             .query()

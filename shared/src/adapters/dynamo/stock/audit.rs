@@ -35,7 +35,6 @@ async fn scan_capped(client: &Client, table: &str, max_items: usize) -> anyhow::
     let mut items = Vec::new();
     let mut start = None;
     let complete = loop {
-        let _span = crate::adapters::usage::call("dynamodb:Scan");
         let r = client.scan().table_name(table).consistent_read(true).set_exclusive_start_key(start).send().await?;
         items.extend(r.items().iter().cloned());
         match r.last_evaluated_key() {

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 impl CodePools for DynamoStock {
     async fn settle_codes(&self, id: &ReservationId, fate: CodeFate) -> anyhow::Result<Option<CodeFate>> {
         let (cond, vals) = fate_condition(fate);
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        charge(0.0, 1.0);
         let out = self
             .client
             .update_item()
@@ -189,7 +189,7 @@ impl CodePools for DynamoStock {
     }
 
     async fn claim_codes(&self, sku: &Sku, shard: u16, quantity: u32, max_head: u64) -> anyhow::Result<Option<u64>> {
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        charge(0.0, 1.0);
         let out = self
             .client
             .update_item()
@@ -268,7 +268,7 @@ impl CodePools for DynamoStock {
     }
 
     async fn mark_checked(&self, sku: &Sku, shard: u16, from: u64, to: u64) -> anyhow::Result<bool> {
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        charge(0.0, 1.0);
         let out = self
             .client
             .update_item()
@@ -294,7 +294,7 @@ impl CodePools for DynamoStock {
 
     async fn put_code_batch(&self, sku: &Sku, batch_id: &str, result: &BatchResult) -> anyhow::Result<()> {
         let item = values([("pk", s(batch_pk(sku, batch_id))), ("r", s(serde_json::to_string(result)?))]);
-        let _span = charge("dynamodb:PutItem", 0.0, 1.0);
+        charge(0.0, 1.0);
         let out = self
             .client
             .put_item()

@@ -29,7 +29,7 @@ fn is_ccf<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(e: &aws_sdk_dynamodb
 #[async_trait]
 impl Queues for DynamoStock {
     async fn next_number(&self, c: &CampaignId, k: u16) -> anyhow::Result<u64> {
-        let _span = charge("dynamodb:UpdateItem", 0.0, 1.0);
+        charge(0.0, 1.0);
         let r = self
             .client
             .update_item()
@@ -46,7 +46,7 @@ impl Queues for DynamoStock {
     }
 
     async fn put_ticket(&self, c: &CampaignId, user: &UserId, t: &Ticket) -> anyhow::Result<bool> {
-        let _span = charge("dynamodb:PutItem", 0.0, 1.0);
+        charge(0.0, 1.0);
         let item = values([("pk", s(ticket_pk(c, user))), ("t", s(serde_json::to_string(t)?))]);
         match self
             .client
@@ -87,7 +87,7 @@ impl Queues for DynamoStock {
     }
 
     async fn put_room(&self, c: &CampaignId, next: &Room) -> anyhow::Result<bool> {
-        let _span = charge("dynamodb:PutItem", 0.0, 1.0);
+        charge(0.0, 1.0);
         let item = values([("pk", s(room_pk(c))), ("r", s(serde_json::to_string(next)?)), ("v", n(next.version))]);
         let prev = next.version.saturating_sub(1);
         let (cond, vals): (&str, Option<std::collections::HashMap<String, AttributeValue>>) =

@@ -44,7 +44,7 @@ impl DynamoStock {
         index_writes: f64,
     ) -> anyhow::Result<Result<(), Option<Vec<String>>>> {
         let units: f64 = items.iter().map(|i| 2.0 * i.put().map(|p| wru(item_bytes(p.item()))).unwrap_or(1.0)).sum();
-        let _span = charge("dynamodb:TransactWriteItems", 0.0, units + index_writes);
+        charge(0.0, units + index_writes);
         crate::adapters::usage::write_detail(&transaction_label(&items), units + index_writes);
         let r = self.client.transact_write_items().set_transact_items(Some(items)).send().await;
         match r {
@@ -95,7 +95,6 @@ impl DynamoStock {
             let mut retries = Retries::new(RetryPolicy::BATCH_READS);
             while !keys.is_empty() {
                 let ka = KeysAndAttributes::builder().set_keys(Some(keys)).consistent_read(consistent).build()?;
-                let _span = crate::adapters::usage::call("dynamodb:BatchGetItem");
                 let r = self
                     .client
                     .batch_get_item()
@@ -138,10 +137,7 @@ impl DynamoStock {
             .into_paginator()
             .send();
         // one metered request per page (the span is taken before the page's await)
-        while let Some(page) = {
-            let _span = crate::adapters::usage::call("dynamodb:Query");
-            pages.next().await
-        } {
+        while let Some(page) = { pages.next().await } {
             let r = page.with_context(|| format!("Query {index}"))?;
             crate::adapters::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
             for it in r.items() {
