@@ -13,6 +13,7 @@ use std::time::Duration;
 pub use crate::context::{App, Caches, Providers, SdkBudget};
 
 mod grants;
+mod port;
 mod unwired;
 pub mod wiring;
 pub use grants::{check_grants, disagreements};

@@ -3,16 +3,12 @@
 //! first read at its widest JSON type and then range-checked with `contains`, which cannot
 //! overflow whatever the input.
 
-use super::body::Object;
-use super::orders::ItemRequest;
 use crate::domain::model::{Day, MAX_DATES};
 use crate::domain::quantity::{Quantity, MAX_QUANTITY};
 use crate::domain::reservation::MAX_LINES;
-use crate::domain::{CampaignId, OrderId, Sku, UserId};
-use crate::service::stock::LineRequest;
+use crate::domain::{OrderId, UserId};
 use serde::de::Error;
 use serde::{Deserialize, Deserializer};
-use std::collections::BTreeMap;
 
 /// Item lists may repeat a SKU (the lines are merged), but not without bound.
 pub const MAX_ITEMS: usize = MAX_LINES * 4;
@@ -165,52 +161,4 @@ pub fn payment_id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         return Err(D::Error::custom("payment_id must be 1-128 printable ASCII characters"));
     }
     Ok(s)
-}
-
-/// `[{"sku","quantity","campaign_id"?}]` → lines merged by SKU and sorted: 1..=MAX_LINES
-/// distinct SKUs, each total within the quantity bound. One SKU is bought under one campaign (or
-/// none) per order: its lines write the same shard items, which one transaction may not touch
-/// twice.
-pub fn order_lines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<LineRequest>, D::Error> {
-    let items = Vec::<Object<ItemRequest>>::deserialize(d)?;
-    if items.is_empty() {
-        return Err(D::Error::custom("items must not be empty"));
-    }
-    if items.len() > MAX_ITEMS {
-        return Err(D::Error::custom(format!("at most {MAX_ITEMS} items, {MAX_LINES} distinct SKUs, per order")));
-    }
-    let mut merged: BTreeMap<Sku, (Quantity, Option<CampaignId>, Vec<Day>)> = BTreeMap::new();
-    for Object(ItemRequest { sku, quantity, campaign_id, dates }) in items {
-        let dates = match dates {
-            Some(d) if d.is_empty() => return Err(D::Error::custom(format!("{sku}: dates must not be empty"))),
-            Some(d) if d.len() > MAX_DATES => {
-                return Err(D::Error::custom(format!("{sku}: at most {MAX_DATES} dates per line")))
-            }
-            d => {
-                let mut d = d.unwrap_or_default();
-                d.sort();
-                d
-            }
-        };
-        let total = match merged.get(&sku) {
-            Some((_, c, _)) if *c != campaign_id => {
-                return Err(D::Error::custom(format!(
-                    "{sku} appears under two campaigns (or with and without one); order it once"
-                )))
-            }
-            Some((_, _, d)) if !d.is_empty() || !dates.is_empty() => {
-                return Err(D::Error::custom(format!("{sku} is ordered by date: name it once, with all its dates")))
-            }
-            Some((prev, _, _)) => prev.checked_add(quantity).map_err(|e| D::Error::custom(format!("{sku}: {e}")))?,
-            None => quantity,
-        };
-        merged.insert(sku, (total, campaign_id, dates));
-    }
-    if merged.len() > MAX_LINES {
-        return Err(D::Error::custom(format!("at most {MAX_LINES} distinct SKUs per order")));
-    }
-    Ok(merged
-        .into_iter()
-        .map(|(sku, (quantity, campaign, dates))| LineRequest { sku, quantity, campaign, dates })
-        .collect())
 }

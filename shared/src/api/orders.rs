@@ -1,13 +1,19 @@
 //! Orders: `POST /orders`, `GET /orders`, `GET /orders/{order_id}`, `POST /orders/{order_id}/cancel`.
 
-use super::fields;
+use super::body::Object;
+use super::fields::{self, MAX_ITEMS};
 use crate::clock;
 use crate::domain::model::Day;
+use crate::domain::model::MAX_DATES;
 use crate::domain::order::{Order, OrderDetails, ALL_STATUSES};
+use crate::domain::reservation::MAX_LINES;
 use crate::domain::supplier::BookingStatus;
 use crate::domain::{CampaignId, Quantity, Sku};
 use crate::service::stock::LineRequest;
+use serde::de::Error as _;
+use serde::Deserializer;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
@@ -41,7 +47,7 @@ pub struct ItemRequest {
 #[serde(deny_unknown_fields)]
 pub struct CreateOrderRequest {
     /// Lines are merged by SKU; at most 20 distinct SKUs.
-    #[serde(deserialize_with = "fields::order_lines")]
+    #[serde(deserialize_with = "order_lines")]
     #[schema(value_type = Vec<ItemRequest>, min_items = 1, max_items = 80)]
     pub items: Vec<LineRequest>,
     /// The admission token of a queued campaign's items, from `GET /campaigns/{campaign_id}/queue/me`
@@ -282,6 +288,54 @@ pub struct OrderList {
 
 pub const DEFAULT_PAGE: usize = 20;
 pub const MAX_PAGE: usize = 100;
+
+/// `[{"sku","quantity","campaign_id"?}]` → lines merged by SKU and sorted: 1..=MAX_LINES
+/// distinct SKUs, each total within the quantity bound. One SKU is bought under one campaign (or
+/// none) per order: its lines write the same shard items, which one transaction may not touch
+/// twice.
+pub fn order_lines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<LineRequest>, D::Error> {
+    let items = Vec::<Object<ItemRequest>>::deserialize(d)?;
+    if items.is_empty() {
+        return Err(D::Error::custom("items must not be empty"));
+    }
+    if items.len() > MAX_ITEMS {
+        return Err(D::Error::custom(format!("at most {MAX_ITEMS} items, {MAX_LINES} distinct SKUs, per order")));
+    }
+    let mut merged: BTreeMap<Sku, (Quantity, Option<CampaignId>, Vec<Day>)> = BTreeMap::new();
+    for Object(ItemRequest { sku, quantity, campaign_id, dates }) in items {
+        let dates = match dates {
+            Some(d) if d.is_empty() => return Err(D::Error::custom(format!("{sku}: dates must not be empty"))),
+            Some(d) if d.len() > MAX_DATES => {
+                return Err(D::Error::custom(format!("{sku}: at most {MAX_DATES} dates per line")))
+            }
+            d => {
+                let mut d = d.unwrap_or_default();
+                d.sort();
+                d
+            }
+        };
+        let total = match merged.get(&sku) {
+            Some((_, c, _)) if *c != campaign_id => {
+                return Err(D::Error::custom(format!(
+                    "{sku} appears under two campaigns (or with and without one); order it once"
+                )))
+            }
+            Some((_, _, d)) if !d.is_empty() || !dates.is_empty() => {
+                return Err(D::Error::custom(format!("{sku} is ordered by date: name it once, with all its dates")))
+            }
+            Some((prev, _, _)) => prev.checked_add(quantity).map_err(|e| D::Error::custom(format!("{sku}: {e}")))?,
+            None => quantity,
+        };
+        merged.insert(sku, (total, campaign_id, dates));
+    }
+    if merged.len() > MAX_LINES {
+        return Err(D::Error::custom(format!("at most {MAX_LINES} distinct SKUs per order")));
+    }
+    Ok(merged
+        .into_iter()
+        .map(|(sku, (quantity, campaign, dates))| LineRequest { sku, quantity, campaign, dates })
+        .collect())
+}
 
 #[cfg(test)]
 mod tests {

@@ -28,7 +28,7 @@ pub struct ReservationRequest {
     #[serde(default, deserialize_with = "fields::ttl_seconds")]
     #[schema(minimum = 1, maximum = 604_800)]
     pub ttl_seconds: Option<i64>,
-    #[serde(deserialize_with = "fields::order_lines")]
+    #[serde(deserialize_with = "super::orders::order_lines")]
     #[schema(value_type = Vec<ItemRequest>, min_items = 1, max_items = 80)]
     pub items: Vec<LineRequest>,
 }

@@ -4,7 +4,7 @@
 //! success. One type stands in for every port; the Lambda binaries link it instead of the
 //! AWS adapters they do not use.
 
-use super::wiring::Port;
+use super::port::Port;
 use crate::domain::campaign::Campaign;
 use crate::domain::codes::{DataKey, KeyContext};
 use crate::domain::events::OrderEvent;

@@ -14,8 +14,6 @@ use super::refund::RefundStatus;
 use super::reservation::LockStatus;
 use std::collections::BTreeMap;
 
-pub use super::ledger_journal::{check_journal, JournalRead, JournalTotals};
-
 /// The UTC day a report covers, as epoch milliseconds `from..to`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
@@ -92,6 +90,20 @@ pub struct MoneyTotals {
     /// From the day's settlement: captures and refunds the provider and Holdfast agree on.
     pub payments_matched: u64,
     pub refunds_matched: u64,
+}
+
+/// The journal's side of the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JournalTotals {
+    /// SKUs whose journal was compared with their counters.
+    pub skus_checked: u64,
+    /// SKUs left out: too many entries to read within the report's limits.
+    pub skus_unchecked: u64,
+    /// The day's entries of product shards, and their movement summed (after − before).
+    pub entries: u64,
+    pub available: i64,
+    pub frozen: i64,
+    pub sold: i64,
 }
 
 /// Every ledger's totals.

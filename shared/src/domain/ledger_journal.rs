@@ -9,7 +9,7 @@
 
 use super::invariants::ShardCounts;
 use super::journal::Entry;
-use super::ledger::{Difference, Window};
+use super::ledger::{Difference, JournalTotals, Window};
 use super::{CampaignId, Sku};
 
 /// What was read of one SKU's journal: its entries, newest first, from now back to the last
@@ -27,20 +27,6 @@ pub const READ_SLACK_MS: i64 = 2_000;
 
 /// One counter cell of a SKU and what it holds now: (campaign for a quota shard, shard, counts).
 pub type Cell = (Option<CampaignId>, u16, ShardCounts);
-
-/// The journal's side of the report.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct JournalTotals {
-    /// SKUs whose journal was compared with their counters.
-    pub skus_checked: u64,
-    /// SKUs left out: too many entries to read within the report's limits.
-    pub skus_unchecked: u64,
-    /// The day's entries of product shards, and their movement summed (after − before).
-    pub entries: u64,
-    pub available: i64,
-    pub frozen: i64,
-    pub sold: i64,
-}
 
 /// Whether reading (newest first) may stop: every cell has an entry older than the day.
 pub fn anchored(cells: &[Cell], newest_first: &[Entry], w: Window) -> bool {

@@ -3,7 +3,7 @@
 //! consistent, cached per warm Lambda for `HOLDFAST_PUBLIC_CACHE_MS`, sent with
 //! `Cache-Control: max-age`).
 
-use super::stock_api::{sku_param, view_json};
+use super::common::{sku_param, view_json};
 use crate::api::campaigns::{
     Availability, CampaignAdjustmentRequest, CampaignItemView, CampaignRequest, CampaignViewBody,
 };
@@ -130,7 +130,7 @@ pub async fn pause_sku(app: &App, req: &Request, paused: bool) -> Result<Respons
     admin::set_paused_by(app, &sku, paused, actor.as_ref().map(|a| a.as_str())).await.map_err(Problem::from)?;
     tracing::info!(sku = %sku, actor = admin_actor(req), paused, "admin SKU pause");
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
-    Ok(json_response(200, &super::stock_api::admin_sku_view(app, &v).await?))
+    Ok(json_response(200, &super::common::admin_sku_view(app, &v).await?))
 }
 
 pub async fn get_campaign(app: &App, req: &Request) -> Result<Response, Problem> {

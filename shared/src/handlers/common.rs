@@ -1,8 +1,12 @@
-//! Helpers shared by the HTTP handlers: the sales switch's refusal and the webhook keys (a use
-//! case's error becomes a problem in `problems.rs`).
+//! Helpers shared by the HTTP handlers: the sales switch's refusal, the webhook keys, the `sku`
+//! path parameter and the SKU views (a use case's error becomes a problem in `problems.rs`).
 
-use crate::http::{Code, Problem};
+use crate::api::stock::{SkuView, UpdatedBy};
+use crate::app::App;
+use crate::domain::Sku;
+use crate::http::{path_param, Code, Problem, Request};
 use crate::ports::WebhookKeys;
+use crate::service::admin::{self, StockView};
 
 /// A write the sales switch refuses: 503 `sales_closed`, its mode and reason, retry in 5 s —
 /// whether the door judged it from this Lambda's cache or the freeze's transaction found it.
@@ -29,6 +33,21 @@ pub async fn verify_with_any_key<E: std::fmt::Display>(
         }
     }
     Err(refusal.map_or_else(|| Problem::internal(not_configured), Problem::unauthorized))
+}
+
+pub fn sku_param(req: &Request) -> Result<Sku, Problem> {
+    Sku::parse(path_param(req, "sku")?).map_err(|e| Problem::validation(e.to_string()).field("sku"))
+}
+
+/// The stock view as JSON, the form the warm-Lambda public cache keeps.
+pub fn view_json(v: &StockView) -> anyhow::Result<serde_json::Value> {
+    Ok(serde_json::to_value(SkuView::from(v))?)
+}
+
+/// The SKU view of an admin answer: with who last wrote its metadata (security review L7).
+pub async fn admin_sku_view(app: &App, v: &StockView) -> anyhow::Result<SkuView> {
+    let stamp = admin::updated_by(app, &v.meta.sku).await?;
+    Ok(SkuView { updated_by: stamp.as_ref().map(UpdatedBy::from), ..SkuView::from(v) })
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! create-order: `POST /orders` with a required `Idempotency-Key`.
 
-use super::queue_api;
 use super::routes::Route;
 use crate::api::orders::{CreateOrderRequest, OrderView, RecordedCheckoutView};
 use crate::api::{Auth, SCOPE_ORDERS_WRITE};
@@ -39,6 +38,9 @@ pub async fn correlated(app: &App, req: &Request, routes: &'static [Route]) -> R
     r
 }
 
+/// The route of the queued campaign checkout, served by queue-api (docs/waiting-room.md).
+pub const QUEUED_CHECKOUT: &str = "POST /campaigns/{campaign_id}/checkout";
+
 /// The queued campaign checkout (docs/waiting-room.md): `POST /orders` whose lines must all be of
 /// the path's campaign.
 pub async fn queued(app: &App, req: &Request) -> Result<Response, Problem> {
@@ -50,7 +52,7 @@ pub async fn queued(app: &App, req: &Request) -> Result<Response, Problem> {
 /// and body), for a request a refusal in front of the checkout (the sales switch) would turn
 /// away; `None` for anything else, which the refusal then answers.
 pub async fn replay(app: &App, req: &Request) -> Option<Response> {
-    if !matches!(http::route(req), "POST /orders" | queue_api::CHECKOUT) {
+    if !matches!(http::route(req), "POST /orders" | QUEUED_CHECKOUT) {
         return None;
     }
     let user = subject(req).ok()?;

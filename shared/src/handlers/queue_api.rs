@@ -37,7 +37,7 @@ pub const ROUTES: &[Route] = &[
 ];
 
 /// The queued checkout: `POST /orders`'s checkout with an admission token (docs/waiting-room.md).
-pub const CHECKOUT: &str = "POST /campaigns/{campaign_id}/checkout";
+use create_order::QUEUED_CHECKOUT as CHECKOUT;
 
 pub async fn handle(app: &App, req: Request) -> Response {
     if http::route(&req) == CHECKOUT {

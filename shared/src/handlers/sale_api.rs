@@ -4,7 +4,7 @@
 //! from the admin or the buyer's routes).
 
 use super::campaigns_api::campaign_param;
-use super::stock_api::{admin_sku_view, sku_param};
+use super::common::{admin_sku_view, sku_param};
 use crate::api::sale::{
     AdminSkuView, CampaignList, CampaignStats, CampaignSummary, Machinery, QueueView, ReconcileView,
     SalesSwitchRequest, SalesSwitchView, ShardView,

@@ -3,19 +3,19 @@
 //! ([`super::campaigns_api`]). The anonymous public reads are [`super::stock_read`]'s (security
 //! review L5): this function holds the code keyring and write grants, that one neither.
 
+use super::common::{admin_sku_view, sku_param};
 use super::routes::Route;
 use super::{campaigns_api, sale_api, waitlist_api};
 use crate::api::stock::{
     AdjustmentRequest, CalendarView, CodeBatchRequest, CodeBatchView, CodePoolView, JournalEntryBody, JournalPage,
-    PutSkuRequest, SkuView, UpdatedBy,
+    PutSkuRequest, SkuView,
 };
 use crate::api::{Auth, ADMIN_CATALOGUE, ADMIN_CODES, ADMIN_STOCK_ADJUST, SCOPE_ORDERS_READ, SCOPE_ORDERS_WRITE};
 use crate::app::App;
 use crate::domain::model::Day;
 use crate::domain::sale::WriteKind::{Always, Other};
-use crate::domain::Sku;
-use crate::http::{json_response, path_param, query, subject, typed_body, Problem, Request, Response};
-use crate::service::admin::{self, StockView};
+use crate::http::{json_response, query, subject, typed_body, Problem, Request, Response};
+use crate::service::admin;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
 pub const ROUTES: &[Route] = &[
@@ -73,15 +73,6 @@ pub async fn handle(app: &App, req: Request) -> Response {
     super::routes::serve(ROUTES, app, &req).await
 }
 
-pub fn sku_param(req: &Request) -> Result<Sku, Problem> {
-    Sku::parse(path_param(req, "sku")?).map_err(|e| Problem::validation(e.to_string()).field("sku"))
-}
-
-/// The stock view as JSON, the form the warm-Lambda public cache keeps.
-pub fn view_json(v: &StockView) -> anyhow::Result<serde_json::Value> {
-    Ok(serde_json::to_value(SkuView::from(v))?)
-}
-
 async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
     let sku = sku_param(req)?;
     let body = typed_body::<PutSkuRequest>(req, app.config.max_body_bytes)?;
@@ -93,12 +84,6 @@ async fn put_sku(app: &App, req: &Request) -> Result<Response, Problem> {
         .map_err(Problem::from)?;
     let v = admin::view(app, &sku).await?.ok_or_else(|| Problem::internal("SKU vanished"))?;
     Ok(json_response(if created { 201 } else { 200 }, &admin_sku_view(app, &v).await?))
-}
-
-/// The SKU view of an admin answer: with who last wrote its metadata (security review L7).
-pub async fn admin_sku_view(app: &App, v: &StockView) -> anyhow::Result<SkuView> {
-    let stamp = admin::updated_by(app, &v.meta.sku).await?;
-    Ok(SkuView { updated_by: stamp.as_ref().map(UpdatedBy::from), ..SkuView::from(v) })
 }
 
 async fn adjust(app: &App, req: &Request) -> Result<Response, Problem> {

@@ -2,7 +2,7 @@
 //! `DELETE /skus/{sku}/waitlist` (leave), `GET /skus/{sku}/waitlist/me` (where am I, with the
 //! admission token once told). Thin: the service decides.
 
-use super::stock_api::sku_param;
+use super::common::sku_param;
 use crate::api::waitlist::WaitlistEntryView;
 use crate::app::App;
 use crate::http::{self, json_response, subject, Problem, Request, Response};

@@ -479,4 +479,5 @@ fn the_tree_has_files_on_every_floor_it_names() {
 }
 
 mod checker_tests;
+mod circles_tests;
 mod size_tests;

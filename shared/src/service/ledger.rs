@@ -13,8 +13,9 @@
 use crate::clock;
 use crate::context::App;
 use crate::domain::invariants::{check_all, SkuSnapshot, Snapshot};
-use crate::domain::ledger::{self, Difference, JournalRead, JournalTotals, Totals, Window};
+use crate::domain::ledger::{self, Difference, JournalTotals, Totals, Window};
 use crate::domain::ledger_journal::{anchored, Cell};
+use crate::domain::ledger_journal::{check_journal, JournalRead};
 use crate::domain::model::Day;
 use crate::telemetry::names;
 use std::collections::BTreeSet;
@@ -231,7 +232,7 @@ async fn journals(
     .await;
     let mut out = Vec::new();
     for (read, cells) in reads {
-        out.extend(ledger::check_journal(&read?, &cells, w, read_at_ms, t));
+        out.extend(check_journal(&read?, &cells, w, read_at_ms, t));
     }
     Ok(out)
 }

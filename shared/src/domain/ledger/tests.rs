@@ -1,7 +1,7 @@
 use super::*;
 use crate::domain::invariants::{check_all, CampaignCounters, CodePools, ShardCounts, SkuSnapshot};
 use crate::domain::journal::Entry;
-use crate::domain::ledger_journal::{anchored, Cell};
+use crate::domain::ledger_journal::{anchored, check_journal, Cell, JournalRead};
 use crate::domain::reservation::Reservation;
 use crate::domain::Sku;
 
