@@ -134,13 +134,7 @@ impl OrderEvent {
     }
 }
 
-/// Whether an order should hold nothing at its supplier: it closed unpaid (cancelled, expired,
-/// failed), or it was paid and its stock goes back on sale (refunded before service, or returned
-/// with `restock`; [`Order::restocks`]). A SUPPLIER order in this state has its bookings
-/// cancelled (docs/suppliers.md, "Compensation").
-pub fn releases_bookings(o: &Order) -> bool {
-    o.status.is_closed_unpaid() || o.restocks()
-}
+pub use super::order::releases_bookings;
 
 /// The events one change of an order item announces. `old`/`new` are the stream images
 /// (absent for inserts/deletes). A status change announces the new status; each new refund

@@ -15,6 +15,7 @@ pub mod ledger_journal;
 pub mod model;
 pub mod money;
 pub mod order;
+pub mod payment;
 pub mod plan;
 pub mod push;
 pub mod quantity;

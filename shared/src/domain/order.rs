@@ -2,6 +2,7 @@
 //! is `invalid_transition`, never a silent overwrite.
 
 use super::model::Day;
+pub use super::payment::{PaymentOutcome, PaymentRecord, Provider};
 use super::{Currency, OrderId, Sku, UserId};
 use serde::{Deserialize, Serialize};
 
@@ -216,54 +217,6 @@ pub struct OrderLine {
     pub campaign: Option<super::CampaignId>,
 }
 
-/// What became of one payment callback, recorded on the order so a payment id is applied once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PaymentOutcome {
-    Applied,
-    RefundRequested,
-    FailedRecorded,
-    AmountMismatch,
-}
-
-/// Which payment provider a payment came through: its refund goes back through the same one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Provider {
-    /// The generic signed webhook (`POST /payments/callback`).
-    #[default]
-    Generic,
-    /// Stripe (`POST /payments/stripe`).
-    Stripe,
-}
-
-impl Provider {
-    /// Its name on the wire (`generic`, `stripe`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Generic => "generic",
-            Provider::Stripe => "stripe",
-        }
-    }
-
-    /// The provider `name` names, if any.
-    pub fn parse(name: &str) -> Option<Provider> {
-        [Provider::Generic, Provider::Stripe].into_iter().find(|p| p.as_str() == name)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PaymentRecord {
-    pub payment_id: String,
-    #[serde(default)]
-    pub provider: Provider,
-    pub succeeded: bool,
-    pub amount: u64,
-    pub currency: String,
-    pub outcome: PaymentOutcome,
-    pub at_ms: i64,
-}
-
 /// Where one payment attempt stands, as Holdfast last learned it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -446,7 +399,7 @@ impl Order {
     pub fn stock_to_settle(&self) -> bool {
         use crate::domain::supplier::BookingStatus;
         let held = self.supplier.iter().any(|b| matches!(b.status, BookingStatus::Confirmed | BookingStatus::Pending));
-        (self.restocks() && self.settled_at_ms.is_none()) || (held && super::events::releases_bookings(self))
+        (self.restocks() && self.settled_at_ms.is_none()) || (held && releases_bookings(self))
     }
 }
 
@@ -456,6 +409,14 @@ impl Order {
 pub enum OrderRecord {
     Order(Box<Order>),
     Void,
+}
+
+/// Whether a SUPPLIER order should hold nothing at its supplier: it closed unpaid (cancelled,
+/// expired, failed), or it was paid and its stock goes back on sale (refunded before service, or
+/// returned with `restock`; [`Order::restocks`]). A SUPPLIER order in this state has its bookings
+/// cancelled (docs/suppliers.md, "Compensation").
+pub fn releases_bookings(o: &Order) -> bool {
+    o.status.is_closed_unpaid() || o.restocks()
 }
 
 #[cfg(test)]

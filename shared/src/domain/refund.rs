@@ -39,7 +39,7 @@ pub struct RefundRecord {
     /// The payment the money goes back to, and the provider it came through.
     pub payment_id: String,
     #[serde(default)]
-    pub provider: super::order::Provider,
+    pub provider: super::payment::Provider,
     /// Minor units.
     pub amount: u64,
     pub currency: String,
@@ -64,7 +64,12 @@ pub struct RefundRecord {
 
 impl RefundRecord {
     /// A new REQUESTED refund of `amount` of the payment `p`.
-    pub fn requested(p: &super::order::PaymentRecord, amount: u64, reason: RefundReason, now_ms: i64) -> RefundRecord {
+    pub fn requested(
+        p: &super::payment::PaymentRecord,
+        amount: u64,
+        reason: RefundReason,
+        now_ms: i64,
+    ) -> RefundRecord {
         RefundRecord {
             refund_id: refund_id_for(&p.payment_id),
             payment_id: p.payment_id.clone(),
