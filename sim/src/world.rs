@@ -1065,6 +1065,9 @@ impl Sim {
             self.drain().await;
             let d = self.exec_unarmed(&Action::Reconcile).await;
             self.log(d.log);
+            for h in &d.hits {
+                self.stats.sometimes.hit(h);
+            }
             self.collect();
         }
         self.settled_codes();
@@ -1076,6 +1079,10 @@ impl Sim {
             let Some(q) = self.take_due(false) else { break };
             let d = self.exec_unarmed(&Action::Deliver(q)).await;
             self.log(d.log);
+            // the paths the drain reaches count as reached, as in the run
+            for h in &d.hits {
+                self.stats.sometimes.hit(h);
+            }
             self.queue.extend(d.requeue);
             self.extra.extend(d.wl_violations);
             self.note_recorded(d.recorded, d.recorded_done);
