@@ -12,10 +12,9 @@ use crate::telemetry::names;
 use ::http::header::HeaderValue;
 
 /// The routes this function handles (checked against template.yaml and the OpenAPI document).
-pub const ROUTES: &[Route] =
-    &[Route::write("POST /orders", Auth::Scope(SCOPE_ORDERS_WRITE), WriteKind::Checkout, |a, r| {
-        Box::pin(create(a, r, None))
-    })];
+pub const ROUTES: &[Route] = &[Route::write(CHECKOUT, Auth::Scope(SCOPE_ORDERS_WRITE), WriteKind::Checkout, |a, r| {
+    Box::pin(create(a, r, None))
+})];
 
 pub async fn handle(app: &App, req: Request) -> Response {
     correlated(app, &req, ROUTES).await
@@ -38,6 +37,9 @@ pub async fn correlated(app: &App, req: &Request, routes: &'static [Route]) -> R
     r
 }
 
+/// The checkout's route.
+const CHECKOUT: &str = "POST /orders";
+
 /// The route of the queued campaign checkout, served by queue-api (docs/waiting-room.md).
 pub const QUEUED_CHECKOUT: &str = "POST /campaigns/{campaign_id}/checkout";
 
@@ -52,7 +54,7 @@ pub async fn queued(app: &App, req: &Request) -> Result<Response, Problem> {
 /// and body), for a request a refusal in front of the checkout (the sales switch) would turn
 /// away; `None` for anything else, which the refusal then answers.
 pub async fn replay(app: &App, req: &Request) -> Option<Response> {
-    if !matches!(http::route(req), "POST /orders" | QUEUED_CHECKOUT) {
+    if !matches!(http::route(req), CHECKOUT | QUEUED_CHECKOUT) {
         return None;
     }
     let user = subject(req).ok()?;
