@@ -167,6 +167,7 @@ pub async fn emulator_sdk(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
+        .http_client(holdfast::adapters::sdk_http::client(None))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("test", "test", None, None, "holdfast-local"))
         .load()
         .await
@@ -174,7 +175,7 @@ pub async fn emulator_sdk(endpoint: &str) -> aws_config::SdkConfig {
 
 impl LocalStack {
     pub async fn start(opts: Options) -> anyhow::Result<LocalStack> {
-        // the stack, its peers and the tests beside it build reqwest clients (TLS on aws-lc-rs)
+        // the stack, its peers and the tests beside it build reqwest clients (TLS on ring)
         holdfast::adapters::outbound::install_crypto();
         let template = Template::load(&opts.template)?;
         let problems = coverage_problems(&template);

@@ -112,6 +112,7 @@ pub fn lambda_sdk_config(get: &dyn Fn(&str) -> Option<String>) -> aws_config::Sd
     let mut b = aws_config::SdkConfig::builder()
         .behavior_version(aws_config::BehaviorVersion::latest())
         .region(region.map(aws_config::Region::new))
+        .http_client(crate::adapters::sdk_http::client(None))
         .credentials_provider(SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new()));
     if let Some(url) = endpoint {
         b = b.endpoint_url(url);

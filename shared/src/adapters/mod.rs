@@ -12,6 +12,7 @@ pub mod memory;
 pub mod outbound;
 pub mod provider;
 pub mod push;
+pub mod sdk_http;
 pub mod secrets;
 pub mod sqs;
 pub mod stripe;

@@ -43,18 +43,18 @@ pub fn base_url(url: &str) -> Result<String, InsecurePeer> {
     }
 }
 
-/// Installs aws-lc-rs as the process's TLS crypto provider, which reqwest requires before it
+/// Installs ring as the process's TLS crypto provider, which reqwest requires before it
 /// builds a client (it has none of its own here). Idempotent: a provider already installed
 /// stays. Every program that builds a `reqwest::Client` calls this first (the local stack and
 /// its peers do).
 pub fn install_crypto() {
     // Err = a provider is already installed (an earlier call did it): that one serves.
-    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// A client for one peer: its timeouts, never following a redirect. TLS runs on aws-lc-rs, the
-/// crypto provider the AWS SDK already links (reqwest is built without one of its own, so ring
-/// is not in the binary: `deny.toml` bans it).
+/// A client for one peer: its timeouts, never following a redirect. TLS runs on ring, the crypto
+/// provider the SDK's HTTP client uses too (`sdk_http`; reqwest is built without one of its own,
+/// so no second provider is linked: `deny.toml` bans aws-lc).
 pub fn client(timeout: Duration, connect: Duration) -> reqwest::Result<reqwest::Client> {
     install_crypto();
     reqwest::Client::builder()

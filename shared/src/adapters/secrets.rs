@@ -195,6 +195,7 @@ mod tests {
         let conf = aws_sdk_secretsmanager::Config::builder()
             .behavior_version(aws_sdk_secretsmanager::config::BehaviorVersion::latest())
             .endpoint_url(format!("http://{addr}"))
+            .http_client(crate::adapters::sdk_http::client(None))
             .region(aws_sdk_secretsmanager::config::Region::new("us-east-1"))
             .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new("k", "s", None, None, "test"))
             .retry_config(aws_sdk_secretsmanager::config::retry::RetryConfig::disabled())

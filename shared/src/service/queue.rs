@@ -43,7 +43,7 @@ pub struct Place {
 /// source (its SHA-256 is published at once; the seed after the start).
 pub fn new_queue(s: QueueSettings) -> anyhow::Result<QueueSpec> {
     let mut seed = [0u8; 32];
-    rustls::crypto::aws_lc_rs::default_provider()
+    rustls::crypto::ring::default_provider()
         .secure_random
         .fill(&mut seed)
         .map_err(|_| anyhow::anyhow!("no secure random source for the queue's seed"))?;
