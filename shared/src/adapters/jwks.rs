@@ -67,15 +67,18 @@ impl KeySource for Discovery {
         }
         let client = super::outbound::client(Duration::from_secs(3), Duration::from_secs(2))?;
         let base = self.issuer.trim_end_matches('/');
-        let d: Document = client
-            .get(format!("{base}/.well-known/openid-configuration"))
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        Ok(client.get(&d.jwks_uri).send().await?.error_for_status()?.json().await?)
+        let d: Document = success(client.get(format!("{base}/.well-known/openid-configuration")).send().await?).await?;
+        success(client.get(&d.jwks_uri).send().await?).await
     }
+}
+
+/// A 2xx answer read as JSON (up to `outbound::MAX_ANSWER_BYTES`); any other status an error.
+async fn success<T: serde::de::DeserializeOwned>(answer: super::outbound::Answer) -> anyhow::Result<T> {
+    let status = answer.status();
+    if !status.is_success() {
+        anyhow::bail!("the issuer answered {status}");
+    }
+    super::outbound::json(answer).await
 }
 
 /// The cached key set and when it was last asked for (successfully or not).

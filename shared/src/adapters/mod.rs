@@ -6,6 +6,7 @@ pub mod contract;
 pub mod dynamo;
 pub mod emulate;
 pub mod eventbridge;
+pub mod https;
 pub mod jwks;
 pub mod kms;
 pub mod memory;

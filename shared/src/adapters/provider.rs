@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 pub struct HttpProvider {
-    client: reqwest::Client,
+    client: super::outbound::Client,
     base: String,
     /// Sent as `Authorization: Bearer …` on every call (security review M3): use [`Self::authed`].
     credential: Option<std::sync::Arc<dyn crate::ports::WebhookKeys>>,
@@ -221,7 +221,7 @@ impl HttpProvider {
     }
 
     /// `rb` with the provider credential: every request to the provider goes through this.
-    async fn authed(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<reqwest::RequestBuilder> {
+    async fn authed(&self, rb: super::outbound::Call) -> anyhow::Result<super::outbound::Call> {
         super::outbound::authorize(rb, self.credential.as_deref(), "payment provider").await
     }
 }
@@ -334,14 +334,14 @@ impl PaymentProvider for HttpProvider {
 /// Payments: URL building and sending (every request goes through [`HttpProvider::authed`]).
 impl HttpProvider {
     /// `{base}/{segments…}`, each segment percent-encoded as one path segment.
-    fn url(&self, segments: &[&str]) -> anyhow::Result<reqwest::Url> {
+    fn url(&self, segments: &[&str]) -> anyhow::Result<url::Url> {
         if self.base.is_empty() {
             anyhow::bail!("no generic payment provider configured (HOLDFAST_PROVIDER_URL)");
         }
         if let Some(bad) = segments.iter().find(|s| s.is_empty() || **s == "." || **s == ".." || s.len() > 256) {
             anyhow::bail!("{bad:?} cannot be a provider id");
         }
-        let mut url = reqwest::Url::parse(&self.base)?;
+        let mut url = url::Url::parse(&self.base)?;
         url.path_segments_mut()
             .map_err(|_| anyhow::anyhow!("provider URL {:?} cannot take a path", self.base))?
             .pop_if_empty()
@@ -350,25 +350,25 @@ impl HttpProvider {
     }
 
     /// Sends `rb` with the provider credential.
-    async fn send(&self, rb: reqwest::RequestBuilder) -> anyhow::Result<reqwest::Response> {
-        Ok(self.authed(rb).await?.send().await?)
+    async fn send(&self, rb: super::outbound::Call) -> anyhow::Result<super::outbound::Answer> {
+        self.authed(rb).await?.send().await
     }
 }
 
 /// A 4xx the provider means as a refusal (retrying will not help): not 408 or 429.
-fn refused(status: reqwest::StatusCode) -> bool {
+fn refused(status: http::StatusCode) -> bool {
     status.is_client_error() && status.as_u16() != 429 && status.as_u16() != 408
 }
 
 /// A 2xx answer read as `T`; `None` for the provider's own 404 ([`NotFound`]); anything else an
 /// error (a 404 without that body is a wrong URL, not an unknown id).
-async fn known<T: serde::de::DeserializeOwned>(resp: reqwest::Response) -> anyhow::Result<Option<T>> {
+async fn known<T: serde::de::DeserializeOwned>(resp: super::outbound::Answer) -> anyhow::Result<Option<T>> {
     let status = resp.status();
     if status.is_success() {
         return Ok(Some(super::outbound::json(resp).await?));
     }
     let body = super::outbound::body(resp).await.unwrap_or_default();
-    if status == reqwest::StatusCode::NOT_FOUND
+    if status == http::StatusCode::NOT_FOUND
         && serde_json::from_slice::<NotFound>(&body).is_ok_and(|n| n.code == NOT_FOUND)
     {
         return Ok(None);

@@ -28,11 +28,6 @@ use aws_smithy_types::retry::ErrorKind;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector as TcpConnector;
 use hyper_util::client::legacy::Client as Pool;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-
-/// How long an idle pooled connection is kept: under the 350 s after which AWS's load balancers
-/// drop one, as the SDK's own client does (90 s).
-const IDLE: Duration = Duration::from_secs(90);
 
 /// The client for every SDK client of a process: TLS with the system's roots (and `extra_root`,
 /// a DER certificate, for the tests' own TLS peer), plain HTTP for a local endpoint.
@@ -65,35 +60,7 @@ impl HttpClient for Client {
 struct Connector(Pool<HttpsConnector<TcpConnector>, SdkBody>);
 
 fn connector(connect_timeout: Option<Duration>, extra_root: Option<&[u8]>) -> std::io::Result<Connector> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    let native = rustls_native_certs::load_native_certs();
-    for e in &native.errors {
-        tracing::warn!(error = %e, "a system CA certificate could not be read");
-    }
-    let (added, _) = roots.add_parsable_certificates(native.certs);
-    if added == 0 {
-        tracing::warn!("no system CA certificates: every TLS connection will be refused");
-    }
-    if let Some(der) = extra_root {
-        roots.add(der.to_vec().into()).map_err(std::io::Error::other)?;
-    }
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(std::io::Error::other)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let mut tcp = TcpConnector::new();
-    tcp.enforce_http(false);
-    tcp.set_nodelay(true);
-    tcp.set_connect_timeout(connect_timeout);
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(tcp);
-    let pool = Pool::builder(TokioExecutor::new()).pool_timer(TokioTimer::new()).pool_idle_timeout(IDLE).build(https);
-    Ok(Connector(pool))
+    Ok(Connector(super::https::pool(super::https::connector(connect_timeout, extra_root)?)))
 }
 
 impl HttpConnector for Connector {

@@ -58,7 +58,7 @@ pub struct CodesAnswer {
 }
 
 pub struct HttpSupplier {
-    client: reqwest::Client,
+    client: super::outbound::Client,
     base: String,
     /// Sent as `Authorization: Bearer …` on every call (security review M3).
     credential: Option<std::sync::Arc<dyn crate::ports::WebhookKeys>>,
@@ -84,7 +84,7 @@ impl HttpSupplier {
     }
 
     /// A request to `path` with the supplier credential.
-    async fn request(&self, method: reqwest::Method, path: &str) -> anyhow::Result<reqwest::RequestBuilder> {
+    async fn request(&self, method: http::Method, path: &str) -> anyhow::Result<super::outbound::Call> {
         let rb = self.client.request(method, self.url(path)?);
         super::outbound::authorize(rb, self.credential.as_deref(), "supplier").await
     }
@@ -100,7 +100,7 @@ impl HttpSupplier {
     }
 
     async fn answer<T: serde::de::DeserializeOwned>(
-        resp: reqwest::Response,
+        resp: super::outbound::Answer,
         what: &str,
         id: &str,
     ) -> anyhow::Result<T> {
@@ -135,7 +135,7 @@ fn check_id(id: &str) -> anyhow::Result<()> {
 impl SupplierPort for HttpSupplier {
     async fn quote(&self, req: &BookingRequest<'_>) -> anyhow::Result<Quote> {
         let _span = super::usage::call("supplier:quote");
-        let resp = self.request(reqwest::Method::POST, "/quotes").await?.json(&Self::body(req)).send().await?;
+        let resp = self.request(http::Method::POST, "/quotes").await?.json(&Self::body(req)).send().await?;
         let a: QuoteAnswer = Self::answer(resp, "quote", "").await?;
         Ok(Quote { available: a.available })
     }
@@ -143,7 +143,7 @@ impl SupplierPort for HttpSupplier {
     async fn book(&self, req: &BookingRequest<'_>) -> anyhow::Result<String> {
         let _span = super::usage::call("supplier:book");
         let resp = self
-            .request(reqwest::Method::POST, "/bookings")
+            .request(http::Method::POST, "/bookings")
             .await?
             .header("Idempotency-Key", req.key)
             .json(&Self::body(req))
@@ -157,7 +157,7 @@ impl SupplierPort for HttpSupplier {
     async fn status(&self, booking_id: &str) -> anyhow::Result<BookingStatus> {
         check_id(booking_id)?;
         let _span = super::usage::call("supplier:status");
-        let resp = self.request(reqwest::Method::GET, &format!("/bookings/{booking_id}")).await?.send().await?;
+        let resp = self.request(http::Method::GET, &format!("/bookings/{booking_id}")).await?.send().await?;
         let a: BookingAnswer = Self::answer(resp, "status", booking_id).await?;
         Ok(a.status)
     }
@@ -165,7 +165,7 @@ impl SupplierPort for HttpSupplier {
     async fn cancel(&self, booking_id: &str) -> anyhow::Result<()> {
         check_id(booking_id)?;
         let _span = super::usage::call("supplier:cancel");
-        let resp = self.request(reqwest::Method::POST, &format!("/bookings/{booking_id}/cancel")).await?.send().await?;
+        let resp = self.request(http::Method::POST, &format!("/bookings/{booking_id}/cancel")).await?.send().await?;
         let _: BookingAnswer = Self::answer(resp, "cancel", booking_id).await?;
         Ok(())
     }
@@ -174,7 +174,7 @@ impl SupplierPort for HttpSupplier {
         check_id(booking_id)?;
         let _span = super::usage::call("supplier:issue");
         let resp = self
-            .request(reqwest::Method::POST, &format!("/bookings/{booking_id}/codes"))
+            .request(http::Method::POST, &format!("/bookings/{booking_id}/codes"))
             .await?
             .header("Idempotency-Key", req.key)
             .json(&Self::body(req))

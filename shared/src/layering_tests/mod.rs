@@ -47,8 +47,9 @@ const FLOORS: &[(&str, u8)] = &[
     ("edge", 9),
 ];
 
-/// Adapter modules every adapter may use: request metering and the outbound HTTP client.
-const ADAPTER_COMMONS: &[&str] = &["usage", "outbound"];
+/// Adapter modules every adapter may use: request metering, the outbound HTTP client and the
+/// HTTP connections under both HTTP clients.
+const ADAPTER_COMMONS: &[&str] = &["usage", "outbound", "https"];
 
 /// Known exceptions: (importing file, imported module prefix, why). Every entry must still be
 /// needed, or the check fails. These four files are being edited by other engineers as this

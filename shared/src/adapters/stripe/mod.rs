@@ -72,7 +72,7 @@ pub const LIST_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_LIST_PAGES: usize = 10_000;
 
 pub struct Stripe {
-    http: reqwest::Client,
+    http: super::outbound::Client,
     base: String,
     /// The secret API key: from configuration or Secrets Manager (first key returned).
     key: Arc<dyn WebhookKeys>,
@@ -396,26 +396,13 @@ pub fn refunds_page(status: u16, body: &str) -> anyhow::Result<Page<ProviderRefu
 }
 
 /// A capped read of an answer (`cap` bytes; longer is an error).
-async fn read_up_to(mut resp: reqwest::Response, cap: usize) -> anyhow::Result<Vec<u8>> {
-    if cap <= super::outbound::MAX_ANSWER_BYTES {
-        return super::outbound::body(resp).await;
-    }
-    if resp.content_length().is_some_and(|n| n > cap as u64) {
-        anyhow::bail!("Stripe answer larger than {cap} bytes");
-    }
-    let mut out = Vec::new();
-    while let Some(chunk) = resp.chunk().await? {
-        if out.len() + chunk.len() > cap {
-            anyhow::bail!("Stripe answer larger than {cap} bytes");
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
+async fn read_up_to(resp: super::outbound::Answer, cap: usize) -> anyhow::Result<Vec<u8>> {
+    super::outbound::read_up_to(resp, cap.max(super::outbound::MAX_ANSWER_BYTES), "Stripe").await
 }
 
 /// One call: what to send.
 struct Call<'a> {
-    method: reqwest::Method,
+    method: http::Method,
     path: &'a [&'a str],
     query: Vec<(&'static str, String)>,
     form: Option<Vec<(&'static str, String)>>,
@@ -426,7 +413,7 @@ struct Call<'a> {
 impl<'a> Call<'a> {
     fn get(path: &'a [&'a str]) -> Self {
         Call {
-            method: reqwest::Method::GET,
+            method: http::Method::GET,
             path,
             query: Vec::new(),
             form: None,
@@ -436,7 +423,7 @@ impl<'a> Call<'a> {
     }
 
     fn post(path: &'a [&'a str], form: Vec<(&'static str, String)>) -> Self {
-        Call { method: reqwest::Method::POST, form: Some(form), ..Call::get(path) }
+        Call { method: http::Method::POST, form: Some(form), ..Call::get(path) }
     }
 }
 
@@ -454,13 +441,13 @@ impl Stripe {
         }
         let key = self.key.keys().await?.into_iter().next().ok_or_else(|| anyhow::anyhow!("no Stripe API key"))?;
         let key = std::str::from_utf8(key.expose()).map_err(|_| anyhow::anyhow!("the Stripe API key is not UTF-8"))?;
-        let mut url = reqwest::Url::parse(&self.base)?;
+        let mut url = url::Url::parse(&self.base)?;
         url.path_segments_mut()
             .map_err(|_| anyhow::anyhow!("Stripe URL {:?} cannot take a path", self.base))?
             .pop_if_empty()
             .extend(c.path);
         let shown = format!("{} {}", c.method, url.path());
-        let mut rb = self.http.request(c.method, url).bearer_auth(key).header("Stripe-Version", STRIPE_VERSION);
+        let mut rb = self.http.request(c.method, url).bearer(key.as_bytes()).header("Stripe-Version", STRIPE_VERSION);
         if !c.query.is_empty() {
             rb = rb.query(&c.query);
         }
@@ -471,8 +458,8 @@ impl Stripe {
             rb = rb.form(f);
         }
         let _span = super::usage::call("stripe:request");
-        // reqwest's error names the URL, never the headers: the key is not in it.
-        let answer = rb.send().await.map_err(|e| anyhow::anyhow!("{shown}: {e}"))?;
+        // the error names the method and path, never the headers: the key is not in it.
+        let answer = rb.send().await?;
         let status = answer.status().as_u16();
         let body = read_up_to(answer, c.cap)
             .await
