@@ -253,7 +253,7 @@ impl Sim {
         let mut c = Config::from_lookup(&|_| None).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         c.sku_cache_ms = 0;
         c.soldout_cache_ms = 0;
-        c.code_key = holdfast::config::Secret::new(holdfast::domain::codes::Keyring::generate_secret("sim1"));
+        c.code_key = holdfast::config::Secret::new(holdfast::domain::codes::Keyring::generate_secret("sim1")?);
         c.admission_key = holdfast::config::Secret::new("sim-admission-key");
         c.waitlist_max_per_sku = shop::WAITLIST_MAX_PER_SKU;
         c.waitlist_max_per_user = shop::WAITLIST_MAX_PER_USER;

@@ -3,10 +3,9 @@
 //! an in-memory stand-in for unit tests, and a per-warm-Lambda cache in front of either, so a
 //! burst of uploads or reveals of one SKU costs one KMS call per data key, not one per code.
 
+use crate::domain::codes::aead::{random, Cipher};
 use crate::domain::codes::{DataKey, KeyContext};
 use crate::ports::CodeKeyService;
-use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
-use aes_gcm::{Aes256Gcm, Nonce};
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -98,14 +97,15 @@ fn context_bytes(c: &KeyContext) -> Vec<u8> {
 /// context as associated data, so it refuses another context exactly as KMS does. It counts
 /// its calls.
 pub struct MemoryKeyService {
-    master: Aes256Gcm,
+    master: Cipher,
     pub generated: AtomicU64,
     pub decrypted: AtomicU64,
 }
 
-impl Default for MemoryKeyService {
-    fn default() -> Self {
-        Self { master: Aes256Gcm::new(&Aes256Gcm::generate_key(&mut OsRng)), generated: 0.into(), decrypted: 0.into() }
+impl MemoryKeyService {
+    /// A key service with a fresh random master key.
+    pub fn new() -> anyhow::Result<Self> {
+        Ok(Self { master: Cipher::new(&random()?), generated: 0.into(), decrypted: 0.into() })
     }
 }
 
@@ -113,27 +113,14 @@ impl Default for MemoryKeyService {
 impl CodeKeyService for MemoryKeyService {
     async fn generate_data_key(&self, context: &KeyContext) -> anyhow::Result<DataKey> {
         self.generated.fetch_add(1, Ordering::Relaxed);
-        let plaintext: [u8; 32] = Aes256Gcm::generate_key(&mut OsRng).into();
-        let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
-        let ct = self
-            .master
-            .encrypt(&nonce, Payload { msg: &plaintext, aad: &context_bytes(context) })
-            .map_err(|_| anyhow::anyhow!("wrapping a data key failed"))?;
-        let mut encrypted = nonce.to_vec();
-        encrypted.extend(ct);
+        let plaintext: [u8; 32] = random()?;
+        let encrypted = self.master.seal(&plaintext, &context_bytes(context))?;
         Ok(DataKey { plaintext, encrypted })
     }
 
     async fn decrypt_data_key(&self, encrypted: &[u8], context: &KeyContext) -> anyhow::Result<Option<[u8; 32]>> {
         self.decrypted.fetch_add(1, Ordering::Relaxed);
-        if encrypted.len() < 12 + 16 {
-            return Ok(None);
-        }
-        let (nonce, ct) = encrypted.split_at(12);
-        match self.master.decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad: &context_bytes(context) }) {
-            Ok(k) => Ok(key32(&k).ok()),
-            Err(_) => Ok(None),
-        }
+        Ok(self.master.open(encrypted, &context_bytes(context)).and_then(|k| key32(&k).ok()))
     }
 }
 
@@ -205,7 +192,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_memory_key_service_refuses_another_context_and_the_cache_asks_once_per_data_key() {
-        let mem = Arc::new(MemoryKeyService::default());
+        let mem = Arc::new(MemoryKeyService::new().unwrap());
         let (a, b) = (key_context(&Sku::parse("A").unwrap()), key_context(&Sku::parse("B").unwrap()));
         let dk = mem.generate_data_key(&a).await.unwrap();
         assert_eq!(mem.decrypt_data_key(&dk.encrypted, &a).await.unwrap(), Some(dk.plaintext));

@@ -224,7 +224,7 @@ fn config() -> Config {
     let mut c = Config::from_lookup(&|_| None).unwrap();
     c.soldout_cache_ms = 0;
     c.sku_cache_ms = 0;
-    c.code_key = Secret::new(Keyring::generate_secret("t1"));
+    c.code_key = Secret::new(Keyring::generate_secret("t1").unwrap());
     c
 }
 

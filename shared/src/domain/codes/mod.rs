@@ -16,9 +16,9 @@
 //! [`mask`] is the only display.
 
 use super::Sku;
+pub mod aead;
 pub mod lifecycle;
-use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
-use aes_gcm::{Aes256Gcm, Nonce};
+use aead::Cipher;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use hmac::{Hmac, KeyInit as MacKeyInit, Mac};
@@ -179,7 +179,7 @@ struct KeyJson {
 #[derive(Clone)]
 struct Key {
     kid: String,
-    cipher: Aes256Gcm,
+    cipher: Cipher,
     fingerprint_key: [u8; 32],
 }
 
@@ -211,7 +211,7 @@ impl Keyring {
             if j.kid.is_empty() || j.kid.len() > 32 {
                 anyhow::bail!("the code key id must be 1..=32 characters");
             }
-            let cipher = Aes256Gcm::new(&key32(&j.key, "key")?.into());
+            let cipher = Cipher::new(&key32(&j.key, "key")?);
             keys.push(Key { kid: j.kid, cipher, fingerprint_key: key32(&j.fingerprint_key, "fingerprint key")? });
         }
         let Some(first) = keys.first() else { anyhow::bail!("no code key is configured") };
@@ -221,11 +221,10 @@ impl Keyring {
         Ok(Keyring { keys })
     }
 
-    /// A fresh key secret (for `make run` and tests), from random bytes.
-    pub fn generate_secret(kid: &str) -> String {
-        let k = Aes256Gcm::generate_key(&mut OsRng);
-        let f = Aes256Gcm::generate_key(&mut OsRng);
-        serde_json::json!({"kid": kid, "key": B64.encode(k), "fingerprint_key": B64.encode(f)}).to_string()
+    /// A fresh key secret (for `make run` and tests), from the system's secure random source.
+    pub fn generate_secret(kid: &str) -> anyhow::Result<String> {
+        let (k, f) = (aead::random::<32>()?, aead::random::<32>()?);
+        Ok(serde_json::json!({"kid": kid, "key": B64.encode(k), "fingerprint_key": B64.encode(f)}).to_string())
     }
 
     pub fn current_kid(&self) -> &str {
@@ -269,26 +268,16 @@ impl Keyring {
     /// The fingerprint is still the keyring's HMAC (duplicates are found across key rotations).
     pub fn seal_kms(&self, dk: &DataKey, sku: &Sku, shard: u16, pos: u64, code: &str) -> anyhow::Result<StoredCode> {
         let fingerprint = self.fingerprint(sku, code);
-        let cipher = Aes256Gcm::new(&dk.plaintext.into());
-        let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
-        let ct = cipher
-            .encrypt(&nonce, Payload { msg: code.as_bytes(), aad: &aad_v3(sku, shard, pos, &fingerprint) })
-            .map_err(|_| anyhow::anyhow!("sealing a code failed"))?;
-        let mut body = nonce.to_vec();
-        body.extend(ct);
+        let body = Cipher::new(&dk.plaintext)
+            .seal(code.as_bytes(), &aad_v3(sku, shard, pos, &fingerprint))
+            .map_err(|e| anyhow::anyhow!("sealing a code failed: {e}"))?;
         let sealed = format!("{V3}{shard}.{pos}.{}.{}", B64.encode(&dk.encrypted), B64.encode(body));
         Ok(StoredCode { fingerprint, kid: KMS_KID.to_owned(), sealed, ..StoredCode::default() })
     }
 
     fn encrypt(&self, code: &str, aad: &[u8]) -> anyhow::Result<(String, String)> {
         let k = &self.keys[0];
-        let nonce = Aes256Gcm::generate_nonce(&mut OsRng);
-        let ct = k
-            .cipher
-            .encrypt(&nonce, Payload { msg: code.as_bytes(), aad })
-            .map_err(|_| anyhow::anyhow!("sealing a code failed"))?;
-        let mut out = nonce.to_vec();
-        out.extend(ct);
+        let out = k.cipher.seal(code.as_bytes(), aad).map_err(|e| anyhow::anyhow!("sealing a code failed: {e}"))?;
         Ok((k.kid.clone(), B64.encode(out)))
     }
 
@@ -317,7 +306,7 @@ impl Keyring {
             }
             Sealed::V3 { shard, pos, body, .. } => {
                 let dk = data_key.ok_or(SealError::NeedsDataKey)?;
-                let cipher = Aes256Gcm::new(&(*dk).into());
+                let cipher = Cipher::new(dk);
                 (Some((shard, pos)), open_body(&cipher, KMS_KID, body, &aad_v3(sku, shard, pos, &c.fingerprint))?)
             }
         };
@@ -345,15 +334,12 @@ impl Keyring {
 }
 
 /// Opens base64 `nonce ‖ ciphertext ‖ tag` under `cipher` (named `kid` in errors).
-fn open_body(cipher: &Aes256Gcm, kid: &str, body: &str, aad: &[u8]) -> Result<String, SealError> {
+fn open_body(cipher: &Cipher, kid: &str, body: &str, aad: &[u8]) -> Result<String, SealError> {
     let bytes = B64.decode(body).map_err(|_| SealError::Malformed("not base64"))?;
-    if bytes.len() < 12 + 16 {
+    if bytes.len() < aead::OVERHEAD {
         return Err(SealError::Malformed("too short"));
     }
-    let (nonce, ct) = bytes.split_at(12);
-    let plain = cipher
-        .decrypt(Nonce::from_slice(nonce), Payload { msg: ct, aad })
-        .map_err(|_| SealError::DoesNotOpen(kid.to_owned()))?;
+    let plain = cipher.open(&bytes, aad).ok_or_else(|| SealError::DoesNotOpen(kid.to_owned()))?;
     String::from_utf8(plain).map_err(|_| SealError::Malformed("not text"))
 }
 

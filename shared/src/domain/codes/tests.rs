@@ -26,7 +26,7 @@ fn a_mask_shows_at_most_the_last_four_characters() {
 
 #[test]
 fn sealed_codes_open_under_their_key_only_for_their_sku_and_survive_a_rotation() {
-    let old = Keyring::generate_secret("k1");
+    let old = Keyring::generate_secret("k1").unwrap();
     let ring = Keyring::parse(&[&old]).unwrap();
     let s = sku("VOUCHER");
     let c = ring.seal(&s, "GIFT-1234-ABCD").unwrap();
@@ -41,7 +41,7 @@ fn sealed_codes_open_under_their_key_only_for_their_sku_and_survive_a_rotation()
     assert_ne!(c.fingerprint, ring.fingerprint(&sku("OTHER"), "GIFT-1234-ABCD"));
     // rotation: a new key with the same fingerprint key seals; the old one still opens
     let mut j: serde_json::Value = serde_json::from_str(&old).unwrap();
-    let fresh: serde_json::Value = serde_json::from_str(&Keyring::generate_secret("k2")).unwrap();
+    let fresh: serde_json::Value = serde_json::from_str(&Keyring::generate_secret("k2").unwrap()).unwrap();
     j["kid"] = "k2".into();
     j["key"] = fresh["key"].clone();
     let rotated = Keyring::parse(&[&j.to_string(), &old]).unwrap();
@@ -49,14 +49,14 @@ fn sealed_codes_open_under_their_key_only_for_their_sku_and_survive_a_rotation()
     assert_eq!(rotated.open(&s, &c).unwrap(), "GIFT-1234-ABCD");
     assert_eq!(rotated.fingerprint(&s, "GIFT-1234-ABCD"), c.fingerprint);
     // a keyring whose keys disagree on the fingerprint key is refused
-    assert!(Keyring::parse(&[&Keyring::generate_secret("k3"), &old]).is_err());
+    assert!(Keyring::parse(&[&Keyring::generate_secret("k3").unwrap(), &old]).is_err());
     assert!(Keyring::parse(&[]).is_err());
     assert!(format!("{rotated:?}").contains("k2") && !format!("{rotated:?}").contains(j["key"].as_str().unwrap()));
 }
 
 #[test]
 fn a_v2_code_is_bound_to_its_slot_and_fingerprint_and_v1_codes_still_open() {
-    let ring = Keyring::parse(&[&Keyring::generate_secret("k1")]).unwrap();
+    let ring = Keyring::parse(&[&Keyring::generate_secret("k1").unwrap()]).unwrap();
     let s = sku("VOUCHER");
     let c = ring.seal_at(&s, 3, 17, "GIFT-1234-ABCD").unwrap();
     assert!(c.sealed.starts_with("v2.3.17."), "the slot is written in front");
@@ -91,7 +91,7 @@ fn a_v2_code_is_bound_to_its_slot_and_fingerprint_and_v1_codes_still_open() {
 
 #[test]
 fn a_v3_code_opens_only_with_its_data_key_for_its_sku_slot_and_fingerprint() {
-    let ring = Keyring::parse(&[&Keyring::generate_secret("k1")]).unwrap();
+    let ring = Keyring::parse(&[&Keyring::generate_secret("k1").unwrap()]).unwrap();
     let s = sku("VOUCHER");
     let dk = DataKey { plaintext: [7; 32], encrypted: b"wrapped-by-kms".to_vec() };
     assert!(!format!("{dk:?}").contains('7'), "Debug never shows the data key");

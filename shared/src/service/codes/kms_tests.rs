@@ -16,9 +16,9 @@ async fn pool(n: usize) -> (App, Arc<MemoryKeyService>, Vec<String>) {
     let mut c = Config::from_lookup(&|_| None).unwrap();
     c.soldout_cache_ms = 0;
     c.sku_cache_ms = 0;
-    c.code_key = Secret::new(Keyring::generate_secret("t1"));
+    c.code_key = Secret::new(Keyring::generate_secret("t1").unwrap());
     let (app, _w) = memory_app("test", c).unwrap();
-    let mem = Arc::new(MemoryKeyService::default());
+    let mem = Arc::new(MemoryKeyService::new().unwrap());
     let app = App { code_key_service: Some(Arc::new(CachedKeys::new(mem.clone()))), ..app };
     let sku = Sku::parse("C").unwrap();
     let spec = crate::service::admin::SkuSpec {
@@ -91,7 +91,7 @@ async fn a_code_whose_data_key_the_key_service_refuses_is_never_shown() {
     let (app, _mem, _codes) = pool(2).await;
     let ann = sold(&app, "ann", 1).await;
     // the same table under another key service (another KMS key): its data keys do not open
-    let other = App { code_key_service: Some(Arc::new(MemoryKeyService::default())), ..app };
+    let other = App { code_key_service: Some(Arc::new(MemoryKeyService::new().unwrap())), ..app };
     let r = reveal(&other, &UserId::parse("ann").unwrap(), &ann).await;
     assert!(matches!(r, Err(CodeError::Tampered)), "{r:?}");
     // and without any key service a v3 code is a configuration error, not a code shown

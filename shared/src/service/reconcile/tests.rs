@@ -398,7 +398,7 @@ async fn a_claim_in_flight_on_a_code_pool_with_a_trickle_of_sales_raises_no_ring
     use crate::domain::model::{InventoryModel, Management};
     use crate::service::admin::SkuSpec;
     let mut c = sweep_config();
-    c.code_key = crate::config::Secret::new(crate::domain::codes::Keyring::generate_secret("t1"));
+    c.code_key = crate::config::Secret::new(crate::domain::codes::Keyring::generate_secret("t1").unwrap());
     let (app, w) = memory_app("test", c).unwrap();
     let spec = SkuSpec {
         controls: Default::default(),

@@ -13,7 +13,7 @@ use crate::service::orders::{OrderError, StockRefusal};
 
 async fn app_with_pool(shards: u16) -> (App, MemoryWorld) {
     let mut c = config();
-    c.code_key = Secret::new(Keyring::generate_secret("t1"));
+    c.code_key = Secret::new(Keyring::generate_secret("t1").unwrap());
     let (app, w) = memory_app("test", c).unwrap();
     let spec = SkuSpec {
         controls: Default::default(),

@@ -8,7 +8,7 @@ use crate::service::codes as pool;
 
 fn app_with_pool(max_pending: u32) -> (App, MemoryWorld) {
     let mut c = config();
-    c.code_key = Secret::new(Keyring::generate_secret("t1"));
+    c.code_key = Secret::new(Keyring::generate_secret("t1").unwrap());
     c.max_pending_per_user = max_pending;
     let (app, w) = memory_app("test", c).unwrap();
     (app, w)

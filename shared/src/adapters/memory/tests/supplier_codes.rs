@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 async fn app_with(skus: &[(&str, Unit)]) -> (App, MemoryWorld, Arc<MemorySupplier>) {
     let mut c = config();
-    c.code_key = Secret::new(Keyring::generate_secret("t1"));
+    c.code_key = Secret::new(Keyring::generate_secret("t1").unwrap());
     c.supplier_quote_cache_ms = 0;
     let (app, w) = memory_app("test", c).unwrap();
     let sup = Arc::new(MemorySupplier::new());
