@@ -150,6 +150,25 @@ mod tests {
             .with_single_cert(vec![CERT.to_vec().into()], rustls::pki_types::PrivateKeyDer::Pkcs8(KEY.to_vec().into()))
             .unwrap();
         let tls = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        counting_listener(move |tcp| {
+            let tls = tls.clone();
+            tokio::spawn(async move {
+                let Ok(stream) = tls.accept(tcp).await else { return };
+                let answer = hyper::service::service_fn(|_req| async {
+                    http::Response::builder()
+                        .header("content-type", "application/x-amz-json-1.0")
+                        .header("x-amzn-requestid", "test")
+                        .body(http_body_util::Full::new(&br#"{"TableNames":["holdfast"]}"#[..]))
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, answer).await;
+            });
+        })
+        .await
+    }
+
+    /// A loopback listener that counts the connections it accepts and hands each to `serve`.
+    async fn counting_listener(serve: impl Fn(tokio::net::TcpStream) + Send + 'static) -> (u16, Arc<AtomicUsize>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let accepted = Arc::new(AtomicUsize::new(0));
@@ -157,33 +176,28 @@ mod tests {
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 count.fetch_add(1, Ordering::SeqCst);
-                let tls = tls.clone();
-                tokio::spawn(async move {
-                    let Ok(stream) = tls.accept(tcp).await else { return };
-                    let answer = hyper::service::service_fn(|_req| async {
-                        http::Response::builder()
-                            .header("content-type", "application/x-amz-json-1.0")
-                            .header("x-amzn-requestid", "test")
-                            .body(http_body_util::Full::new(&br#"{"TableNames":["holdfast"]}"#[..]))
-                    });
-                    let io = hyper_util::rt::TokioIo::new(stream);
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, answer).await;
-                });
+                serve(tcp);
             }
         });
         (port, accepted)
     }
 
-    fn dynamodb(port: u16, http: SharedHttpClient) -> aws_sdk_dynamodb::Client {
+    /// A DynamoDB client for `endpoint` through `http`, making at most `attempts` per request.
+    fn dynamodb_at(endpoint: String, http: SharedHttpClient, attempts: u32) -> aws_sdk_dynamodb::Client {
         let conf = aws_sdk_dynamodb::Config::builder()
             .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .endpoint_url(format!("https://localhost:{port}"))
+            .endpoint_url(endpoint)
             .http_client(http)
             .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
             .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("k", "s", None, None, "test"))
-            .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(2))
+            .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(attempts))
             .build();
         aws_sdk_dynamodb::Client::from_conf(conf)
+    }
+
+    /// The TLS peer on `port`, two attempts per request.
+    fn dynamodb(port: u16, http: SharedHttpClient) -> aws_sdk_dynamodb::Client {
+        dynamodb_at(format!("https://localhost:{port}"), http, 2)
     }
 
     #[tokio::test]
@@ -216,25 +230,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_dropped_before_its_answer_is_retried() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let count = accepted.clone();
-        tokio::spawn(async move {
-            while let Ok((tcp, _)) = listener.accept().await {
-                count.fetch_add(1, Ordering::SeqCst);
-                drop(tcp);
-            }
-        });
-        let conf = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .endpoint_url(format!("http://127.0.0.1:{port}"))
-            .http_client(client(None))
-            .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new("k", "s", None, None, "test"))
-            .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::standard().with_max_attempts(3))
-            .build();
-        let ddb = aws_sdk_dynamodb::Client::from_conf(conf);
+        let (port, accepted) = counting_listener(drop).await;
+        let ddb = dynamodb_at(format!("http://127.0.0.1:{port}"), client(None), 3);
         assert!(ddb.list_tables().send().await.is_err());
         assert_eq!(accepted.load(Ordering::SeqCst), 3, "every attempt made");
     }
