@@ -5,7 +5,7 @@ use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector as TcpConnector;
 use hyper_util::client::legacy::Client as Pool;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// How long an idle pooled connection is kept: under the 350 s after which AWS's load balancers
@@ -28,15 +28,7 @@ pub fn connector(
     extra_root: Option<&[u8]>,
 ) -> std::io::Result<HttpsConnector<TcpConnector>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    let native = rustls_native_certs::load_native_certs();
-    for e in &native.errors {
-        tracing::warn!(error = %e, "a system CA certificate could not be read");
-    }
-    let (added, _) = roots.add_parsable_certificates(native.certs);
-    if added == 0 {
-        tracing::warn!("no system CA certificates: every TLS connection will be refused");
-    }
+    let mut roots = system_roots().clone();
     if let Some(der) = extra_root {
         roots.add(der.to_vec().into()).map_err(std::io::Error::other)?;
     }
@@ -54,4 +46,22 @@ pub fn connector(
         .https_or_http()
         .enable_http1()
         .wrap_connector(tcp))
+}
+
+/// The system's CA certificates, read once per process: a function builds several clients at
+/// start (the SDK's, and one per HTTP peer it calls).
+fn system_roots() -> &'static rustls::RootCertStore {
+    static ROOTS: OnceLock<rustls::RootCertStore> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let mut roots = rustls::RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        for e in &native.errors {
+            tracing::warn!(error = %e, "a system CA certificate could not be read");
+        }
+        let (added, _) = roots.add_parsable_certificates(native.certs);
+        if added == 0 {
+            tracing::warn!("no system CA certificates: every TLS connection will be refused");
+        }
+        roots
+    })
 }
