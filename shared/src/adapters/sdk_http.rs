@@ -1,16 +1,16 @@
 //! The AWS SDK's HTTP client, ours: HTTP/1.1 only, over rustls with the one crypto provider the
-//! binaries already link, one connection pool per client (docs/architecture.md, "The SDK's HTTP
-//! client").
+//! binaries already link, one connection pool per connect timeout (docs/architecture.md, "How a function is
+//! wired").
 //!
 //! The SDK's own (`default-https-client`) always builds hyper with HTTP/2 and h2, which the AWS
 //! endpoints a function calls (DynamoDB, SQS, EventBridge, KMS, Secrets Manager, the WebSocket
 //! management API) do not need: they speak HTTP/1.1. Leaving h2 out is most of what this saves
-//! (README, "Binary sizes"). What the SDK asks of a client, this does: it honours the connect
+//! (README, "Deploying with SAM"). What the SDK asks of a client, this does: it honours the connect
 //! timeout of the settings it is handed, keeps connections in a pool (one per connect timeout,
 //! as the settings do not change within a client), and tells the retry strategy which failures
 //! are transient: I/O, a refused or dropped connection, a connection closed by the peer before
 //! its answer, and timeouts. The read timeout is left to the operation-attempt timeout the
-//! functions set (`context::Timeouts::apply`).
+//! functions set (`context::SdkBudget::apply`).
 use std::collections::HashMap;
 use std::error::Error;
 use std::sync::{Arc, Mutex};
@@ -32,13 +32,13 @@ use hyper_util::client::legacy::Client as Pool;
 /// The client for every SDK client of a process: TLS with the system's roots (and `extra_root`,
 /// a DER certificate, for the tests' own TLS peer), plain HTTP for a local endpoint.
 pub fn client(extra_root: Option<Vec<u8>>) -> SharedHttpClient {
-    SharedHttpClient::new(Client { extra_root, pools: Arc::default() })
+    SharedHttpClient::new(Client { extra_root, pools: Mutex::default() })
 }
 
 #[derive(Debug)]
 struct Client {
     extra_root: Option<Vec<u8>>,
-    pools: Arc<Mutex<HashMap<Option<Duration>, SharedHttpConnector>>>,
+    pools: Mutex<HashMap<Option<Duration>, SharedHttpConnector>>,
 }
 
 impl HttpClient for Client {
