@@ -114,7 +114,7 @@ sim:
 sim-long:
 	$(CARGO) run -q -p holdfast-sim -- --seeds 1000..18446744073709551615 --seconds $(SIM_SECONDS) --steps $(STEPS) --stats
 
-# Each planted bug (shared/src/mutation.rs) must be caught within SIM_SEEDS; prints the table.
+# Each planted bug (domain/src/mutation.rs) must be caught within SIM_SEEDS; prints the table.
 sim-mutants:
 	bash scripts/sim-mutants.sh
 
@@ -124,7 +124,7 @@ sim-mutants:
 # `make mutants MUTANTS_ARGS="--shard 0/8"`.
 mutants:
 	command -v cargo-mutants >/dev/null || $(CARGO) install cargo-mutants --locked
-	env -u CARGO_TARGET_DIR nice -n 19 $(CARGO) mutants -p holdfast --file 'shared/src/domain/**/*.rs' \
+	env -u CARGO_TARGET_DIR nice -n 19 $(CARGO) mutants -p holdfast-domain -p holdfast --file 'domain/src/**/*.rs' \
 		--file 'shared/src/service/**/*.rs' --test-tool nextest -j 1 $(MUTANTS_ARGS) -- --lib
 
 # SAM CLI's own template check (offline; pinned in infra/emulator/requirements-sam.txt).

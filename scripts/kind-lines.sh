@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lines of service/, handlers/ and adapters/ (tests excluded) that decide by a SKU's kind
-# themselves instead of asking its seam (shared/src/domain/kind.rs): the model's parts, the
+# themselves instead of asking its seam (domain/src/kind.rs): the model's parts, the
 # model predicates, and a line's kind flags. `bash scripts/kind-lines.sh [git-rev]`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

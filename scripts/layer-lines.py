@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Lines per layer of the library (`shared/src`), at a git revision or in the work tree.
+"""Lines per layer of the library (`shared/src`, and the domain crate's `domain/src`), at a git
+revision or in the work tree.
 
   python3 scripts/layer-lines.py            # the work tree
   python3 scripts/layer-lines.py 8f748e9    # a commit
 
 A layer is a top-level module of `shared/src` (a `name.rs` file and a `name/` directory count
-together), grouped as the layering check's floors are (shared/src/layering_tests/mod.rs).
+together), grouped as the layering check's floors are (shared/src/layering_tests/mod.rs); every
+file of `domain/src` is the domain's (it was `shared/src/domain` until 2026-12-07).
 Lines are all lines of the files; `tests` counts files that hold only tests (`*tests*.rs`,
 `tests/` directories), so the rest is the code and its inline unit tests. Also prints the
 largest file and how many files are over 300 and over 600 lines.
@@ -33,7 +35,7 @@ GROUPS = [
 def files(rev):
     root = Path(__file__).resolve().parent.parent
     if rev:
-        names = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "shared/src"], cwd=root,
+        names = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "shared/src", "domain/src"], cwd=root,
                                check=True, capture_output=True, text=True).stdout.split()
         for n in names:
             if n.endswith(".rs"):
@@ -41,8 +43,9 @@ def files(rev):
                                       capture_output=True, text=True).stdout
                 yield n, text
     else:
-        for p in sorted((root / "shared/src").rglob("*.rs")):
-            yield str(p.relative_to(root)), p.read_text()
+        for top in ("shared/src", "domain/src"):
+            for p in sorted((root / top).rglob("*.rs")):
+                yield str(p.relative_to(root)), p.read_text()
 
 
 def main():
@@ -50,7 +53,7 @@ def main():
     code, tests = defaultdict(int), defaultdict(int)
     sizes = []
     for name, text in files(rev):
-        rel = name[len("shared/src/"):]
+        rel = name[len("shared/src/"):] if name.startswith("shared/src/") else "domain/" + name[len("domain/src/"):]
         top = rel.split("/")[0].removesuffix(".rs")
         group = next((g for g, tops in GROUPS if top in tops), "other (" + top + ")")
         n = text.count("\n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the simulator once per planted bug (shared/src/mutation.rs) over a bounded seed range and
+# Runs the simulator once per planted bug (domain/src/mutation.rs) over a bounded seed range and
 # prints, for each, how many seeds it took to catch it and the invariant it broke
 # (docs/simulator.md, "Planted bugs"). Exits non-zero if any planted bug goes uncaught.
 set -uo pipefail
@@ -10,7 +10,7 @@ cargo build -q -p holdfast-sim --features mutations || exit 1
 # the mutations build must not be left where `make sim` runs its binary
 bin="${CARGO_TARGET_DIR:-target}/debug/holdfast-sim-mutants"
 cp "${CARGO_TARGET_DIR:-target}/debug/holdfast-sim" "$bin"
-list() { sed -n "/pub const $1/,/];/p" shared/src/mutation.rs | grep -v '^ *//' | grep -o '"[a-z0-9-]*"' | tr -d '"'; }
+list() { sed -n "/pub const $1/,/];/p" domain/src/mutation.rs | grep -v '^ *//' | grep -o '"[a-z0-9-]*"' | tr -d '"'; }
 mutants="$(list ALL)"
 # the known misses take a whole seed range each: only with SIM_UNCAUGHT=1
 uncaught="$(list UNCAUGHT)"

@@ -16,19 +16,22 @@ pub mod app;
 pub mod clock;
 pub mod config;
 pub mod context;
-pub mod domain;
 pub mod edge;
 pub mod faults;
 pub mod handlers;
 pub mod http;
 pub mod lambda;
-pub mod mutation;
 pub mod permissions;
 pub mod ports;
 pub mod registry;
 pub mod sam_local;
 pub mod service;
 pub mod telemetry;
+
+// The pure domain is its own crate (domain/), so the compiler holds the lowest floor; every
+// `crate::domain::…` path here goes through this re-export, as does the simulator's `mutant!`.
+pub use holdfast_domain as domain;
+pub use holdfast_domain::{mutant, mutation};
 
 #[cfg(test)]
 mod layering_tests;

@@ -114,7 +114,7 @@ impl OrderIndex {
             OrderIndex::Pending => {
                 let unpaid = (o.status.is_open_unpaid() || o.attempts.iter().any(|a| a.state.unsettled()))
                     .then_some(o.pay_expire_at);
-                unpaid.into_iter().chain(crate::domain::supplier::codes::sweep_due(o)).min()
+                unpaid.into_iter().chain(crate::domain::order::codes::sweep_due(o)).min()
             }
             OrderIndex::Shipped => {
                 o.shipment.as_ref().filter(|_| o.status == OrderStatus::Shipped).map(|s| s.auto_complete_at)

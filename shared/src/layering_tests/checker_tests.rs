@@ -6,7 +6,7 @@ use super::*;
 fn macros() -> BTreeMap<String, Vec<String>> {
     BTreeMap::from([
         ("fault".to_owned(), vec!["faults".to_owned()]),
-        ("mutant".to_owned(), vec!["mutation".to_owned()]),
+        ("mutant".to_owned(), vec!["domain".to_owned(), "mutation".to_owned()]),
     ])
 }
 

@@ -4,7 +4,7 @@
 //! - no function outside test code is over [`MAX_FN_LINES`] lines, from its `fn` to its closing
 //!   brace; a longer one is split into named steps. [`LONG_ALLOWED`] names the few that wait.
 
-use super::{drop_test_items, is_ident, matching, module_of, rust_files, src_root, strip};
+use super::{drop_test_items, is_ident, matching, module_of, source_files, strip};
 use std::collections::BTreeSet;
 
 /// The most lines a source file under `src/` may have.
@@ -105,8 +105,7 @@ fn long_functions(files: &[(String, String)], max: usize) -> Vec<(String, LongFn
 
 #[test]
 fn no_source_file_is_over_the_line_limit() {
-    let mut files = Vec::new();
-    rust_files(&src_root(), &src_root(), &mut files);
+    let files = source_files();
     // guards against a walk that silently reads nothing
     assert!(files.len() > 100, "only {} files read", files.len());
     let big = over(&files, MAX_LINES);
@@ -124,8 +123,7 @@ fn the_size_rule_names_every_file_over_the_limit() {
 
 #[test]
 fn no_function_outside_tests_is_over_the_line_limit() {
-    let mut files = Vec::new();
-    rust_files(&src_root(), &src_root(), &mut files);
+    let files = source_files();
     assert!(files.len() > 100, "only {} files read", files.len());
     let mut used = vec![false; LONG_ALLOWED.len()];
     let mut long = Vec::new();

@@ -163,7 +163,7 @@ pub fn decide(o: &Order, n: &PaymentNotice, now_ms: i64, grace_s: i64) -> (Order
         Ok(mut paid) => {
             paid.payment_id = Some(n.payment_id.clone());
             // a SUPPLIER_CODES order's issue starts in the write that pays it (docs/suppliers.md)
-            crate::domain::supplier::codes::start(&mut paid, now_ms / 1000);
+            crate::domain::order::codes::start(&mut paid, now_ms / 1000);
             mark_attempt(&mut paid, &n.payment_id, AttemptState::Succeeded);
             push_payment(&mut paid, record(PaymentOutcome::Applied), now_ms);
             (paid, Ok(PaymentResult::Applied))

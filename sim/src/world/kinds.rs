@@ -8,9 +8,10 @@ use crate::shop;
 use holdfast::adapters::memory::MemoryStock;
 use holdfast::adapters::supplier::MemorySupplier;
 use holdfast::app::App;
+use holdfast::domain::order::codes::{state, OrderCodes};
 use holdfast::domain::order::{Order, OrderRecord, OrderStatus};
 use holdfast::domain::quantity::Quantity;
-use holdfast::domain::supplier::codes::{state, IssueStatus, OrderCodes};
+use holdfast::domain::supplier::codes::IssueStatus;
 use holdfast::domain::{IdempotencyKey, OrderId, Sku, UserId};
 use holdfast::service::codes::{self, CodeError};
 use holdfast::service::stock::LineRequest;
@@ -164,7 +165,7 @@ impl Sim {
                     self.stats.sometimes.hit("supplier codes: given up at quiescence, left for an operator")
                 }
                 // a refund waiting for an admin holds the issue (a refusal returns it to the sweep)
-                OrderCodes::Pending if holdfast::domain::supplier::codes::buyer_keeps(o.status) => {
+                OrderCodes::Pending if holdfast::domain::order::codes::buyer_keeps(o.status) => {
                     self.extra.push(format!(
                         "SupplierCodesPendingAtQuiescence {{ order: {}, status: {} }}",
                         o.id,

@@ -95,7 +95,7 @@ pub(super) async fn overdue_orders(app: &App, ids: &[OrderId], rep: &mut Reconci
 
 pub(super) async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bool> {
     if let Some(OrderRecord::Order(o)) = app.orders.get(id).await? {
-        if crate::domain::supplier::codes::sweep_due(&o).is_some_and(|d| d <= clock::now_s()) {
+        if crate::domain::order::codes::sweep_due(&o).is_some_and(|d| d <= clock::now_s()) {
             // its issue message was lost: the sweep starts the attempts again (docs/suppliers.md)
             let outcome = crate::service::supplier::codes::issue(app, id, 1).await?;
             app.count(names::REPAIRS, 1);

@@ -9,8 +9,9 @@
 use crate::clock;
 use crate::context::App;
 use crate::domain::codes::{check_code, key_context, wrapped_key, StoredCode};
+use crate::domain::order::codes::{self as issue, OrderCodes};
 use crate::domain::order::{Order, OrderRecord, OrderStatus};
-use crate::domain::supplier::codes::{self as issue, OrderCodes, SealedCode};
+use crate::domain::supplier::codes::{self as booking, SealedCode};
 use crate::domain::supplier::{booking_key, BookingStatus};
 use crate::domain::{OrderId, Sku};
 use crate::ports::{BookingRequest, Message};
@@ -92,7 +93,7 @@ pub async fn issue(app: &App, id: &OrderId, attempt: u32) -> anyhow::Result<Issu
         Err(e) => {
             app.count(names::SUPPLIER_ERRORS, 1);
             tracing::warn!(order_id = %id, attempt, error = format!("{e:#}"), "supplier code issue failed");
-            if let Some(delay_s) = issue::retry_delay(attempt) {
+            if let Some(delay_s) = booking::retry_delay(attempt) {
                 let next = attempt + 1;
                 app.messages
                     .send(&Message::SupplierIssue { schema: 1, order_id: id.to_string(), attempt: next }, delay_s)
@@ -147,8 +148,8 @@ async fn ask(app: &App, o: &Order, manual: bool) -> anyhow::Result<Vec<(Sku, Vec
     let mut out = Vec::new();
     for b in o.supplier.iter().filter(|b| b.issues_codes) {
         let wanted = match b.codes.as_ref().map(|c| c.status) {
-            Some(issue::IssueStatus::Pending) => true,
-            Some(issue::IssueStatus::GaveUp) => manual,
+            Some(booking::IssueStatus::Pending) => true,
+            Some(booking::IssueStatus::GaveUp) => manual,
             _ => false,
         };
         if !wanted {

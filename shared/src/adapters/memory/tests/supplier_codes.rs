@@ -6,7 +6,7 @@ use crate::adapters::supplier::MemorySupplier;
 use crate::config::Secret;
 use crate::domain::codes::Keyring;
 use crate::domain::model::{InventoryModel, Management, Unit};
-use crate::domain::supplier::codes::{self as issue, OrderCodes};
+use crate::domain::order::codes::{self as issue, OrderCodes};
 use crate::domain::supplier::{BookingStatus, SupplierConfig};
 use crate::ports::Message;
 use crate::service::codes::{self as pool, CodeError};
