@@ -9,7 +9,7 @@
 #   3. lays them out as cargo-lambda does: $CARGO_TARGET_DIR/lambda/<name>/bootstrap,
 #      and prints function -> size;
 #   4. fails if any bootstrap contains a fault-injection string (the point names of
-#      shared/src/faults.rs `ALL`, or the "unknown point" parse error of the faults build);
+#      core/src/faults.rs `ALL`, or the "unknown point" parse error of the faults build);
 #   5. fails if any bootstrap is over the size limit (6,000,000 bytes, DESIGN's ≤ 6 MB, met by all
 #      sixteen since the SDK's HTTP client is ours: README, "Deploying with SAM"; each links only
 #      the ports its main wires: docs/architecture.md, "How a function is wired").
@@ -53,7 +53,7 @@ die() { log "error: $*"; exit 1; }
 # holds "unknown point " -- with the space: the unwinder's "unknown pointer encoding" is in
 # every Rust binary and must not match.
 fault_patterns() {
-  grep -o '"[a-z-]*\.[a-z-]*"' "$ROOT/shared/src/faults.rs" | tr -d '"' | sort -u
+  grep -o '"[a-z-]*\.[a-z-]*"' "$ROOT/core/src/faults.rs" | tr -d '"' | sort -u
   echo "unknown point "
 }
 
@@ -61,7 +61,7 @@ fault_patterns() {
 check_faults() {
   local pats bad=0 bin hits
   pats="$(fault_patterns)"
-  [[ $(grep -c . <<<"$pats") -ge 2 ]] || die "no fault point names found in shared/src/faults.rs"
+  [[ $(grep -c . <<<"$pats") -ge 2 ]] || die "no fault point names found in core/src/faults.rs"
   for bin in "$@"; do
     [[ -f "$bin" ]] || die "no such binary: $bin"
     # grep -a: treat the ELF as text; -F fixed strings; -o print each hit.

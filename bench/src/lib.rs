@@ -4,7 +4,8 @@
 use aws_lambda_events::apigw::{ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerJwtDescription};
 use aws_lambda_events::sqs::{SqsEvent, SqsMessage};
 use holdfast::adapters::dynamo::orders::encode_order;
-use holdfast::adapters::memory::{memory_app, MemoryWorld};
+use holdfast::adapters::memory::MemoryWorld;
+use holdfast::app::memory_app;
 use holdfast::app::App;
 use holdfast::config::Config;
 use holdfast::domain::events::{EventKind, OrderEvent, SOURCE};

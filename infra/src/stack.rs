@@ -301,7 +301,7 @@ impl LocalStack {
                 }
             };
             let config = Config::from_lookup(&lookup).with_context(|| format!("configuring {}", f.binary))?;
-            apps.insert(f.binary.clone(), Arc::new(App::with_aws(&f.binary, config, &sdk)?));
+            apps.insert(f.binary.clone(), Arc::new(holdfast::app::with_aws(&f.binary, config, &sdk)?));
         }
 
         let routes = template.routes().into_iter().map(|(k, f, a)| Route::new(&k, &f, a)).collect();

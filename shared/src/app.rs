@@ -31,69 +31,69 @@ pub use crate::adapters::jwks::TokenCheck;
 /// Overrides the AWS endpoint of every SDK client when set and non-empty (`sam local` only).
 pub const AWS_ENDPOINT_VAR: &str = "HOLDFAST_AWS_ENDPOINT";
 
-impl App {
-    /// For a Lambda: AWS configuration and settings from the environment, and the ports `wire`
-    /// names (the function's `main`).
-    pub async fn from_env(function: &str, wire: impl FnOnce(Wiring) -> Wiring) -> anyhow::Result<App> {
-        let config = Config::from_env()?;
-        wire(Wiring::new(function, config, &lambda_sdk_config(&|k| std::env::var(k).ok()))?).build()
-    }
+/// For a Lambda: AWS configuration and settings from the environment, and the ports `wire`
+/// names (the function's `main`).
+pub async fn from_env(function: &str, wire: impl FnOnce(Wiring) -> Wiring) -> anyhow::Result<App> {
+    let config = Config::from_env()?;
+    wire(Wiring::new(function, config, &lambda_sdk_config(&|k| std::env::var(k).ok()))?).build()
+}
 
-    /// Every port over AWS (and the HTTP peers): the local stack, which serves every function
-    /// from one process.
-    pub fn with_aws(function: &str, config: Config, sdk: &aws_config::SdkConfig) -> anyhow::Result<App> {
-        Wiring::new(function, config, sdk)?.everything().build()
-    }
+/// Every port over AWS (and the HTTP peers): the local stack, which serves every function
+/// from one process.
+pub fn with_aws(function: &str, config: Config, sdk: &aws_config::SdkConfig) -> anyhow::Result<App> {
+    Wiring::new(function, config, sdk)?.everything().build()
+}
 
-    pub fn with_ports(
-        function: &str,
-        config: Config,
-        stock: Arc<dyn StockStore>,
-        orders: Arc<dyn OrderStore>,
-        messages: Arc<dyn Messages>,
-        bus: Arc<dyn EventBus>,
-    ) -> anyhow::Result<App> {
-        let faults = Faults::parse(&config.faults)?;
-        let budget = SdkBudget::for_function(function).scaled(config.sdk_timeout_scale);
-        let sweep = Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::ZERO));
-        let webhook_keys =
-            Arc::new(StaticKeys(vec![config.webhook_secret.clone(), config.webhook_secret_previous.clone()]));
-        let stripe_webhook_keys = Arc::new(StaticKeys(vec![config.stripe_webhook_secret.clone()]));
-        let refund_webhook_keys = Arc::new(StaticKeys(vec![config.refund_webhook_secret.clone()]));
-        let code_keys = Arc::new(StaticKeys(vec![config.code_key.clone()]));
-        let admission_keys =
-            Arc::new(StaticKeys(vec![config.admission_key.clone(), config.admission_key_previous.clone()]));
-        Ok(App {
-            code_keys,
-            admission_keys,
-            code_key_service: None,
-            webhook_keys,
-            stripe_webhook_keys,
-            refund_webhook_keys,
-            providers: Providers::memory(),
-            supplier: Arc::new(crate::adapters::supplier::MemorySupplier::new()),
-            budget,
-            sweep,
-            audit: Arc::new(crate::ports::NoAudit),
-            journal: Arc::new(crate::adapters::memory::MemoryJournal::new()),
-            sale: Arc::new(crate::adapters::memory::MemorySale::new()),
-            waitlists: Arc::new(crate::adapters::memory::MemoryWaitlists::new()),
-            function: function.to_owned(),
-            config,
-            catalogue: stock.clone(),
-            shards: stock.clone(),
-            locks: stock.clone(),
-            campaigns: stock.clone(),
-            code_pools: stock.clone(),
-            queues: stock,
-            orders,
-            messages,
-            bus,
-            faults,
-            caches: Caches::default(),
-            push: crate::adapters::memory::MemoryPush::new().ports(),
-        })
-    }
+/// The given stock, order, message and bus ports, every other port in memory: the unit tests,
+/// the benchmarks and the simulator.
+pub fn with_ports(
+    function: &str,
+    config: Config,
+    stock: Arc<dyn StockStore>,
+    orders: Arc<dyn OrderStore>,
+    messages: Arc<dyn Messages>,
+    bus: Arc<dyn EventBus>,
+) -> anyhow::Result<App> {
+    let faults = Faults::parse(&config.faults)?;
+    let budget = SdkBudget::for_function(function).scaled(config.sdk_timeout_scale);
+    let sweep = Arc::new(PortSweep::new(stock.clone(), orders.clone(), Duration::ZERO));
+    let webhook_keys =
+        Arc::new(StaticKeys(vec![config.webhook_secret.clone(), config.webhook_secret_previous.clone()]));
+    let stripe_webhook_keys = Arc::new(StaticKeys(vec![config.stripe_webhook_secret.clone()]));
+    let refund_webhook_keys = Arc::new(StaticKeys(vec![config.refund_webhook_secret.clone()]));
+    let code_keys = Arc::new(StaticKeys(vec![config.code_key.clone()]));
+    let admission_keys =
+        Arc::new(StaticKeys(vec![config.admission_key.clone(), config.admission_key_previous.clone()]));
+    Ok(App {
+        code_keys,
+        admission_keys,
+        code_key_service: None,
+        webhook_keys,
+        stripe_webhook_keys,
+        refund_webhook_keys,
+        providers: memory_providers(),
+        supplier: Arc::new(crate::adapters::supplier::MemorySupplier::new()),
+        budget,
+        sweep,
+        audit: Arc::new(crate::ports::NoAudit),
+        journal: Arc::new(crate::adapters::memory::MemoryJournal::new()),
+        sale: Arc::new(crate::adapters::memory::MemorySale::new()),
+        waitlists: Arc::new(crate::adapters::memory::MemoryWaitlists::new()),
+        function: function.to_owned(),
+        config,
+        catalogue: stock.clone(),
+        shards: stock.clone(),
+        locks: stock.clone(),
+        campaigns: stock.clone(),
+        code_pools: stock.clone(),
+        queues: stock,
+        orders,
+        messages,
+        bus,
+        faults,
+        caches: Caches::default(),
+        push: crate::adapters::memory::MemoryPush::new().ports(),
+    })
 }
 
 /// The SDK configuration of a Lambda, from the variables Lambda sets: the region
@@ -120,13 +120,22 @@ pub fn lambda_sdk_config(get: &dyn Fn(&str) -> Option<String>) -> aws_config::Sd
     b.build()
 }
 
-impl Providers {
-    /// In-memory providers that accept every refund (unit tests).
-    pub fn memory() -> Providers {
-        Providers {
-            generic: Arc::new(crate::adapters::memory::MemoryProvider::new()),
-            stripe: Arc::new(crate::adapters::memory::MemoryProvider::new()),
-        }
+/// An App over fresh in-memory ports, and the world that holds them (unit tests, benchmarks, the
+/// simulator).
+pub fn memory_app(function: &str, config: Config) -> anyhow::Result<(App, crate::adapters::memory::MemoryWorld)> {
+    let w = crate::adapters::memory::MemoryWorld::default();
+    let mut app = with_ports(function, config, w.stock.clone(), w.orders.clone(), w.messages.clone(), w.bus.clone())?
+        .with_providers(crate::context::Providers { generic: w.provider.clone(), stripe: w.provider.clone() })
+        .with_audit(Arc::new(crate::adapters::memory::MemoryAudit::new(w.stock.clone(), w.orders.clone())));
+    app.sale = Arc::new(crate::adapters::memory::MemorySale::sharing(w.stock.switch_cell()));
+    Ok((app, w))
+}
+
+/// In-memory providers that accept every refund (unit tests).
+pub fn memory_providers() -> Providers {
+    Providers {
+        generic: Arc::new(crate::adapters::memory::MemoryProvider::new()),
+        stripe: Arc::new(crate::adapters::memory::MemoryProvider::new()),
     }
 }
 

@@ -70,7 +70,7 @@ impl From<HandlerError> for Diagnostic {
 /// Builds the app for `name` with the ports `wire` names, logging as [`init_logging`] says.
 async fn app(name: &'static str, wire: impl FnOnce(Wiring) -> Wiring) -> Result<App, Error> {
     init_logging(&|k| std::env::var(k).ok());
-    Ok(App::from_env(name, wire).await?)
+    Ok(crate::app::from_env(name, wire).await?)
 }
 
 /// The subscriber `lambda_runtime::tracing::init_default_subscriber` installs, with the level

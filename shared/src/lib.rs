@@ -8,30 +8,30 @@
 //! (composition) → [`handlers`] (one per Lambda) → [`lambda`], [`sam_local`], [`edge`]. Each
 //! `functions/<name>` binary is a thin `main` over [`lambda`].
 //!
+//! The floors up to [`context`] are crates of their own, re-exported here under these names: the
+//! domain (`domain/`, `holdfast-domain`) and the commons, ports and context (`core/`,
+//! `holdfast-core`, no AWS SDK). The compiler holds them; `layering_tests` reads all three.
+//!
 //! [`App`]: context::App
 
 pub mod adapters;
 pub mod api;
 pub mod app;
-pub mod clock;
-pub mod config;
-pub mod context;
 pub mod edge;
-pub mod faults;
 pub mod handlers;
 pub mod http;
 pub mod lambda;
 pub mod permissions;
-pub mod ports;
-pub mod registry;
 pub mod sam_local;
 pub mod service;
-pub mod telemetry;
 
 // The pure domain is its own crate (domain/), so the compiler holds the lowest floor; every
 // `crate::domain::…` path here goes through this re-export, as does the simulator's `mutant!`.
 pub use holdfast_domain as domain;
 pub use holdfast_domain::{mutant, mutation};
+// The commons, the ports and the context are a crate too (core/): a port can name no AWS type,
+// and nothing on those floors can reach a service or an adapter.
+pub use holdfast_core::{clock, config, context, fault, faults, ports, registry, telemetry};
 
 #[cfg(test)]
 mod layering_tests;

@@ -2,7 +2,7 @@
 //! three kinds, and a drop behind a waiting room — made through the admin services, as an
 //! operator would.
 
-use holdfast::adapters::memory::memory_app;
+use holdfast::app::memory_app;
 use holdfast::app::App;
 use holdfast::config::Config;
 use holdfast::domain::backorder::Oversell;

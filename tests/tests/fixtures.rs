@@ -246,13 +246,12 @@ fn the_reservation_sample_asks_for_an_internal_scope_and_valid_items() {
 #[tokio::test]
 async fn the_http_samples_run_through_their_handlers_without_a_server_error() {
     use holdfast::adapters::memory::MemoryWorld;
-    use holdfast::app::App;
     let config =
         holdfast::config::Config::from_lookup(&|k| (k == "PAYMENT_WEBHOOK_SECRET").then(|| WEBHOOK_SECRET.to_owned()))
             .unwrap();
     let world = MemoryWorld::default();
     let app = |function: &str| {
-        App::with_ports(
+        holdfast::app::with_ports(
             function,
             config.clone(),
             world.stock.clone(),

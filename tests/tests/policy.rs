@@ -834,7 +834,7 @@ fn every_declared_variable_is_one_the_configuration_reads() {
     })
     .unwrap();
     let read = seen.into_inner();
-    // read by app::App::from_env (the SDK endpoint) and by the edge's origin check in the
+    // read by app::from_env (the SDK endpoint) and by the edge's origin check in the
     // Lambda loop (holdfast::edge), not by Config
     let also_read = [holdfast::app::AWS_ENDPOINT_VAR, holdfast::edge::ORIGIN_VERIFY_VAR];
     let declared: BTreeSet<&str> =

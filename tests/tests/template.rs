@@ -529,8 +529,8 @@ fn the_web_acl_of_edge_waf_yaml_is_the_one_the_main_template_creates() {
 
 /// The metric names of `holdfast::telemetry::names` (its `pub const X: &str = "…"` lines).
 fn emitted_metric_names() -> Vec<String> {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/telemetry.rs"))
-        .expect("shared/src/telemetry.rs");
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../core/src/telemetry.rs"))
+        .expect("core/src/telemetry.rs");
     let start = src.find("pub mod names {").expect("telemetry has a names module");
     let end = start + src[start..].find("\n}\n").expect("the names module ends");
     src[start..end]

@@ -17,7 +17,6 @@
 
 use holdfast::adapters::emulate::{seed_model, Emulated, Switches};
 use holdfast::adapters::memory::{MemoryBus, MemoryMessages, MemoryOrders, MemoryStock};
-use holdfast::app::App;
 use holdfast::config::Config;
 use holdfast::domain::reservation::ReservationKind;
 use holdfast::domain::{Currency, OrderId, Quantity, ReservationId, Sku, UserId};
@@ -123,7 +122,7 @@ async fn run(shards: u16, rate: u32, a: &Args) -> anyhow::Result<Row> {
     );
     let switches = Switches::parse(&format!("conflicts={},throttle,rtt={}", a.window_ms, a.rtt_ms))?;
     let store = Arc::new(Emulated::new(mem.clone(), switches));
-    let app = Arc::new(App::with_ports(
+    let app = Arc::new(holdfast::app::with_ports(
         "create-order",
         config,
         store.clone(),

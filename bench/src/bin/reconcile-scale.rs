@@ -21,8 +21,9 @@
 //! [--live-locks N] [--campaign-items N] [--concurrency N] [--no-latency]`
 
 use async_trait::async_trait;
-use holdfast::adapters::memory::{memory_app, MemoryJournal};
+use holdfast::adapters::memory::MemoryJournal;
 use holdfast::adapters::sweep::PortSweep;
+use holdfast::app::memory_app;
 use holdfast::config::Config;
 use holdfast::domain::allocation::Piece;
 use holdfast::domain::campaign::Campaign;
@@ -663,7 +664,7 @@ async fn main() -> anyhow::Result<()> {
         ))
     };
     let app = Arc::new(
-        holdfast::app::App::with_ports(
+        holdfast::app::with_ports(
             "reconcile-worker",
             config.clone(),
             stock.clone(),
@@ -685,7 +686,7 @@ async fn main() -> anyhow::Result<()> {
     eprintln!("sweep 1 done in {:.1?}; waiting {quiet:?} for the second", first.wall);
     tokio::time::sleep(quiet).await;
     let app2 = Arc::new(
-        holdfast::app::App::with_ports(
+        holdfast::app::with_ports(
             "reconcile-worker",
             config,
             stock.clone(),

@@ -10,7 +10,7 @@
 //! as the settings do not change within a client), and tells the retry strategy which failures
 //! are transient: I/O, a refused or dropped connection, a connection closed by the peer before
 //! its answer, and timeouts. The read timeout is left to the operation-attempt timeout the
-//! functions set (`context::SdkBudget::apply`).
+//! functions set (`app::wiring::budgeted`).
 use std::collections::HashMap;
 use std::error::Error;
 use std::sync::{Arc, Mutex};

@@ -22,6 +22,21 @@ use std::time::Duration;
 
 pub use super::port::Port;
 
+/// `sdk` with `budget`'s timeouts and the standard retry mode bounded to its `max_attempts`
+/// ([`SdkBudget`] is plain data in the context; only the wiring knows the SDK).
+pub fn budgeted(budget: &SdkBudget, sdk: &aws_config::SdkConfig) -> aws_config::SdkConfig {
+    let timeouts = aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(budget.connect)
+        .operation_attempt_timeout(budget.attempt)
+        .operation_timeout(budget.operation)
+        .build();
+    let retry = aws_config::retry::RetryConfig::standard()
+        .with_max_attempts(budget.max_attempts)
+        .with_initial_backoff(Duration::from_millis(20))
+        .with_max_backoff(budget.max_backoff);
+    sdk.to_builder().timeout_config(timeouts).retry_config(retry).build()
+}
+
 /// An [`App`] being wired: every port starts [`Unwired`]; each method below wires one port.
 /// The first constructor error is kept and returned by [`Wiring::build`].
 pub struct Wiring {
@@ -35,7 +50,7 @@ impl Wiring {
     /// Nothing wired yet: `sdk` gets the function's time limits ([`SdkBudget::for_function`]).
     pub fn new(function: &str, config: Config, sdk: &aws_config::SdkConfig) -> anyhow::Result<Wiring> {
         let budget = SdkBudget::for_function(function).scaled(config.sdk_timeout_scale);
-        let sdk = budget.apply(sdk);
+        let sdk = budgeted(&budget, sdk);
         let faults = Faults::parse(&config.faults)?;
         Ok(Wiring { app: unwired_app(function, config, budget, faults), sdk, wired: Vec::new(), error: None })
     }

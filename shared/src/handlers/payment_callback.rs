@@ -118,8 +118,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_bad_header_reads_no_key_and_a_callback_signature_cannot_confirm_a_refund() {
-        let (app, _w) =
-            crate::adapters::memory::memory_app("payment-callback", Config::from_lookup(&|_| None).unwrap()).unwrap();
+        let (app, _w) = crate::app::memory_app("payment-callback", Config::from_lookup(&|_| None).unwrap()).unwrap();
         let refund_keys = Arc::new(Counting(AtomicUsize::new(0), vec![Secret::new("refund-key")]));
         let app = App {
             refund_webhook_keys: refund_keys.clone(),

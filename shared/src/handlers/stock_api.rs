@@ -208,7 +208,7 @@ async fn journal(app: &App, req: &Request) -> Result<Response, Problem> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapters::memory::memory_app;
+    use crate::app::memory_app;
     use crate::config::Config;
     use std::collections::HashMap;
 

@@ -80,7 +80,7 @@ fn comments_strings_and_test_modules_are_not_imports() {
         fn f<'a>(x: &'a str) -> &'a str { x }
         #[cfg(test)]
         mod tests {
-            use crate::adapters::memory::memory_app;
+            use crate::app::memory_app;
             fn g() { let _ = "}"; }
         }
         #[cfg(test)]

@@ -218,8 +218,7 @@ mod tests {
 
     fn app_with(push: &std::sync::Arc<MemoryPush>) -> App {
         let (mut app, _world) =
-            crate::adapters::memory::memory_app("push-api", crate::config::Config::from_lookup(&|_| None).unwrap())
-                .unwrap();
+            crate::app::memory_app("push-api", crate::config::Config::from_lookup(&|_| None).unwrap()).unwrap();
         app.push = push.ports();
         app
     }

@@ -315,7 +315,7 @@ pub async fn stats(app: &App, c: &Campaign) -> anyhow::Result<Stats> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapters::memory::memory_app;
+    use crate::app::memory_app;
     use crate::config::Config;
 
     fn app() -> App {

@@ -374,7 +374,7 @@ fn compare_refunds(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapters::memory::memory_app;
+    use crate::app::memory_app;
     use crate::config::Config;
     use crate::domain::order::{OrderLine, OrderStatus, PaymentOutcome, PaymentRecord};
     use crate::domain::refund::{RefundReason, RefundRecord};

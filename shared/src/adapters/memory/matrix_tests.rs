@@ -6,7 +6,9 @@
 //! `domain::kind::tests`; the pay-time shortfall, reveal and supplier flows have their own tests.
 
 use super::*;
+use crate::app::memory_app;
 use crate::app::App;
+use crate::config::Config;
 use crate::config::Secret;
 use crate::domain::codes::Keyring;
 use crate::domain::invariants::check_all;

@@ -28,8 +28,6 @@ pub use sale::MemorySale;
 pub use stock::MemoryStock;
 pub use waitlists::MemoryWaitlists;
 
-use crate::config::Config;
-use crate::context::App;
 use crate::domain::events::OrderEvent;
 use crate::domain::invariants::{SkuSnapshot, Snapshot};
 use crate::ports::{EventBus, Message, Messages, MAX_DELAY_SECONDS};
@@ -356,15 +354,4 @@ impl MemoryWorld {
             backlogs: self.stock.backlogs(),
         }
     }
-}
-
-/// An App over fresh in-memory ports.
-pub fn memory_app(function: &str, config: Config) -> anyhow::Result<(App, MemoryWorld)> {
-    let w = MemoryWorld::default();
-    let mut app =
-        App::with_ports(function, config, w.stock.clone(), w.orders.clone(), w.messages.clone(), w.bus.clone())?
-            .with_providers(crate::context::Providers { generic: w.provider.clone(), stripe: w.provider.clone() })
-            .with_audit(Arc::new(MemoryAudit::new(w.stock.clone(), w.orders.clone())));
-    app.sale = Arc::new(MemorySale::sharing(w.stock.switch_cell()));
-    Ok((app, w))
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::adapters::kms::{CachedKeys, MemoryKeyService};
-use crate::adapters::memory::memory_app;
+use crate::app::memory_app;
 use crate::config::{Config, Secret};
 use crate::domain::model::{Deduct, InventoryModel, Management, Unit};
 use crate::domain::{Currency, Quantity};

@@ -1,5 +1,6 @@
 use super::*;
-use crate::adapters::memory::{memory_app, MemoryWorld};
+use crate::adapters::memory::MemoryWorld;
+use crate::app::memory_app;
 use crate::config::Config;
 use crate::domain::order::{Order, Provider};
 use crate::domain::{IdempotencyKey, Quantity, Sku, UserId};

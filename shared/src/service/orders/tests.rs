@@ -1,7 +1,7 @@
 //! The order service's own tests (the memory store; docs/architecture.md, "Checkout").
 
 use super::*;
-use crate::adapters::memory::memory_app;
+use crate::app::memory_app;
 use crate::config::Config;
 use crate::domain::Quantity;
 use crate::ports::SkuMeta;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::adapters::memory::memory_app;
+use crate::app::memory_app;
 use crate::config::Config;
 
 /// A failed payment retried at the provider (its webhook lost) before the order's deadline:

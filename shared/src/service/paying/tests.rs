@@ -1,5 +1,5 @@
 use super::*;
-use crate::adapters::memory::memory_app;
+use crate::app::memory_app;
 use crate::config::Config;
 use crate::domain::order::OrderLine;
 use crate::domain::{Currency, Sku};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::adapters::memory::memory_app;
+use crate::app::memory_app;
 use crate::config::Config;
 use crate::domain::invariants::{check_all, ShardCounts};
 use crate::domain::reservation::LockStatus;
@@ -494,7 +494,7 @@ async fn with_the_index_lagging_the_sweep_repairs_nothing_falsely_or_twice_and_m
         w.stock.clone(),
         Switches { index_lag_ms: Some(2_000), ..Switches::default() },
     ));
-    let app = App::with_ports("test", c, lagging, w.orders.clone(), w.messages.clone(), w.bus.clone()).unwrap();
+    let app = crate::app::with_ports("test", c, lagging, w.orders.clone(), w.messages.clone(), w.bus.clone()).unwrap();
     w.stock.seed(plain("L", 1), &[5]);
     let user = UserId::parse("u").unwrap();
     let line = || LineRequest::plain(Sku::parse("L").unwrap(), Quantity::new(1).unwrap());

@@ -1,6 +1,7 @@
 use super::*;
-use crate::adapters::memory::{memory_app, MemoryWorld};
+use crate::adapters::memory::MemoryWorld;
 use crate::adapters::supplier::MemorySupplier;
+use crate::app::memory_app;
 use crate::config::Config;
 use crate::domain::invariants::check_all;
 use crate::domain::model::{Deduct, InventoryModel, Management, Unit};

@@ -3,8 +3,10 @@
 //! by use case, one file each.
 
 use super::*;
+use crate::app::memory_app;
 use crate::app::App;
 use crate::clock;
+use crate::config::Config;
 use crate::domain::allocation::Piece;
 use crate::domain::events::EventKind;
 use crate::domain::invariants::{check_all, ShardCounts};

@@ -50,7 +50,7 @@ fn world(switches: &str, shards: &[i64]) -> (Arc<App>, Arc<MemoryStock>, Arc<Emu
     let mem = Arc::new(MemoryStock::new());
     mem.seed(meta(shards.len() as u16), shards);
     let emulated = Arc::new(Emulated::new(mem.clone(), Switches::parse(switches).unwrap()));
-    let app = App::with_ports(
+    let app = crate::app::with_ports(
         "create-order",
         config,
         emulated.clone(),

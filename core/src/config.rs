@@ -114,7 +114,7 @@ pub struct Config {
     pub waitlist_token_ttl_s: u32,
     pub faults: String,
     pub max_body_bytes: usize,
-    /// Multiplies every SDK timeout of [`crate::app::SdkBudget`] (1 in AWS; the local stack
+    /// Multiplies every SDK timeout of [`crate::context::SdkBudget`] (1 in AWS; the local stack
     /// raises it for the serialising emulator).
     pub sdk_timeout_scale: f64,
     /// Event kinds publish-events puts on the bus. `OrderCreated` is off by default: nothing in

@@ -1,5 +1,5 @@
 //! The context every use case runs in: configuration, the ports and warm-Lambda caches. The
-//! composition root ([`crate::app`]) builds it from concrete adapters; services and handlers only
+//! composition root (the library's `app`) builds it from concrete adapters; services and handlers only
 //! see the ports.
 
 use crate::config::Config;
@@ -138,20 +138,6 @@ impl SdkBudget {
             request: m(self.request),
             ..self
         }
-    }
-
-    /// `sdk` with these timeouts and the standard retry mode bounded to `max_attempts`.
-    pub fn apply(&self, sdk: &aws_config::SdkConfig) -> aws_config::SdkConfig {
-        let timeouts = aws_config::timeout::TimeoutConfig::builder()
-            .connect_timeout(self.connect)
-            .operation_attempt_timeout(self.attempt)
-            .operation_timeout(self.operation)
-            .build();
-        let retry = aws_config::retry::RetryConfig::standard()
-            .with_max_attempts(self.max_attempts)
-            .with_initial_backoff(Duration::from_millis(20))
-            .with_max_backoff(self.max_backoff);
-        sdk.to_builder().timeout_config(timeouts).retry_config(retry).build()
     }
 }
 
