@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 rev="${1:-}"
 pattern='is_code_pool\(|is_supplier\(|has_own_stock\(|can_be_child\(|Management::|Deduct::|Unit::|\.model\.(deduct|management|unit)\b|\.at_payment\b|\.codes\.is_some\(\)'
 files() {
-  if [ -n "$rev" ]; then git ls-tree -r --name-only "$rev" -- shared/src/service shared/src/handlers shared/src/adapters
-  else git ls-files shared/src/service shared/src/handlers shared/src/adapters; fi
+  if [ -n "$rev" ]; then git ls-tree -r --name-only "$rev" -- shared/src/service shared/src/handlers shared/src/adapters aws/src/adapters
+  else git ls-files shared/src/service shared/src/handlers shared/src/adapters aws/src/adapters; fi
 }
 show() { if [ -n "$rev" ]; then git show "$rev:$1"; else cat "$1"; fi; }
 total=0

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Lines per layer of the library (`shared/src`, and the domain crate's `domain/src`), at a git
-revision or in the work tree.
+"""Lines per layer of the library (`shared/src`, and the crates split from it: `domain/src`,
+`core/src`, `aws/src`), at a git revision or in the work tree.
 
   python3 scripts/layer-lines.py            # the work tree
   python3 scripts/layer-lines.py 8f748e9    # a commit
 
 A layer is a top-level module of `shared/src` (a `name.rs` file and a `name/` directory count
 together), grouped as the layering check's floors are (shared/src/layering_tests/mod.rs); every
-file of `domain/src` is the domain's (it was `shared/src/domain` until 2026-12-07).
+file of `domain/src` is the domain's (it was `shared/src/domain` until 2026-12-07); `core/src` and
+`aws/src` hold the modules they held in `shared/src` under the same paths (`aws/src/adapters/…`).
 Lines are all lines of the files; `tests` counts files that hold only tests (`*tests*.rs`,
 `tests/` directories), so the rest is the code and its inline unit tests. Also prints the
 largest file and how many files are over 300 and over 600 lines.
@@ -17,6 +18,8 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+ROOTS = ("shared/src", "domain/src", "core/src", "aws/src")
 
 GROUPS = [
     ("domain", ["domain", "mutation"]),
@@ -35,7 +38,7 @@ GROUPS = [
 def files(rev):
     root = Path(__file__).resolve().parent.parent
     if rev:
-        names = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, "shared/src", "domain/src"], cwd=root,
+        names = subprocess.run(["git", "ls-tree", "-r", "--name-only", rev, *ROOTS], cwd=root,
                                check=True, capture_output=True, text=True).stdout.split()
         for n in names:
             if n.endswith(".rs"):
@@ -43,7 +46,7 @@ def files(rev):
                                       capture_output=True, text=True).stdout
                 yield n, text
     else:
-        for top in ("shared/src", "domain/src"):
+        for top in ROOTS:
             for p in sorted((root / top).rglob("*.rs")):
                 yield str(p.relative_to(root)), p.read_text()
 
@@ -53,7 +56,11 @@ def main():
     code, tests = defaultdict(int), defaultdict(int)
     sizes = []
     for name, text in files(rev):
-        rel = name[len("shared/src/"):] if name.startswith("shared/src/") else "domain/" + name[len("domain/src/"):]
+        top_dir, rel = name.split("/src/", 1)
+        if rel == "lib.rs" and top_dir in ("core", "aws"):
+            continue  # a split crate's root only declares its modules
+        if top_dir == "domain":
+            rel = "domain/" + rel
         top = rel.split("/")[0].removesuffix(".rs")
         group = next((g for g, tops in GROUPS if top in tops), "other (" + top + ")")
         n = text.count("\n")

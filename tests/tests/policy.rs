@@ -1039,7 +1039,7 @@ fn adapter_actions() -> BTreeMap<&'static str, Vec<String>> {
         (".decrypt()", "kms:Decrypt"),
         (".post_to_connection()", "execute-api:ManageConnections"),
     ];
-    let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/src/adapters/"));
+    let root = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../aws/src/adapters/"));
     // every source file of the DynamoDB adapter (however it is split into modules) and the
     // other AWS adapters
     let mut files = Vec::new();

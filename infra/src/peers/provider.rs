@@ -1,5 +1,5 @@
 //! The simulated payment provider the local stack starts (docs/after-sale.md, "Providers"): a
-//! real HTTP peer speaking the generic provider's refund API (`shared/src/adapters/provider.rs`).
+//! real HTTP peer speaking the generic provider's refund API (`aws/src/adapters/provider.rs`).
 //! It records each refund once per refund id, answers `PENDING`, and after a settable delay
 //! confirms it by POSTing a signed `POST /payments/refunds` webhook to the stack, as many times
 //! as told (a provider that re-delivers). It can be told to fail (5xx) or refuse (4xx).

@@ -1,5 +1,5 @@
 //! The simulated supplier the local stack starts (docs/suppliers.md): a real HTTP peer speaking
-//! the supplier wire format of `shared/src/adapters/supplier.rs`. It honours the per-SKU
+//! the supplier wire format of `aws/src/adapters/supplier.rs`. It honours the per-SKU
 //! settings the adapter passes on every call — `confirm_after_seconds` (default 2), `outcome`
 //! (`confirm` | `fail` | `silent`), `available` (what a quote answers; absent = unlimited),
 //! `latency_ms` — books once per idempotency key, and counts every status and cancel call per

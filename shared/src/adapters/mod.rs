@@ -1,22 +1,16 @@
 //! Adapters: the ports implemented over AWS (and in memory). AWS errors become domain answers
 //! here and nowhere else.
+//!
+//! The AWS adapters and the HTTP peers are a crate of their own (`aws/`, `holdfast-aws`),
+//! re-exported here under their old paths; the in-memory twins, the emulated faults and the store
+//! contract stay in the library (the in-memory adapters run the services in their tests).
 
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
-pub mod dynamo;
 pub mod emulate;
-pub mod eventbridge;
-pub mod https;
-pub mod jwks;
-pub mod kms;
 pub mod memory;
-pub mod outbound;
-pub mod provider;
-pub mod push;
-pub mod sdk_http;
-pub mod secrets;
-pub mod sqs;
-pub mod stripe;
-pub mod supplier;
-pub mod sweep;
-pub mod usage;
+
+pub use holdfast_aws::adapters::{
+    dynamo, eventbridge, https, jwks, kms, outbound, provider, push, sdk_http, secrets, sqs, stripe, supplier, sweep,
+    usage,
+};

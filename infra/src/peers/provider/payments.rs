@@ -1,5 +1,5 @@
 //! The simulated provider's payments (docs/payments.md, "Provider wire format"): the generic
-//! provider's payment API as `shared/src/adapters/provider.rs` speaks it, the buyer's page, the
+//! provider's payment API as `aws/src/adapters/provider.rs` speaks it, the buyer's page, the
 //! settlement listing and the test controls. Holdfast's calls carry the credential (checked by
 //! the parent module); the buyer's page and the controls are open.
 //!
