@@ -9,7 +9,7 @@ LOCAL_PORT ?= $(or $(HOLDFAST_LOCAL_PORT),3000)
 EMULATOR_PORT ?= $(or $(HOLDFAST_EMULATOR_PORT),4566)
 
 .PHONY: help venv emulator build run test lint unit e2e cfn-lint checkov demo bench bench-campaigns package clean openapi fuzz
-.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale bench-contention bench-queue bench-isolation
+.PHONY: sam-validate sam-local test-sam soak bench-after-sale bench-models bench-supplier bench-payments bench-sale bench-refused bench-contention bench-queue bench-isolation
 .PHONY: sim sim-long sim-mutants browser deny checks mutants
 
 help:
@@ -200,6 +200,12 @@ bench-queue: venv
 bench-isolation: venv
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=isolation bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
+
+# Only the two refused drop checkouts (sold out; a queued drop without a token): create-order's
+# handler time and cost per refusal, printed (HOLDFAST_BENCH_REFUSED requests each, default 60).
+bench-refused: venv
+	$(CARGO) build -p holdfast-local --bin bench
+	HOLDFAST_QUIET_METRICS=1 HOLDFAST_BENCH_ONLY=refused bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench
 
 bench-sale: venv
 	$(CARGO) build -p holdfast-local --bin bench

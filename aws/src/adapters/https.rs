@@ -48,10 +48,22 @@ pub fn connector(
         .wrap_connector(tcp))
 }
 
+/// Reads the system's CA certificates now if no client has yet (see [`system_roots`]).
+pub fn load_system_roots() {
+    system_roots();
+}
+
+static ROOTS: OnceLock<rustls::RootCertStore> = OnceLock::new();
+
+/// Whether this process has read the system's CA certificates yet.
+#[cfg(test)]
+pub(crate) fn system_roots_loaded() -> bool {
+    ROOTS.get().is_some()
+}
+
 /// The system's CA certificates, read once per process: a function builds several clients at
 /// start (the SDK's, and one per HTTP peer it calls).
 fn system_roots() -> &'static rustls::RootCertStore {
-    static ROOTS: OnceLock<rustls::RootCertStore> = OnceLock::new();
     ROOTS.get_or_init(|| {
         let mut roots = rustls::RootCertStore::empty();
         let native = rustls_native_certs::load_native_certs();

@@ -185,6 +185,17 @@ async fn main() -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
+    // `HOLDFAST_BENCH_ONLY=refused`: only the two refused drop checkouts, printed
+    if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("refused") {
+        let n: usize = std::env::var("HOLDFAST_BENCH_REFUSED").ok().and_then(|v| v.parse().ok()).unwrap_or(60);
+        let sold_out = lifecycles::refused_drop(&endpoint, n, true).await?;
+        let queued = lifecycles::refused_drop(&endpoint, n, false).await?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"sold_out": sold_out, "not_admitted": queued}))?
+        );
+        return Ok(());
+    }
     // `HOLDFAST_BENCH_ONLY=sale` (make bench-sale): the sale room's levers, admission and live stats
     if std::env::var("HOLDFAST_BENCH_ONLY").as_deref() == Ok("sale") {
         let v = sale::sale_section(&endpoint).await?;
