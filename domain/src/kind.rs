@@ -194,7 +194,7 @@ impl Kind {
     /// deduction at shipment is only valid on a SINGLE unit (`model::validate`).
     pub fn of(model: &InventoryModel) -> Kind {
         match (model.management, model.unit, model.deduct) {
-            _ if !model.oversell.is_strict() && super::backorder::may_backorder(model) => Kind::Backorder,
+            _ if !model.oversell.is_strict() && super::model::may_backorder(model) => Kind::Backorder,
             (Management::Unlimited, ..) => Kind::Unlimited,
             (Management::CodePool, ..) => Kind::CodePool,
             (Management::Supplier | Management::Quantity, Unit::Code, _) => Kind::SupplierCodes,

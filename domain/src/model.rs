@@ -10,7 +10,6 @@
 //! one transaction of a freeze, confirm, release, restock, reconcile and the invariants — works
 //! on cells and never asks which model produced them.
 
-pub use super::backorder::Oversell;
 use super::Sku;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -189,7 +188,7 @@ pub fn validate(sku: &Sku, model: &InventoryModel, bundle: &[BundleChild]) -> Re
     if model.deduct == Deduct::AtShipment && !(model.management == Management::Quantity && model.unit == Unit::Single) {
         return Err(ModelError::AtShipmentShape);
     }
-    if !model.oversell.is_strict() && !super::backorder::may_backorder(model) {
+    if !model.oversell.is_strict() && !may_backorder(model) {
         return Err(ModelError::BackorderShape);
     }
     if model.management == Management::Unlimited {
@@ -307,6 +306,62 @@ impl<'de> Deserialize<'de> for Day {
         let s = String::deserialize(d)?;
         Day::parse(&s).map_err(serde::de::Error::custom)
     }
+}
+
+/// Whether a SKU may be sold short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Oversell {
+    /// Never: a short checkout is refused (409 insufficient_stock). The default.
+    #[default]
+    Strict,
+    /// A short checkout is accepted; the shortfall waits for a restock (backordered).
+    Backorder,
+}
+
+impl Oversell {
+    pub fn is_strict(&self) -> bool {
+        *self == Oversell::Strict
+    }
+}
+
+/// Whether a model may declare `oversell: BACKORDER`: counted units of the SKU's own, taken at
+/// order (a date, a bundle's children, codes, a supplier's or unlimited stock cannot be filled
+/// later by a restock of the SKU; pay-time and at-shipment stock move at another step).
+pub fn may_backorder(m: &InventoryModel) -> bool {
+    m.management == Management::Quantity && m.unit == Unit::Single && m.deduct == Deduct::AtOrder
+}
+
+/// Checks a SKU's warehouses against its model: a `WAREHOUSE` unit needs a non-empty list of
+/// distinct warehouses (at most [`MAX_WAREHOUSES`](super::warehouse::MAX_WAREHOUSES)) and counted units taken at order; no other
+/// model may carry warehouses. `before` is the list already stored: a warehouse once declared
+/// is never dropped (its units and the locks on it would be stranded).
+pub fn validate_warehouses(
+    model: &InventoryModel,
+    warehouses: Option<&super::warehouse::Warehouses>,
+    before: Option<&super::warehouse::Warehouses>,
+) -> Result<(), ModelError> {
+    if model.unit != Unit::Warehouse {
+        return match warehouses {
+            Some(_) => Err(ModelError::WarehousesWithoutModel),
+            None => Ok(()),
+        };
+    }
+    if model.management != Management::Quantity || model.deduct != Deduct::AtOrder {
+        return Err(ModelError::WarehouseShape);
+    }
+    let w = warehouses.filter(|w| !w.list.is_empty()).ok_or(ModelError::WarehousesMissing)?;
+    if w.list.len() > super::warehouse::MAX_WAREHOUSES {
+        return Err(ModelError::TooManyWarehouses);
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = w.list.iter().find(|x| !seen.insert(*x)) {
+        return Err(ModelError::DuplicateWarehouse(dup.to_string()));
+    }
+    if let Some(gone) = before.into_iter().flat_map(|b| b.list.iter()).find(|x| !w.list.contains(x)) {
+        return Err(ModelError::WarehouseDropped(gone.to_string()));
+    }
+    Ok(())
 }
 
 /// A line as a strategy sees it.

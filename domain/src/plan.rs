@@ -7,6 +7,8 @@
 //! [`Target`] (an action carries its own meaning: no list of roles kept in step with a list of
 //! items).
 
+pub mod backorder_steps;
+
 use super::codes::{CodeAppend, StoredCode};
 use super::kind::Kind;
 use super::model::Deduct;
@@ -145,7 +147,7 @@ pub fn freeze(r: &Reservation, limits: &FreezeLimits) -> Vec<Action> {
     if let Some((campaign, ticket)) = &limits.admission {
         out.push(add(Target::Admission { campaign: campaign.clone(), ticket: *ticket }, 1, Some(0)));
     }
-    out.extend(super::backorder::freeze_steps(r));
+    out.extend(backorder_steps::freeze_steps(r));
     if limits.sales_open {
         out.push(Action { target: Target::SalesSwitch, op: Op::Open });
     }
@@ -246,7 +248,7 @@ pub fn lock_move(r: &Reservation, from: LockStatus, to: LockStatus, returns: &[C
     }
     // a lock given back no longer waits: its open backorder units are cancelled
     if matches!(how, CounterMove::Release | CounterMove::Restock) {
-        out.extend(super::backorder::cancel_steps(r));
+        out.extend(backorder_steps::cancel_steps(r));
     }
     Some(merged(out))
 }

@@ -92,6 +92,23 @@ impl ReservationKind {
     }
 }
 
+/// The backorder part of an order line of a BACKORDER SKU (present on every such line, `short`
+/// 0 when the stock covered it): `short` units were missing at order, `filled` of them have
+/// since been taken from a restock (the line's `pieces` hold `quantity − short + filled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct BackorderLine {
+    pub short: u32,
+    #[serde(default)]
+    pub filled: u32,
+}
+
+impl BackorderLine {
+    /// Units still waiting for a restock.
+    pub fn open(&self) -> u32 {
+        self.short.saturating_sub(self.filled)
+    }
+}
+
 /// One SKU of a reservation, with the shard pieces it was taken from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReservedLine {
@@ -128,7 +145,7 @@ pub struct ReservedLine {
     /// A BACKORDER SKU's line: the units missing at order and those filled since
     /// (docs/inventory-models.md, "Backorders (oversell allowed)").
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backorder: Option<super::backorder::BackorderLine>,
+    pub backorder: Option<BackorderLine>,
 }
 
 /// The codes of one piece of a code pool line: `count` ring positions of `shard` from `from` on.
@@ -186,10 +203,15 @@ impl ReservedLine {
         self.at_payment
     }
 
+    /// Units of the line still waiting for a restock (a backorder's open units; 0 on any other line).
+    pub fn open_units(&self) -> u32 {
+        self.backorder.map_or(0, |b| b.open())
+    }
+
     /// Units the line holds on its own cell: its quantity less what still waits for a restock
     /// (a backorder; docs/inventory-models.md, "Backorders (oversell allowed)").
     pub fn held(&self) -> u32 {
-        self.quantity - super::backorder::open_units(self)
+        self.quantity - self.open_units()
     }
 
     /// Whether the line hands out codes (a code pool line; docs/code-pools.md).

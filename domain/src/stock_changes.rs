@@ -1,5 +1,5 @@
 //! The changes the stock ports apply and their refusals: audited adjustments of shards and
-//! campaign quotas, code uploads, lock moves, and the counters a user's allowance is read from.
+//! campaign quotas, lock moves, and the counters a user's allowance is read from.
 //! Plain data; the ports are `ports::{Shards, Locks, Campaigns, CodePools}`.
 
 use super::{CampaignId, Sku, UserId};
@@ -63,14 +63,4 @@ pub struct CampaignAdjustment {
     pub at_ms: i64,
     /// Per-shard changes summing to `delta`.
     pub pieces: Vec<(u16, i64)>,
-}
-
-/// Codes added to a pool: an adjustment of `+codes` whose shard pieces also append the sealed
-/// codes to their rings and register their fingerprints under `batch_id` (docs/code-pools.md).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CodeUpload {
-    pub adjustment: Adjustment,
-    pub batch_id: String,
-    /// One per shard piece of the adjustment, codes in ring order.
-    pub appends: Vec<crate::codes::CodeAppend>,
 }

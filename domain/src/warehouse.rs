@@ -8,7 +8,6 @@
 //! of how a line is spread over the warehouses ([`allocate`]).
 
 use super::allocation::Shortfall;
-use super::model::{Deduct, InventoryModel, Management, ModelError, Unit};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -71,38 +70,6 @@ pub struct Warehouses {
     pub allocation: Allocation,
 }
 
-/// Checks a SKU's warehouses against its model: a `WAREHOUSE` unit needs a non-empty list of
-/// distinct warehouses (at most [`MAX_WAREHOUSES`]) and counted units taken at order; no other
-/// model may carry warehouses. `before` is the list already stored: a warehouse once declared
-/// is never dropped (its units and the locks on it would be stranded).
-pub fn validate(
-    model: &InventoryModel,
-    warehouses: Option<&Warehouses>,
-    before: Option<&Warehouses>,
-) -> Result<(), ModelError> {
-    if model.unit != Unit::Warehouse {
-        return match warehouses {
-            Some(_) => Err(ModelError::WarehousesWithoutModel),
-            None => Ok(()),
-        };
-    }
-    if model.management != Management::Quantity || model.deduct != Deduct::AtOrder {
-        return Err(ModelError::WarehouseShape);
-    }
-    let w = warehouses.filter(|w| !w.list.is_empty()).ok_or(ModelError::WarehousesMissing)?;
-    if w.list.len() > MAX_WAREHOUSES {
-        return Err(ModelError::TooManyWarehouses);
-    }
-    let mut seen = std::collections::HashSet::new();
-    if let Some(dup) = w.list.iter().find(|x| !seen.insert(*x)) {
-        return Err(ModelError::DuplicateWarehouse(dup.to_string()));
-    }
-    if let Some(gone) = before.into_iter().flat_map(|b| b.list.iter()).find(|x| !w.list.contains(x)) {
-        return Err(ModelError::WarehouseDropped(gone.to_string()));
-    }
-    Ok(())
-}
-
 /// How `quantity` units of a line are taken from warehouses whose `available` units are given
 /// (declared order): `(index, units)` pieces, never more from one than it has. `Single`: the
 /// first warehouse that holds the whole line. `Split`: the same when one can; otherwise the
@@ -124,13 +91,6 @@ pub fn allocate(policy: Allocation, available: &[i64], quantity: u32) -> Result<
 mod tests {
     use super::*;
 
-    fn wh(list: &[&str], allocation: Allocation) -> Warehouses {
-        Warehouses { list: list.iter().map(|s| Warehouse::parse(s).unwrap()).collect(), allocation }
-    }
-    fn warehoused() -> InventoryModel {
-        InventoryModel { unit: Unit::Warehouse, ..InventoryModel::default() }
-    }
-
     #[test]
     fn ids_are_short_tokens() {
         assert!(Warehouse::parse("SH").is_ok());
@@ -141,41 +101,6 @@ mod tests {
         assert!(serde_json::from_str::<Warehouse>("\"a/b\"").is_err());
         assert_eq!(serde_json::from_str::<Allocation>("\"split\"").unwrap(), Allocation::Split);
         assert!(serde_json::from_str::<Allocation>("\"SPLIT\"").is_err());
-    }
-
-    #[test]
-    fn a_warehouse_model_needs_its_list_and_nothing_else_carries_one() {
-        let m = warehoused();
-        let two = wh(&["SH", "BJ"], Allocation::Split);
-        assert!(validate(&m, Some(&two), None).is_ok());
-        assert_eq!(validate(&m, None, None), Err(ModelError::WarehousesMissing));
-        assert_eq!(validate(&m, Some(&wh(&[], Allocation::Single)), None), Err(ModelError::WarehousesMissing));
-        let dup = wh(&["SH", "SH"], Allocation::Single);
-        assert_eq!(validate(&m, Some(&dup), None), Err(ModelError::DuplicateWarehouse("SH".into())));
-        let nine: Vec<String> = (0..9).map(|i| format!("W{i}")).collect();
-        let nine: Vec<&str> = nine.iter().map(String::as_str).collect();
-        assert_eq!(validate(&m, Some(&wh(&nine, Allocation::Single)), None), Err(ModelError::TooManyWarehouses));
-        assert_eq!(validate(&InventoryModel::default(), Some(&two), None), Err(ModelError::WarehousesWithoutModel));
-        assert!(validate(&InventoryModel::default(), None, None).is_ok());
-        for (mg, d) in [
-            (Management::Quantity, Deduct::AtPayment),
-            (Management::Quantity, Deduct::AtShipment),
-            (Management::Unlimited, Deduct::AtOrder),
-            (Management::CodePool, Deduct::AtOrder),
-            (Management::Supplier, Deduct::AtOrder),
-        ] {
-            let m: InventoryModel =
-                serde_json::from_value(serde_json::json!({"management": mg, "unit": "WAREHOUSE", "deduct": d}))
-                    .unwrap();
-            assert_eq!(validate(&m, Some(&two), None), Err(ModelError::WarehouseShape), "{mg:?} {d:?}");
-        }
-        // a warehouse may be added, never dropped
-        let three = wh(&["SH", "BJ", "GZ"], Allocation::Single);
-        assert!(validate(&m, Some(&three), Some(&two)).is_ok());
-        assert_eq!(
-            validate(&m, Some(&wh(&["BJ"], Allocation::Split)), Some(&two)),
-            Err(ModelError::WarehouseDropped("SH".into()))
-        );
     }
 
     #[test]

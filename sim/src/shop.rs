@@ -5,8 +5,8 @@
 use holdfast::app::memory_app;
 use holdfast::app::App;
 use holdfast::config::Config;
-use holdfast::domain::backorder::Oversell;
 use holdfast::domain::campaign::{CampaignItem, CampaignSpec, QueueSettings, Unsold, Wave, Waves};
+use holdfast::domain::model::Oversell;
 use holdfast::domain::model::{BundleChild, Day, Deduct, InventoryModel, Management, Unit};
 use holdfast::domain::queue::Draw;
 use holdfast::domain::supplier::SupplierConfig;

@@ -2,7 +2,7 @@
 //! uploads, claims and returns, and what becomes of a code lock's codes.
 
 use super::AdjustRejection;
-pub use crate::domain::stock_changes::CodeUpload;
+pub use crate::domain::codes::CodeUpload;
 use crate::domain::{ReservationId, Sku};
 use async_trait::async_trait;
 use std::collections::HashMap;

@@ -34,7 +34,7 @@ pub trait Locks: Send + Sync {
     async fn frozen_before(&self, before_ms: i64) -> anyhow::Result<Vec<ReservationId>>;
     /// Current values of the given counters (absent = 0), eventually consistent.
     async fn read_counters(&self, counters: &[Counter]) -> anyhow::Result<HashMap<Counter, i64>>;
-    /// A backorder fill (`domain::backorder::fill`): the lock stored as `after` with `actions`,
+    /// A backorder fill (`domain::plan::backorder_steps::fill`): the lock stored as `after` with `actions`,
     /// conditional on the lock still in `before`'s status and at `before`'s fill version
     /// (`StatusChanged` otherwise; `ShardShort` when a shard no longer has the units).
     async fn fill_backorder(

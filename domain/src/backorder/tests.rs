@@ -1,5 +1,8 @@
 use super::*;
-use crate::model::{Deduct, InventoryModel, Management, Unit};
+use crate::model::{may_backorder, Deduct, InventoryModel, Management, Oversell, Unit};
+use crate::plan::backorder_steps::fill;
+use crate::plan::{Action, CounterMove, Op, Target};
+use crate::reservation::BackorderLine;
 use crate::reservation::ReservationKind;
 use crate::Currency;
 

@@ -123,6 +123,16 @@ pub struct CodeAppend {
     pub codes: Vec<StoredCode>,
 }
 
+/// Codes added to a pool: an adjustment of `+codes` whose shard pieces also append the sealed
+/// codes to their rings and register their fingerprints under `batch_id` (docs/code-pools.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeUpload {
+    pub adjustment: super::stock_changes::Adjustment,
+    pub batch_id: String,
+    /// One per shard piece of the adjustment, codes in ring order.
+    pub appends: Vec<CodeAppend>,
+}
+
 /// Claimed, unbound codes of one shard retired because they expired (docs/code-pools.md,
 /// "Expiry"): an adjustment of `−positions.len()` on the shard whose slots are marked expired.
 #[derive(Debug, Clone, PartialEq, Eq)]

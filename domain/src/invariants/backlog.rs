@@ -1,7 +1,7 @@
 //! The backlog identity of BACKORDER SKUs (docs/inventory-models.md, "Backorders (oversell
 //! allowed)"), over every lock of the snapshot.
 
-use super::super::backorder::{open_units, Backlog};
+use super::super::backorder::Backlog;
 use super::super::reservation::{LockStatus, Reservation};
 use super::super::Sku;
 use super::Violation;
@@ -37,10 +37,10 @@ pub fn check_backlogs(backlogs: &[(Sku, Backlog)], locks: &[Reservation]) -> Vec
         let ordered = sum(&|_, l| l.backorder.map_or(0, |b| b.short));
         let filled = sum(&|_, l| l.backorder.map_or(0, |b| b.filled));
         let given_back = |r: &Reservation| matches!(r.status, LockStatus::Released | LockStatus::Restocked);
-        let cancelled = sum(&|r, l| if given_back(r) { open_units(l) } else { 0 });
-        let waiting = sum(&|r, l| if given_back(r) { 0 } else { open_units(l) });
+        let cancelled = sum(&|r, l| if given_back(r) { l.open_units() } else { 0 });
+        let waiting = sum(&|r, l| if given_back(r) { 0 } else { l.open_units() });
         let mut listed: Vec<String> =
-            lines().filter(|(r, l)| !given_back(r) && open_units(l) > 0).map(|(r, _)| r.id.to_string()).collect();
+            lines().filter(|(r, l)| !given_back(r) && l.open_units() > 0).map(|(r, _)| r.id.to_string()).collect();
         listed.sort();
         listed.dedup();
         let open: Vec<String> = b.open.iter().map(|i| i.to_string()).collect();

@@ -171,11 +171,8 @@ fn a_backorder_is_held_on_its_shards_never_in_a_campaign_nor_for_another_system(
     assert_eq!(Kind::of_line(&line), Quantity);
     line.backorder = Some(Default::default());
     assert_eq!(Kind::of_line(&line), Backorder);
-    assert!(Stocking::of(&InventoryModel {
-        oversell: super::super::backorder::Oversell::Backorder,
-        ..Default::default()
-    })
-    .has_shards());
+    assert!(Stocking::of(&InventoryModel { oversell: super::super::model::Oversell::Backorder, ..Default::default() })
+        .has_shards());
 }
 
 #[test]

@@ -137,3 +137,46 @@ fn each_strategy_names_its_cells() {
         vec![CellDraw { fence: None, sku: s.clone(), date: None, quantity: 2 }]
     );
 }
+
+fn wh(list: &[&str], allocation: crate::warehouse::Allocation) -> crate::warehouse::Warehouses {
+    use crate::warehouse::{Warehouse, Warehouses};
+    Warehouses { list: list.iter().map(|s| Warehouse::parse(s).unwrap()).collect(), allocation }
+}
+
+#[test]
+fn a_warehouse_model_needs_its_list_and_nothing_else_carries_one() {
+    use crate::warehouse::Allocation;
+    let m = InventoryModel { unit: Unit::Warehouse, ..InventoryModel::default() };
+    let two = wh(&["SH", "BJ"], Allocation::Split);
+    assert!(validate_warehouses(&m, Some(&two), None).is_ok());
+    assert_eq!(validate_warehouses(&m, None, None), Err(ModelError::WarehousesMissing));
+    assert_eq!(validate_warehouses(&m, Some(&wh(&[], Allocation::Single)), None), Err(ModelError::WarehousesMissing));
+    let dup = wh(&["SH", "SH"], Allocation::Single);
+    assert_eq!(validate_warehouses(&m, Some(&dup), None), Err(ModelError::DuplicateWarehouse("SH".into())));
+    let nine: Vec<String> = (0..9).map(|i| format!("W{i}")).collect();
+    let nine: Vec<&str> = nine.iter().map(String::as_str).collect();
+    assert_eq!(validate_warehouses(&m, Some(&wh(&nine, Allocation::Single)), None), Err(ModelError::TooManyWarehouses));
+    assert_eq!(
+        validate_warehouses(&InventoryModel::default(), Some(&two), None),
+        Err(ModelError::WarehousesWithoutModel)
+    );
+    assert!(validate_warehouses(&InventoryModel::default(), None, None).is_ok());
+    for (mg, d) in [
+        (Management::Quantity, Deduct::AtPayment),
+        (Management::Quantity, Deduct::AtShipment),
+        (Management::Unlimited, Deduct::AtOrder),
+        (Management::CodePool, Deduct::AtOrder),
+        (Management::Supplier, Deduct::AtOrder),
+    ] {
+        let m: InventoryModel =
+            serde_json::from_value(serde_json::json!({"management": mg, "unit": "WAREHOUSE", "deduct": d})).unwrap();
+        assert_eq!(validate_warehouses(&m, Some(&two), None), Err(ModelError::WarehouseShape), "{mg:?} {d:?}");
+    }
+    // a warehouse may be added, never dropped
+    let three = wh(&["SH", "BJ", "GZ"], Allocation::Single);
+    assert!(validate_warehouses(&m, Some(&three), Some(&two)).is_ok());
+    assert_eq!(
+        validate_warehouses(&m, Some(&wh(&["BJ"], Allocation::Split)), Some(&two)),
+        Err(ModelError::WarehouseDropped("SH".into()))
+    );
+}

@@ -98,33 +98,21 @@ fn circles(g: &Graph) -> Vec<Vec<String>> {
 /// The circles still there, each a group of modules that import each other (issue 38 asks for
 /// none). The check holds the line: a new circle, or a module joining a group, fails it, and so
 /// does a group that shrank or went, until it is struck off here.
-const KNOWN: &[&[&str]] = &[
-    &[
-        "service::after_sale",
-        "service::campaigns",
-        "service::codes",
-        "service::fence",
-        "service::orders",
-        "service::paying",
-        "service::payments",
-        "service::queue",
-        "service::sale",
-        "service::stock",
-        "service::supplier",
-        "service::timeouts",
-        "service::waitlist",
-    ],
-    &[
-        "domain::backorder",
-        "domain::codes",
-        "domain::kind",
-        "domain::model",
-        "domain::plan",
-        "domain::reservation",
-        "domain::stock_changes",
-        "domain::warehouse",
-    ],
-];
+const KNOWN: &[&[&str]] = &[&[
+    "service::after_sale",
+    "service::campaigns",
+    "service::codes",
+    "service::fence",
+    "service::orders",
+    "service::paying",
+    "service::payments",
+    "service::queue",
+    "service::sale",
+    "service::stock",
+    "service::supplier",
+    "service::timeouts",
+    "service::waitlist",
+]];
 
 /// What differs between the circles `found` and [`KNOWN`], as sentences.
 fn unexpected(found: &[Vec<String>]) -> Vec<String> {

@@ -80,7 +80,7 @@ pub async fn put_sku_with(
     actor: Option<&str>,
 ) -> Result<(SkuMeta, bool), AdminError> {
     model::validate(sku, &spec.model, &spec.bundle)?;
-    crate::domain::warehouse::validate(&spec.model, stores, None)?;
+    crate::domain::model::validate_warehouses(&spec.model, stores, None)?;
     crate::domain::supplier::validate(&spec.model, spec.supplier.as_ref())?;
     if !spec.bundle.is_empty() {
         let children: Vec<Sku> = spec.bundle.iter().map(|c| c.sku.clone()).collect();
@@ -106,7 +106,7 @@ pub async fn put_sku_with(
             let was = serde_json::to_string(&old.model).map_err(anyhow::Error::from)?;
             return Err(ModelError::ModelChanged(sku.clone(), was).into());
         }
-        crate::domain::warehouse::validate(&spec.model, stores, old.warehouses.as_ref())?;
+        crate::domain::model::validate_warehouses(&spec.model, stores, old.warehouses.as_ref())?;
         if !stocking.reshardable() && spec.shards != old.shards {
             return Err(ModelError::CodePoolShards.into());
         }

@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::domain::allocation::Piece;
-use crate::domain::backorder::{self, BackorderLine};
+use crate::domain::plan::backorder_steps;
+use crate::domain::reservation::BackorderLine;
 
 /// A short line freezes only the units it holds and lists its order on the SKU's backlog item
 /// (`ordered` grows) in the freeze's transaction. A fill is conditional on the lock's status and
@@ -33,7 +34,7 @@ pub async fn backorder_fills(store: &dyn StockStore, prefix: &str) {
     assert_eq!(move_lock(store, &a, LockStatus::Sold).await, Ok(()));
     let a = store.get_reservation(&a.id).await.expect("get").expect("stored");
     assert_eq!(adjust(store, &s, "r1", &[(1, 2)]).await, Ok(()));
-    let (filled, actions) = backorder::fill(&a, &s, &[Piece { shard: 1, quantity: 2 }], 2).expect("fill plan");
+    let (filled, actions) = backorder_steps::fill(&a, &s, &[Piece { shard: 1, quantity: 2 }], 2).expect("fill plan");
     assert_eq!(store.fill_backorder(&a, &filled, &actions).await.expect("fill"), Ok(()));
     assert_eq!(shards(store, &s, 2).await, vec![(0, 0, 1), (0, 0, 2)]);
     assert_eq!(
@@ -51,7 +52,7 @@ pub async fn backorder_fills(store: &dyn StockStore, prefix: &str) {
 
     // b: 1 unit arrives and is frozen into it, then b is released: both its units are accounted
     assert_eq!(adjust(store, &s, "r2", &[(0, 1)]).await, Ok(()));
-    let (fb, acts) = backorder::fill(&b, &s, &[Piece { shard: 0, quantity: 1 }], 1).expect("fill plan");
+    let (fb, acts) = backorder_steps::fill(&b, &s, &[Piece { shard: 0, quantity: 1 }], 1).expect("fill plan");
     assert_eq!(store.fill_backorder(&b, &fb, &acts).await.expect("fill"), Ok(()));
     assert_eq!(shards(store, &s, 2).await, vec![(0, 1, 1), (0, 0, 2)]);
     assert_eq!(move_lock(store, &fb, LockStatus::Released).await, Ok(()));

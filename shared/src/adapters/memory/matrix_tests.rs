@@ -39,9 +39,7 @@ fn model_of(kind: Kind) -> InventoryModel {
         Kind::Supplier => m(Management::Supplier, Unit::Single, Deduct::AtOrder),
         Kind::SupplierCodes => m(Management::Supplier, Unit::Code, Deduct::AtOrder),
         Kind::Warehouse => m(Management::Quantity, Unit::Warehouse, Deduct::AtOrder),
-        Kind::Backorder => {
-            InventoryModel { oversell: crate::domain::backorder::Oversell::Backorder, ..Default::default() }
-        }
+        Kind::Backorder => InventoryModel { oversell: crate::domain::model::Oversell::Backorder, ..Default::default() },
     }
 }
 

@@ -51,7 +51,9 @@ pub async fn fill(app: &App, sku: &Sku) -> anyhow::Result<Filled> {
         for (id, n) in plan {
             let Some(r) = locks.iter().find(|r| r.id == id) else { continue };
             let Some(pieces) = backorder::pieces_from(&available, n) else { break };
-            let Some((after, actions)) = backorder::fill(r, sku, &pieces, n) else { continue };
+            let Some((after, actions)) = crate::domain::plan::backorder_steps::fill(r, sku, &pieces, n) else {
+                continue;
+            };
             match app.locks.fill_backorder(r, &after, &actions).await? {
                 Ok(()) => {
                     for p in &pieces {

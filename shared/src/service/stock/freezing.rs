@@ -193,7 +193,7 @@ async fn reserved_line(
         at_payment: kind.rules().takes_at_payment(),
         at_shipment: kind.rules().takes_at_shipment(),
         codes: kind.rules().codes_from_pool().then(Vec::new),
-        backorder: (kind == Kind::Backorder).then(crate::domain::backorder::BackorderLine::default),
+        backorder: (kind == Kind::Backorder).then(crate::domain::reservation::BackorderLine::default),
     };
     if line.holds_codes() && q > crate::domain::codes::MAX_CODES_PER_LINE {
         return Ok(Err(FreezeError::TooManyCodes(sku.clone())));

@@ -2,8 +2,9 @@
 //! BACKORDER SKU accepted, paid, filled FIFO by restocks, cancelled without stranding anything.
 
 use super::*;
-use crate::domain::backorder::{BackorderLine, Oversell};
 use crate::domain::model::InventoryModel;
+use crate::domain::model::Oversell;
+use crate::domain::reservation::BackorderLine;
 use crate::service::stock::backorders;
 
 fn backorder(s: &str, shards: u16) -> SkuMeta {

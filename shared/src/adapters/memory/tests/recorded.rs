@@ -3,8 +3,9 @@
 //! is recorded, and the recording is never a second order.
 
 use super::*;
-use crate::domain::backorder::{BackorderLine, Oversell};
 use crate::domain::model::InventoryModel;
+use crate::domain::model::Oversell;
+use crate::domain::reservation::BackorderLine;
 use crate::ports::Message;
 use crate::service::orders::recorded::{self, RecordedOutcome};
 
