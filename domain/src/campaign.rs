@@ -13,7 +13,7 @@ use std::collections::HashSet;
 pub use super::ids::CampaignId;
 
 mod waves;
-pub use waves::{next_roll, rolled, Roll, Unsold, Wave, Waves, MAX_WAVES};
+pub use waves::{next_roll, rolled, sum_counts, wave_counts, Roll, Unsold, Wave, Waves, MAX_WAVES};
 
 /// Most SKUs in one campaign.
 pub const MAX_CAMPAIGN_ITEMS: usize = 20;

@@ -233,6 +233,28 @@ pub fn rolled(item: &CampaignItem, roll: &Roll) -> CampaignItem {
     next
 }
 
+/// The counters of `counts` added up (an item's shards, or one wave's).
+pub fn sum_counts(counts: &[crate::invariants::ShardCounts]) -> crate::invariants::ShardCounts {
+    counts.iter().fold(crate::invariants::ShardCounts::default(), |a, c| crate::invariants::ShardCounts {
+        available: a.available + c.available,
+        locked: a.locked + c.locked,
+        sold: a.sold + c.sold,
+    })
+}
+
+/// The counters of each wave of `item`, from all its shards as read.
+pub fn wave_counts(
+    item: &CampaignItem,
+    shards: &[crate::invariants::ShardCounts],
+) -> Vec<crate::invariants::ShardCounts> {
+    (0..usize::from(item.wave_count()))
+        .map(|w| {
+            let r = item.wave_shards(w);
+            sum_counts(shards.get(usize::from(r.start)..usize::from(r.end).min(shards.len())).unwrap_or(&[]))
+        })
+        .collect()
+}
+
 impl crate::invariants::CampaignItemSnapshot {
     /// The snapshot of `item` from its shards as read (`shard(n)` for n over every wave).
     pub fn of(

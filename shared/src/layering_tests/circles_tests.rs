@@ -100,18 +100,12 @@ fn circles(g: &Graph) -> Vec<Vec<String>> {
 /// does a group that shrank or went, until it is struck off here.
 const KNOWN: &[&[&str]] = &[&[
     "service::after_sale",
-    "service::campaigns",
     "service::codes",
-    "service::fence",
     "service::orders",
     "service::paying",
     "service::payments",
-    "service::queue",
-    "service::sale",
-    "service::stock",
     "service::supplier",
     "service::timeouts",
-    "service::waitlist",
 ]];
 
 /// What differs between the circles `found` and [`KNOWN`], as sentences.

@@ -4,7 +4,9 @@
 use crate::clock;
 use crate::context::App;
 use crate::domain::allocation::adjustment_pieces;
-use crate::domain::campaign::{check_update, gate, Campaign, CampaignSpec, GateRefusal, SpecError, UpdateRefusal};
+use crate::domain::campaign::{
+    check_update, gate, sum_counts, wave_counts, Campaign, CampaignSpec, GateRefusal, SpecError, UpdateRefusal,
+};
 use crate::domain::invariants::ShardCounts;
 use crate::domain::kind::Kind;
 use crate::domain::{CampaignId, Sku, UserId};
@@ -12,6 +14,7 @@ use crate::ports::{AdjustRejection, AdminStamp, CampaignAdjustment, Counter};
 
 const ATTEMPTS: u32 = 10;
 
+pub mod fence;
 mod waves;
 pub use waves::roll_waves;
 
@@ -40,14 +43,6 @@ pub enum CampaignError {
     NotFenceable(Sku),
     #[error(transparent)]
     Store(#[from] anyhow::Error),
-}
-
-fn sum(counts: &[ShardCounts]) -> ShardCounts {
-    counts.iter().fold(ShardCounts::default(), |a, c| ShardCounts {
-        available: a.available + c.available,
-        locked: a.locked + c.locked,
-        sold: a.sold + c.sold,
-    })
 }
 
 /// Creates a campaign (201) or updates its name, window, prices and limits (200).
@@ -92,12 +87,12 @@ pub async fn put_by(
             // ring-fenced items take their units out of the SKUs first: a campaign is never
             // written that promises units it could not fence (a retry fences nothing twice)
             for i in spec.items.iter().filter(|i| i.reserve) {
-                if metas.get(&i.sku).is_some_and(|m| !super::fence::fenceable(m)) {
+                if metas.get(&i.sku).is_some_and(|m| !fence::fenceable(m)) {
                     return Err(CampaignError::NotFenceable(i.sku.clone()));
                 }
             }
             for i in spec.items.iter().filter(|i| i.reserve) {
-                super::fence::fence(app, id, i, i.quota, &super::fence::fence_id(id, None), actor).await?;
+                fence::fence(app, id, i, i.quota, &fence::fence_id(id, None), actor).await?;
             }
         }
         let (next, expected) = next_version(id, spec, existing.as_ref())?;
@@ -219,10 +214,10 @@ pub async fn adjust(
         let (pieces, short) = adjustment_pieces(delta, item.shards, &available);
         let pieces = pieces.into_iter().map(|(s, d)| (s + own.start, d)).collect();
         let quota = item.quota.checked_add(delta).ok_or(CampaignError::Insufficient(delta))?;
-        let fence_id = super::fence::fence_id(id, Some(adjustment_id));
+        let fence_id = fence::fence_id(id, Some(adjustment_id));
         if item.reserve && delta > 0 {
             // the units first: a quota never promises what is not fenced
-            super::fence::fence(app, id, &item, delta, &fence_id, actor.map(|a| a.as_str())).await?;
+            fence::fence(app, id, &item, delta, &fence_id, actor.map(|a| a.as_str())).await?;
         }
         let mut next = Campaign { version: old.version + 1, ..old.clone() };
         if let Some(i) = next.items.iter_mut().find(|i| &i.sku == sku) {
@@ -247,7 +242,7 @@ pub async fn adjust(
                 if item.reserve && delta < 0 {
                     // the quota is down: its units go back to the SKU (any left behind by a
                     // crash here return when the campaign ends)
-                    super::fence::unfence(app, id, sku, -delta, &fence_id, actor.map(|a| a.as_str())).await?;
+                    fence::unfence(app, id, sku, -delta, &fence_id, actor.map(|a| a.as_str())).await?;
                 }
                 tracing::info!(campaign = %id, sku = %sku, delta, adjustment_id, reason, "campaign quota adjusted");
                 return Ok(true);
@@ -272,22 +267,12 @@ pub struct CampaignView {
     pub waves: Vec<Vec<ShardCounts>>,
 }
 
-/// The counters of each wave of `item`, from all its shards as read.
-pub fn wave_counts(item: &crate::domain::campaign::CampaignItem, shards: &[ShardCounts]) -> Vec<ShardCounts> {
-    (0..usize::from(item.wave_count()))
-        .map(|w| {
-            let r = item.wave_shards(w);
-            sum(shards.get(usize::from(r.start)..usize::from(r.end).min(shards.len())).unwrap_or(&[]))
-        })
-        .collect()
-}
-
 /// `consistent` for admin answers; public reads are eventually consistent.
 pub async fn view(app: &App, id: &CampaignId, consistent: bool) -> anyhow::Result<Option<CampaignView>> {
     let Some(c) = app.campaigns.get_campaign(id, consistent).await? else { return Ok(None) };
     let reads = c.items.iter().map(|i| app.campaigns.read_quota_shards(&c.id, &i.sku, i.quota_shards(), consistent));
     let counts = futures::future::try_join_all(reads).await?;
-    let items = c.items.iter().zip(&counts).map(|(i, cs)| (i.sku.clone(), sum(cs))).collect();
+    let items = c.items.iter().zip(&counts).map(|(i, cs)| (i.sku.clone(), sum_counts(cs))).collect();
     let waves = c.items.iter().zip(&counts).map(|(i, cs)| wave_counts(i, cs)).collect();
     Ok(Some(CampaignView { campaign: c, items, waves }))
 }

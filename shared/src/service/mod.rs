@@ -5,7 +5,6 @@ pub mod after_sale;
 pub mod campaigns;
 pub mod checks;
 pub mod codes;
-pub mod fence;
 pub mod ledger;
 pub mod orders;
 pub mod paying;

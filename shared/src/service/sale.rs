@@ -271,7 +271,7 @@ pub async fn stats(app: &App, c: &Campaign) -> anyhow::Result<Stats> {
         let shards = app.campaigns.read_quota_shards(&c.id, &i.sku, i.quota_shards(), true).await?;
         let (a, l, s) = shards.iter().fold((0, 0, 0), |(a, l, s), x| (a + x.available, l + x.locked, s + x.sold));
         items.push((i.sku.clone(), i.quota, a, l, s));
-        waves.push(super::campaigns::wave_counts(i, &shards));
+        waves.push(crate::domain::campaign::wave_counts(i, &shards));
     }
     let windows: Vec<String> =
         ((now - RECENT_S).div_euclid(WINDOW_S)..=now.div_euclid(WINDOW_S)).map(|w| format!("{}#{w}", c.id)).collect();

@@ -46,7 +46,7 @@ async fn meta(app: &App, sku: &Sku) -> Result<SkuMeta, WaitlistError> {
         .await?
         .remove(sku)
         .ok_or_else(|| WaitlistError::UnknownSku(sku.clone()))?;
-    if !super::fence::fenceable(&meta) {
+    if !super::campaigns::fence::fenceable(&meta) {
         return Err(WaitlistError::NotWaitlistable(sku.clone()));
     }
     Ok(meta)

@@ -94,7 +94,8 @@ pub(super) async fn fence_returns(
         // ended waves roll first (docs/campaigns.md, "Waves"), then ended campaigns' cells return
         rep.wave_units_rolled += crate::service::campaigns::roll_waves(app, id).await?;
         let Some(c) = app.campaigns.get_campaign(id, true).await? else { continue };
-        rep.fenced_units_returned += crate::service::fence::return_ended(app, std::slice::from_ref(&c)).await?;
+        rep.fenced_units_returned +=
+            crate::service::campaigns::fence::return_ended(app, std::slice::from_ref(&c)).await?;
     }
     Ok(None)
 }

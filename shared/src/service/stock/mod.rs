@@ -15,6 +15,7 @@ use crate::telemetry::names;
 use std::collections::HashMap;
 
 pub mod backorders;
+mod expired_codes;
 mod freezing;
 mod lock_changes;
 mod replanning;

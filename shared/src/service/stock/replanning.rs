@@ -96,7 +96,7 @@ pub(super) async fn claim_codes(
                 // never bound (docs/code-pools.md, "Expiry")
                 let kept: Vec<u64> = match g.expiring {
                     false => (from..from + u64::from(p.quantity)).collect(),
-                    true => super::super::codes::unexpired(app, sku, p.shard, from, p.quantity).await?,
+                    true => super::expired_codes::unexpired(app, sku, p.shard, from, p.quantity).await?,
                 };
                 retired_now += p.quantity - kept.len() as u32;
                 line.codes.get_or_insert_with(Vec::new).extend(crate::domain::codes::ranges_of(p.shard, &kept));
@@ -109,7 +109,7 @@ pub(super) async fn claim_codes(
         }
         // expired codes left the pool: claim again at once (bounded per checkout)
         retired += retired_now;
-        if retired_now > 0 && retired <= super::super::codes::MAX_RETIRED_PER_CHECKOUT {
+        if retired_now > 0 && retired <= super::expired_codes::MAX_RETIRED_PER_CHECKOUT {
             continue;
         }
         app.count(names::CODE_CLAIM_RETRIES, 1);

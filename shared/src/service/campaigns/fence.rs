@@ -6,7 +6,7 @@
 //! Every move is an audited adjustment pair, so each cell and each SKU keeps its own identity
 //! (`total = stocked`) and the SKU's view reads `total = available + reserved + locked + sold`.
 
-use super::campaigns::CampaignError;
+use super::CampaignError;
 use crate::clock;
 use crate::context::App;
 use crate::domain::allocation::{adjustment_pieces, spread};
@@ -69,7 +69,7 @@ async fn transfer(app: &App, from: &Sku, to: &Sku, q: i64, id: &str, actor: Opti
                 app.caches.forget_sku(to);
                 return Ok(true);
             }
-            Err(_) => super::backoff(attempt).await,
+            Err(_) => super::super::backoff(attempt).await,
         }
     }
     anyhow::bail!("ring-fence transfer {id}: contention")
@@ -106,7 +106,7 @@ async fn note_fence(app: &App, sku: &Sku, c: &CampaignId) -> anyhow::Result<()> 
             app.caches.forget_sku(sku);
             return Ok(());
         }
-        super::backoff(attempt).await;
+        super::super::backoff(attempt).await;
     }
     anyhow::bail!("noting the ring-fence of {c} on {sku}: contention")
 }
