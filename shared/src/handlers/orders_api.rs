@@ -200,7 +200,7 @@ async fn redeem_code(app: &App, req: &Request) -> Result<Response, Problem> {
 /// it issues them.
 async fn reissue_codes(app: &App, req: &Request) -> Result<Response, Problem> {
     use crate::api::codes::{CodesReissued, ReissueCodesRequest};
-    use crate::service::supplier::codes::{reissue, ReissueError};
+    use crate::service::codes::supplier::{reissue, ReissueError};
     let b: ReissueCodesRequest = typed_body(req, app.config.max_body_bytes)?;
     let reason = b.check().map_err(|e| Problem::validation(e).field("reason"))?;
     let id = order_id(req)?;

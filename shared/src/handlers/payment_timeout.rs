@@ -6,7 +6,8 @@ use crate::app::App;
 use crate::domain::OrderId;
 use crate::faults;
 use crate::ports::Message;
-use crate::service::{orders, supplier};
+use crate::service::codes::supplier as supplier_codes;
+use crate::service::{supplier, timeouts};
 use crate::telemetry::names;
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 
@@ -24,7 +25,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
             match parse_message(&m).inspect_err(|_| app.count(names::REJECTED_MESSAGES, 1))? {
                 Message::PaymentTimeout { order_id, due_at, .. } => {
                     let id = OrderId::parse(&order_id)?;
-                    let outcome = orders::payment_timeout(app, &id, due_at).await?;
+                    let outcome = timeouts::payment_timeout(app, &id, due_at).await?;
                     tracing::info!(order_id = %id, ?outcome, "payment timeout handled");
                 }
                 // SUPPLIER orders' polls ride this queue (docs/suppliers.md, "Polling")
@@ -36,7 +37,7 @@ pub async fn handle(app: &App, ev: SqsEvent) -> anyhow::Result<SqsBatchResponse>
                 // a paid order's supplier codes, and their retries (docs/suppliers.md)
                 Message::SupplierIssue { order_id, attempt, .. } => {
                     let id = OrderId::parse(&order_id)?;
-                    let outcome = supplier::codes::issue(app, &id, attempt).await?;
+                    let outcome = supplier_codes::issue(app, &id, attempt).await?;
                     tracing::info!(order_id = %id, attempt, ?outcome, "supplier code issue handled");
                 }
                 _ => {

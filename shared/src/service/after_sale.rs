@@ -5,7 +5,7 @@
 //! refunds function issues refunds. Nothing here touches stock or a provider, except the
 //! shipment of an order held until shipment, which takes its held units first.
 
-use super::orders::{OrderError, StockRefusal};
+use super::lookup::{OrderError, StockRefusal};
 use crate::clock;
 use crate::context::App;
 use crate::domain::kind::{held_until_shipment, BuyerRefund, Kind};
@@ -394,10 +394,10 @@ async fn stock_allows(
         return Ok(None);
     }
     // codes issued by a supplier are kept on the order (docs/suppliers.md)
-    if let Some(allow) = refund.then(|| crate::service::supplier::codes::refund_rule(o, buyer_refund)).flatten() {
+    if let Some(allow) = refund.then(|| super::codes::supplier::refund_rule(o, buyer_refund)).flatten() {
         return Ok(allow);
     }
-    crate::service::supplier::codes::ship_rule(o, change)?;
+    super::codes::supplier::ship_rule(o, matches!(change, Change::Ship { .. }))?;
     let rid = ReservationId::for_order(&o.id);
     let Some(r) = app.locks.get_reservation(&rid).await? else {
         return Err(StockRefusal::NotConfirmed.into());

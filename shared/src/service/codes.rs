@@ -97,6 +97,7 @@ async fn pool_meta(app: &App, sku: &Sku) -> Result<SkuMeta, CodeError> {
 }
 
 pub mod redeem;
+pub mod supplier;
 
 /// Checks a batch before anything is read or written.
 pub fn check_batch(batch_id: &str, codes: &[String]) -> Result<(), CodeError> {
@@ -330,15 +331,15 @@ impl std::fmt::Debug for RevealedCode {
 
 /// [`reveal`], with each code's state: valid (until its expire time), redeemed, or expired.
 pub async fn reveal_codes(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<RevealedCode>, CodeError> {
-    let o = match super::orders::get_owned(app, user, id).await {
+    let o = match super::lookup::get_owned(app, user, id).await {
         Ok(o) => o,
-        Err(super::orders::OrderError::NotFound) => return Err(CodeError::OrderNotFound),
-        Err(super::orders::OrderError::Store(e)) => return Err(CodeError::Store(e)),
+        Err(super::lookup::OrderError::NotFound) => return Err(CodeError::OrderNotFound),
+        Err(super::lookup::OrderError::Store(e)) => return Err(CodeError::Store(e)),
         Err(
-            super::orders::OrderError::Invalid(_)
-            | super::orders::OrderError::Refused(_)
-            | super::orders::OrderError::PaymentProcessing
-            | super::orders::OrderError::StaleDecision,
+            super::lookup::OrderError::Invalid(_)
+            | super::lookup::OrderError::Refused(_)
+            | super::lookup::OrderError::PaymentProcessing
+            | super::lookup::OrderError::StaleDecision,
         ) => return Err(CodeError::OrderNotFound),
     };
     if !o.status.is_paid_or_later() {
@@ -350,7 +351,7 @@ pub async fn reveal_codes(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<
     if o.status == crate::domain::order::OrderStatus::RefundRequested {
         return Err(CodeError::RefundPending);
     }
-    if let Some(codes) = super::supplier::codes::reveal(app, &o).await? {
+    if let Some(codes) = supplier::reveal(app, &o).await? {
         return Ok(codes);
     }
     let Some(r) = app.locks.get_reservation(&ReservationId::for_order(id)).await? else {

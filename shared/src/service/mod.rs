@@ -6,6 +6,7 @@ pub mod campaigns;
 pub mod checks;
 pub mod codes;
 pub mod ledger;
+pub mod lookup;
 pub mod orders;
 pub mod paying;
 pub mod payments;

@@ -10,7 +10,7 @@
 //! first in the same way. The webhook stays the fast path; these queries are what make a
 //! dropped webhook harmless.
 
-use super::orders::OrderError;
+use super::lookup::OrderError;
 use super::payments::{self, PaymentNotice, PaymentResult};
 use crate::clock;
 use crate::context::App;
@@ -64,7 +64,7 @@ pub async fn start(
 ) -> Result<(Order, bool), StartError> {
     let provider = provider.or_else(|| provider_named(&app.config.payment_provider)).unwrap_or_default();
     for attempt in 1..=super::CAS_ATTEMPTS {
-        let o = super::orders::get_owned(app, user, id).await?;
+        let o = super::lookup::get_owned(app, user, id).await?;
         if let Some(a) = open_attempt(&o) {
             if a.provider == provider {
                 return Ok((o, false));

@@ -84,7 +84,7 @@ pub async fn apply(app: &App, n: &PaymentNotice) -> Result<PaymentResult, Paymen
             }
             tracing::info!(order_id = %o.id, payment_id = n.payment_id, ?result, "payment recorded");
             if matches!(result, Ok(PaymentResult::Applied)) {
-                super::supplier::codes::after_paid(app, &next).await;
+                super::codes::supplier::after_paid(app, &next).await;
             }
             return result;
         }

@@ -420,7 +420,5 @@ fn with_learnt(o: &Order, before: &[SupplierBooking], learnt: &[SupplierBooking]
     changed.then(|| o.next(now_ms, |n| n.supplier = supplier))
 }
 
-pub mod codes;
-
 #[cfg(test)]
 mod tests;

@@ -13,9 +13,9 @@ use holdfast::domain::order::{Order, OrderRecord, OrderStatus};
 use holdfast::domain::quantity::Quantity;
 use holdfast::domain::supplier::codes::IssueStatus;
 use holdfast::domain::{IdempotencyKey, OrderId, Sku, UserId};
+use holdfast::service::codes::supplier::{reissue, ReissueError};
 use holdfast::service::codes::{self, CodeError};
 use holdfast::service::stock::LineRequest;
-use holdfast::service::supplier::codes::{reissue, ReissueError};
 
 /// Whether an order has a line of the supplier's gift cards.
 pub(super) fn has_supplier_codes(o: &Order) -> bool {

@@ -31,7 +31,7 @@ async fn a_failed_attempt_is_asked_about_at_the_deadline_and_then_the_order_expi
         past.pay_expire_at = clock::now_s() - 1;
         past.version += 1;
         assert!(app.orders.replace(&now, &past).await.unwrap());
-        let out = super::super::orders::payment_timeout(&app, &o.id, 0).await.unwrap();
+        let out = super::super::timeouts::payment_timeout(&app, &o.id, 0).await.unwrap();
         let end = reread(&app, &o.id).await.unwrap().unwrap();
         assert_eq!(end.status, OrderStatus::Expired, "{id} {out:?}");
         let want = if retried { AttemptState::Succeeded } else { AttemptState::Cancelled };

@@ -97,7 +97,7 @@ pub(super) async fn expire_overdue(app: &App, id: &OrderId) -> anyhow::Result<bo
     if let Some(OrderRecord::Order(o)) = app.orders.get(id).await? {
         if crate::domain::order::codes::sweep_due(&o).is_some_and(|d| d <= clock::now_s()) {
             // its issue message was lost: the sweep starts the attempts again (docs/suppliers.md)
-            let outcome = crate::service::supplier::codes::issue(app, id, 1).await?;
+            let outcome = crate::service::codes::supplier::issue(app, id, 1).await?;
             app.count(names::REPAIRS, 1);
             tracing::warn!(order_id = %id, ?outcome, "reconcile ran a paid order's pending supplier code issue");
             return Ok(false);

@@ -88,7 +88,7 @@ async fn a_paid_unshipped_hold_survives_the_payment_timeout_and_reconcile() {
     let (app, w) = world_with(c, &[(at_shipment("S", 1), &[4]), (meta("A", 1, None), &[4])]);
     let o = paid(&app, &w, "k1", &[("S", 1), ("A", 1)]).await;
     let o = make_overdue(&w, &o, 3_600).await;
-    assert_eq!(orders::payment_timeout(&app, &o.id, o.pay_expire_at).await.unwrap(), TimeoutOutcome::Ignored);
+    assert_eq!(timeouts::payment_timeout(&app, &o.id, o.pay_expire_at).await.unwrap(), TimeoutOutcome::Ignored);
     let rid = ReservationId::for_order(&o.id);
     let mut lock = w.stock.get_reservation(&rid).await.unwrap().unwrap();
     lock.created_at_ms -= 3_600_000;

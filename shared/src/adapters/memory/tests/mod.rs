@@ -16,10 +16,11 @@ use crate::domain::{Currency, IdempotencyKey, OrderId, Quantity, ReservationId, 
 use crate::ports::{CodePools, FreezeLimits, FreezeRejection, Locks, OrderCursor, OrderStore, SkuMeta};
 use crate::service::admin::{self, AdminError, SkuSpec};
 use crate::service::checks::{self, CheckOutcome};
-use crate::service::orders::{self, CreateError, TimeoutOutcome};
+use crate::service::orders::{self, CreateError};
 use crate::service::payments::{self, PaymentNotice, PaymentResult};
 use crate::service::reconcile;
 use crate::service::stock::{self, FreezeError, FreezeRequest, Frozen, LineRequest, LockChange, LockError, OnReleased};
+use crate::service::timeouts::{self, TimeoutOutcome};
 use std::collections::HashMap;
 
 fn config() -> Config {

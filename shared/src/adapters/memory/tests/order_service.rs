@@ -42,16 +42,16 @@ async fn a_payment_timeout_re_arms_before_the_deadline_and_expires_the_order_onc
     let (app, w) = world(&[(meta("A", 1, None), &[5])]);
     let (o, _) = checkout(&app, "alice", "k1", &[("A", 1)]).await.unwrap();
     let before = w.messages.sent().len();
-    let TimeoutOutcome::ReArmed(wait) = orders::payment_timeout(&app, &o.id, o.pay_expire_at).await.unwrap() else {
+    let TimeoutOutcome::ReArmed(wait) = timeouts::payment_timeout(&app, &o.id, o.pay_expire_at).await.unwrap() else {
         panic!()
     };
     assert!((1..=900).contains(&wait));
     assert_eq!(w.messages.sent().len(), before + 1);
 
     let overdue = make_overdue(&w, &o, 60).await;
-    assert_eq!(orders::payment_timeout(&app, &o.id, overdue.pay_expire_at).await.unwrap(), TimeoutOutcome::Expired);
+    assert_eq!(timeouts::payment_timeout(&app, &o.id, overdue.pay_expire_at).await.unwrap(), TimeoutOutcome::Expired);
     assert_eq!(order(&w, &o.id).await.status, OrderStatus::Expired);
-    assert_eq!(orders::payment_timeout(&app, &o.id, overdue.pay_expire_at).await.unwrap(), TimeoutOutcome::Ignored);
+    assert_eq!(timeouts::payment_timeout(&app, &o.id, overdue.pay_expire_at).await.unwrap(), TimeoutOutcome::Ignored);
 
     // The OrderExpired event's consumer releases the stock.
     stock::release(&app, &ReservationId::for_order(&o.id)).await.unwrap();

@@ -9,8 +9,8 @@ use crate::domain::model::{InventoryModel, Management, Unit};
 use crate::domain::order::codes::{self as issue, OrderCodes};
 use crate::domain::supplier::{BookingStatus, SupplierConfig};
 use crate::ports::Message;
+use crate::service::codes::supplier::{self as sc, IssueOutcome, ReissueError};
 use crate::service::codes::{self as pool, CodeError};
-use crate::service::supplier::codes::{self as sc, IssueOutcome, ReissueError};
 use crate::service::supplier::{self, PollOutcome};
 use std::sync::Arc;
 

@@ -29,7 +29,7 @@ async fn a_release_of_two_units_tells_the_first_two_in_order_whose_tokens_sell_o
     assert_eq!(waitlist::upkeep(&app, &sku("W")).await.unwrap(), 0);
     // the hold expires unpaid and is released: two units back, the first two told
     let overdue = make_overdue(&w, &o1, 60).await;
-    let expired = orders::payment_timeout(&app, &o1.id, overdue.pay_expire_at).await.unwrap();
+    let expired = timeouts::payment_timeout(&app, &o1.id, overdue.pay_expire_at).await.unwrap();
     assert_eq!(expired, TimeoutOutcome::Expired);
     stock::release(&app, &ReservationId::for_order(&o1.id)).await.unwrap();
     assert_eq!(waitlist::upkeep(&app, &sku("W")).await.unwrap(), 2);

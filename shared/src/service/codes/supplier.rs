@@ -6,6 +6,7 @@
 //! often the issue runs the supplier issues one set, and the order's compare-and-set records it
 //! once.
 
+use super::{keyring, CodeError, RevealedCode};
 use crate::clock;
 use crate::context::App;
 use crate::domain::codes::{check_code, key_context, wrapped_key, StoredCode};
@@ -15,8 +16,7 @@ use crate::domain::supplier::codes::{self as booking, SealedCode};
 use crate::domain::supplier::{booking_key, BookingStatus};
 use crate::domain::{OrderId, Sku};
 use crate::ports::{BookingRequest, Message};
-use crate::service::codes::{keyring, CodeError, RevealedCode};
-use crate::service::orders::StockRefusal;
+use crate::service::lookup::StockRefusal;
 use crate::telemetry::names;
 
 /// What one issue attempt did.
@@ -227,11 +227,11 @@ pub fn refund_rule(o: &Order, buyer: bool) -> Option<Option<&'static str>> {
 /// A shipment of an order whose supplier has not issued its codes yet is refused: once shipped,
 /// the order is no longer PAID, so no attempt, sweep or reissue would ask for them again and its
 /// buyer would never see them (found by the simulator, seed 6 of `make sim`).
-pub fn ship_rule(o: &Order, change: &crate::service::after_sale::Change) -> Result<(), StockRefusal> {
+pub fn ship_rule(o: &Order, ship: bool) -> Result<(), StockRefusal> {
     let pending = matches!(issue::state(o), OrderCodes::Pending | OrderCodes::GaveUp);
-    match change {
-        crate::service::after_sale::Change::Ship { .. } if pending => Err(StockRefusal::CodesNotIssued),
-        _ => Ok(()),
+    match ship && pending {
+        true => Err(StockRefusal::CodesNotIssued),
+        false => Ok(()),
     }
 }
 
