@@ -22,9 +22,13 @@ use holdfast_bench::{
     app, envelope, http_request, modify_record, quiet_metrics, runtime, sku, sqs_event, stock, stream_event, SECRET,
 };
 use serde_json::json;
+use std::rc::Rc;
 use tokio::runtime::Runtime;
 
 const USER: &str = "auth0|bench-user";
+
+/// The most orders the create-order benchmark's shop holds before a fresh one replaces it.
+const SHOP_ORDERS: u64 = 1_000;
 
 fn body_of(r: &Response) -> &str {
     match &r.body {
@@ -81,26 +85,39 @@ fn http_benches(c: &mut Criterion) {
     let rt = runtime();
     let mut g = c.benchmark_group("handler");
 
-    // create-order: a new checkout (new Idempotency-Key) every iteration.
+    // create-order: a new checkout (new Idempotency-Key) every iteration, against a shop of at
+    // most `SHOP_ORDERS` orders: the in-memory store keeps every order, and a store that grows by
+    // one order an iteration made the figure grow with the run's length (18.6 µs over 3 s, 22.3 µs
+    // over 20 s), which no Lambda sees (its store is DynamoDB). A full shop is set aside in the
+    // setup, outside the measurement, and dropped after it.
     {
-        let (app, w) = app("create-order");
-        stock(&w, "HOT", 8, None);
-        expect(
-            &rt.block_on(handlers::http("create-order", &app, create_order_request("warm"))).unwrap(),
-            201,
-            "PENDING_PAYMENT",
-        );
+        let fresh = || {
+            let (app, w) = app("create-order");
+            stock(&w, "HOT", 8, None);
+            expect(
+                &rt.block_on(handlers::http("create-order", &app, create_order_request("warm"))).unwrap(),
+                201,
+                "PENDING_PAYMENT",
+            );
+            Rc::new((app, w))
+        };
+        let mut shop = fresh();
+        let mut full = Vec::new();
         let mut n = 0_u64;
         g.bench_function("create-order", |b| {
             b.iter_batched(
                 || {
                     n += 1;
-                    create_order_request(&format!("key-{n}"))
+                    if n.is_multiple_of(SHOP_ORDERS) {
+                        full.push(std::mem::replace(&mut shop, fresh()));
+                    }
+                    (Rc::clone(&shop), create_order_request(&format!("key-{n}")))
                 },
-                |req| rt.block_on(handlers::http("create-order", &app, req)),
+                |(shop, req)| rt.block_on(handlers::http("create-order", &shop.0, req)),
                 BatchSize::SmallInput,
             )
         });
+        drop(full);
     }
 
     // orders-api: GET /orders/{order_id} of the caller's order.
