@@ -331,15 +331,13 @@ impl std::fmt::Debug for RevealedCode {
 
 /// [`reveal`], with each code's state: valid (until its expire time), redeemed, or expired.
 pub async fn reveal_codes(app: &App, user: &UserId, id: &OrderId) -> Result<Vec<RevealedCode>, CodeError> {
-    let o = match super::lookup::get_owned(app, user, id).await {
+    use super::lookup::{get_owned, OrderError};
+    let o = match get_owned(app, user, id).await {
         Ok(o) => o,
-        Err(super::lookup::OrderError::NotFound) => return Err(CodeError::OrderNotFound),
-        Err(super::lookup::OrderError::Store(e)) => return Err(CodeError::Store(e)),
+        Err(OrderError::NotFound) => return Err(CodeError::OrderNotFound),
+        Err(OrderError::Store(e)) => return Err(CodeError::Store(e)),
         Err(
-            super::lookup::OrderError::Invalid(_)
-            | super::lookup::OrderError::Refused(_)
-            | super::lookup::OrderError::PaymentProcessing
-            | super::lookup::OrderError::StaleDecision,
+            OrderError::Invalid(_) | OrderError::Refused(_) | OrderError::PaymentProcessing | OrderError::StaleDecision,
         ) => return Err(CodeError::OrderNotFound),
     };
     if !o.status.is_paid_or_later() {

@@ -229,10 +229,10 @@ pub fn refund_rule(o: &Order, buyer: bool) -> Option<Option<&'static str>> {
 /// buyer would never see them (found by the simulator, seed 6 of `make sim`).
 pub fn ship_rule(o: &Order, ship: bool) -> Result<(), StockRefusal> {
     let pending = matches!(issue::state(o), OrderCodes::Pending | OrderCodes::GaveUp);
-    match ship && pending {
-        true => Err(StockRefusal::CodesNotIssued),
-        false => Ok(()),
+    if ship && pending {
+        return Err(StockRefusal::CodesNotIssued);
     }
+    Ok(())
 }
 
 /// The codes of a paid order with supplier codes, for its owner (the caller checked the owner,
