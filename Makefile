@@ -152,6 +152,7 @@ bench: venv
 	HOLDFAST_PACKAGE_BUILDER=cargo bash scripts/package.sh
 	$(CARGO) bench -p holdfast-bench --bench domain --bench handlers -- --warm-up-time 1 --measurement-time 3
 	python3 bench/criterion_summary.py > bench/criterion.json
+	$(CARGO) run --release -q -p holdfast-bench --bin allocs > bench/allocs.txt
 	$(VENV)/bin/python scripts/coldstart.py --json bench/coldstart.json --markdown bench/coldstart-table.md
 	$(CARGO) build -p holdfast-local --bin bench
 	HOLDFAST_QUIET_METRICS=1 bash scripts/with-emulator.sh $(CARGO_TARGET_DIR)/debug/bench

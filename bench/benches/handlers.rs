@@ -19,7 +19,8 @@ use holdfast::ports::Message;
 use holdfast::service::orders;
 use holdfast::service::stock::LineRequest;
 use holdfast_bench::{
-    app, envelope, http_request, modify_record, quiet_metrics, runtime, sku, sqs_event, stock, stream_event, SECRET,
+    app, create_order_request, envelope, http_request, modify_record, quiet_metrics, runtime, sku, sqs_event, stock,
+    stream_event, SECRET,
 };
 use serde_json::json;
 use std::rc::Rc;
@@ -70,17 +71,6 @@ fn callback(o: &Order, payment_id: &str) -> Request {
     )
 }
 
-fn create_order_request(key: &str) -> Request {
-    let body = r#"{"items":[{"sku":"HOT","quantity":1}]}"#.to_owned();
-    http_request(
-        "POST /orders",
-        &[],
-        &[("idempotency-key", key), ("content-type", "application/json")],
-        Some(USER),
-        Some(body),
-    )
-}
-
 fn http_benches(c: &mut Criterion) {
     let rt = runtime();
     let mut g = c.benchmark_group("handler");
@@ -95,7 +85,7 @@ fn http_benches(c: &mut Criterion) {
             let (app, w) = app("create-order");
             stock(&w, "HOT", 8, None);
             expect(
-                &rt.block_on(handlers::http("create-order", &app, create_order_request("warm"))).unwrap(),
+                &rt.block_on(handlers::http("create-order", &app, create_order_request(USER, "warm"))).unwrap(),
                 201,
                 "PENDING_PAYMENT",
             );
@@ -111,7 +101,7 @@ fn http_benches(c: &mut Criterion) {
                     if n.is_multiple_of(SHOP_ORDERS) {
                         full.push(std::mem::replace(&mut shop, fresh()));
                     }
-                    (Rc::clone(&shop), create_order_request(&format!("key-{n}")))
+                    (Rc::clone(&shop), create_order_request(USER, &format!("key-{n}")))
                 },
                 |(shop, req)| rt.block_on(handlers::http("create-order", &shop.0, req)),
                 BatchSize::SmallInput,

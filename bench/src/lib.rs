@@ -120,6 +120,18 @@ pub fn http_request(
     req
 }
 
+/// `POST /orders` of one unit of `HOT` by `user`, under its own Idempotency-Key.
+pub fn create_order_request(user: &str, key: &str) -> Request {
+    let body = r#"{"items":[{"sku":"HOT","quantity":1}]}"#.to_owned();
+    http_request(
+        "POST /orders",
+        &[],
+        &[("idempotency-key", key), ("content-type", "application/json")],
+        Some(user),
+        Some(body),
+    )
+}
+
 /// One SQS batch with the given message bodies.
 pub fn sqs_event(bodies: &[String]) -> SqsEvent {
     SqsEvent {
