@@ -442,10 +442,13 @@ pub trait Journal: Send + Sync {
     /// Writes entries; writing an entry again (a redelivered stream record) writes the same item.
     async fn put(&self, entries: &[crate::domain::journal::Entry]) -> anyhow::Result<()>;
     /// A SKU's entries, newest first, after `cursor` (an entry key from a previous page); the
-    /// second value resumes after this page (`None`: no more).
+    /// second value resumes after this page (`None`: no more). `spread`: the entries of the
+    /// journal partitions below it (`domain::journal::partition`), i.e. of every shard below it
+    /// (`domain::journal::spread` of a shard count; `JOURNAL_PARTITIONS` reads them all).
     async fn for_sku(
         &self,
         sku: &Sku,
+        spread: u16,
         cursor: Option<&str>,
         limit: usize,
     ) -> anyhow::Result<(Vec<crate::domain::journal::Entry>, Option<String>)>;
@@ -453,13 +456,15 @@ pub trait Journal: Send + Sync {
     /// first. From an index: may lag a write by a moment.
     async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<crate::domain::journal::Entry>>;
     /// A SKU's entries with a key after `after` (`None`: from the first), oldest first, at most
-    /// `limit`; `true` when more follow.
+    /// `limit`; the second value is the `after` of the next page (`None`: no more; a page may be
+    /// short, even empty, and still have one). `spread` as for [`Journal::for_sku`].
     async fn since(
         &self,
         sku: &Sku,
+        spread: u16,
         after: Option<&str>,
         limit: usize,
-    ) -> anyhow::Result<(Vec<crate::domain::journal::Entry>, bool)>;
+    ) -> anyhow::Result<(Vec<crate::domain::journal::Entry>, Option<String>)>;
     /// The reconcile check's place in a SKU's journal (review protocol-2 #7).
     async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<crate::domain::journal::Checkpoint>>;
     /// Writes `cp` (its version one above `expected`) if the stored checkpoint is still at

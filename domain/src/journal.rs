@@ -123,6 +123,24 @@ pub fn entry_key(at_ms: i64, sequence: &str) -> String {
     format!("{:013}.{sequence}", at_ms.max(0))
 }
 
+/// The partitions one SKU's journal is spread over (docs/after-sale.md, "Where entries live"):
+/// an entry lives in partition `shard % JOURNAL_PARTITIONS` of its SKU. One partition per SKU
+/// took at most about 1,000 entries a second (DynamoDB's write limit per partition, and a
+/// time-ordered sort key that a split for heat cannot spread), a twentieth of what a 40-shard
+/// flash sale writes; one per shard takes what its shard takes.
+pub const JOURNAL_PARTITIONS: u16 = super::allocation::MAX_SHARDS;
+
+/// The partition of an entry of `shard` (a product or a quota shard).
+pub fn partition(shard: u16) -> u16 {
+    shard % JOURNAL_PARTITIONS
+}
+
+/// How many partitions hold the entries of shards `0..shards`: what a read of those shards
+/// passes as its spread (every entry of a shard below it is read; others may be).
+pub fn spread(shards: u16) -> u16 {
+    shards.clamp(1, JOURNAL_PARTITIONS)
+}
+
 /// Whether `s` is a well-formed entry key (a page cursor is one).
 pub fn is_entry_key(s: &str) -> bool {
     match s.split_once('.') {
@@ -524,5 +542,18 @@ mod tests {
         assert_eq!(cp.verdict(&[c(8, 0, 2)]), Verdict::Incomplete);
         let json = serde_json::to_string(&cp).unwrap();
         assert_eq!(serde_json::from_str::<Checkpoint>(&json).unwrap(), cp);
+    }
+
+    #[test]
+    fn a_read_of_a_skus_shards_covers_the_partitions_their_entries_live_in() {
+        // a product shard is always below the spread of its SKU's shard count
+        for shards in 1..=JOURNAL_PARTITIONS {
+            assert!((0..shards).all(|s| partition(s) < spread(shards)));
+        }
+        // quota shards (up to shards x waves) wrap: every partition is below the largest spread
+        assert_eq!(partition(JOURNAL_PARTITIONS), 0);
+        assert_eq!(partition(95), 31);
+        assert_eq!(spread(0), 1);
+        assert_eq!(spread(96), JOURNAL_PARTITIONS);
     }
 }

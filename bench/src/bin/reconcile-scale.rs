@@ -84,6 +84,13 @@ impl Meter {
             tokio::time::sleep(Duration::from_micros((ms * 1000.0) as u64)).await;
         }
     }
+    /// A read that fans out over `n` requests in parallel: `n` calls, one round trip.
+    async fn add_parallel(&self, kind: &'static str, n: u16, items: usize) {
+        if let Some((c, _)) = self.calls.get(kind) {
+            c.fetch_add(u64::from(n.saturating_sub(1)), Relaxed);
+        }
+        self.add(kind, items).await;
+    }
     fn get(&self, kind: &str) -> (u64, u64) {
         self.calls.get(kind).map(|(c, i)| (c.load(Relaxed), i.load(Relaxed))).unwrap_or_default()
     }
@@ -445,19 +452,27 @@ impl Journal for CountingJournal {
     async fn for_sku(
         &self,
         sku: &Sku,
+        spread: u16,
         c: Option<&str>,
         l: usize,
     ) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
-        let out = self.0.for_sku(sku, c, l).await?;
-        self.1.add("Query(journal)", out.0.len()).await;
+        let out = self.0.for_sku(sku, spread, c, l).await?;
+        // one Query per partition, and one of the SKU's partition from before the spread
+        self.1.add_parallel("Query(journal)", spread + 1, out.0.len()).await;
         Ok(out)
     }
     async fn for_cause(&self, reference: &str) -> anyhow::Result<Vec<journal::Entry>> {
         self.0.for_cause(reference).await
     }
-    async fn since(&self, sku: &Sku, after: Option<&str>, l: usize) -> anyhow::Result<(Vec<journal::Entry>, bool)> {
-        let out = self.0.since(sku, after, l).await?;
-        self.1.add("Query(journal)", out.0.len()).await;
+    async fn since(
+        &self,
+        sku: &Sku,
+        spread: u16,
+        after: Option<&str>,
+        l: usize,
+    ) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
+        let out = self.0.since(sku, spread, after, l).await?;
+        self.1.add_parallel("Query(journal)", spread + 1, out.0.len()).await;
         Ok(out)
     }
     async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<journal::Checkpoint>> {

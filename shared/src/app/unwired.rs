@@ -444,6 +444,7 @@ impl Journal for Unwired {
     async fn for_sku(
         &self,
         _: &Sku,
+        _: u16,
         _: Option<&str>,
         _: usize,
     ) -> anyhow::Result<(Vec<crate::domain::journal::Entry>, Option<String>)> {
@@ -455,9 +456,10 @@ impl Journal for Unwired {
     async fn since(
         &self,
         _: &Sku,
+        _: u16,
         _: Option<&str>,
         _: usize,
-    ) -> anyhow::Result<(Vec<crate::domain::journal::Entry>, bool)> {
+    ) -> anyhow::Result<(Vec<crate::domain::journal::Entry>, Option<String>)> {
         Err(self.refusal())
     }
     async fn checkpoint(&self, _: &Sku) -> anyhow::Result<Option<crate::domain::journal::Checkpoint>> {

@@ -198,7 +198,9 @@ async fn journal(app: &App, req: &Request) -> Result<Response, Problem> {
     if app.catalogue.get_skus(std::slice::from_ref(&sku)).await?.is_empty() {
         return Err(Problem::not_found(format!("no SKU {sku}")).sku(sku.as_str()));
     }
-    let (entries, next) = app.journal.for_sku(&sku, cursor, limit).await?;
+    // every partition: quota shards' entries live beside the product's (docs/after-sale.md)
+    let spread = crate::domain::journal::JOURNAL_PARTITIONS;
+    let (entries, next) = app.journal.for_sku(&sku, spread, cursor, limit).await?;
     Ok(json_response(
         200,
         &JournalPage { entries: entries.iter().map(JournalEntryBody::from).collect(), next_cursor: next },

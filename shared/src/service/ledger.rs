@@ -251,8 +251,10 @@ fn cells_of(snap: &Snapshot, s: &SkuSnapshot) -> Vec<Cell> {
 async fn read_journal(app: &App, sku: crate::domain::Sku, cells: &[Cell], w: Window) -> anyhow::Result<JournalRead> {
     let mut read = JournalRead { sku, newest_first: Vec::new(), capped: false };
     let mut cursor: Option<String> = None;
+    // the partitions of every cell's entries (a cell is a product or a quota shard)
+    let spread = crate::domain::journal::spread(cells.iter().map(|c| c.1.saturating_add(1)).max().unwrap_or(1));
     loop {
-        let (page, next) = app.journal.for_sku(&read.sku, cursor.as_deref(), JOURNAL_PAGE).await?;
+        let (page, next) = app.journal.for_sku(&read.sku, spread, cursor.as_deref(), JOURNAL_PAGE).await?;
         read.newest_first.extend(page);
         if anchored(cells, &read.newest_first, w) {
             return Ok(read);

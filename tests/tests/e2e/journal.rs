@@ -2,9 +2,12 @@
 //! admin adjustments and a shard-count change by an admin with a known `sub`, checkouts, a
 //! payment, a cancel, an expiry — the journal read over HTTP pages newest first, sums to the
 //! counters, names the admin on adjustments and the order on every lock move, and the
-//! reconcile check holds.
+//! reconcile check holds. And the journal's partitions (docs/after-sale.md, "Where entries
+//! live"): read by DynamoDB and by the in-memory store alike, a table written before the spread
+//! included.
 
 use super::common::*;
+use holdfast::ports::Journal;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -140,4 +143,86 @@ async fn the_journal_of_a_mixed_run_pages_newest_first_sums_to_the_counters_and_
     assert!(rep["journals_held"].as_u64() >= Some(1), "{rep}");
     assert_eq!(rep["journals_incomplete"], 0, "{rep}");
     s.assert_invariants().await;
+}
+
+/// An entry of shard `shard` at `at_ms`, caused by `cause`.
+fn entry(sku: &str, shard: u16, at_ms: i64, cause: &str) -> holdfast::domain::journal::Entry {
+    use holdfast::domain::invariants::ShardCounts;
+    holdfast::domain::journal::Entry {
+        sku: holdfast::domain::Sku::parse(sku).unwrap(),
+        shard,
+        campaign: None,
+        before: ShardCounts { available: 10, locked: 0, sold: 0 },
+        after: ShardCounts { available: 9, locked: 1, sold: 0 },
+        quantity: 1,
+        cause: cause.to_owned(),
+        actor: "system".into(),
+        why: "freeze".into(),
+        reason: None,
+        at_ms,
+        seq: holdfast::domain::journal::entry_key(at_ms, &format!("{:021}", at_ms * 7 + i64::from(shard))),
+    }
+}
+
+/// Every page of a read, newest first (`for_sku`) and oldest first (`since`), `limit` at a time.
+async fn reads(j: &dyn Journal, sku: &str, spread: u16, limit: usize) -> (Vec<String>, Vec<String>) {
+    let sku = holdfast::domain::Sku::parse(sku).unwrap();
+    let (mut newest, mut cursor) = (Vec::new(), None::<String>);
+    loop {
+        let (page, next) = j.for_sku(&sku, spread, cursor.as_deref(), limit).await.expect("for_sku");
+        assert!(page.len() <= limit);
+        newest.extend(page.iter().map(|e| format!("{}:{}", e.shard, e.seq)));
+        match next {
+            Some(n) => cursor = Some(n),
+            None => break,
+        }
+    }
+    let (mut oldest, mut after) = (Vec::new(), None::<String>);
+    loop {
+        let (page, next) = j.since(&sku, spread, after.as_deref(), limit).await.expect("since");
+        assert!(page.len() <= limit);
+        oldest.extend(page.iter().map(|e| format!("{}:{}", e.shard, e.seq)));
+        match next {
+            Some(n) => after = Some(n),
+            None => break,
+        }
+    }
+    (newest, oldest)
+}
+
+#[tokio::test]
+async fn a_skus_journal_is_spread_over_its_shards_partitions_and_reads_the_same_from_both_stores() {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let s = spawn().await;
+    let sku = format!("SPREAD{}", fastrand::u32(..));
+    let dynamo = s.local.app("stock-api").expect("stock-api").journal.clone();
+    let memory = holdfast::adapters::memory::MemoryJournal::new();
+    // shards 0..=2 and a quota shard 66 (partition 2), interleaved in time
+    let now: Vec<_> = (0..12).map(|i| entry(&sku, [0, 1, 2, 66][i % 4], 1_700_000_000_000 + i as i64, "o")).collect();
+    dynamo.put(&now).await.expect("put");
+    memory.put(&now).await.expect("put");
+    // entries written before the journal was spread: every shard's in `J#<sku>`
+    let ddb = aws_sdk_dynamodb::Client::new(&s.local.sdk);
+    let table = s.local.resources.table("JournalTable").unwrap().to_owned();
+    let before: Vec<_> = (0..5).map(|i| entry(&sku, [0, 2, 1, 3, 0][i], 1_699_999_999_000 + i as i64, "old")).collect();
+    for e in &before {
+        let mut it = holdfast::adapters::dynamo::journal::encode(e);
+        assert_eq!(it["pk"], AttributeValue::S(format!("J#{sku}#{}", e.shard % 64)), "written to its partition");
+        it.insert("pk".into(), AttributeValue::S(format!("J#{sku}")));
+        ddb.put_item().table_name(&table).set_item(Some(it)).send().await.unwrap();
+    }
+    memory.put(&before).await.expect("put");
+
+    for (spread, limit) in [(3, 2), (3, 100), (2, 3), (1, 1), (64, 4)] {
+        let (d, m) = (reads(dynamo.as_ref(), &sku, spread, limit).await, reads(&memory, &sku, spread, limit).await);
+        assert_eq!(d, m, "spread {spread}, {limit} a page: DynamoDB and memory read the same");
+        let (newest, oldest) = d;
+        // the entries of the partitions below the spread, by key
+        let mut all: Vec<_> = now.iter().chain(&before).filter(|e| e.shard % 64 < spread).collect();
+        all.sort_by(|a, b| a.seq.cmp(&b.seq));
+        let mut want: Vec<String> = all.iter().map(|e| format!("{}:{}", e.shard, e.seq)).collect();
+        assert_eq!(oldest, want, "spread {spread}: every entry of its partitions, oldest first, once");
+        want.reverse();
+        assert_eq!(newest, want, "spread {spread}: newest first");
+    }
 }

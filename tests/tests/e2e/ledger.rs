@@ -190,7 +190,8 @@ async fn a_counter_written_behind_the_ledgers_back_and_a_lost_journal_entry_are_
         .query()
         .table_name(&journal)
         .key_condition_expression("pk = :pk")
-        .expression_attribute_values(":pk", AttributeValue::S("J#PLANT".into()))
+        // the SKU's one shard's partition of the journal (docs/after-sale.md, "Where entries live")
+        .expression_attribute_values(":pk", AttributeValue::S("J#PLANT#0".into()))
         .consistent_read(true)
         .send()
         .await

@@ -1,12 +1,17 @@
-//! The journal table (docs/after-sale.md, "Stock journal"): `pk = J#<sku>`, `sk` = the entry key
-//! (`<at_ms>.<stream sequence>`: time-ordered, the same for a redelivered record), and the
-//! sparse `by-ref` index (`ref`, `sk`) for reads by cause id. Entries are small (~250 bytes):
-//! one write unit each, plus one for the index entry of an entry that has a cause.
+//! The journal table (docs/after-sale.md, "Stock journal"): `pk = J#<sku>#<partition>` (the
+//! entry's shard modulo `JOURNAL_PARTITIONS`, so a hot SKU's entries spread as its shards do),
+//! `sk` = the entry key (`<at_ms>.<stream sequence>`: time-ordered, the same for a redelivered
+//! record), and the sparse `by-ref` index (`ref`, `sk`) for reads by cause id. Entries are small
+//! (~250 bytes): one write unit each, plus one for the index entry of an entry that has a cause.
+//!
+//! A read of a SKU queries each partition below its spread, and `J#<sku>`, where every entry was
+//! written before the spread (so a table written before it reads on), in parallel, and merges
+//! them by key.
 
 use super::item::{get_n, get_s, n, opt_s, s, values, Item};
 use super::{charge, item_bytes, rru, wru};
 use crate::domain::invariants::ShardCounts;
-use crate::domain::journal::{is_entry_key, Checkpoint, Entry};
+use crate::domain::journal::{is_entry_key, partition, Checkpoint, Entry, JOURNAL_PARTITIONS};
 use crate::domain::{CampaignId, Sku};
 use crate::ports::Journal;
 use anyhow::{anyhow, Context};
@@ -22,8 +27,15 @@ pub struct DynamoJournal {
     table: String,
 }
 
-fn journal_pk(sku: &Sku) -> String {
-    format!("J#{sku}")
+/// The partition an entry lives in.
+fn journal_pk(sku: &Sku, shard: u16) -> String {
+    format!("J#{sku}#{}", partition(shard))
+}
+
+/// The partitions a read of `spread` queries: the spread's, and the one every entry was written
+/// to before the journal was spread (its entries of shards above the spread are dropped after).
+fn read_pks(sku: &Sku, spread: u16) -> impl Iterator<Item = String> + '_ {
+    (0..spread.clamp(1, JOURNAL_PARTITIONS)).map(move |p| format!("J#{sku}#{p}")).chain([format!("J#{sku}")])
 }
 
 /// The reconcile check's checkpoint of a SKU: its own partition (never in an entry page).
@@ -35,7 +47,7 @@ const CHECKPOINT_SK: &str = "checkpoint";
 
 pub fn encode(e: &Entry) -> Item {
     let mut it = values([
-        ("pk", s(journal_pk(&e.sku))),
+        ("pk", s(journal_pk(&e.sku, e.shard))),
         ("sk", s(e.seq.clone())),
         ("sku", s(e.sku.as_str())),
         ("sh", n(e.shard)),
@@ -82,9 +94,91 @@ pub fn decode(it: &Item) -> anyhow::Result<Entry> {
     })
 }
 
+/// Which entries of a partition a read wants, in the order it wants them.
+#[derive(Clone, Copy)]
+enum Range<'a> {
+    /// Newest first, with a key before the cursor (`None`: from the newest).
+    Before(Option<&'a str>),
+    /// Oldest first, with a key after this one (`None`: from the oldest).
+    After(Option<&'a str>),
+}
+
+/// Partitions queried at once by one read.
+const READ_CONCURRENCY: usize = 16;
+
 impl DynamoJournal {
     pub fn new(client: Client, table: impl Into<String>) -> Self {
         Self { client, table: table.into() }
+    }
+
+    /// The first `limit` entries of the read over every partition below `spread` (and the
+    /// unspread one), and the key to go on from (`None`: no more). Each partition gives its
+    /// first `limit`, and the merge keeps only what lies before the **cut**: the key the
+    /// partition with more that has read least far reached. A page may be short (entries of
+    /// the unspread partition above the spread are dropped after they count against its limit),
+    /// so the cut, not a count, says where the next page starts.
+    async fn merged(
+        &self,
+        sku: &Sku,
+        spread: u16,
+        range: Range<'_>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<Entry>, Option<String>)> {
+        use futures::StreamExt;
+        let pages: Vec<anyhow::Result<(Vec<Entry>, bool)>> =
+            futures::stream::iter(read_pks(sku, spread).map(|pk| self.partition_page(pk, range, limit)))
+                .buffer_unordered(READ_CONCURRENCY)
+                .collect()
+                .await;
+        let newest_first = matches!(range, Range::Before(_));
+        // `a` comes later in the read than `b`
+        let later = |a: &str, b: &str| if newest_first { a < b } else { a > b };
+        let (mut entries, mut cut) = (Vec::new(), None::<String>);
+        for page in pages {
+            let (page, more) = page?;
+            if let (true, Some(last)) = (more, page.last()) {
+                if cut.as_deref().is_none_or(|c| later(c, &last.seq)) {
+                    cut = Some(last.seq.clone());
+                }
+            }
+            entries.extend(page.into_iter().filter(|e| partition(e.shard) < spread.max(1)));
+        }
+        entries.sort_unstable_by(|a, b| if newest_first { b.seq.cmp(&a.seq) } else { a.seq.cmp(&b.seq) });
+        if let Some(c) = &cut {
+            entries.retain(|e| !later(&e.seq, c));
+        }
+        if entries.len() > limit {
+            entries.truncate(limit);
+            let next = entries.last().map(|e| e.seq.clone());
+            return Ok((entries, next));
+        }
+        Ok((entries, cut))
+    }
+
+    /// One partition's first `limit` entries of `range`; `true` when it has more.
+    async fn partition_page(&self, pk: String, range: Range<'_>, limit: usize) -> anyhow::Result<(Vec<Entry>, bool)> {
+        let mut q = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .expression_attribute_values(":pk", s(pk))
+            .limit(limit.clamp(1, 1000) as i32);
+        q = match range {
+            Range::Before(Some(c)) => q
+                .scan_index_forward(false)
+                .key_condition_expression("pk = :pk AND sk < :c")
+                .expression_attribute_values(":c", s(c)),
+            Range::Before(None) => q.scan_index_forward(false).key_condition_expression("pk = :pk"),
+            Range::After(Some(a)) => q
+                .scan_index_forward(true)
+                .key_condition_expression("pk = :pk AND sk > :c")
+                .expression_attribute_values(":c", s(a)),
+            Range::After(None) => q.scan_index_forward(true).key_condition_expression("pk = :pk"),
+        };
+        let r = q.send().await.map_err(|e| super::sdk_error(e, "Query on the journal table".into()))?;
+        super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
+        let entries = r.items().iter().map(decode).collect::<anyhow::Result<Vec<_>>>()?;
+        Ok((entries, r.last_evaluated_key().is_some_and(|k| !k.is_empty())))
     }
 }
 
@@ -138,57 +232,24 @@ impl Journal for DynamoJournal {
     async fn for_sku(
         &self,
         sku: &Sku,
+        spread: u16,
         cursor: Option<&str>,
         limit: usize,
     ) -> anyhow::Result<(Vec<Entry>, Option<String>)> {
-        let pk = journal_pk(sku);
-        let start = match cursor {
-            Some(c) if is_entry_key(c) => Some(values([("pk", s(pk.clone())), ("sk", s(c))])),
-            Some(c) => return Err(anyhow!("not an entry key: {c}")),
-            None => None,
-        };
-        let r = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(pk))
-            .scan_index_forward(false)
-            .limit(limit as i32)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(|e| super::sdk_error(e, "Query on the journal table".into()))?;
-        super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
-        let entries = r.items().iter().map(decode).collect::<anyhow::Result<Vec<_>>>()?;
-        let next = r
-            .last_evaluated_key()
-            .and_then(|k| k.get("sk"))
-            .and_then(|v| v.as_s().ok())
-            .cloned()
-            .filter(|_| entries.len() == limit);
-        Ok((entries, next))
+        if let Some(c) = cursor.filter(|c| !is_entry_key(c)) {
+            return Err(anyhow!("not an entry key: {c}"));
+        }
+        self.merged(sku, spread, Range::Before(cursor), limit.max(1)).await
     }
 
-    async fn since(&self, sku: &Sku, after: Option<&str>, limit: usize) -> anyhow::Result<(Vec<Entry>, bool)> {
-        let mut q = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .expression_attribute_values(":pk", s(journal_pk(sku)))
-            .scan_index_forward(true)
-            .limit(limit.clamp(1, 1000) as i32);
-        q = match after {
-            Some(a) => {
-                q.key_condition_expression("pk = :pk AND sk > :after").expression_attribute_values(":after", s(a))
-            }
-            None => q.key_condition_expression("pk = :pk"),
-        };
-        let r = q.send().await.map_err(|e| super::sdk_error(e, "Query on the journal table".into()))?;
-        super::super::usage::capacity(rru(r.items().iter().map(item_bytes).sum(), false), 0.0);
-        let entries = r.items().iter().map(decode).collect::<anyhow::Result<Vec<_>>>()?;
-        let more = r.last_evaluated_key().is_some_and(|k| !k.is_empty());
-        Ok((entries, more))
+    async fn since(
+        &self,
+        sku: &Sku,
+        spread: u16,
+        after: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<Entry>, Option<String>)> {
+        self.merged(sku, spread, Range::After(after), limit.clamp(1, 1000)).await
     }
 
     async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<Checkpoint>> {

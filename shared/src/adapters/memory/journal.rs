@@ -1,8 +1,9 @@
 //! The stock journal in memory: entries by SKU, keyed by their entry key (so a rewrite of the
-//! same record is the same entry, as in DynamoDB).
+//! same record is the same entry, as in DynamoDB). A read returns only the entries of the
+//! partitions below its spread, as the DynamoDB adapter, which queries only those, does.
 
 use super::lock;
-use crate::domain::journal::{Checkpoint, Entry};
+use crate::domain::journal::{partition, Checkpoint, Entry};
 use crate::domain::Sku;
 use crate::ports::Journal;
 use async_trait::async_trait;
@@ -35,6 +36,7 @@ impl Journal for MemoryJournal {
     async fn for_sku(
         &self,
         sku: &Sku,
+        spread: u16,
         cursor: Option<&str>,
         limit: usize,
     ) -> anyhow::Result<(Vec<Entry>, Option<String>)> {
@@ -50,6 +52,7 @@ impl Journal for MemoryJournal {
             .range((Bound::Included((sku.clone(), String::new())), to))
             .rev()
             .take_while(|((s, _), _)| s == sku)
+            .filter(|(_, e)| partition(e.shard) < spread)
             .map(|(_, e)| e.clone())
             .take(limit + 1)
             .collect();
@@ -62,7 +65,13 @@ impl Journal for MemoryJournal {
         Ok((page, next))
     }
 
-    async fn since(&self, sku: &Sku, after: Option<&str>, limit: usize) -> anyhow::Result<(Vec<Entry>, bool)> {
+    async fn since(
+        &self,
+        sku: &Sku,
+        spread: u16,
+        after: Option<&str>,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<Entry>, Option<String>)> {
         crate::adapters::memory::interleave().await;
         use std::ops::Bound;
         let m = lock(&self.entries);
@@ -73,12 +82,14 @@ impl Journal for MemoryJournal {
         let mut page: Vec<Entry> = m
             .range((from, Bound::Unbounded))
             .take_while(|((s, _), _)| s == sku)
+            .filter(|(_, e)| partition(e.shard) < spread)
             .map(|(_, e)| e.clone())
             .take(limit.max(1) + 1)
             .collect();
         let more = page.len() > limit.max(1);
         page.truncate(limit.max(1));
-        Ok((page, more))
+        let next = page.last().map(|e| e.seq.clone()).filter(|_| more);
+        Ok((page, next))
     }
 
     async fn checkpoint(&self, sku: &Sku) -> anyhow::Result<Option<Checkpoint>> {

@@ -67,6 +67,8 @@ pub(super) async fn sku_journal(
     rep: &mut ReconcileReport,
 ) -> anyhow::Result<Option<journal::Verdict>> {
     let sku = &meta.sku;
+    // the partitions of the product shards' entries, which are what the check sums
+    let spread = journal::spread(meta.slots.max(meta.shards));
     let stored = app.journal.checkpoint(sku).await?;
     let expected = stored.as_ref().map(|c| c.version);
     let mut cp = stored.unwrap_or_default();
@@ -85,13 +87,13 @@ pub(super) async fn sku_journal(
         let shards = app.shards.read_shards(sku, meta.slots).await?;
         let mut after = cp.read_from().map(str::to_owned);
         loop {
-            let (page, more) = app.journal.since(sku, after.as_deref(), JOURNAL_ENTRY_PAGE).await?;
+            let (page, next) = app.journal.since(sku, spread, after.as_deref(), JOURNAL_ENTRY_PAGE).await?;
             rep.journal_entries_read += page.len();
             read_any |= !page.is_empty();
             cp.apply(&page, shards.len(), clock::now_ms());
-            after = page.last().map(|e| e.seq.clone()).or(after);
-            if !more {
-                break;
+            match next {
+                Some(n) => after = Some(n),
+                None => break,
             }
             if started.elapsed() > budget {
                 verdict = None;

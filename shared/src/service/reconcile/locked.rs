@@ -151,7 +151,8 @@ async fn skus_page(app: &App, s: &mut LockSums, full: bool, rep: &mut ReconcileR
     let metas: Vec<crate::ports::SkuMeta> = app.catalogue.get_skus(&skus).await?.into_values().collect();
     let reads = futures::stream::iter(metas.into_iter().map(|m| async move {
         let shards = app.shards.read_shards(&m.sku, m.slots).await?;
-        let (newest, _) = app.journal.for_sku(&m.sku, None, 1).await?;
+        let spread = crate::domain::journal::spread(m.slots.max(m.shards));
+        let (newest, _) = app.journal.for_sku(&m.sku, spread, None, 1).await?;
         let locked: i64 = shards.iter().map(|c| c.locked).sum();
         anyhow::Ok((m.sku.clone(), locked, newest.first().map(|e| e.at_ms)))
     }))
@@ -263,7 +264,7 @@ async fn campaign_items(app: &App, s: &mut LockSums, full: bool, rep: &mut Recon
     }
     let reads = futures::stream::iter(items.into_iter().map(|(cid, sku, shards, key, g)| async move {
         let counts = app.campaigns.read_quota_shards(&cid, &sku, shards, true).await?;
-        let (newest, _) = app.journal.for_sku(&sku, None, 1).await?;
+        let (newest, _) = app.journal.for_sku(&sku, crate::domain::journal::spread(shards), None, 1).await?;
         anyhow::Ok((cid, sku, key, g, counts.iter().map(|c| c.locked).sum::<i64>(), newest.first().map(|e| e.at_ms)))
     }))
     .buffer_unordered(PAGE_CONCURRENCY)

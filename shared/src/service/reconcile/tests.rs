@@ -157,6 +157,7 @@ impl crate::ports::Journal for PoisonJournal {
     async fn for_sku(
         &self,
         _: &Sku,
+        _: u16,
         _: Option<&str>,
         _: usize,
     ) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
@@ -165,7 +166,13 @@ impl crate::ports::Journal for PoisonJournal {
     async fn for_cause(&self, _: &str) -> anyhow::Result<Vec<journal::Entry>> {
         anyhow::bail!("poison")
     }
-    async fn since(&self, _: &Sku, _: Option<&str>, _: usize) -> anyhow::Result<(Vec<journal::Entry>, bool)> {
+    async fn since(
+        &self,
+        _: &Sku,
+        _: u16,
+        _: Option<&str>,
+        _: usize,
+    ) -> anyhow::Result<(Vec<journal::Entry>, Option<String>)> {
         anyhow::bail!("poison")
     }
     async fn checkpoint(&self, _: &Sku) -> anyhow::Result<Option<journal::Checkpoint>> {
