@@ -24,31 +24,65 @@ fn check_token(field: &'static str, s: &str, max: usize) -> Result<(), IdError> 
     Ok(())
 }
 
+/// Serde for a type read and written as one JSON (or DynamoDB) string: written from `as_str`
+/// without a copy, read by `parse` from the string as the deserializer holds it.
+macro_rules! serde_as_str {
+    ($name:ident, $expecting:expr) => {
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Visitor;
+                impl serde::de::Visitor<'_> for Visitor {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str($expecting)
+                    }
+                    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<$name, E> {
+                        $name::parse(v).map_err(E::custom)
+                    }
+                }
+                d.deserialize_str(Visitor)
+            }
+        }
+    };
+}
+pub(crate) use serde_as_str;
+
+/// An identifier's text: shared, so a clone (ids are cloned into every plan, lock and order
+/// they name) is a count, not an allocation (README, "Benchmarks": allocations per request).
+type Text = std::sync::Arc<str>;
+
 macro_rules! token_id {
     ($(#[$doc:meta])* $name:ident, $field:literal, $max:expr) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-        #[serde(try_from = "String", into = "String")]
-        pub struct $name(String);
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(Text);
+
+        serde_as_str!($name, concat!("a ", $field));
 
         impl TryFrom<String> for $name {
             type Error = IdError;
             fn try_from(s: String) -> Result<Self, IdError> {
                 check_token($field, &s, $max)?;
-                Ok(Self(s))
+                Ok(Self(s.into()))
             }
         }
 
         impl From<$name> for String {
             fn from(v: $name) -> String {
-                v.0
+                String::from(&*v.0)
             }
         }
 
         impl $name {
             pub fn parse(s: &str) -> Result<Self, IdError> {
                 check_token($field, s, $max)?;
-                Ok(Self(s.to_owned()))
+                Ok(Self(s.into()))
             }
             pub fn as_str(&self) -> &str {
                 &self.0
@@ -72,37 +106,37 @@ impl Sku {
     /// alphabet clients may use, so a cell never collides with a SKU and cannot be ordered,
     /// adjusted or viewed directly (docs/inventory-models.md, "Calendar").
     pub fn cell(&self, day: super::model::Day) -> Sku {
-        Sku(format!("{}@{day}", self.0))
+        Sku(format!("{}@{day}", self.0).into())
     }
 
     /// The SKU and date of a calendar cell.
     pub fn calendar_parent(&self) -> Option<(Sku, super::model::Day)> {
         let (p, d) = self.0.split_once('@')?;
-        Some((Sku(p.to_owned()), super::model::Day::parse(d).ok()?))
+        Some((Sku(p.into()), super::model::Day::parse(d).ok()?))
     }
 
     /// The cell holding a ring-fenced campaign item's units: `<sku>!<campaign>` (`!` is outside
     /// the client alphabet too; docs/campaigns.md, "Ring-fenced quota").
     pub fn reserve_cell(&self, campaign: &CampaignId) -> Sku {
-        Sku(format!("{}!{campaign}", self.0))
+        Sku(format!("{}!{campaign}", self.0).into())
     }
 
     /// The SKU and campaign of a ring-fence cell.
     pub fn reserve_parent(&self) -> Option<(Sku, CampaignId)> {
         let (p, c) = self.0.split_once('!')?;
-        Some((Sku(p.to_owned()), CampaignId::parse(c).ok()?))
+        Some((Sku(p.into()), CampaignId::parse(c).ok()?))
     }
 
     /// The stock cell of one warehouse of a WAREHOUSE SKU: `<sku>~<warehouse>` (`~` is outside
     /// the client alphabet too; docs/inventory-models.md, "Warehouses").
     pub fn warehouse_cell(&self, w: &super::warehouse::Warehouse) -> Sku {
-        Sku(format!("{}~{w}", self.0))
+        Sku(format!("{}~{w}", self.0).into())
     }
 
     /// The SKU and warehouse of a warehouse cell.
     pub fn warehouse_parent(&self) -> Option<(Sku, super::warehouse::Warehouse)> {
         let (p, w) = self.0.split_once('~')?;
-        Some((Sku(p.to_owned()), super::warehouse::Warehouse::parse(w).ok()?))
+        Some((Sku(p.into()), super::warehouse::Warehouse::parse(w).ok()?))
     }
 
     /// A SKU read back from storage: a client's SKU, a calendar cell, a ring-fence cell or a
@@ -112,18 +146,18 @@ impl Sku {
             check_token("sku", p, 64)?;
             let w = super::warehouse::Warehouse::parse(w)
                 .map_err(|_| IdError { field: "sku", reason: "has a bad warehouse" })?;
-            return Ok(Sku(p.to_owned()).warehouse_cell(&w));
+            return Ok(Sku(p.into()).warehouse_cell(&w));
         }
         if let Some((p, c)) = s.split_once('!') {
             check_token("sku", p, 64)?;
-            return Ok(Sku(p.to_owned()).reserve_cell(&CampaignId::parse(c)?));
+            return Ok(Sku(p.into()).reserve_cell(&CampaignId::parse(c)?));
         }
         match s.split_once('@') {
             Some((p, d)) => {
                 check_token("sku", p, 64)?;
                 let day =
                     super::model::Day::parse(d).map_err(|_| IdError { field: "sku", reason: "has a bad date" })?;
-                Ok(Sku(p.to_owned()).cell(day))
+                Ok(Sku(p.into()).cell(day))
             }
             None => Sku::parse(s),
         }
@@ -138,7 +172,7 @@ impl CampaignId {
     /// The spend scope of a SKU's waitlist admissions (docs/waitlist.md): `wl!<sku>`. `!` is
     /// outside the alphabet, so no campaign has it and a queue's token never names it.
     pub fn waitlist_scope(sku: &Sku) -> CampaignId {
-        CampaignId(format!("wl!{sku}"))
+        CampaignId(format!("wl!{sku}").into())
     }
 }
 
@@ -157,17 +191,17 @@ impl OrderId {
         h.update([0u8]);
         h.update(key.as_str().as_bytes());
         let digest = hex::encode(h.finalize());
-        Self(format!("o{}", &digest[..31]))
+        Self(format!("o{}", &digest[..31]).into())
     }
 }
 
 /// The user a JWT names in `sub`: 1–128 printable ASCII characters, no spaces.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct UserId(String);
+pub struct UserId(Text);
 
 impl UserId {
     pub fn parse(s: &str) -> Result<Self, IdError> {
-        printable("user", s, 128).map(|s| Self(s.to_owned()))
+        printable("user", s, 128).map(|s| Self(s.into()))
     }
     pub fn as_str(&self) -> &str {
         &self.0
@@ -182,11 +216,11 @@ impl fmt::Display for UserId {
 
 /// The client's `Idempotency-Key`: 1–128 printable ASCII characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct IdempotencyKey(String);
+pub struct IdempotencyKey(Text);
 
 impl IdempotencyKey {
     pub fn parse(s: &str) -> Result<Self, IdError> {
-        printable("Idempotency-Key", s, 128).map(|s| Self(s.to_owned()))
+        printable("Idempotency-Key", s, 128).map(|s| Self(s.into()))
     }
     pub fn as_str(&self) -> &str {
         &self.0
@@ -210,21 +244,21 @@ fn printable<'a>(field: &'static str, s: &'a str, max: usize) -> Result<&'a str,
 /// a reservation made by another order system through `/reservations` is namespaced by the
 /// caller, so two systems with the same order ids never share a reservation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ReservationId(String);
+pub struct ReservationId(Text);
 
 impl ReservationId {
     pub fn for_order(order: &OrderId) -> Self {
-        Self(order.as_str().to_owned())
+        Self(order.0.clone())
     }
 
     pub fn external(owner: &UserId, order: &OrderId) -> Self {
         let digest = hex::encode(Sha256::digest(owner.as_str().as_bytes()));
-        Self(format!("x.{}.{}", &digest[..12], order.as_str()))
+        Self(format!("x.{}.{}", &digest[..12], order.as_str()).into())
     }
 
     /// Rebuilds a stored key; only the adapters and message parsers call this.
     pub fn from_stored(s: &str) -> Result<Self, IdError> {
-        check_token("reservation_id", s, 80).map(|_| Self(s.to_owned()))
+        check_token("reservation_id", s, 80).map(|_| Self(s.into()))
     }
 
     pub fn as_str(&self) -> &str {

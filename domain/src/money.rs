@@ -6,9 +6,18 @@ use std::fmt;
 /// line cap, every order amount fits in a u64 with room to spare; arithmetic is checked anyway.
 pub const MAX_PRICE: u64 = 1_000_000_000_000;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Currency(String);
+/// Three upper-case ASCII letters, held inline: a currency is cloned into every line, plan and
+/// order, and a clone allocates nothing.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Currency([u8; 3]);
+
+super::ids::serde_as_str!(Currency, "a currency code");
+
+impl fmt::Debug for Currency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Currency").field(&self.as_str()).finish()
+    }
+}
 
 impl TryFrom<String> for Currency {
     type Error = MoneyError;
@@ -19,7 +28,7 @@ impl TryFrom<String> for Currency {
 
 impl From<Currency> for String {
     fn from(c: Currency) -> String {
-        c.0
+        c.as_str().to_owned()
     }
 }
 
@@ -35,20 +44,20 @@ pub enum MoneyError {
 
 impl Currency {
     pub fn parse(s: &str) -> Result<Self, MoneyError> {
-        if s.len() == 3 && s.bytes().all(|b| b.is_ascii_uppercase()) {
-            Ok(Self(s.to_owned()))
-        } else {
-            Err(MoneyError::BadCurrency)
+        match <[u8; 3]>::try_from(s.as_bytes()) {
+            Ok(b) if b.iter().all(u8::is_ascii_uppercase) => Ok(Self(b)),
+            _ => Err(MoneyError::BadCurrency),
         }
     }
     pub fn as_str(&self) -> &str {
-        &self.0
+        // ASCII by construction (`parse`), so always UTF-8
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 }
 
 impl fmt::Display for Currency {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
