@@ -62,6 +62,12 @@ pub struct SkuMeta {
 }
 
 impl SkuMeta {
+    /// Every shard item that may hold stock or a lock's piece: `slots`, or `shards` if a metadata
+    /// written before `slots` existed says less.
+    pub fn shard_slots(&self) -> u16 {
+        self.slots.max(self.shards)
+    }
+
     /// A stock cell of `parent` (a calendar date's, a ring-fence's): plain stock with the
     /// parent's price and currency, `shards` shards, nothing stocked yet.
     pub fn cell_of(parent: &SkuMeta, sku: Sku, name: String, shards: u16) -> SkuMeta {

@@ -459,7 +459,7 @@ const REPAIR_PAGE: u64 = 1000;
 /// shard's `checked` mark, so a pass reads what was claimed since the last one. The number of
 /// codes returned.
 pub async fn repair_orphans(app: &App, meta: &SkuMeta, now_ms: i64, quiet_ms: i64) -> anyhow::Result<u64> {
-    let slots = meta.slots.max(meta.shards);
+    let slots = meta.shard_slots();
     let rings = app.code_pools.read_rings(&meta.sku, slots).await?;
     let mut returned = 0;
     for (i, g) in rings.iter().enumerate() {
@@ -528,7 +528,7 @@ pub struct PoolSummary {
 
 pub async fn summary(app: &App, sku: &Sku) -> Result<PoolSummary, CodeError> {
     let meta = pool_meta(app, sku).await?;
-    let slots = meta.slots.max(meta.shards);
+    let slots = meta.shard_slots();
     let (counts, rings) = tokio::join!(app.shards.read_shards(sku, slots), app.code_pools.read_rings(sku, slots));
     let (counts, rings) = (counts?, rings?);
     Ok(PoolSummary {

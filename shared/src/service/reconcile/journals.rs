@@ -68,7 +68,7 @@ pub(super) async fn sku_journal(
 ) -> anyhow::Result<Option<journal::Verdict>> {
     let sku = &meta.sku;
     // the partitions of the product shards' entries, which are what the check sums
-    let spread = journal::spread(meta.slots.max(meta.shards));
+    let spread = journal::spread(meta.shard_slots());
     let stored = app.journal.checkpoint(sku).await?;
     let expected = stored.as_ref().map(|c| c.version);
     let mut cp = stored.unwrap_or_default();

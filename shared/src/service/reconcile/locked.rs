@@ -151,7 +151,7 @@ async fn skus_page(app: &App, s: &mut LockSums, full: bool, rep: &mut ReconcileR
     let metas: Vec<crate::ports::SkuMeta> = app.catalogue.get_skus(&skus).await?.into_values().collect();
     let reads = futures::stream::iter(metas.into_iter().map(|m| async move {
         let shards = app.shards.read_shards(&m.sku, m.slots).await?;
-        let spread = crate::domain::journal::spread(m.slots.max(m.shards));
+        let spread = crate::domain::journal::spread(m.shard_slots());
         let (newest, _) = app.journal.for_sku(&m.sku, spread, None, 1).await?;
         let locked: i64 = shards.iter().map(|c| c.locked).sum();
         anyhow::Ok((m.sku.clone(), locked, newest.first().map(|e| e.at_ms)))

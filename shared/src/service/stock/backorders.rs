@@ -42,7 +42,7 @@ pub async fn fill(app: &App, sku: &Sku) -> anyhow::Result<Filled> {
         let locks = read_locks(app, &backlog.open).await?;
         let Some(meta) = app.catalogue.get_skus(std::slice::from_ref(sku)).await?.remove(sku) else { break };
         let mut available: Vec<i64> =
-            app.shards.read_shards(sku, meta.slots.max(meta.shards)).await?.iter().map(|c| c.available).collect();
+            app.shards.read_shards(sku, meta.shard_slots()).await?.iter().map(|c| c.available).collect();
         let plan = backorder::fifo(sku, &locks, available.iter().sum());
         if plan.is_empty() || meta.paused {
             break;

@@ -473,7 +473,7 @@ async fn replan_away<'m>(
     for (cell, used) in cells {
         let Some(meta) = cell_meta(&cell) else { continue };
         let shards = meta.shards.clamp(1, MAX_SHARDS);
-        let slots = meta.slots.max(meta.shards);
+        let slots = meta.shard_slots();
         let avoid = avoided.entry(cell.clone()).or_default();
         avoid.extend(used);
         avoid.sort_unstable();

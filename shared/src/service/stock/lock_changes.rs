@@ -204,7 +204,7 @@ async fn replan_pay_time(app: &App, r: &mut Reservation) -> Result<bool, LockErr
     }
     for cell in &cells {
         let Some(meta) = metas.get(cell) else { return Ok(false) };
-        let counts = app.shards.read_shards(cell, meta.slots.max(meta.shards)).await?;
+        let counts = app.shards.read_shards(cell, meta.shard_slots()).await?;
         let available: Vec<i64> = counts.iter().map(|c| c.available).collect();
         let start = start_shard(r.id.as_str(), cell, meta.shards.clamp(1, MAX_SHARDS));
         if replan(r, cell, &available, start, |l| l.takes_at_payment()).is_err() {

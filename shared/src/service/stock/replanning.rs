@@ -70,7 +70,7 @@ pub(super) async fn claim_codes(
     meta: Option<&SkuMeta>,
 ) -> Result<i64, FreezeError> {
     let meta = meta.ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
-    let slots = meta.slots.max(meta.shards);
+    let slots = meta.shard_slots();
     let start = start_shard(r.id.as_str(), sku, meta.shards.clamp(1, MAX_SHARDS));
     let Some(line) = r.lines.iter_mut().find(|l| &l.sku == sku) else { return Ok(0) };
     let mut want = line.quantity;
@@ -172,7 +172,7 @@ pub(super) async fn resplit(
     let cached = cached.ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;
     // The short path reads the metadata afresh (in parallel with the shards): a cached shard
     // count may be stale, and sold-out must be judged on every shard the SKU has.
-    let slots = cached.slots.max(cached.shards);
+    let slots = cached.shard_slots();
     let (fresh, counts) =
         tokio::join!(app.catalogue.get_skus(std::slice::from_ref(sku)), app.shards.read_shards(sku, slots));
     let meta = fresh?.remove(sku).ok_or_else(|| FreezeError::UnknownSku(sku.clone()))?;

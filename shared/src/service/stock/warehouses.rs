@@ -18,7 +18,7 @@ pub(super) async fn stock(app: &App, sku: &Sku, w: &Warehouses) -> Result<Vec<(S
         let available = match metas.get(&c) {
             // a paused warehouse gives nothing (its shards refuse the freeze anyway)
             Some(m) if m.paused => 0,
-            Some(m) => app.shards.read_shards(&c, m.slots.max(m.shards)).await?.iter().map(|x| x.available).sum(),
+            Some(m) => app.shards.read_shards(&c, m.shard_slots()).await?.iter().map(|x| x.available).sum(),
             None => 0,
         };
         out.push((c, available));
