@@ -58,7 +58,7 @@ pub struct OrderCursor {
     pub order_id: OrderId,
 }
 
-/// The order table's bucketed sparse indexes the sweep reads (docs/after-sale.md, "Sweeps").
+/// The order table's bucketed sparse indexes the sweep reads (docs/runbook.md, "Reconcile").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum OrderIndex {
     /// PENDING_PAYMENT orders by payment deadline (epoch seconds).
@@ -111,9 +111,15 @@ impl OrderIndex {
             // settles it (service/paying.rs, `settle_stray_attempts`)
             // and a paid order whose supplier codes are still being issued, by the time the sweep
             // runs the issue itself (docs/suppliers.md, "Codes issued by the supplier")
+            // An order waiting for its payment (PENDING_PAYMENT or PAYING) is not: its lock is
+            // FROZEN until the order moves, and the lock sweep reads the order behind every
+            // stale lock and decides an overdue one as this index's pass would (docs/runbook.md,
+            // "Reconcile"); an entry written at checkout and removed at payment would cost every
+            // paid order 2 write units for the same backstop.
             OrderIndex::Pending => {
-                let unpaid = (o.status.is_open_unpaid() || o.attempts.iter().any(|a| a.state.unsettled()))
-                    .then_some(o.pay_expire_at);
+                let unpaid = (!o.status.awaits_payment()
+                    && (o.status.is_open_unpaid() || o.attempts.iter().any(|a| a.state.unsettled())))
+                .then_some(o.pay_expire_at);
                 unpaid.into_iter().chain(crate::domain::order::codes::sweep_due(o)).min()
             }
             OrderIndex::Shipped => {

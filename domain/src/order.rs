@@ -90,6 +90,12 @@ impl OrderStatus {
         matches!(self, OrderStatus::PendingPayment | OrderStatus::Paying | OrderStatus::AwaitingSupplier)
     }
 
+    /// Waiting for its buyer's payment (PENDING_PAYMENT or PAYING): its lock is FROZEN, and it
+    /// is decided at its payment deadline.
+    pub fn awaits_payment(self) -> bool {
+        matches!(self, OrderStatus::PendingPayment | OrderStatus::Paying)
+    }
+
     /// Paid or later: its stock must be sold.
     pub fn is_paid_or_later(self) -> bool {
         matches!(

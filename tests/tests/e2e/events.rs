@@ -93,10 +93,18 @@ async fn orders_whose_timeout_never_comes_still_expire_through_reconcile() {
     })
     .await;
     assert_eq!(s.get_order("oli", &b).await.body["status"], "PENDING_PAYMENT", "no timeout arrived");
+    // an order waiting for its payment is not in `pending-by-deadline`: its stale lock is what
+    // the sweep finds it by (core/src/ports.rs, OrderIndex::Pending)
+    for id in [&a, &b] {
+        let item = order_item(&s, id).await;
+        assert_eq!(item.get("st").and_then(|v| v.as_s().ok()).map(String::as_str), Some("PENDING_PAYMENT"));
+        assert!(!item.contains_key("pb") && !item.contains_key("pd"), "{id} in pending-by-deadline: {item:?}");
+    }
     // … and the deadlines plus the sweep's 1 s grace pass (on the test clock)
     advance_clock(Duration::from_secs(3));
     let report = s.reconcile().await;
     assert_eq!(report["orders_expired"], 2, "{report}");
+    assert_eq!(report["overdue_orders"], 2, "each found once, by its lock: {report}");
     assert_eq!(s.reconcile().await["orders_expired"], 0, "a second run repairs nothing twice");
     assert_eq!(s.get_order("nia", &a).await.body["status"], "EXPIRED");
     eventually("the stock to come back", WAIT, || async { (s.view("TO").await["available"] == 5).then_some(()) }).await;
@@ -285,4 +293,16 @@ async fn stock_changed_events_reach_the_bus_for_an_adjustment_a_freeze_and_a_rel
     // each carries its shards' available units before and after
     assert!(causes.iter().all(|(_, _, sh)| sh.as_array().is_some_and(|a| !a.is_empty())), "{causes:?}");
     s.assert_invariants().await;
+}
+
+/// The order table's item of `id`, as stored.
+async fn order_item(
+    s: &crate::common::Stack,
+    id: &str,
+) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    let ddb = aws_sdk_dynamodb::Client::new(&s.local.sdk);
+    let table = s.local.resources.table("OrderTable").unwrap();
+    let got =
+        ddb.get_item().table_name(table).key("pk", aws_sdk_dynamodb::types::AttributeValue::S(format!("ORD#{id}")));
+    got.consistent_read(true).send().await.unwrap().item.unwrap_or_else(|| panic!("order {id} is stored"))
 }

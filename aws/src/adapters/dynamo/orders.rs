@@ -1,6 +1,7 @@
 //! The order table over DynamoDB (docs/architecture.md, "Data model"). Partition key `pk` = `ORD#<id>`; the item is the
 //! outbox (its stream announces every change). KEYS_ONLY indexes: `by-user` (newest first) and
-//! the sparse, bucketed `pending-by-deadline` (present only while PENDING_PAYMENT).
+//! the sparse, bucketed indexes of `OrderIndex` (core/src/ports.rs), each present only while
+//! the order is that index's business.
 
 use super::item::{get_n, get_s, key, n, opt_s, s, values, Item};
 use super::retry::{Retries, RetryPolicy};
@@ -85,7 +86,7 @@ pub fn encode_order(o: &Order) -> anyhow::Result<Item> {
     if o.log.total > 0 {
         it.insert("log".into(), s(serde_json::to_string(&o.log)?));
     }
-    // the bucketed sparse indexes (docs/after-sale.md, "Sweeps")
+    // the bucketed sparse indexes (docs/runbook.md, "Reconcile")
     for index in OrderIndex::ALL {
         if let Some(v) = index.value_of(o) {
             let (_, hash, prefix, range) = index.keys();

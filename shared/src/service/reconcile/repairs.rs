@@ -45,8 +45,18 @@ pub(super) async fn stale_locks(app: &App, ids: &[ReservationId], rep: &mut Reco
         for o in &read {
             held_bookings(app, o, rep).await;
         }
+        overdue_orders(app, &awaiting_past_deadline(app, &read), rep).await;
     }
     Ok(())
+}
+
+/// The orders among `read` still waiting for their payment past their deadline by
+/// `StaleLockSeconds`. They are not in `pending-by-deadline` (core/src/ports.rs): their stale
+/// lock is their backstop, and this sweep decides them when their timeout message was lost, as
+/// the index's pass decides the orders in it (docs/runbook.md, "Reconcile").
+fn awaiting_past_deadline(app: &App, read: &[Order]) -> Vec<OrderId> {
+    let before_s = clock::now_s() - app.config.stale_lock_s;
+    read.iter().filter(|o| o.status.awaits_payment() && o.pay_expire_at < before_s).map(|o| o.id.clone()).collect()
 }
 
 /// A cheap check on an order the sweep has read anyway (docs/suppliers.md, "Reconcile"): a

@@ -393,7 +393,7 @@ impl MemoryStock {
     /// `stocked` is set to the sum, so invariant 1 holds.
     pub fn seed(&self, meta: SkuMeta, available_per_shard: &[i64]) {
         let mut s = lock(&self.state);
-        let slots = meta.slots.max(meta.shards).max(available_per_shard.len() as u16);
+        let slots = meta.shard_slots().max(available_per_shard.len() as u16);
         s.shards.retain(|(sku, _), _| sku != &meta.sku);
         for i in 0..slots {
             let available = available_per_shard.get(usize::from(i)).copied().unwrap_or(0);
@@ -414,6 +414,13 @@ impl MemoryStock {
     /// The per-user counter of (`sku`, `user`), if one was ever written.
     pub fn user_counter(&self, sku: &Sku, user: &UserId) -> Option<i64> {
         lock(&self.state).limits.get(&(sku.clone(), user.clone())).copied()
+    }
+
+    /// Moves a lock's creation back to `created_at_ms` (tests: an order made overdue has the
+    /// lock of a checkout that old). `false` for an unknown lock.
+    pub fn age_lock(&self, id: &ReservationId, created_at_ms: i64) -> bool {
+        let mut s = lock(&self.state);
+        s.reservations.get_mut(id).map(|r| r.created_at_ms = created_at_ms).is_some()
     }
 
     /// Every reservation, by id.

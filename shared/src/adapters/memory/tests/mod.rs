@@ -126,9 +126,15 @@ async fn order(w: &MemoryWorld, id: &OrderId) -> Order {
 }
 
 /// Moves an order's payment deadline `secs` into the past (through the port's CAS).
+/// `o` past its payment deadline by `secs`, its lock aged with it (as old as a checkout with that
+/// deadline would be).
 async fn make_overdue(w: &MemoryWorld, o: &Order, secs: i64) -> Order {
     let next = o.next(clock::now_ms(), |x| x.pay_expire_at = clock::now_s() - secs);
     assert!(w.orders.replace(o, &next).await.unwrap());
+    let rid = crate::domain::ReservationId::for_order(&o.id);
+    if let Some(r) = w.stock.reservations().into_iter().find(|r| r.id == rid) {
+        w.stock.age_lock(&rid, r.created_at_ms - (o.pay_expire_at - next.pay_expire_at) * 1000);
+    }
     next
 }
 

@@ -151,6 +151,37 @@ async fn reconcile_expires_an_overdue_order_and_finds_the_stock_consistent() {
     assert_eq!(rep.orders_expired, 0, "a second run repairs nothing twice");
 }
 
+/// An order waiting for its payment is not in `pending-by-deadline`; when its timeout is lost,
+/// the lock sweep finds it by its stale lock and decides it at its deadline, paying or not.
+#[tokio::test]
+async fn reconcile_decides_an_overdue_order_by_its_stale_lock_whether_or_not_its_buyer_started_paying() {
+    use crate::ports::OrderIndex;
+    let mut c = config();
+    c.stale_lock_s = 1;
+    let (app, w) = world_with(c, &[(meta("A", 1, None), &[5])]);
+    let (pending, _) = checkout(&app, "alice", "k1", &[("A", 1)]).await.unwrap();
+    let (paying, _) = checkout(&app, "bob", "k1", &[("A", 2)]).await.unwrap();
+    crate::service::paying::start(&app, &paying.user, &paying.id, None).await.unwrap();
+    for id in [&pending.id, &paying.id] {
+        let o = order(&w, id).await;
+        assert!(o.status.awaits_payment() && OrderIndex::Pending.value_of(&o).is_none(), "{:?}", o.status);
+        make_overdue(&w, &o, 120).await;
+    }
+    assert_eq!(order(&w, &paying.id).await.status, OrderStatus::Paying);
+    assert!(w.orders.pending_due(i64::MAX).await.unwrap().is_empty(), "neither is in pending-by-deadline");
+
+    let rep = reconcile::run(&app).await.unwrap();
+    assert_eq!((rep.stale_locks, rep.overdue_orders, rep.orders_expired), (2, 2, 2), "{rep:?}");
+    for id in [&pending.id, &paying.id] {
+        assert_eq!(order(&w, id).await.status, OrderStatus::Expired);
+    }
+    let attempt = &order(&w, &paying.id).await.attempts[0];
+    assert_eq!(attempt.state, crate::domain::order::AttemptState::Cancelled, "asked and cancelled at its provider");
+    assert!(rep.violations.is_empty(), "{:?}", rep.violations);
+    let rep = reconcile::run(&app).await.unwrap();
+    assert_eq!(rep.orders_expired, 0, "a second run repairs nothing twice");
+}
+
 #[tokio::test]
 async fn reconcile_releases_a_stale_orphan_freeze() {
     let (app, w) = world(&[(meta("A", 1, None), &[10])]);
