@@ -103,6 +103,15 @@ fn sparse_keys(o: &Order) -> [Option<i64>; OrderIndex::ALL.len()] {
     OrderIndex::ALL.map(|i| i.value_of(o))
 }
 
+/// The writes a sparse index takes when an item's key in it goes from `a` to `b`.
+fn index_writes(a: Option<i64>, b: Option<i64>) -> usize {
+    match (a, b) {
+        (Some(x), Some(y)) if x != y => 2,
+        (x, y) if x != y => 1,
+        _ => 0,
+    }
+}
+
 /// Decodes an order item (also a stream image); a VOID tombstone decodes to `OrderRecord::Void`.
 pub fn decode_record(it: &Item) -> anyhow::Result<OrderRecord> {
     let st = get_s(it, "st")?;
@@ -197,8 +206,9 @@ impl OrderStore for DynamoOrders {
     }
 
     async fn put_new(&self, o: &Order) -> anyhow::Result<bool> {
-        // by-user and pending-by-deadline entries
-        self.conditional_put(encode_order(o)?, "attribute_not_exists(pk)", None, 2.0).await
+        // the by-user entry, and one in each sparse index the new order is in
+        let index = 1 + sparse_keys(o).iter().flatten().count();
+        self.conditional_put(encode_order(o)?, "attribute_not_exists(pk)", None, index as f64).await
     }
 
     async fn put_void(&self, id: &OrderId) -> anyhow::Result<bool> {
@@ -212,10 +222,11 @@ impl OrderStore for DynamoOrders {
         if !appended_exactly(prev, next) {
             anyhow::bail!("order {}: a status change must carry its log entry (and only then)", next.id);
         }
-        // KEYS_ONLY indexes are written only when their keys change: leaving PENDING removes the
-        // pending-by-deadline entry; by-user keys never change.
-        let index = sparse_keys(prev).iter().zip(sparse_keys(next)).filter(|(a, b)| **a != *b).count() as f64;
-        self.conditional_put(encode_order(next)?, "v = :v", Some(values([(":v", n(prev.version))])), index).await
+        // KEYS_ONLY indexes are written only when their keys change: an entry added or removed is
+        // one index write, a key moved is two (the old entry deleted, the new one put); by-user
+        // keys never change.
+        let index: usize = sparse_keys(prev).iter().zip(sparse_keys(next)).map(|(a, b)| index_writes(*a, b)).sum();
+        self.conditional_put(encode_order(next)?, "v = :v", Some(values([(":v", n(prev.version))])), index as f64).await
     }
 
     async fn list_for_user(
@@ -393,6 +404,15 @@ mod tests {
     use super::*;
     use crate::domain::order::history::{sample_order, MAX_LOG_ENTRIES};
     use crate::domain::order::{By, Delivery, OrderAction, OrderDetails, Provider};
+
+    #[test]
+    fn a_sparse_index_takes_a_write_per_entry_added_or_removed_and_two_for_a_key_moved() {
+        assert_eq!(index_writes(None, None), 0);
+        assert_eq!(index_writes(Some(5), Some(5)), 0);
+        assert_eq!(index_writes(None, Some(5)), 1);
+        assert_eq!(index_writes(Some(5), None), 1);
+        assert_eq!(index_writes(Some(5), Some(6)), 2);
+    }
 
     /// A typical record: a German address of two lines, a phone number, a one-line remark and a
     /// discount (docs/order-record.md, "Size").
